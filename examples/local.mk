@@ -1,0 +1,1 @@
+# examples/local.mk - (to be written)

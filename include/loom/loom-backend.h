@@ -1,0 +1,349 @@
+/* loom-backend.h - devices, buffers, backends, the plugin registry and
+ * loader, the graph allocator and the meta (tensor-parallel) device.
+ *
+ * Applications include this; plugin authors include loom-plugin.h, which
+ * includes this.
+ */
+#ifndef LOOM_BACKEND_H
+#define LOOM_BACKEND_H
+
+#include "loom.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct loom_buffer_type loom_buffer_type_t;
+typedef struct loom_buffer loom_buffer_t;
+typedef struct loom_backend loom_backend_t;
+typedef struct loom_event loom_event_t;
+typedef struct loom_dev loom_dev_t;
+typedef struct loom_reg loom_reg_t;
+typedef struct loom_galloc loom_galloc_t;
+
+/* ------------------------------------------------------------------------
+ * Buffer types: allocators of one kind of memory.
+ * Owned by their plugin; valid until loom_unload_all().
+ */
+LOOM_API const char *loom_buft_name(loom_buffer_type_t *buft);
+/* Allocates a buffer of size bytes (0 is allowed).  The caller frees it
+ * with loom_buffer_free(). */
+LOOM_API int loom_buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
+				    loom_buffer_t **out);
+/* Alignment of tensor data in buffers of this type (a power of two). */
+LOOM_API size_t loom_buft_alignment(loom_buffer_type_t *buft);
+/* Largest buffer one allocation can make. */
+LOOM_API size_t loom_buft_max_size(loom_buffer_type_t *buft);
+/* Bytes the tensor needs in a buffer of this type (>= loom_nbytes). */
+LOOM_API size_t loom_buft_alloc_size(loom_buffer_type_t *buft,
+				     const struct loom_tensor *t);
+/* True when the memory is host memory the CPU can address directly. */
+LOOM_API bool loom_buft_is_host(loom_buffer_type_t *buft);
+/* The device this type belongs to, or NULL for a device-less type. */
+LOOM_API loom_dev_t *loom_buft_device(loom_buffer_type_t *buft);
+
+/* ------------------------------------------------------------------------
+ * Buffers.
+ */
+enum loom_buffer_usage {
+	LOOM_BUFFER_USAGE_ANY = 0,
+	LOOM_BUFFER_USAGE_WEIGHTS, /* parameters and caches */
+	LOOM_BUFFER_USAGE_COMPUTE, /* a graph's intermediates */
+};
+
+/* Frees buf and its memory; NULL is a no-op.  Tensors placed in it must not
+ * be used afterwards. */
+LOOM_API void loom_buffer_free(loom_buffer_t *buf);
+LOOM_API size_t loom_buffer_size(loom_buffer_t *buf);
+LOOM_API void *loom_buffer_base(loom_buffer_t *buf);
+LOOM_API loom_buffer_type_t *loom_buffer_type(loom_buffer_t *buf);
+LOOM_API int loom_buffer_clear(loom_buffer_t *buf, uint8_t value);
+LOOM_API void loom_buffer_set_usage(loom_buffer_t *buf,
+				    enum loom_buffer_usage usage);
+LOOM_API enum loom_buffer_usage loom_buffer_usage(loom_buffer_t *buf);
+
+/* Places t (and nothing else) at byte offset in buf.  The offset must be a
+ * multiple of the buffer type's alignment and the tensor must fit.  Views
+ * are placed with loom_tensor_init_view(). */
+LOOM_API int loom_tensor_place(struct loom_tensor *t, loom_buffer_t *buf,
+			       size_t offset);
+/* Gives a view the data of its view source (which must be placed). */
+LOOM_API int loom_tensor_init_view(struct loom_tensor *t);
+
+/* Allocates one buffer of type buft holding every tensor of ctx that has no
+ * data yet, and places them.  The caller frees *out.  A context with no
+ * such tensor gives *out = NULL and LOOM_OK. */
+LOOM_API int loom_ctx_alloc_tensors(loom_ctx_t *ctx, loom_buffer_type_t *buft,
+				    loom_buffer_t **out);
+
+/* ------------------------------------------------------------------------
+ * Tensor data.  Offsets and sizes are in bytes within the tensor; they
+ * are checked against loom_nbytes() before any plugin sees them
+ * (LOOM_E_RANGE), and the tensor must be placed (LOOM_E_STATE).
+ * These calls are blocking.
+ */
+LOOM_API int loom_tensor_set(struct loom_tensor *t, const void *data,
+			     size_t offset, size_t size);
+LOOM_API int loom_tensor_get(const struct loom_tensor *t, void *data,
+			     size_t offset, size_t size);
+LOOM_API int loom_tensor_memset(struct loom_tensor *t, uint8_t value,
+				size_t offset, size_t size);
+/* 2D copies: n_copies rows of size bytes; row i is at offset + i *
+ * stride_tensor in the tensor and at i * stride_data in data.  Plugins may
+ * do this in one transfer; otherwise it is a loop of 1D copies. */
+LOOM_API int loom_tensor_set_2d(struct loom_tensor *t, const void *data,
+				size_t offset, size_t size, size_t n_copies,
+				size_t stride_tensor, size_t stride_data);
+LOOM_API int loom_tensor_get_2d(const struct loom_tensor *t, void *data,
+				size_t offset, size_t size, size_t n_copies,
+				size_t stride_tensor, size_t stride_data);
+/* Copies src into dst (same byte size) across any two buffers. */
+LOOM_API int loom_tensor_copy(const struct loom_tensor *src,
+			      struct loom_tensor *dst);
+
+/* ------------------------------------------------------------------------
+ * Backends: execution streams on a device.
+ */
+LOOM_API const char *loom_backend_name(loom_backend_t *be);
+/* Frees be after waiting for its work; NULL is a no-op. */
+LOOM_API void loom_backend_free(loom_backend_t *be);
+LOOM_API loom_dev_t *loom_backend_device(loom_backend_t *be);
+/* Async data movement on be's stream: done once loom_backend_synchronize()
+ * returns.  Host memory passed in must stay valid until then. */
+LOOM_API int loom_backend_tensor_set_async(loom_backend_t *be,
+					   struct loom_tensor *t,
+					   const void *data, size_t offset,
+					   size_t size);
+LOOM_API int loom_backend_tensor_get_async(loom_backend_t *be,
+					   const struct loom_tensor *t,
+					   void *data, size_t offset,
+					   size_t size);
+LOOM_API int loom_backend_tensor_set_2d_async(
+	loom_backend_t *be, struct loom_tensor *t, const void *data,
+	size_t offset, size_t size, size_t n_copies, size_t stride_tensor,
+	size_t stride_data);
+LOOM_API int loom_backend_tensor_get_2d_async(
+	loom_backend_t *be, const struct loom_tensor *t, void *data,
+	size_t offset, size_t size, size_t n_copies, size_t stride_tensor,
+	size_t stride_data);
+/* Copies src (on be_src's device) into dst (on be_dst's device). */
+LOOM_API int loom_backend_tensor_copy_async(loom_backend_t *be_src,
+					    loom_backend_t *be_dst,
+					    const struct loom_tensor *src,
+					    struct loom_tensor *dst);
+LOOM_API int loom_backend_synchronize(loom_backend_t *be);
+/* Runs g; every node must be placed in memory be's device can use.  The
+ * async form may return before the work is done. */
+LOOM_API int loom_backend_graph_compute(loom_backend_t *be, loom_graph_t *g);
+LOOM_API int loom_backend_graph_compute_async(loom_backend_t *be,
+					      loom_graph_t *g);
+LOOM_API bool loom_backend_supports_op(loom_backend_t *be,
+				       const struct loom_tensor *op);
+/* Sets the number of threads be computes with (LOOM_E_UNSUPPORTED when its
+ * plugin has no threads to set). */
+LOOM_API int loom_backend_set_n_threads(loom_backend_t *be, int n_threads);
+
+/* Events mark a point in a backend's stream. */
+LOOM_API int loom_event_new(loom_dev_t *dev, loom_event_t **out);
+LOOM_API void loom_event_free(loom_event_t *ev);
+LOOM_API int loom_event_record(loom_event_t *ev, loom_backend_t *be);
+/* Makes be wait (without blocking the host) until ev has passed. */
+LOOM_API int loom_event_wait(loom_backend_t *be, loom_event_t *ev);
+/* Blocks the host until ev has passed. */
+LOOM_API int loom_event_synchronize(loom_event_t *ev);
+
+/* ------------------------------------------------------------------------
+ * Devices.
+ */
+enum loom_dev_type {
+	LOOM_DEV_TYPE_CPU = 0,
+	LOOM_DEV_TYPE_GPU,
+	LOOM_DEV_TYPE_IGPU,
+	LOOM_DEV_TYPE_ACCEL,
+	LOOM_DEV_TYPE_META,
+};
+
+/* Capability bits (loom_dev_caps). */
+enum {
+	LOOM_DEV_CAP_ASYNC = 1u << 0,       /* async copies overlap compute */
+	LOOM_DEV_CAP_HOST_BUFFER = 1u << 1, /* offers pinned host memory */
+	LOOM_DEV_CAP_EVENTS = 1u << 2,      /* real events */
+	LOOM_DEV_CAP_PEER_COPY = 1u << 3,   /* direct device-to-device copy */
+};
+
+LOOM_API const char *loom_dev_type_name(enum loom_dev_type type);
+
+LOOM_API const char *loom_dev_name(loom_dev_t *dev);
+LOOM_API const char *loom_dev_description(loom_dev_t *dev);
+LOOM_API enum loom_dev_type loom_dev_type(loom_dev_t *dev);
+LOOM_API void loom_dev_memory(loom_dev_t *dev, size_t *free, size_t *total);
+LOOM_API uint32_t loom_dev_caps(loom_dev_t *dev);
+/* Makes a backend on dev; params is a plugin-specific string or NULL.  The
+ * caller frees it with loom_backend_free(). */
+LOOM_API int loom_dev_init_backend(loom_dev_t *dev, const char *params,
+				   loom_backend_t **out);
+LOOM_API loom_buffer_type_t *loom_dev_buffer_type(loom_dev_t *dev);
+/* Pinned host memory for fast transfers to dev, or NULL if none. */
+LOOM_API loom_buffer_type_t *loom_dev_host_buffer_type(loom_dev_t *dev);
+LOOM_API bool loom_dev_supports_op(loom_dev_t *dev,
+				   const struct loom_tensor *op);
+LOOM_API bool loom_dev_supports_buft(loom_dev_t *dev,
+				     loom_buffer_type_t *buft);
+LOOM_API loom_reg_t *loom_dev_reg(loom_dev_t *dev);
+
+/* ------------------------------------------------------------------------
+ * The registry: plugins and the devices they bring.
+ *
+ * loom_load_all() loads the plugins chosen by LOOM_BACKENDS from the search
+ * path (LOOM_PLUGIN_PATH, then the installed plugin directory).  It is safe
+ * to call more than once; it returns LOOM_E_NOT_FOUND (or the plugin's own
+ * error) when a backend named in LOOM_BACKENDS cannot be loaded, with the
+ * reason in loom_last_error(); the other plugins are loaded all the same.
+ */
+LOOM_API int loom_load_all(void);
+/* Loads one plugin file, whatever LOOM_BACKENDS says. */
+LOOM_API int loom_load_path(const char *path, loom_reg_t **out);
+/* Registers a plugin linked into the application. */
+struct loom_plugin_desc;
+LOOM_API int loom_register_static(const struct loom_plugin_desc *desc,
+				  loom_reg_t **out);
+/* Unloads every plugin and frees every device, buffer type and record.
+ * Buffers and backends the application still holds must be freed first. */
+LOOM_API void loom_unload_all(void);
+
+LOOM_API size_t loom_reg_count(void);
+LOOM_API loom_reg_t *loom_reg_get(size_t i);
+LOOM_API loom_reg_t *loom_reg_by_name(const char *name);
+LOOM_API const char *loom_reg_name(loom_reg_t *reg);
+LOOM_API const char *loom_reg_version(loom_reg_t *reg);
+LOOM_API size_t loom_reg_dev_count(loom_reg_t *reg);
+LOOM_API loom_dev_t *loom_reg_dev(loom_reg_t *reg, size_t i);
+/* The plugin's entry point of that name (see loom-plugin.h), or NULL. */
+LOOM_API void *loom_reg_proc_address(loom_reg_t *reg, const char *name);
+
+/* All devices, in priority order (LOOM_BACKENDS order, else GPUs, then
+ * CPUs, meta devices last). */
+LOOM_API size_t loom_dev_count(void);
+LOOM_API loom_dev_t *loom_dev_get(size_t i);
+LOOM_API loom_dev_t *loom_dev_by_name(const char *name);
+/* The first device of that type, or NULL. */
+LOOM_API loom_dev_t *loom_dev_by_type(enum loom_dev_type type);
+
+/* What the loader did with each candidate file. */
+enum loom_plugin_state {
+	LOOM_PLUGIN_LOADED = 0,
+	LOOM_PLUGIN_EXCLUDED,       /* not selected by LOOM_BACKENDS */
+	LOOM_PLUGIN_NOT_APPLICABLE, /* cannot run on this machine */
+	LOOM_PLUGIN_FAILED,         /* broken: see the reason */
+	LOOM_PLUGIN_SKIPPED,        /* another file of that name won */
+};
+
+struct loom_plugin_info {
+	const char *name;    /* plugin name from the file name */
+	const char *file;    /* full path, or "(static)" */
+	const char *version; /* from the descriptor, or NULL */
+	enum loom_plugin_state state;
+	const char *reason;  /* "" when loaded */
+	int score;
+};
+
+LOOM_API const char *loom_plugin_state_name(enum loom_plugin_state state);
+LOOM_API size_t loom_plugin_count(void);
+/* Fills *out with record i; the strings stay valid until loom_unload_all. */
+LOOM_API int loom_plugin_info(size_t i, struct loom_plugin_info *out);
+/* The directories searched, in order. */
+LOOM_API size_t loom_search_path_count(void);
+LOOM_API const char *loom_search_path(size_t i);
+/* The installed plugin directory. */
+LOOM_API const char *loom_plugin_dir(void);
+
+/* ------------------------------------------------------------------------
+ * Graph allocator: places a graph's intermediates in one compute buffer,
+ * reusing the memory of tensors no longer needed.
+ */
+/* The caller frees *out with loom_galloc_free(). */
+LOOM_API int loom_galloc_new(loom_buffer_type_t *buft, loom_galloc_t **out);
+LOOM_API void loom_galloc_free(loom_galloc_t *ga);
+/* Plans g and makes the compute buffer large enough for it. */
+LOOM_API int loom_galloc_reserve(loom_galloc_t *ga, loom_graph_t *g);
+/* Places every unplaced tensor g needs (reserving first if needed).
+ * Leaves without data and the graph's outputs are placed too. */
+LOOM_API int loom_galloc_alloc_graph(loom_galloc_t *ga, loom_graph_t *g);
+/* Size of the compute buffer (0 before reserve). */
+LOOM_API size_t loom_galloc_buffer_size(loom_galloc_t *ga);
+LOOM_API loom_buffer_t *loom_galloc_buffer(loom_galloc_t *ga);
+
+/* ------------------------------------------------------------------------
+ * The meta device: one device made of N devices, tensor parallel.
+ * It needs the meta plugin; without it these return LOOM_E_NOT_FOUND.
+ */
+enum loom_split_state {
+	LOOM_SPLIT_DIM0 = 0, /* dimension d cut into N consecutive slices */
+	LOOM_SPLIT_DIM1,
+	LOOM_SPLIT_DIM2,
+	LOOM_SPLIT_DIM3,
+	LOOM_SPLIT_MIRRORED, /* whole on every device */
+	LOOM_SPLIT_PARTIAL,  /* every device holds a summand */
+};
+
+#define LOOM_SPLIT_MAX_SEGMENTS 8
+
+/* What a split callback says of a weight or cache tensor.  The meta device
+ * sizes the slices; the callback only gives structure. */
+struct loom_split {
+	enum loom_split_state state;
+	/* Slices along the axis are multiples of this (0 or 1: any). */
+	int64_t granularity;
+	/* Segments along the axis, each split separately (a fused QKV is
+	 * three); 0 segments means one of the whole axis. */
+	int n_segments;
+	int64_t segments[LOOM_SPLIT_MAX_SEGMENTS];
+};
+
+/* Returns LOOM_OK and fills *out, or an error to refuse the tensor. */
+typedef int (*loom_split_fn)(const struct loom_tensor *t,
+			     struct loom_split *out, void *userdata);
+
+/* Shape facts the default split policy needs for whole heads. */
+struct loom_meta_model {
+	int64_t head_dim;
+	int64_t n_head;
+	int64_t n_head_kv;
+};
+
+/* The default transformer policy (by tensor name; userdata is a
+ * struct loom_meta_model * or NULL):
+ *   *attn_q*, *attn_k*, *attn_v*, *attn_qkv*, *ffn_up*, *ffn_gate*
+ *       (and their *_exps forms)            SPLIT(1) by whole heads/GQA groups
+ *   *attn_output*, *ffn_down*, *ffn_down_exps* SPLIT(0)
+ *   *cache_k*, *cache_v*                    split by heads
+ *   output                                  SPLIT(1)
+ *   everything else (norms, token_embd)     MIRRORED
+ */
+LOOM_API int loom_meta_split_default(const struct loom_tensor *t,
+				     struct loom_split *out, void *userdata);
+
+struct loom_meta_opts {
+	uint32_t size;        /* sizeof(struct loom_meta_opts) */
+	const float *ratios;  /* n weights, NULL for even; need not sum to 1 */
+	enum loom_type reduce_type; /* F32 (default) or BF16 */
+	size_t bf16_min_bytes;      /* with BF16: reduce in BF16 from here */
+	bool force_fallback;        /* never use a plugin's allreduce */
+};
+
+/* Makes (or finds: same members, callback, userdata and options) a meta
+ * device over devs (a device may appear twice).  split NULL means
+ * loom_meta_split_default.  The device is owned by the meta plugin. */
+LOOM_API int loom_meta_dev_new(loom_dev_t *const *devs, size_t n,
+			       loom_split_fn split, void *userdata,
+			       const struct loom_meta_opts *opts,
+			       loom_dev_t **out);
+/* Dry run: checks that every node of g has a rule for its sources' split
+ * states on meta device dev.  The message names op, tensor and states. */
+LOOM_API int loom_meta_check(loom_dev_t *dev, loom_graph_t *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOOM_BACKEND_H */

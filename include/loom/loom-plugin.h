@@ -1,0 +1,341 @@
+/* loom-plugin.h - the plugin ABI: the interface tables a plugin fills, its
+ * descriptor, the constructors that wrap its objects, and the optional
+ * entry points resolved by name.
+ *
+ * Rules that keep this an ABI:
+ * - every table starts with `uint32_t size` (sizeof as the plugin was
+ *   built) and grows only at the end; the core copies at most `size` bytes
+ *   into a zeroed table it owns, so slots newer than the plugin read NULL;
+ * - each slot says `required` or `optional: NULL means ...`; a plugin
+ *   missing a required slot is refused, naming the slot;
+ * - fill tables with designated initializers (.get_name = my_get_name).
+ */
+#ifndef LOOM_PLUGIN_H
+#define LOOM_PLUGIN_H
+
+#include "loom-backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOOM_ABI_MAJOR 1
+#define LOOM_ABI_MINOR 0
+
+/* ------------------------------------------------------------------------
+ * Buffer type.
+ */
+struct loom_buffer_type_iface {
+	uint32_t size;
+	/* required */
+	const char *(*get_name)(loom_buffer_type_t *buft);
+	/* required: allocate a buffer of size bytes with loom_buffer_new() */
+	int (*alloc_buffer)(loom_buffer_type_t *buft, size_t size,
+			    loom_buffer_t **out);
+	/* required: a power of two */
+	size_t (*get_alignment)(loom_buffer_type_t *buft);
+	/* optional: NULL means SIZE_MAX */
+	size_t (*get_max_size)(loom_buffer_type_t *buft);
+	/* optional: NULL means loom_nbytes(t) */
+	size_t (*get_alloc_size)(loom_buffer_type_t *buft,
+				 const struct loom_tensor *t);
+	/* optional: NULL means false */
+	bool (*is_host)(loom_buffer_type_t *buft);
+	/* Methods above are valid for ABI 1.0. */
+};
+
+/* ------------------------------------------------------------------------
+ * Buffer.  Offsets and sizes reaching these methods have been checked by
+ * the core against the tensor's bytes.
+ */
+struct loom_buffer_iface {
+	uint32_t size;
+	/* optional: NULL means nothing to release */
+	void (*free_buffer)(loom_buffer_t *buf);
+	/* required: the address tensors' data pointers are relative to */
+	void *(*get_base)(loom_buffer_t *buf);
+	/* optional: NULL means nothing to do when a tensor is placed */
+	int (*init_tensor)(loom_buffer_t *buf, struct loom_tensor *t);
+	/* optional: NULL means set_tensor from a filled host block */
+	int (*memset_tensor)(loom_buffer_t *buf, struct loom_tensor *t,
+			     uint8_t value, size_t offset, size_t size);
+	/* required */
+	int (*set_tensor)(loom_buffer_t *buf, struct loom_tensor *t,
+			  const void *data, size_t offset, size_t size);
+	/* required */
+	int (*get_tensor)(loom_buffer_t *buf, const struct loom_tensor *t,
+			  void *data, size_t offset, size_t size);
+	/* optional: copy src (any buffer) into dst (this buffer); return
+	 * LOOM_E_DECLINED when it cannot.  NULL means declined: the core
+	 * stages the copy through host memory. */
+	int (*cpy_tensor)(loom_buffer_t *buf, const struct loom_tensor *src,
+			  struct loom_tensor *dst);
+	/* required: fill the whole buffer */
+	int (*clear)(loom_buffer_t *buf, uint8_t value);
+	/* Methods above are valid for ABI 1.0. */
+};
+
+/* ------------------------------------------------------------------------
+ * Backend: a stream of work on one device.
+ */
+struct loom_backend_iface {
+	uint32_t size;
+	/* required */
+	const char *(*get_name)(loom_backend_t *be);
+	/* required: release the context (the core waits first) */
+	void (*free)(loom_backend_t *be);
+	/* optional: NULL means synchronize, then a blocking set */
+	int (*set_tensor_async)(loom_backend_t *be, struct loom_tensor *t,
+				const void *data, size_t offset, size_t size);
+	/* optional: NULL means synchronize, then a blocking get */
+	int (*get_tensor_async)(loom_backend_t *be,
+				const struct loom_tensor *t, void *data,
+				size_t offset, size_t size);
+	/* optional: copy src into dst (dst on this backend's device); return
+	 * LOOM_E_DECLINED when it cannot.  NULL means declined: the core
+	 * synchronizes both backends and copies blocking. */
+	int (*cpy_tensor_async)(loom_backend_t *be_src, loom_backend_t *be_dst,
+				const struct loom_tensor *src,
+				struct loom_tensor *dst);
+	/* optional: NULL means the backend never has work in flight */
+	int (*synchronize)(loom_backend_t *be);
+	/* required: may return before the work is done */
+	int (*graph_compute)(loom_backend_t *be, loom_graph_t *g);
+	/* optional: NULL means synchronize the backend, then signal */
+	int (*event_record)(loom_backend_t *be, loom_event_t *ev);
+	/* optional: NULL means nothing to wait for (record synchronized) */
+	int (*event_wait)(loom_backend_t *be, loom_event_t *ev);
+	/* Methods above are valid for ABI 1.0. */
+};
+
+/* ------------------------------------------------------------------------
+ * Device.
+ */
+struct loom_dev_iface {
+	uint32_t size;
+	/* required: "<plugin><index>", e.g. cuda1 */
+	const char *(*get_name)(loom_dev_t *dev);
+	/* optional: NULL means the name */
+	const char *(*get_description)(loom_dev_t *dev);
+	/* optional: NULL means 0 free, 0 total (unknown) */
+	void (*get_memory)(loom_dev_t *dev, size_t *free, size_t *total);
+	/* required */
+	enum loom_dev_type (*get_type)(loom_dev_t *dev);
+	/* optional: NULL means no capability bits */
+	uint32_t (*get_caps)(loom_dev_t *dev);
+	/* required: make a backend with loom_backend_new() */
+	int (*init_backend)(loom_dev_t *dev, const char *params,
+			    loom_backend_t **out);
+	/* required */
+	loom_buffer_type_t *(*get_buffer_type)(loom_dev_t *dev);
+	/* required */
+	bool (*supports_op)(loom_dev_t *dev, const struct loom_tensor *op);
+	/* optional: NULL means the device's own buffer type, and host
+	 * buffer types when the device is a CPU */
+	bool (*supports_buft)(loom_dev_t *dev, loom_buffer_type_t *buft);
+	/* optional: NULL means events are emulated by the core */
+	int (*event_new)(loom_dev_t *dev, loom_event_t *ev);
+	/* optional: NULL means nothing to release */
+	void (*event_free)(loom_dev_t *dev, loom_event_t *ev);
+	/* optional: NULL means nothing to wait for */
+	int (*event_synchronize)(loom_dev_t *dev, loom_event_t *ev);
+	/* Methods above are valid for ABI 1.0. */
+};
+
+/* ------------------------------------------------------------------------
+ * Registry entry: what a plugin's init returns.
+ */
+struct loom_reg_iface {
+	uint32_t size;
+	/* required: the plugin's name, e.g. "cuda" */
+	const char *(*get_name)(loom_reg_t *reg);
+	/* required */
+	size_t (*get_dev_count)(loom_reg_t *reg);
+	/* required: i < get_dev_count */
+	loom_dev_t *(*get_dev)(loom_reg_t *reg, size_t i);
+	/* optional: NULL means no entry points */
+	void *(*get_proc_address)(loom_reg_t *reg, const char *name);
+	/* optional: NULL means nothing to release at unload */
+	void (*free)(loom_reg_t *reg);
+	/* Methods above are valid for ABI 1.0. */
+};
+
+/* ------------------------------------------------------------------------
+ * The descriptor: the one symbol a plugin exports, read with dlsym before
+ * any plugin function runs.
+ */
+#define LOOM_PLUGIN_SYMBOL "loom_plugin_descriptor"
+
+struct loom_plugin_desc {
+	uint32_t abi_major; /* must equal the core's */
+	uint32_t abi_minor; /* must not exceed the core's */
+	const char *name;   /* "cpu"; the file is loom-<name>[-<variant>].so */
+	const char *version;
+	/* required: make the registry entry with loom_reg_new() */
+	int (*init)(loom_reg_t **out);
+	/* optional: 0 when the plugin cannot run here (then *why says so);
+	 * among variants of one name the highest wins.  NULL means 1. */
+	int (*score)(const char **why);
+};
+
+/* Defines and exports the descriptor.  Use once per plugin. */
+#define LOOM_PLUGIN_DEFINE(name_, version_, init_, score_)                   \
+	__attribute__((visibility("default"))) const struct loom_plugin_desc \
+		loom_plugin_descriptor = {                                   \
+			.abi_major = LOOM_ABI_MAJOR,                         \
+			.abi_minor = LOOM_ABI_MINOR,                         \
+			.name = (name_),                                     \
+			.version = (version_),                               \
+			.init = (init_),                                     \
+			.score = (score_),                                   \
+		}
+
+/* ------------------------------------------------------------------------
+ * Constructors.  The core copies iface (at most iface->size bytes) and
+ * checks required slots; a missing one fails with LOOM_E_PLUGIN naming
+ * it.  The core owns the returned wrapper; context stays the plugin's.
+ */
+/* Freed by the core at unload, after reg's free method. */
+LOOM_API int loom_reg_new(const struct loom_reg_iface *iface, void *context,
+			  loom_reg_t **out);
+/* Freed by the core with reg. */
+LOOM_API int loom_dev_new(loom_reg_t *reg, const struct loom_dev_iface *iface,
+			  void *context, loom_dev_t **out);
+/* Freed by the core with reg; dev may be NULL. */
+LOOM_API int loom_buft_new(loom_reg_t *reg, loom_dev_t *dev,
+			   const struct loom_buffer_type_iface *iface,
+			   void *context, loom_buffer_type_t **out);
+/* Freed by loom_buffer_free(), which calls iface->free_buffer first. */
+LOOM_API int loom_buffer_new(loom_buffer_type_t *buft,
+			     const struct loom_buffer_iface *iface,
+			     void *context, size_t size, loom_buffer_t **out);
+/* Freed by loom_backend_free(), which calls iface->free. */
+LOOM_API int loom_backend_new(loom_dev_t *dev,
+			      const struct loom_backend_iface *iface,
+			      void *context, loom_backend_t **out);
+
+LOOM_API void *loom_reg_context(loom_reg_t *reg);
+LOOM_API void *loom_dev_context(loom_dev_t *dev);
+LOOM_API void *loom_buft_context(loom_buffer_type_t *buft);
+LOOM_API void *loom_buffer_context(loom_buffer_t *buf);
+LOOM_API void *loom_backend_context(loom_backend_t *be);
+/* An event's plugin-side state, set by event_new. */
+LOOM_API void *loom_event_context(loom_event_t *ev);
+LOOM_API void loom_event_set_context(loom_event_t *ev, void *context);
+LOOM_API loom_dev_t *loom_event_device(loom_event_t *ev);
+
+/* Records an error message for loom_last_error() and returns status. */
+LOOM_API int loom_set_error(int status, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Logs through the application's callback. */
+LOOM_API void loom_log(enum loom_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Reads a LOOM_* variable (NULL in secure-execution processes). */
+LOOM_API const char *loom_getenv(const char *name);
+
+/* A raw node, for plugins that rewrite graphs (the meta device): no shape
+ * checks beyond the type.  srcs has LOOM_MAX_SRC entries or is NULL;
+ * params has LOOM_MAX_OP_PARAMS words or is NULL. */
+LOOM_API struct loom_tensor *loom_new_op_tensor(loom_ctx_t *ctx,
+						enum loom_op op,
+						enum loom_type type,
+						const int64_t ne[LOOM_MAX_DIMS],
+						struct loom_tensor *const *srcs,
+						const int32_t *params);
+/* Appends one node as is (its sources are not visited). */
+LOOM_API int loom_graph_add_node(loom_graph_t *g, struct loom_tensor *t);
+
+/* ------------------------------------------------------------------------
+ * Entry points, resolved by name through the reg's get_proc_address once
+ * at registration.  A plugin offers any subset; the core falls back where
+ * one is absent.  Every function returns LOOM_OK or a LOOM_E_*.
+ */
+
+/* "set_tensor_2d" / "get_tensor_2d": n_copies rows of size bytes, row i at
+ * offset + i * stride_tensor in t and at i * stride_data in data.
+ * Fallback: a loop of set_tensor / get_tensor. */
+#define LOOM_PROC_SET_TENSOR_2D "set_tensor_2d"
+#define LOOM_PROC_GET_TENSOR_2D "get_tensor_2d"
+typedef int (*loom_set_tensor_2d_fn)(loom_buffer_t *buf,
+				     struct loom_tensor *t, const void *data,
+				     size_t offset, size_t size,
+				     size_t n_copies, size_t stride_tensor,
+				     size_t stride_data);
+typedef int (*loom_get_tensor_2d_fn)(loom_buffer_t *buf,
+				     const struct loom_tensor *t, void *data,
+				     size_t offset, size_t size,
+				     size_t n_copies, size_t stride_tensor,
+				     size_t stride_data);
+
+/* "set_tensor_2d_async" / "get_tensor_2d_async": the same on a backend's
+ * stream.  Fallback: a loop of the backend's 1D async copies. */
+#define LOOM_PROC_SET_TENSOR_2D_ASYNC "set_tensor_2d_async"
+#define LOOM_PROC_GET_TENSOR_2D_ASYNC "get_tensor_2d_async"
+typedef int (*loom_set_tensor_2d_async_fn)(loom_backend_t *be,
+					   struct loom_tensor *t,
+					   const void *data, size_t offset,
+					   size_t size, size_t n_copies,
+					   size_t stride_tensor,
+					   size_t stride_data);
+typedef int (*loom_get_tensor_2d_async_fn)(loom_backend_t *be,
+					   const struct loom_tensor *t,
+					   void *data, size_t offset,
+					   size_t size, size_t n_copies,
+					   size_t stride_tensor,
+					   size_t stride_data);
+
+/* "allreduce": sums tensors[0..n) in place (same shape, F32), tensors[i]
+ * on backends[i]'s device; all backends come from this plugin.  The result
+ * is ordered on every stream like any other work.  Return LOOM_E_DECLINED
+ * to leave the call to the meta device's generic path (a device repeated,
+ * a type or size the collective does not serve).  Fallback: the meta
+ * device's own reduce over async copies and an add. */
+#define LOOM_PROC_ALLREDUCE "allreduce"
+struct loom_allreduce_opts {
+	uint32_t size;              /* sizeof(struct loom_allreduce_opts) */
+	enum loom_type reduce_type; /* F32, or BF16 to halve the bytes */
+};
+typedef int (*loom_allreduce_fn)(loom_backend_t *const *backends,
+				 struct loom_tensor *const *tensors, size_t n,
+				 const struct loom_allreduce_opts *opts);
+
+/* "split_buffer_type": a buffer type whose 2D weights are split by rows
+ * over devs in proportion to ratios (NULL: even).  Owned by the plugin.
+ * No fallback: absent means the feature is absent. */
+#define LOOM_PROC_SPLIT_BUFFER_TYPE "split_buffer_type"
+typedef int (*loom_split_buffer_type_fn)(loom_dev_t *const *devs, size_t n,
+					 const float *ratios,
+					 loom_buffer_type_t **out);
+
+/* "host_buffer_type": pinned host memory for dev.  Fallback: none (NULL). */
+#define LOOM_PROC_HOST_BUFFER_TYPE "host_buffer_type"
+typedef loom_buffer_type_t *(*loom_host_buffer_type_fn)(loom_dev_t *dev);
+
+/* "set_n_threads".  Fallback: LOOM_E_UNSUPPORTED. */
+#define LOOM_PROC_SET_N_THREADS "set_n_threads"
+typedef int (*loom_set_n_threads_fn)(loom_backend_t *be, int n_threads);
+
+/* "get_features": a list of name/value pairs ending with a NULL name
+ * (e.g. {"AVX512F", "1"}), owned by the plugin.  Fallback: none. */
+#define LOOM_PROC_GET_FEATURES "get_features"
+struct loom_feature {
+	const char *name;
+	const char *value;
+};
+typedef const struct loom_feature *(*loom_get_features_fn)(loom_reg_t *reg);
+
+/* "meta_device_new" and "meta_check": the meta plugin's implementations
+ * of loom_meta_dev_new() and loom_meta_check(). */
+#define LOOM_PROC_META_DEVICE_NEW "meta_device_new"
+#define LOOM_PROC_META_CHECK "meta_check"
+typedef int (*loom_meta_device_new_fn)(loom_dev_t *const *devs, size_t n,
+				       loom_split_fn split, void *userdata,
+				       const struct loom_meta_opts *opts,
+				       loom_dev_t **out);
+typedef int (*loom_meta_check_fn)(loom_dev_t *dev, loom_graph_t *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOOM_PLUGIN_H */

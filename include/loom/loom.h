@@ -1,0 +1,436 @@
+/* loom.h - tensors, types, contexts, graphs, ops and status codes.
+ *
+ * This is the half of the public API that knows nothing about devices:
+ * building a compute graph.  Devices, buffers, backends and the plugin
+ * registry live in loom-backend.h; the plugin ABI in loom-plugin.h.
+ */
+#ifndef LOOM_H
+#define LOOM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Marks the library's exported functions; everything else is hidden. */
+#define LOOM_API __attribute__((visibility("default")))
+
+#define LOOM_MAX_DIMS 4
+#define LOOM_MAX_SRC 6
+#define LOOM_MAX_OP_PARAMS 16 /* 32-bit words */
+#define LOOM_MAX_NAME 64
+
+/* ------------------------------------------------------------------------
+ * Status codes.  Actions return LOOM_OK (0) or a negative LOOM_E_*.
+ * The one list below makes both the enum and loom_strerror().
+ */
+#define LOOM_STATUS_MAP(X)                                                   \
+	X(OK, 0, "success")                                                  \
+	X(E_INVAL, -1, "invalid argument")                                   \
+	X(E_NOMEM, -2, "out of memory")                                      \
+	X(E_NOT_FOUND, -3, "not found")                                      \
+	X(E_RANGE, -4, "out of bounds")                                      \
+	X(E_ALIGN, -5, "misaligned")                                         \
+	X(E_UNSUPPORTED, -6, "not supported")                                \
+	X(E_ABI, -7, "ABI mismatch")                                         \
+	X(E_PLUGIN, -8, "plugin failed")                                     \
+	X(E_DEVICE, -9, "device error")                                      \
+	X(E_STATE, -10, "invalid state")                                     \
+	X(E_DECLINED, -11, "declined")                                       \
+	X(E_NOT_APPLICABLE, -12, "not applicable on this machine")          \
+	X(E_IO, -13, "input/output error")
+
+enum loom_status {
+#define LOOM_X_(name, value, text) LOOM_##name = value,
+	LOOM_STATUS_MAP(LOOM_X_)
+#undef LOOM_X_
+};
+
+/* Returns a static string naming a status code, "unknown status" if none. */
+LOOM_API const char *loom_strerror(int status);
+
+/* Returns the message of the last error recorded on this thread by any
+ * loom call (never NULL; "" when none).  The string is owned by the library
+ * and valid until the next failing call on this thread. */
+LOOM_API const char *loom_last_error(void);
+
+/* ------------------------------------------------------------------------
+ * Logging.  Default level is warn (LOOM_LOG=warn|info|debug|none), to
+ * stderr, unless the application installs its own callback.
+ */
+enum loom_log_level {
+	LOOM_LOG_NONE = 0,
+	LOOM_LOG_ERROR,
+	LOOM_LOG_WARN,
+	LOOM_LOG_INFO,
+	LOOM_LOG_DEBUG,
+};
+
+typedef void (*loom_log_fn)(enum loom_log_level level, const char *msg,
+			    void *userdata);
+
+/* Replaces the log callback; NULL restores the default (stderr). */
+LOOM_API void loom_log_set_callback(loom_log_fn fn, void *userdata);
+LOOM_API void loom_log_set_level(enum loom_log_level level);
+LOOM_API enum loom_log_level loom_log_get_level(void);
+
+/* ------------------------------------------------------------------------
+ * Types.  X(NAME, "name", block size in elements, bytes per block)
+ */
+#define LOOM_TYPE_MAP(X)                                                     \
+	X(F32, "f32", 1, 4)                                                  \
+	X(F16, "f16", 1, 2)                                                  \
+	X(BF16, "bf16", 1, 2)                                                \
+	X(I32, "i32", 1, 4)                                                  \
+	X(Q8_0, "q8_0", 32, 34)
+
+enum loom_type {
+#define LOOM_X_(name, str, blck, size) LOOM_TYPE_##name,
+	LOOM_TYPE_MAP(LOOM_X_)
+#undef LOOM_X_
+	LOOM_TYPE_COUNT
+};
+
+#define LOOM_QK8_0 32
+
+/* A Q8_0 block: 32 values v[i] = d * qs[i], d stored as IEEE half. */
+struct loom_block_q8_0 {
+	uint16_t d;
+	int8_t qs[LOOM_QK8_0];
+};
+
+LOOM_API const char *loom_type_name(enum loom_type type);
+/* Looks a type up by name ("f32", "q8_0"); returns LOOM_E_NOT_FOUND. */
+LOOM_API int loom_type_from_name(const char *name, enum loom_type *out);
+LOOM_API int64_t loom_type_block_size(enum loom_type type);
+LOOM_API size_t loom_type_size(enum loom_type type); /* bytes per block */
+LOOM_API bool loom_type_is_quantized(enum loom_type type);
+/* Bytes of a row of ne0 elements; ne0 must be a multiple of the block. */
+LOOM_API size_t loom_row_size(enum loom_type type, int64_t ne0);
+
+LOOM_API uint16_t loom_fp32_to_fp16(float f);
+LOOM_API float loom_fp16_to_fp32(uint16_t h);
+LOOM_API uint16_t loom_fp32_to_bf16(float f); /* round to nearest even */
+LOOM_API float loom_bf16_to_fp32(uint16_t h);
+/* Converts n values (n a multiple of the block sizes of both types) from
+ * one type to another.  F32, F16, BF16 and Q8_0 convert among themselves;
+ * I32 only to I32.  Returns LOOM_E_UNSUPPORTED otherwise. */
+LOOM_API int loom_convert(enum loom_type src_type, const void *src,
+			  enum loom_type dst_type, void *dst, int64_t n);
+
+/* ------------------------------------------------------------------------
+ * Ops.  X(NAME, "name", number of sources)
+ */
+#define LOOM_OP_MAP(X)                                                       \
+	X(NONE, "none")                                                      \
+	X(ADD, "add")                                                        \
+	X(SUB, "sub")                                                        \
+	X(MUL, "mul")                                                        \
+	X(DIV, "div")                                                        \
+	X(SCALE, "scale")                                                    \
+	X(SILU, "silu")                                                      \
+	X(GELU, "gelu")                                                      \
+	X(RMS_NORM, "rms_norm")                                              \
+	X(NORM, "norm")                                                      \
+	X(SOFT_MAX, "soft_max")                                              \
+	X(ROPE, "rope")                                                      \
+	X(MUL_MAT, "mul_mat")                                                \
+	X(MUL_MAT_ID, "mul_mat_id")                                          \
+	X(GET_ROWS, "get_rows")                                              \
+	X(SET_ROWS, "set_rows")                                              \
+	X(CPY, "cpy")                                                        \
+	X(CONT, "cont")                                                      \
+	X(CONCAT, "concat")                                                  \
+	X(SUM_ROWS, "sum_rows")                                              \
+	X(ARGMAX, "argmax")                                                  \
+	X(TOP_K, "top_k")                                                    \
+	X(VIEW, "view")                                                      \
+	X(RESHAPE, "reshape")                                                \
+	X(PERMUTE, "permute")                                                \
+	X(TRANSPOSE, "transpose")
+
+enum loom_op {
+#define LOOM_X_(name, str) LOOM_OP_##name,
+	LOOM_OP_MAP(LOOM_X_)
+#undef LOOM_X_
+	LOOM_OP_COUNT
+};
+
+LOOM_API const char *loom_op_name(enum loom_op op);
+/* True for ops that only reinterpret their source (no kernel runs). */
+LOOM_API bool loom_op_is_view(enum loom_op op);
+
+/* Tensor flags. */
+enum {
+	LOOM_TENSOR_INPUT = 1u << 0,  /* set by the application before compute */
+	LOOM_TENSOR_OUTPUT = 1u << 1, /* read after compute; never reused */
+	LOOM_TENSOR_WEIGHT = 1u << 2, /* a parameter (weights, caches) */
+};
+
+/* A tensor descriptor.  Dimension 0 is the innermost; nb[] are byte
+ * strides (nb[0] is the size of one block).  The descriptor lives in the
+ * context that made it; its data lives in a buffer (see loom-backend.h).
+ *
+ * Op parameters, in op_params (32-bit words, floats stored bitwise):
+ *   SCALE     [0] f32 scale
+ *   RMS_NORM  [0] f32 eps          NORM [0] f32 eps
+ *   SOFT_MAX  [0] f32 scale        src[1]: optional mask
+ *   ROPE      [0] i32 n_dims [1] i32 mode [2] f32 freq_base
+ *             [3] f32 freq_scale   src[1]: positions
+ *   CONCAT    [0] i32 dim          TOP_K [0] i32 k
+ *   PERMUTE   [0..3] i32 axes
+ *   MUL_MAT_ID src[0] experts, src[1] input, src[2] ids
+ *   SET_ROWS  src[0] destination, src[1] values, src[2] row ids
+ *   CPY       src[0] source, src[1] destination
+ */
+struct loom_tensor {
+	enum loom_type type;
+	enum loom_op op;
+	uint32_t flags;
+	int64_t ne[LOOM_MAX_DIMS];
+	size_t nb[LOOM_MAX_DIMS];
+	int32_t op_params[LOOM_MAX_OP_PARAMS];
+	struct loom_tensor *src[LOOM_MAX_SRC];
+
+	struct loom_tensor *view_src; /* the tensor whose data this views */
+	size_t view_offs;             /* byte offset into view_src's data */
+
+	void *data;                   /* address inside buffer, or NULL */
+	struct loom_buffer *buffer;   /* owning buffer, or NULL */
+	void *extra;                  /* for the buffer's plugin */
+
+	char name[LOOM_MAX_NAME];
+};
+
+LOOM_API int64_t loom_nelements(const struct loom_tensor *t);
+LOOM_API int64_t loom_nrows(const struct loom_tensor *t); /* ne1*ne2*ne3 */
+/* Bytes spanned by the tensor's data, strides included. */
+LOOM_API size_t loom_nbytes(const struct loom_tensor *t);
+LOOM_API bool loom_is_contiguous(const struct loom_tensor *t);
+LOOM_API bool loom_are_same_shape(const struct loom_tensor *a,
+				  const struct loom_tensor *b);
+/* True when b can be broadcast to a (every a->ne[i] a multiple of b->ne[i]). */
+LOOM_API bool loom_can_repeat(const struct loom_tensor *b,
+			      const struct loom_tensor *a);
+LOOM_API int loom_n_dims(const struct loom_tensor *t);
+
+LOOM_API void loom_set_name(struct loom_tensor *t, const char *name);
+LOOM_API struct loom_tensor *loom_set_name_fmt(struct loom_tensor *t,
+					       const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+LOOM_API void loom_set_flags(struct loom_tensor *t, uint32_t flags);
+
+LOOM_API float loom_get_op_param_f32(const struct loom_tensor *t, int i);
+LOOM_API int32_t loom_get_op_param_i32(const struct loom_tensor *t, int i);
+
+/* ------------------------------------------------------------------------
+ * Contexts: arenas of tensor descriptors (no tensor data).
+ */
+typedef struct loom_ctx loom_ctx_t;
+
+/* Creates a context that holds up to max_tensors descriptors (0: grows as
+ * needed).  Free with loom_ctx_free(), which frees every descriptor and
+ * graph made in it. */
+LOOM_API int loom_ctx_new(size_t max_tensors, loom_ctx_t **out);
+LOOM_API void loom_ctx_free(loom_ctx_t *ctx);
+/* The message of the last error recorded on ctx, "" when none.  Owned by
+ * ctx. */
+LOOM_API const char *loom_ctx_error(const loom_ctx_t *ctx);
+LOOM_API void loom_ctx_clear_error(loom_ctx_t *ctx);
+/* Iterates the tensors of ctx in creation order: first, then next. */
+LOOM_API struct loom_tensor *loom_ctx_first_tensor(loom_ctx_t *ctx);
+LOOM_API struct loom_tensor *loom_ctx_next_tensor(loom_ctx_t *ctx,
+						  struct loom_tensor *t);
+LOOM_API struct loom_tensor *loom_ctx_get_tensor(loom_ctx_t *ctx,
+						 const char *name);
+LOOM_API size_t loom_ctx_n_tensors(const loom_ctx_t *ctx);
+
+/* New tensors without data.  Dimensions past n_dims are 1.  Invalid
+ * arguments return NULL and record a message on ctx (and on the thread). */
+LOOM_API struct loom_tensor *loom_new_tensor(loom_ctx_t *ctx,
+					     enum loom_type type, int n_dims,
+					     const int64_t *ne);
+LOOM_API struct loom_tensor *loom_new_tensor_1d(loom_ctx_t *ctx,
+						enum loom_type type,
+						int64_t ne0);
+LOOM_API struct loom_tensor *loom_new_tensor_2d(loom_ctx_t *ctx,
+						enum loom_type type,
+						int64_t ne0, int64_t ne1);
+LOOM_API struct loom_tensor *loom_new_tensor_3d(loom_ctx_t *ctx,
+						enum loom_type type,
+						int64_t ne0, int64_t ne1,
+						int64_t ne2);
+LOOM_API struct loom_tensor *loom_new_tensor_4d(loom_ctx_t *ctx,
+						enum loom_type type,
+						int64_t ne0, int64_t ne1,
+						int64_t ne2, int64_t ne3);
+/* A new tensor of the same type and shape as t (contiguous). */
+LOOM_API struct loom_tensor *loom_dup_tensor(loom_ctx_t *ctx,
+					     const struct loom_tensor *t);
+
+/* ------------------------------------------------------------------------
+ * Op constructors.  Each validates shapes and types; on a mistake it
+ * returns NULL and records a message on ctx.  A NULL source is itself an
+ * error (so a chain of calls fails at its first mistake, with its message).
+ *
+ * Elementwise and row ops read F32, F16 or BF16 and produce F32.
+ */
+
+/* a op b, with b broadcast to a's shape (loom_can_repeat(b, a)). */
+LOOM_API struct loom_tensor *loom_add(loom_ctx_t *ctx, struct loom_tensor *a,
+				      struct loom_tensor *b);
+LOOM_API struct loom_tensor *loom_sub(loom_ctx_t *ctx, struct loom_tensor *a,
+				      struct loom_tensor *b);
+LOOM_API struct loom_tensor *loom_mul(loom_ctx_t *ctx, struct loom_tensor *a,
+				      struct loom_tensor *b);
+LOOM_API struct loom_tensor *loom_div(loom_ctx_t *ctx, struct loom_tensor *a,
+				      struct loom_tensor *b);
+LOOM_API struct loom_tensor *loom_scale(loom_ctx_t *ctx,
+					struct loom_tensor *a, float s);
+/* x * sigmoid(x). */
+LOOM_API struct loom_tensor *loom_silu(loom_ctx_t *ctx, struct loom_tensor *a);
+/* The tanh approximation:
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+LOOM_API struct loom_tensor *loom_gelu(loom_ctx_t *ctx, struct loom_tensor *a);
+/* Over dimension 0: x / sqrt(mean(x^2) + eps). */
+LOOM_API struct loom_tensor *loom_rms_norm(loom_ctx_t *ctx,
+					   struct loom_tensor *a, float eps);
+/* Over dimension 0: (x - mean) / sqrt(var + eps). */
+LOOM_API struct loom_tensor *loom_norm(loom_ctx_t *ctx, struct loom_tensor *a,
+				       float eps);
+/* Over dimension 0: softmax(a * scale + mask).  mask may be NULL; else it
+ * is F32 or F16 with ne0 == a->ne0, ne1 >= a->ne1, broadcast over
+ * dimensions 2 and 3 (rows of -INFINITY mask out). */
+LOOM_API struct loom_tensor *loom_soft_max(loom_ctx_t *ctx,
+					   struct loom_tensor *a,
+					   struct loom_tensor *mask,
+					   float scale);
+
+enum loom_rope_mode {
+	LOOM_ROPE_NORMAL = 0, /* rotates pairs (x[2i], x[2i+1]) */
+	LOOM_ROPE_NEOX = 2,   /* rotates pairs (x[i], x[i + n_dims/2]) */
+};
+
+/* Rotary position embedding.  a is [head_dim, n_head, n_tokens, 1]; pos
+ * is I32 [n_tokens].  The first n_dims (even, <= head_dim) values of each
+ * head rotate by pos * freq_scale * freq_base^(-2i/n_dims); the rest pass. */
+LOOM_API struct loom_tensor *loom_rope(loom_ctx_t *ctx, struct loom_tensor *a,
+				       struct loom_tensor *pos, int n_dims,
+				       enum loom_rope_mode mode,
+				       float freq_base, float freq_scale);
+
+/* a is [K, M, A2, A3] (F32, F16, BF16, Q8_0), b is [K, N, B2, B3] (F32,
+ * F16, BF16) with B2 a multiple of A2 and B3 of A3 (a is broadcast).  The
+ * result is F32 [M, N, B2, B3]: each element the dot product of a row of a
+ * and a row of b. */
+LOOM_API struct loom_tensor *loom_mul_mat(loom_ctx_t *ctx,
+					  struct loom_tensor *a,
+					  struct loom_tensor *b);
+/* Expert-indexed mul_mat.  as is [K, M, n_expert]; b is [K, B1, n_tokens]
+ * with B1 either 1 or n_used; ids is I32 [n_used, n_tokens], values in
+ * [0, n_expert).  The result is F32 [M, n_used, n_tokens]: for each token t
+ * and slot e, as[:, :, ids[e, t]] times b[:, e % B1, t]. */
+LOOM_API struct loom_tensor *loom_mul_mat_id(loom_ctx_t *ctx,
+					     struct loom_tensor *as,
+					     struct loom_tensor *b,
+					     struct loom_tensor *ids);
+/* a is [ne0, rows, ne2, ne3] of any type; ids is I32 [n, ne2, ne3] (ne2,
+ * ne3 may be 1 for a 2D a).  The result is F32 [ne0, n, ne2, ne3] holding
+ * the selected rows. */
+LOOM_API struct loom_tensor *loom_get_rows(loom_ctx_t *ctx,
+					   struct loom_tensor *a,
+					   struct loom_tensor *ids);
+/* Writes rows of values (F32 [ne0, n, ne2, ne3]) into dst at the row
+ * indices ids (I32 [n, ne2, ne3]), converting to dst's type.  The result
+ * is a view of dst; compute it to perform the write. */
+LOOM_API struct loom_tensor *loom_set_rows(loom_ctx_t *ctx,
+					   struct loom_tensor *dst,
+					   struct loom_tensor *values,
+					   struct loom_tensor *ids);
+/* Copies a into b (same number of elements), converting type and layout.
+ * The result is a view of b. */
+LOOM_API struct loom_tensor *loom_cpy(loom_ctx_t *ctx, struct loom_tensor *a,
+				      struct loom_tensor *b);
+/* A contiguous copy of a (same type). */
+LOOM_API struct loom_tensor *loom_cont(loom_ctx_t *ctx, struct loom_tensor *a);
+/* a and b of one type, equal in every dimension but dim. */
+LOOM_API struct loom_tensor *loom_concat(loom_ctx_t *ctx,
+					 struct loom_tensor *a,
+					 struct loom_tensor *b, int dim);
+/* F32 [1, ne1, ne2, ne3]: the sum of each row. */
+LOOM_API struct loom_tensor *loom_sum_rows(loom_ctx_t *ctx,
+					   struct loom_tensor *a);
+/* I32 [ne1]: the index of each row's largest value (2D a; first on ties). */
+LOOM_API struct loom_tensor *loom_argmax(loom_ctx_t *ctx,
+					 struct loom_tensor *a);
+/* I32 [k, ne1, ne2, ne3]: indices of each row's k largest values, largest
+ * first (lower index first on ties). */
+LOOM_API struct loom_tensor *loom_top_k(loom_ctx_t *ctx, struct loom_tensor *a,
+					int k);
+
+/* Views: no data moves.  Offsets are in bytes; strides nb1.. in bytes. */
+LOOM_API struct loom_tensor *loom_view_1d(loom_ctx_t *ctx,
+					  struct loom_tensor *a, int64_t ne0,
+					  size_t offset);
+LOOM_API struct loom_tensor *loom_view_2d(loom_ctx_t *ctx,
+					  struct loom_tensor *a, int64_t ne0,
+					  int64_t ne1, size_t nb1,
+					  size_t offset);
+LOOM_API struct loom_tensor *loom_view_3d(loom_ctx_t *ctx,
+					  struct loom_tensor *a, int64_t ne0,
+					  int64_t ne1, int64_t ne2, size_t nb1,
+					  size_t nb2, size_t offset);
+LOOM_API struct loom_tensor *loom_view_4d(loom_ctx_t *ctx,
+					  struct loom_tensor *a, int64_t ne0,
+					  int64_t ne1, int64_t ne2, int64_t ne3,
+					  size_t nb1, size_t nb2, size_t nb3,
+					  size_t offset);
+/* a must be contiguous; the element count must not change. */
+LOOM_API struct loom_tensor *loom_reshape_1d(loom_ctx_t *ctx,
+					     struct loom_tensor *a,
+					     int64_t ne0);
+LOOM_API struct loom_tensor *loom_reshape_2d(loom_ctx_t *ctx,
+					     struct loom_tensor *a,
+					     int64_t ne0, int64_t ne1);
+LOOM_API struct loom_tensor *loom_reshape_3d(loom_ctx_t *ctx,
+					     struct loom_tensor *a,
+					     int64_t ne0, int64_t ne1,
+					     int64_t ne2);
+LOOM_API struct loom_tensor *loom_reshape_4d(loom_ctx_t *ctx,
+					     struct loom_tensor *a,
+					     int64_t ne0, int64_t ne1,
+					     int64_t ne2, int64_t ne3);
+/* Dimension i of a becomes dimension axis_i of the result. */
+LOOM_API struct loom_tensor *loom_permute(loom_ctx_t *ctx,
+					  struct loom_tensor *a, int axis0,
+					  int axis1, int axis2, int axis3);
+/* Swaps dimensions 0 and 1. */
+LOOM_API struct loom_tensor *loom_transpose(loom_ctx_t *ctx,
+					    struct loom_tensor *a);
+
+/* ------------------------------------------------------------------------
+ * Graphs: the nodes (tensors with an op) needed for some outputs, in an
+ * order where every node comes after its sources.
+ */
+typedef struct loom_graph loom_graph_t;
+
+/* Creates an empty graph in ctx (freed with ctx). */
+LOOM_API int loom_graph_new(loom_ctx_t *ctx, loom_graph_t **out);
+/* Adds t and every node it depends on that is not yet in the graph. */
+LOOM_API int loom_graph_expand(loom_graph_t *g, struct loom_tensor *t);
+LOOM_API int loom_graph_n_nodes(const loom_graph_t *g);
+LOOM_API struct loom_tensor *loom_graph_node(const loom_graph_t *g, int i);
+/* Leaves: tensors the graph reads that no node of it computes. */
+LOOM_API int loom_graph_n_leafs(const loom_graph_t *g);
+LOOM_API struct loom_tensor *loom_graph_leaf(const loom_graph_t *g, int i);
+/* A counter bumped by every change to g, for caches keyed on a graph. */
+LOOM_API uint64_t loom_graph_version(const loom_graph_t *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOOM_H */

@@ -1,0 +1,1 @@
+/* libcore/backend.c - placeholder until written. */

@@ -1,0 +1,1 @@
+/* libcore/buffer.c - placeholder until written. */

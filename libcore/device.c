@@ -1,0 +1,1 @@
+/* libcore/device.c - placeholder until written. */

@@ -1,0 +1,1 @@
+/* libcore/env.c - placeholder until written. */

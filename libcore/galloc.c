@@ -1,0 +1,1 @@
+/* libcore/galloc.c - placeholder until written. */

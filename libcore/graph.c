@@ -1,0 +1,1 @@
+/* libcore/graph.c - placeholder until written. */

@@ -1,0 +1,1 @@
+/* libcore/loader.c - placeholder until written. */

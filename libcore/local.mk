@@ -1,0 +1,26 @@
+# libcore/local.mk - libloom, the core library.
+lib_LTLIBRARIES += libcore/libloom.la
+
+libcore_libloom_la_SOURCES = \
+	libcore/loom-private.h \
+	libcore/status.c \
+	libcore/log.c \
+	libcore/env.c \
+	libcore/types.c \
+	libcore/tensor.c \
+	libcore/ops.c \
+	libcore/graph.c \
+	libcore/galloc.c \
+	libcore/buffer.c \
+	libcore/backend.c \
+	libcore/device.c \
+	libcore/registry.c \
+	libcore/loader.c \
+	libcore/meta.c
+libcore_libloom_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libcore
+libcore_libloom_la_LDFLAGS = -version-info $(LOOM_LT_VERSION) \
+	-no-undefined -Wl,--no-undefined \
+	-Wl,--version-script=$(srcdir)/libcore/libloom.sym
+libcore_libloom_la_LIBADD = $(LIBS)
+EXTRA_libcore_libloom_la_DEPENDENCIES = libcore/libloom.sym
+EXTRA_DIST += libcore/libloom.sym

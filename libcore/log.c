@@ -1,0 +1,1 @@
+/* libcore/log.c - placeholder until written. */

@@ -1,0 +1,1 @@
+/* libcore/meta.c - placeholder until written. */

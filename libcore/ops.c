@@ -1,0 +1,1 @@
+/* libcore/ops.c - placeholder until written. */

@@ -1,0 +1,1 @@
+/* libcore/registry.c - placeholder until written. */

@@ -1,0 +1,1 @@
+/* libcore/status.c - placeholder until written. */

@@ -1,0 +1,1 @@
+/* libcore/tensor.c - placeholder until written. */

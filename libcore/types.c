@@ -1,0 +1,1 @@
+/* libcore/types.c - placeholder until written. */

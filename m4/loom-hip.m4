@@ -1,0 +1,78 @@
+dnl loom-hip.m4 - finds hipcc, the HIP runtime, and optionally rocBLAS,
+dnl hipBLAS and RCCL.  Options default to "check".
+dnl
+dnl Sets HIPCC, HIP_CPPFLAGS, HIP_LDFLAGS, HIP_LIBS, HIP_ARCHS,
+dnl HIP_ARCH_FLAGS, ROCBLAS_LIBS, RCCL_LIBS and the conditionals HAVE_HIP,
+dnl HAVE_ROCBLAS, HAVE_RCCL.
+
+AC_DEFUN([LOOM_CHECK_HIP], [
+AC_ARG_WITH([hip],
+  [AS_HELP_STRING([--with-hip@<:@=DIR@:>@],
+    [build the HIP plugin (default: check PATH, /opt/rocm and /usr)])],
+  [], [with_hip=check])
+AC_ARG_WITH([hip-archs],
+  [AS_HELP_STRING([--with-hip-archs=LIST],
+    [offload archs, e.g. "gfx90a gfx1100" (default: "gfx90a gfx942 gfx1030 gfx1100")])],
+  [HIP_ARCHS="$withval"], [HIP_ARCHS="gfx90a gfx942 gfx1030 gfx1100"])
+AC_ARG_WITH([rocblas],
+  [AS_HELP_STRING([--with-rocblas], [use rocBLAS/hipBLAS for GEMM (default: check)])],
+  [], [with_rocblas=check])
+AC_ARG_WITH([rccl],
+  [AS_HELP_STRING([--with-rccl], [use RCCL for the HIP allreduce (default: check)])],
+  [], [with_rccl=check])
+HIP_ARCHS=`echo "$HIP_ARCHS" | tr ',;' '  '`
+
+have_hip=no
+have_rocblas=no
+have_rccl=no
+loom_hip_summary="no (disabled)"
+loom_rocblas_summary="no"
+loom_rccl_summary="no"
+AS_IF([test "x$with_hip" != xno], [
+  HIPCC=""
+  AS_CASE([$with_hip],
+    [yes|check], [AC_PATH_PROG([HIPCC], [hipcc], [], [$PATH:/opt/rocm/bin])],
+    [AS_IF([test -x "$with_hip/bin/hipcc"], [HIPCC="$with_hip/bin/hipcc"])])
+  AS_IF([test -z "$HIPCC"], [loom_hip_summary="no (hipcc not found)"], [
+    HIP_HOME=`dirname "$HIPCC"`; HIP_HOME=`dirname "$HIP_HOME"`
+    AS_IF([test "x$HIP_HOME" != x/usr], [
+      HIP_CPPFLAGS="-I$HIP_HOME/include"
+      HIP_LDFLAGS="-L$HIP_HOME/lib -Wl,-rpath,$HIP_HOME/lib"])
+    HIP_CPPFLAGS="$HIP_CPPFLAGS -D__HIP_PLATFORM_AMD__"
+    loom_save_CPPFLAGS="$CPPFLAGS"; loom_save_LDFLAGS="$LDFLAGS"; loom_save_LIBS="$LIBS"
+    CPPFLAGS="$CPPFLAGS $HIP_CPPFLAGS"; LDFLAGS="$LDFLAGS $HIP_LDFLAGS"
+    AC_CHECK_LIB([amdhip64], [hipGetDeviceCount], [
+      have_hip=yes; HIP_LIBS="-lamdhip64"; loom_hip_summary="yes ($HIPCC)"
+      AS_IF([test "x$with_rocblas" != xno], [
+        AC_CHECK_LIB([rocblas], [rocblas_create_handle],
+          [have_rocblas=yes; ROCBLAS_LIBS="-lrocblas"; loom_rocblas_summary="yes"],
+          [loom_rocblas_summary="no (librocblas not found; own GEMM kernel)"])])
+      AS_IF([test "x$with_rccl" != xno], [
+        AC_CHECK_LIB([rccl], [ncclCommInitRank],
+          [have_rccl=yes; RCCL_LIBS="-lrccl"; loom_rccl_summary="yes"],
+          [loom_rccl_summary="no (librccl not found)"])])
+    ], [loom_hip_summary="no (libamdhip64 not found)"])
+    CPPFLAGS="$loom_save_CPPFLAGS"; LDFLAGS="$loom_save_LDFLAGS"; LIBS="$loom_save_LIBS"
+  ])
+  AS_IF([test "x$have_hip" != xyes && test "x$with_hip" != xcheck],
+    [AC_MSG_ERROR([--with-hip was given but HIP cannot be used: $loom_hip_summary])])
+  AS_IF([test "x$with_rocblas" = xyes && test "x$have_rocblas" != xyes],
+    [AC_MSG_ERROR([--with-rocblas was given but rocBLAS was not found])])
+  AS_IF([test "x$with_rccl" = xyes && test "x$have_rccl" != xyes],
+    [AC_MSG_ERROR([--with-rccl was given but RCCL was not found])])
+])
+HIP_ARCH_FLAGS=""
+for a in $HIP_ARCHS; do HIP_ARCH_FLAGS="$HIP_ARCH_FLAGS --offload-arch=$a"; done
+
+AC_SUBST([HIPCC])
+AC_SUBST([HIP_CPPFLAGS])
+AC_SUBST([HIP_LDFLAGS])
+AC_SUBST([HIP_LIBS])
+AC_SUBST([HIP_ARCHS])
+AC_SUBST([HIP_ARCH_FLAGS])
+AC_SUBST([ROCBLAS_LIBS])
+AC_SUBST([RCCL_LIBS])
+AM_CONDITIONAL([HAVE_HIP], [test "x$have_hip" = xyes])
+AM_CONDITIONAL([HAVE_ROCBLAS], [test "x$have_rocblas" = xyes])
+AM_CONDITIONAL([HAVE_RCCL], [test "x$have_rccl" = xyes])
+])

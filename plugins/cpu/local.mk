@@ -1,0 +1,1 @@
+# plugins/cpu/local.mk - (to be written)

@@ -1,0 +1,1 @@
+# plugins/cuda/local.mk - (to be written)

@@ -1,0 +1,1 @@
+# plugins/hip/local.mk - (to be written)

@@ -1,0 +1,1 @@
+# plugins/meta/local.mk - (to be written)

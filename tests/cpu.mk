@@ -1,0 +1,1 @@
+# tests/cpu.mk - (to be written)

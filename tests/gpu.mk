@@ -1,0 +1,1 @@
+# tests/gpu.mk - (to be written)

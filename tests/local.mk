@@ -1,0 +1,27 @@
+# tests/local.mk - GLib tests under automake's TAP driver.  Each area adds
+# its programs in its own tests/*.mk.
+LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
+LOG_COMPILER = $(TEST_WRAPPER)
+# Tests find the uninstalled plugins; nothing from the user's environment
+# leaks in.
+AM_TESTS_ENVIRONMENT = \
+	unset LOOM_BACKENDS LOOM_PLUGIN_PATH LOOM_LOG LOOM_CPU_DEVICES \
+		LOOM_CPU_THREADS LOOM_META_DEVICES LOOM_CUDA_ALLREDUCE; \
+	LOOM_TEST_BUILDDIR='$(abs_top_builddir)'; export LOOM_TEST_BUILDDIR; \
+	LOOM_TEST_PLUGIN_PATH='$(abs_top_builddir)/plugins/cpu/.libs:$(abs_top_builddir)/plugins/meta/.libs:$(abs_top_builddir)/plugins/cuda/.libs:$(abs_top_builddir)/plugins/hip/.libs'; \
+	export LOOM_TEST_PLUGIN_PATH; \
+	G_DEBUG=fatal-criticals; export G_DEBUG;
+
+TEST_CPPFLAGS = $(AM_CPPFLAGS) $(GLIB_CFLAGS) -I$(top_srcdir)/tests
+TEST_LIBS = libcore/libloom.la $(GLIB_LIBS) -lm
+
+EXTRA_DIST += tests/tap-test
+
+if HAVE_GLIB
+include tests/core.mk
+include tests/loader.mk
+include tests/ops.mk
+include tests/cpu.mk
+include tests/meta.mk
+include tests/gpu.mk
+endif

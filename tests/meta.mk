@@ -1,0 +1,1 @@
+# tests/meta.mk - (to be written)

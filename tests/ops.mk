@@ -1,0 +1,1 @@
+# tests/ops.mk - (to be written)

@@ -1,0 +1,1 @@
+# tools/bench.mk - loom-bench (to be written)

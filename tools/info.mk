@@ -1,0 +1,1 @@
+# tools/info.mk - loom-info (to be written)

@@ -1,0 +1,3 @@
+# tools/local.mk - the command-line tools.
+include tools/info.mk
+include tools/bench.mk
