@@ -1,1 +1,88 @@
-/* libcore/log.c - placeholder until written. */
+/* log.c - the log callback and level.  The level comes from LOOM_LOG
+ * (none, error, warn, info, debug; default warn), read once, unless the
+ * application sets it first. */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "loom-private.h"
+
+static pthread_once_t level_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static enum loom_log_level level = LOOM_LOG_WARN;
+static loom_log_fn log_fn;
+static void *log_userdata;
+
+static const char *const level_names[] = {
+	[LOOM_LOG_NONE] = "none",   [LOOM_LOG_ERROR] = "error",
+	[LOOM_LOG_WARN] = "warn",   [LOOM_LOG_INFO] = "info",
+	[LOOM_LOG_DEBUG] = "debug",
+};
+
+/* Reads LOOM_LOG without going through loom_getenv(), which may log. */
+static void level_init(void)
+{
+	const char *s = loom__getenv_quiet("LOOM_LOG");
+
+	if (!s || !*s)
+		return;
+	for (size_t i = 0; i < sizeof(level_names) / sizeof(*level_names);
+	     i++) {
+		if (strcmp(s, level_names[i]) == 0) {
+			level = (enum loom_log_level)i;
+			return;
+		}
+	}
+	if (strcmp(s, "warning") == 0)
+		level = LOOM_LOG_WARN;
+}
+
+void loom_log_set_callback(loom_log_fn fn, void *userdata)
+{
+	pthread_mutex_lock(&log_lock);
+	log_fn = fn;
+	log_userdata = userdata;
+	pthread_mutex_unlock(&log_lock);
+}
+
+void loom_log_set_level(enum loom_log_level lvl)
+{
+	pthread_once(&level_once, level_init);
+	if (lvl > LOOM_LOG_DEBUG)
+		lvl = LOOM_LOG_DEBUG;
+	__atomic_store_n(&level, lvl, __ATOMIC_RELAXED);
+}
+
+enum loom_log_level loom_log_get_level(void)
+{
+	pthread_once(&level_once, level_init);
+	return __atomic_load_n(&level, __ATOMIC_RELAXED);
+}
+
+void loom_log(enum loom_log_level lvl, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	loom_log_fn fn;
+	void *userdata;
+
+	if (lvl == LOOM_LOG_NONE || lvl > loom_log_get_level())
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+
+	pthread_mutex_lock(&log_lock);
+	fn = log_fn;
+	userdata = log_userdata;
+	pthread_mutex_unlock(&log_lock);
+	if (fn) {
+		fn(lvl, msg, userdata);
+		return;
+	}
+	fprintf(stderr, "loom: %s: %s\n",
+		lvl <= LOOM_LOG_DEBUG ? level_names[lvl] : "?", msg);
+}
