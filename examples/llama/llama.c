@@ -1,0 +1,787 @@
+/* llama.c - a Llama-style decoder built through the public API: synthetic
+ * weights, the KV cache, and the graph of one batch (GQA attention with
+ * RoPE, RMSNorm, SwiGLU or a mixture-of-experts FFN).  No timing here.
+ */
+#include "llama.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <loom/loom-plugin.h>
+
+/* Batches are evaluated over a KV window rounded up to this many tokens,
+ * so that consecutive decode steps share one graph. */
+#define KV_PAD 32
+
+struct llama_layer {
+	struct loom_tensor *attn_norm;
+	struct loom_tensor *wq, *wk, *wv, *wo;
+	struct loom_tensor *ffn_norm;
+	struct loom_tensor *ffn_gate, *ffn_up, *ffn_down;
+	struct loom_tensor *ffn_gate_inp;
+	struct loom_tensor *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
+	struct loom_tensor *cache_k, *cache_v;
+};
+
+struct llama_model {
+	struct llama_hparams hp;
+	loom_dev_t *dev;
+	loom_ctx_t *wctx;
+	loom_buffer_t *wbuf;
+	struct loom_tensor *tok_embd, *output_norm, *output;
+	struct llama_layer *layers;
+	size_t weight_bytes, decode_bytes, cache_bytes;
+
+	loom_galloc_t *galloc;
+
+	/* The graph of the last batch shape, reused while it repeats. */
+	loom_ctx_t *gctx;
+	loom_graph_t *graph;
+	int g_n_tokens, g_n_kv;
+	bool g_all;
+	bool g_placed;
+	struct loom_tensor *in_tokens, *in_pos, *in_kv_ids, *in_mask;
+	struct loom_tensor *out_logits;
+};
+
+/* ------------------------------------------------------------------------
+ * Shapes.
+ */
+static const char *const preset_names[] = {
+	"tiny", "tiny-moe", "small", "small-moe", "7b-layer", NULL,
+};
+
+const char *const *llama_preset_names(void)
+{
+	return preset_names;
+}
+
+int llama_hparams_preset(const char *name, struct llama_hparams *out)
+{
+	struct llama_hparams hp = {
+		.n_vocab = 256, .n_embd = 128, .n_head = 4, .n_head_kv = 2,
+		.head_dim = 32, .n_ff = 352, .n_layer = 2, .n_ctx = 1024,
+		.rope_base = 10000.0f, .eps = 1e-5f, .wtype = LOOM_TYPE_F32,
+	};
+
+	if (!name)
+		return loom_set_error(LOOM_E_INVAL, "no preset name");
+	if (!strcmp(name, "tiny") || !strcmp(name, "tiny-moe")) {
+		if (!strcmp(name, "tiny-moe")) {
+			hp.n_expert = 4;
+			hp.n_expert_used = 2;
+			hp.n_ff = 128;
+		}
+	} else if (!strcmp(name, "small") || !strcmp(name, "small-moe")) {
+		hp.n_vocab = 8192;
+		hp.n_embd = 1024;
+		hp.n_head = 16;
+		hp.n_head_kv = 4;
+		hp.head_dim = 64;
+		hp.n_ff = 2816;
+		hp.n_layer = 8;
+		if (!strcmp(name, "small-moe")) {
+			hp.n_expert = 8;
+			hp.n_expert_used = 2;
+			hp.n_ff = 1024;
+		}
+	} else if (!strcmp(name, "7b-layer")) {
+		hp.n_vocab = 32000;
+		hp.n_embd = 4096;
+		hp.n_head = 32;
+		hp.n_head_kv = 32;
+		hp.head_dim = 128;
+		hp.n_ff = 11008;
+		hp.n_layer = 2;
+	} else {
+		return loom_set_error(LOOM_E_NOT_FOUND,
+				      "unknown preset '%s'", name);
+	}
+	*out = hp;
+	return LOOM_OK;
+}
+
+static bool is_moe(const struct llama_hparams *hp)
+{
+	return hp->n_expert > 0 && hp->n_expert_used > 0;
+}
+
+int llama_hparams_check(const struct llama_hparams *hp)
+{
+	int64_t bs;
+
+	if (hp->n_vocab <= 0 || hp->n_embd <= 0 || hp->n_head <= 0 ||
+	    hp->n_head_kv <= 0 || hp->head_dim <= 0 || hp->n_ff <= 0 ||
+	    hp->n_layer <= 0 || hp->n_ctx <= 0)
+		return loom_set_error(LOOM_E_INVAL, "llama: sizes must be > 0");
+	if (hp->n_head % hp->n_head_kv)
+		return loom_set_error(LOOM_E_INVAL,
+				      "llama: n_head %lld not a multiple of "
+				      "n_head_kv %lld", (long long)hp->n_head,
+				      (long long)hp->n_head_kv);
+	if (hp->head_dim % 2)
+		return loom_set_error(LOOM_E_INVAL, "llama: odd head_dim");
+	if (is_moe(hp) && hp->n_expert_used > hp->n_expert)
+		return loom_set_error(LOOM_E_INVAL,
+				      "llama: more experts used than exist");
+	if (hp->n_ctx > INT32_MAX)
+		return loom_set_error(LOOM_E_INVAL, "llama: n_ctx too large");
+	if (hp->wtype == LOOM_TYPE_I32 || hp->wtype >= LOOM_TYPE_COUNT)
+		return loom_set_error(LOOM_E_INVAL, "llama: bad weight type");
+	bs = loom_type_block_size(hp->wtype);
+	if (hp->n_embd % bs || hp->n_ff % bs || (hp->n_head * hp->head_dim) % bs)
+		return loom_set_error(LOOM_E_INVAL,
+				      "llama: n_embd, n_ff and n_head*head_dim "
+				      "must be multiples of %lld for %s",
+				      (long long)bs, loom_type_name(hp->wtype));
+	return LOOM_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Synthetic weights: a splitmix64 stream per tensor, keyed on the seed and
+ * the tensor's name, so values do not depend on creation order or device.
+ */
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 0x100000001b3ull;
+	return h;
+}
+
+/* Fills dst with offset + scale * u, u uniform in [-1, 1). */
+static void fill_uniform(float *dst, int64_t n, uint64_t seed, float offset,
+			 float scale)
+{
+	uint64_t s = seed;
+
+	for (int64_t i = 0; i < n; i++) {
+		float u = (float)(splitmix64(&s) >> 40) * (1.0f / 8388608.0f);
+
+		dst[i] = offset + scale * (u - 1.0f);
+	}
+}
+
+/* Draws t's values in F32 and stores them converted to t's type. */
+static int fill_tensor(struct loom_tensor *t, uint64_t seed, float offset,
+		       float scale)
+{
+	int64_t n = loom_nelements(t);
+	size_t bytes = loom_nbytes(t);
+	float *f;
+	void *conv = NULL;
+	int ret;
+
+	f = malloc((size_t)n * sizeof(*f));
+	if (!f)
+		return loom_set_error(LOOM_E_NOMEM, "llama: no memory for %s",
+				      t->name);
+	fill_uniform(f, n, splitmix64(&seed) ^ name_hash(t->name), offset,
+		     scale);
+	if (t->type != LOOM_TYPE_F32) {
+		conv = malloc(bytes);
+		if (!conv) {
+			ret = loom_set_error(LOOM_E_NOMEM,
+					     "llama: no memory for %s",
+					     t->name);
+			goto out;
+		}
+		ret = loom_convert(LOOM_TYPE_F32, f, t->type, conv, n);
+		if (ret)
+			goto out;
+	}
+	ret = loom_tensor_set(t, conv ? conv : f, 0, bytes);
+out:
+	free(conv);
+	free(f);
+	return ret;
+}
+
+/* A matrix whose products keep activations near unit variance. */
+static float mat_scale(int64_t k)
+{
+	return sqrtf(3.0f / (float)k);
+}
+
+static struct loom_tensor *new_weight(loom_ctx_t *ctx, enum loom_type type,
+				      int n_dims, int64_t ne0, int64_t ne1,
+				      int64_t ne2, const char *name)
+{
+	int64_t ne[3] = { ne0, ne1, ne2 };
+	struct loom_tensor *t = loom_new_tensor(ctx, type, n_dims, ne);
+
+	if (t) {
+		loom_set_name(t, name);
+		loom_set_flags(t, LOOM_TENSOR_WEIGHT);
+	}
+	return t;
+}
+
+static int create_tensors(struct llama_model *m)
+{
+	const struct llama_hparams *hp = &m->hp;
+	loom_ctx_t *c = m->wctx;
+	enum loom_type wt = hp->wtype;
+	int64_t n_q = hp->n_head * hp->head_dim;
+	int64_t n_kv = hp->n_head_kv * hp->head_dim;
+	char name[LOOM_MAX_NAME];
+
+#define W(field, type, nd, a, b, c2, fmt, ...)                                \
+	do {                                                                 \
+		snprintf(name, sizeof(name), fmt, ##__VA_ARGS__);            \
+		field = new_weight(c, type, nd, a, b, c2, name);             \
+		if (!field)                                                  \
+			return loom_set_error(LOOM_E_INVAL, "llama: %s: %s", \
+					      name, loom_ctx_error(c));      \
+	} while (0)
+
+	W(m->tok_embd, wt, 2, hp->n_embd, hp->n_vocab, 1, "token_embd.weight");
+	for (int64_t i = 0; i < hp->n_layer; i++) {
+		struct llama_layer *l = &m->layers[i];
+		long long li = (long long)i;
+
+		W(l->attn_norm, LOOM_TYPE_F32, 1, hp->n_embd, 1, 1,
+		  "blk.%lld.attn_norm.weight", li);
+		W(l->wq, wt, 2, hp->n_embd, n_q, 1, "blk.%lld.attn_q.weight", li);
+		W(l->wk, wt, 2, hp->n_embd, n_kv, 1, "blk.%lld.attn_k.weight",
+		  li);
+		W(l->wv, wt, 2, hp->n_embd, n_kv, 1, "blk.%lld.attn_v.weight",
+		  li);
+		W(l->wo, wt, 2, n_q, hp->n_embd, 1,
+		  "blk.%lld.attn_output.weight", li);
+		W(l->ffn_norm, LOOM_TYPE_F32, 1, hp->n_embd, 1, 1,
+		  "blk.%lld.ffn_norm.weight", li);
+		if (is_moe(hp)) {
+			W(l->ffn_gate_inp, LOOM_TYPE_F32, 2, hp->n_embd,
+			  hp->n_expert, 1, "blk.%lld.ffn_gate_inp.weight", li);
+			W(l->ffn_gate_exps, wt, 3, hp->n_embd, hp->n_ff,
+			  hp->n_expert, "blk.%lld.ffn_gate_exps.weight", li);
+			W(l->ffn_up_exps, wt, 3, hp->n_embd, hp->n_ff,
+			  hp->n_expert, "blk.%lld.ffn_up_exps.weight", li);
+			W(l->ffn_down_exps, wt, 3, hp->n_ff, hp->n_embd,
+			  hp->n_expert, "blk.%lld.ffn_down_exps.weight", li);
+		} else {
+			W(l->ffn_gate, wt, 2, hp->n_embd, hp->n_ff, 1,
+			  "blk.%lld.ffn_gate.weight", li);
+			W(l->ffn_up, wt, 2, hp->n_embd, hp->n_ff, 1,
+			  "blk.%lld.ffn_up.weight", li);
+			W(l->ffn_down, wt, 2, hp->n_ff, hp->n_embd, 1,
+			  "blk.%lld.ffn_down.weight", li);
+		}
+	}
+	W(m->output_norm, LOOM_TYPE_F32, 1, hp->n_embd, 1, 1,
+	  "output_norm.weight");
+	W(m->output, wt, 2, hp->n_embd, hp->n_vocab, 1, "output.weight");
+
+	/* The cache: [head_dim, n_ctx, n_head_kv], a position per row so that
+	 * set_rows writes tokens and each head is one matrix for attention. */
+	for (int64_t i = 0; i < hp->n_layer; i++) {
+		struct llama_layer *l = &m->layers[i];
+
+		W(l->cache_k, LOOM_TYPE_F32, 3, hp->head_dim, hp->n_ctx,
+		  hp->n_head_kv, "cache_k.%lld", (long long)i);
+		W(l->cache_v, LOOM_TYPE_F32, 3, hp->head_dim, hp->n_ctx,
+		  hp->n_head_kv, "cache_v.%lld", (long long)i);
+	}
+#undef W
+	return LOOM_OK;
+}
+
+/* Fills every weight; sums the byte counts the benchmark reports. */
+static int fill_weights(struct llama_model *m, uint64_t seed)
+{
+	const struct llama_hparams *hp = &m->hp;
+	struct loom_tensor *t;
+	int ret;
+
+	for (t = loom_ctx_first_tensor(m->wctx); t;
+	     t = loom_ctx_next_tensor(m->wctx, t)) {
+		bool cache = !strncmp(t->name, "cache_", 6);
+		bool norm = strstr(t->name, "norm") != NULL;
+		size_t bytes = loom_nbytes(t);
+
+		if (cache) {
+			m->cache_bytes += bytes;
+			continue;
+		}
+		m->weight_bytes += bytes;
+		if (t == m->tok_embd)
+			m->decode_bytes += loom_row_size(t->type, t->ne[0]);
+		else if (strstr(t->name, "_exps"))
+			m->decode_bytes += bytes / (size_t)hp->n_expert *
+					   (size_t)hp->n_expert_used;
+		else
+			m->decode_bytes += bytes;
+
+		if (norm)
+			ret = fill_tensor(t, seed, 1.0f, 0.1f);
+		else if (t == m->tok_embd)
+			ret = fill_tensor(t, seed, 0.0f, 1.0f);
+		else
+			ret = fill_tensor(t, seed, 0.0f, mat_scale(t->ne[0]));
+		if (ret)
+			return ret;
+	}
+	return llama_model_clear_cache(m);
+}
+
+int llama_model_clear_cache(struct llama_model *m)
+{
+	for (int64_t i = 0; i < m->hp.n_layer; i++) {
+		struct loom_tensor *k = m->layers[i].cache_k;
+		struct loom_tensor *v = m->layers[i].cache_v;
+		int ret;
+
+		ret = loom_tensor_memset(k, 0, 0, loom_nbytes(k));
+		if (!ret)
+			ret = loom_tensor_memset(v, 0, 0, loom_nbytes(v));
+		if (ret)
+			return ret;
+	}
+	return LOOM_OK;
+}
+
+int llama_model_new(const struct llama_hparams *hp, loom_dev_t *dev,
+		    uint64_t seed, struct llama_model **out)
+{
+	struct llama_model *m;
+	loom_buffer_type_t *buft;
+	int ret;
+
+	if (!hp || !dev || !out)
+		return loom_set_error(LOOM_E_INVAL, "llama: NULL argument");
+	ret = llama_hparams_check(hp);
+	if (ret)
+		return ret;
+	buft = loom_dev_buffer_type(dev);
+	if (!buft)
+		return loom_set_error(LOOM_E_DEVICE,
+				      "llama: %s has no buffer type",
+				      loom_dev_name(dev));
+
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return loom_set_error(LOOM_E_NOMEM, "llama: no memory");
+	m->hp = *hp;
+	m->dev = dev;
+	m->layers = calloc((size_t)hp->n_layer, sizeof(*m->layers));
+	if (!m->layers) {
+		ret = loom_set_error(LOOM_E_NOMEM, "llama: no memory");
+		goto err_free;
+	}
+	ret = loom_ctx_new(0, &m->wctx);
+	if (ret)
+		goto err_free;
+	ret = create_tensors(m);
+	if (ret)
+		goto err_free;
+	ret = loom_ctx_alloc_tensors(m->wctx, buft, &m->wbuf);
+	if (ret)
+		goto err_free;
+	loom_buffer_set_usage(m->wbuf, LOOM_BUFFER_USAGE_WEIGHTS);
+	ret = fill_weights(m, seed);
+	if (ret)
+		goto err_free;
+	ret = loom_galloc_new(buft, &m->galloc);
+	if (ret)
+		goto err_free;
+	*out = m;
+	return LOOM_OK;
+
+err_free:
+	llama_model_free(m);
+	return ret;
+}
+
+static void drop_graph(struct llama_model *m)
+{
+	loom_ctx_free(m->gctx);
+	m->gctx = NULL;
+	m->graph = NULL;
+	m->g_n_tokens = 0;
+	m->g_placed = false;
+}
+
+void llama_model_free(struct llama_model *m)
+{
+	if (!m)
+		return;
+	drop_graph(m);
+	loom_galloc_free(m->galloc);
+	loom_buffer_free(m->wbuf);
+	loom_ctx_free(m->wctx);
+	free(m->layers);
+	free(m);
+}
+
+const struct llama_hparams *llama_model_hparams(const struct llama_model *m)
+{
+	return &m->hp;
+}
+
+loom_dev_t *llama_model_device(const struct llama_model *m)
+{
+	return m->dev;
+}
+
+loom_ctx_t *llama_model_ctx(const struct llama_model *m)
+{
+	return m->wctx;
+}
+
+size_t llama_model_weight_bytes(const struct llama_model *m)
+{
+	return m->weight_bytes;
+}
+
+size_t llama_model_decode_bytes(const struct llama_model *m)
+{
+	return m->decode_bytes;
+}
+
+size_t llama_model_cache_bytes(const struct llama_model *m)
+{
+	return m->cache_bytes;
+}
+
+size_t llama_model_compute_bytes(const struct llama_model *m)
+{
+	return m->galloc ? loom_galloc_buffer_size(m->galloc) : 0;
+}
+
+void llama_meta_model(const struct llama_hparams *hp,
+		      struct loom_meta_model *out)
+{
+	out->head_dim = hp->head_dim;
+	out->n_head = hp->n_head;
+	out->n_head_kv = hp->n_head_kv;
+}
+
+int llama_model_graph_nodes(const struct llama_model *m)
+{
+	return m->graph ? loom_graph_n_nodes(m->graph) : 0;
+}
+
+/* ------------------------------------------------------------------------
+ * The graph of one batch.
+ */
+struct build {
+	struct llama_model *m;
+	loom_ctx_t *c;
+	int64_t n_tokens;
+	int64_t n_kv;
+	struct loom_tensor *pos, *kv_ids, *mask;
+};
+
+static struct loom_tensor *rms(struct build *b, struct loom_tensor *x,
+			       struct loom_tensor *w)
+{
+	return loom_mul(b->c, loom_rms_norm(b->c, x, b->m->hp.eps), w);
+}
+
+/* Self-attention of one layer over the cache window [0, n_kv).  Heads are
+ * grouped [head_dim, tokens * group, n_head_kv] so that every query head
+ * of a GQA group multiplies its own key/value head without broadcasting. */
+static struct loom_tensor *attention(struct build *b, struct llama_layer *l,
+				     struct loom_tensor *cur)
+{
+	const struct llama_hparams *hp = &b->m->hp;
+	loom_ctx_t *c = b->c;
+	int64_t hd = hp->head_dim, hkv = hp->n_head_kv, t = b->n_tokens;
+	int64_t g = hp->n_head / hp->n_head_kv;
+	struct loom_tensor *q, *k, *v, *ks, *vs, *kq, *kqv;
+
+	q = loom_mul_mat(c, l->wq, cur);
+	k = loom_mul_mat(c, l->wk, cur);
+	v = loom_mul_mat(c, l->wv, cur);
+	q = loom_reshape_3d(c, q, hd, hp->n_head, t);
+	k = loom_reshape_3d(c, k, hd, hkv, t);
+	v = loom_reshape_3d(c, v, hd, hkv, t);
+	q = loom_rope(c, q, b->pos, (int)hd, LOOM_ROPE_NORMAL, hp->rope_base,
+		      1.0f);
+	k = loom_rope(c, k, b->pos, (int)hd, LOOM_ROPE_NORMAL, hp->rope_base,
+		      1.0f);
+
+	/* New keys and values into the cache rows of their positions. */
+	k = loom_cont(c, loom_permute(c, k, 0, 2, 1, 3));
+	v = loom_cont(c, loom_permute(c, v, 0, 2, 1, 3));
+	ks = loom_set_rows(c, l->cache_k, k, b->kv_ids);
+	vs = loom_set_rows(c, l->cache_v, v, b->kv_ids);
+	if (!ks || !vs)
+		return NULL;
+	k = loom_view_3d(c, ks, hd, b->n_kv, hkv, ks->nb[1], ks->nb[2], 0);
+	v = loom_view_3d(c, vs, hd, b->n_kv, hkv, vs->nb[1], vs->nb[2], 0);
+	v = loom_cont(c, loom_transpose(c, v));
+
+	q = loom_reshape_4d(c, q, hd, g, hkv, t);
+	q = loom_cont(c, loom_permute(c, q, 0, 2, 3, 1));
+	q = loom_reshape_3d(c, q, hd, t * g, hkv);
+
+	kq = loom_mul_mat(c, k, q);
+	kq = loom_soft_max(c, kq, b->mask, 1.0f / sqrtf((float)hd));
+	kqv = loom_mul_mat(c, v, kq);
+	kqv = loom_reshape_4d(c, kqv, hd, t, g, hkv);
+	kqv = loom_cont(c, loom_permute(c, kqv, 0, 3, 1, 2));
+	kqv = loom_reshape_2d(c, kqv, hd * hp->n_head, t);
+	return loom_mul_mat(c, l->wo, kqv);
+}
+
+static struct loom_tensor *ffn_dense(struct build *b, struct llama_layer *l,
+				     struct loom_tensor *cur)
+{
+	loom_ctx_t *c = b->c;
+	struct loom_tensor *gate, *up;
+
+	gate = loom_silu(c, loom_mul_mat(c, l->ffn_gate, cur));
+	up = loom_mul_mat(c, l->ffn_up, cur);
+	return loom_mul_mat(c, l->ffn_down, loom_mul(c, gate, up));
+}
+
+/* Router softmax, top-k experts with renormalized weights, SwiGLU experts
+ * through mul_mat_id, then the weighted sum over the selected experts. */
+static struct loom_tensor *ffn_moe(struct build *b, struct llama_layer *l,
+				   struct loom_tensor *cur)
+{
+	const struct llama_hparams *hp = &b->m->hp;
+	loom_ctx_t *c = b->c;
+	int64_t t = b->n_tokens, k = hp->n_expert_used;
+	struct loom_tensor *probs, *sel, *w, *gate, *up, *down, *sum;
+
+	probs = loom_soft_max(c, loom_mul_mat(c, l->ffn_gate_inp, cur), NULL,
+			      1.0f);
+	sel = loom_top_k(c, probs, (int)k);
+	w = loom_get_rows(c, loom_reshape_3d(c, probs, 1, hp->n_expert, t),
+			  sel);
+	w = loom_reshape_2d(c, w, k, t);
+	w = loom_div(c, w, loom_sum_rows(c, w));
+	w = loom_reshape_3d(c, w, 1, k, t);
+
+	cur = loom_reshape_3d(c, cur, hp->n_embd, 1, t);
+	gate = loom_silu(c, loom_mul_mat_id(c, l->ffn_gate_exps, cur, sel));
+	up = loom_mul_mat_id(c, l->ffn_up_exps, cur, sel);
+	down = loom_mul_mat_id(c, l->ffn_down_exps, loom_mul(c, gate, up),
+			       sel);
+	down = loom_mul(c, down, w);
+	if (!down)
+		return NULL;
+
+	sum = loom_view_2d(c, down, hp->n_embd, t, down->nb[2], 0);
+	for (int64_t e = 1; e < k; e++)
+		sum = loom_add(c, sum,
+			       loom_view_2d(c, down, hp->n_embd, t, down->nb[2],
+					    (size_t)e * down->nb[1]));
+	return sum;
+}
+
+static struct loom_tensor *new_input(loom_ctx_t *c, enum loom_type type,
+				     int n_dims, int64_t ne0, int64_t ne1,
+				     const char *name)
+{
+	int64_t ne[2] = { ne0, ne1 };
+	struct loom_tensor *t = loom_new_tensor(c, type, n_dims, ne);
+
+	if (t) {
+		loom_set_name(t, name);
+		loom_set_flags(t, LOOM_TENSOR_INPUT);
+	}
+	return t;
+}
+
+/* Builds the graph of a batch of n_tokens over a cache window of n_kv in
+ * a fresh context, replacing the previous graph. */
+static int build_graph(struct llama_model *m, int n_tokens, int n_kv,
+		       bool all_logits)
+{
+	const struct llama_hparams *hp = &m->hp;
+	struct build b = { .m = m, .n_tokens = n_tokens, .n_kv = n_kv };
+	int64_t g = hp->n_head / hp->n_head_kv;
+	struct loom_tensor *x, *cur, *tokens;
+	loom_ctx_t *c;
+	int ret;
+
+	drop_graph(m);
+	ret = loom_ctx_new(0, &c);
+	if (ret)
+		return ret;
+	b.c = c;
+
+	tokens = new_input(c, LOOM_TYPE_I32, 1, n_tokens, 1, "inp_tokens");
+	b.pos = new_input(c, LOOM_TYPE_I32, 1, n_tokens, 1, "inp_pos");
+	b.kv_ids = new_input(c, LOOM_TYPE_I32, 2, n_tokens, hp->n_head_kv,
+			     "inp_kv_ids");
+	b.mask = new_input(c, LOOM_TYPE_F32, 2, n_kv, n_tokens * g,
+			   "inp_mask");
+
+	x = loom_get_rows(c, m->tok_embd, tokens);
+	for (int64_t i = 0; i < hp->n_layer && x; i++) {
+		struct llama_layer *l = &m->layers[i];
+
+		cur = attention(&b, l, rms(&b, x, l->attn_norm));
+		x = loom_add(c, x, cur);
+		cur = rms(&b, x, l->ffn_norm);
+		cur = is_moe(hp) ? ffn_moe(&b, l, cur) : ffn_dense(&b, l, cur);
+		x = loom_add(c, x, cur);
+	}
+	x = rms(&b, x, m->output_norm);
+	if (x && !all_logits && n_tokens > 1)
+		x = loom_view_2d(c, x, hp->n_embd, 1, x->nb[1],
+				 (size_t)(n_tokens - 1) * x->nb[1]);
+	x = loom_mul_mat(c, m->output, x);
+	if (!x) {
+		ret = loom_set_error(LOOM_E_INVAL, "llama: graph: %s",
+				     loom_ctx_error(c));
+		goto err_free;
+	}
+	loom_set_name(x, "logits");
+	loom_set_flags(x, LOOM_TENSOR_OUTPUT);
+
+	ret = loom_graph_new(c, &m->graph);
+	if (!ret)
+		ret = loom_graph_expand(m->graph, x);
+	if (ret)
+		goto err_free;
+	m->gctx = c;
+	m->g_n_tokens = n_tokens;
+	m->g_n_kv = n_kv;
+	m->g_all = all_logits;
+	m->g_placed = false;
+	m->in_tokens = tokens;
+	m->in_pos = b.pos;
+	m->in_kv_ids = b.kv_ids;
+	m->in_mask = b.mask;
+	m->out_logits = x;
+	return LOOM_OK;
+
+err_free:
+	m->graph = NULL;
+	loom_ctx_free(c);
+	return ret;
+}
+
+static int kv_window(const struct llama_model *m, int n_end)
+{
+	int64_t n = (n_end + KV_PAD - 1) / KV_PAD * KV_PAD;
+
+	return (int)(n < m->hp.n_ctx ? n : m->hp.n_ctx);
+}
+
+int llama_model_reserve(struct llama_model *m, int n_tokens)
+{
+	int ret;
+
+	if (n_tokens < 1 || n_tokens > m->hp.n_ctx)
+		return loom_set_error(LOOM_E_RANGE,
+				      "llama: cannot reserve %d tokens",
+				      n_tokens);
+	ret = build_graph(m, n_tokens, (int)m->hp.n_ctx, true);
+	if (!ret)
+		ret = loom_galloc_reserve(m->galloc, m->graph);
+	if (!ret && n_tokens > 1) {
+		ret = build_graph(m, 1, (int)m->hp.n_ctx, true);
+		if (!ret)
+			ret = loom_galloc_reserve(m->galloc, m->graph);
+	}
+	drop_graph(m);
+	return ret;
+}
+
+/* Fills the graph's inputs for a batch at position n_past. */
+static int set_inputs(struct llama_model *m, const int32_t *tokens,
+		      int n_tokens, int n_past)
+{
+	const struct llama_hparams *hp = &m->hp;
+	int64_t g = hp->n_head / hp->n_head_kv, n_kv = m->g_n_kv;
+	int64_t rows = (int64_t)n_tokens * g;
+	size_t n_ids = (size_t)n_tokens * (size_t)hp->n_head_kv;
+	int32_t *ids;
+	float *mask;
+	int ret;
+
+	ids = malloc(n_ids * sizeof(*ids));
+	mask = malloc((size_t)(rows * n_kv) * sizeof(*mask));
+	if (!ids || !mask) {
+		ret = loom_set_error(LOOM_E_NOMEM, "llama: no memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n_ids; i++)
+		ids[i] = n_past + (int32_t)(i % (size_t)n_tokens);
+	for (int64_t r = 0; r < rows; r++) {
+		int64_t last = n_past + r % n_tokens;
+
+		for (int64_t j = 0; j < n_kv; j++)
+			mask[r * n_kv + j] = j <= last ? 0.0f : -INFINITY;
+	}
+	ret = loom_tensor_set(m->in_tokens, tokens, 0,
+			      (size_t)n_tokens * sizeof(*tokens));
+	if (!ret)
+		ret = loom_tensor_set(m->in_pos, ids, 0,
+				      (size_t)n_tokens * sizeof(*ids));
+	if (!ret)
+		ret = loom_tensor_set(m->in_kv_ids, ids, 0,
+				      n_ids * sizeof(*ids));
+	if (!ret)
+		ret = loom_tensor_set(m->in_mask, mask, 0,
+				      (size_t)(rows * n_kv) * sizeof(*mask));
+out:
+	free(mask);
+	free(ids);
+	return ret;
+}
+
+int llama_eval(struct llama_model *m, loom_backend_t *be,
+	       const int32_t *tokens, int n_tokens, int n_past,
+	       bool all_logits, float *logits)
+{
+	int n_kv, ret;
+
+	if (!m || !be || !tokens || !logits)
+		return loom_set_error(LOOM_E_INVAL, "llama: NULL argument");
+	if (n_tokens < 1 || n_past < 0 || n_past + n_tokens > m->hp.n_ctx)
+		return loom_set_error(LOOM_E_RANGE,
+				      "llama: %d tokens at %d exceed n_ctx "
+				      "%lld", n_tokens, n_past,
+				      (long long)m->hp.n_ctx);
+	for (int i = 0; i < n_tokens; i++)
+		if (tokens[i] < 0 || tokens[i] >= m->hp.n_vocab)
+			return loom_set_error(LOOM_E_RANGE,
+					      "llama: token %d out of range",
+					      (int)tokens[i]);
+
+	if (n_tokens == 1)
+		all_logits = false;
+	n_kv = kv_window(m, n_past + n_tokens);
+	if (!m->graph || m->g_n_tokens != n_tokens || m->g_n_kv != n_kv ||
+	    m->g_all != all_logits) {
+		ret = build_graph(m, n_tokens, n_kv, all_logits);
+		if (ret)
+			return ret;
+	}
+	if (!m->g_placed) {
+		ret = loom_galloc_alloc_graph(m->galloc, m->graph);
+		if (ret)
+			return ret;
+		m->g_placed = true;
+	}
+	ret = set_inputs(m, tokens, n_tokens, n_past);
+	if (ret)
+		return ret;
+	ret = loom_backend_graph_compute(be, m->graph);
+	if (!ret)
+		ret = loom_backend_synchronize(be);
+	if (ret)
+		return ret;
+	return loom_tensor_get(m->out_logits, logits, 0,
+			       loom_nbytes(m->out_logits));
+}

@@ -1,0 +1,102 @@
+/* llama.h - a Llama-style decoder written against the public Loom API:
+ * seeded synthetic weights on any device (a meta device included), a KV
+ * cache, and one call that evaluates a batch of tokens.
+ */
+#ifndef LOOM_EXAMPLE_LLAMA_H
+#define LOOM_EXAMPLE_LLAMA_H
+
+#include <loom/loom-backend.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Model shape.  n_expert == 0 (or n_expert_used == 0) means a dense
+ * SwiGLU FFN; otherwise every layer has a mixture-of-experts FFN that
+ * routes each token to n_expert_used of n_expert experts. */
+struct llama_hparams {
+	int64_t n_vocab;
+	int64_t n_embd;
+	int64_t n_head;
+	int64_t n_head_kv;     /* divides n_head (GQA) */
+	int64_t head_dim;      /* even */
+	int64_t n_ff;
+	int64_t n_layer;
+	int64_t n_expert;
+	int64_t n_expert_used;
+	int64_t n_ctx;         /* KV cache length in tokens */
+	float rope_base;
+	float eps;             /* RMSNorm epsilon */
+	enum loom_type wtype;  /* matrices and embeddings; norms are F32 */
+};
+
+/* Fills *out with a named preset: "tiny", "tiny-moe", "small",
+ * "small-moe" or "7b-layer" (7B-shaped layers, two of them).  The weight
+ * type is F32 and n_ctx 1024; change them after.  Returns
+ * LOOM_E_NOT_FOUND for an unknown name. */
+int llama_hparams_preset(const char *name, struct llama_hparams *out);
+/* The preset names, NULL-terminated (static). */
+const char *const *llama_preset_names(void);
+/* Checks the shape (divisibility, block sizes); LOOM_E_INVAL with a
+ * message in loom_last_error() when it cannot be built. */
+int llama_hparams_check(const struct llama_hparams *hp);
+
+/* The shape facts loom_meta_split_default() needs for whole heads. */
+void llama_meta_model(const struct llama_hparams *hp,
+		      struct loom_meta_model *out);
+
+struct llama_model;
+
+/* Creates the weights and KV cache on dev (any device, a meta device
+ * included) in one buffer of the device's buffer type marked as weights,
+ * fills them with values drawn from a fixed generator seeded with seed
+ * (the same seed gives the same values on every device), and clears the
+ * cache.  Tensor names follow loom_meta_split_default(): token_embd,
+ * blk.N.attn_norm, blk.N.attn_q/k/v/output, blk.N.ffn_norm,
+ * blk.N.ffn_gate/up/down (or ffn_gate_inp and ffn_gate/up/down_exps),
+ * output_norm, output (all with .weight), and cache_k.N, cache_v.N.
+ * The caller frees *out with llama_model_free(). */
+int llama_model_new(const struct llama_hparams *hp, loom_dev_t *dev,
+		    uint64_t seed, struct llama_model **out);
+/* Frees the model, its buffers and its graph allocator; NULL is a no-op. */
+void llama_model_free(struct llama_model *m);
+
+const struct llama_hparams *llama_model_hparams(const struct llama_model *m);
+loom_dev_t *llama_model_device(const struct llama_model *m);
+/* The context holding the weight and cache tensors (owned by m). */
+loom_ctx_t *llama_model_ctx(const struct llama_model *m);
+/* Bytes of the weights (cache excluded), as the device holds them. */
+size_t llama_model_weight_bytes(const struct llama_model *m);
+/* Bytes of weights one decode token reads: every matrix but the
+ * embedding table (one row) and, for MoE, only the experts used. */
+size_t llama_model_decode_bytes(const struct llama_model *m);
+/* Bytes of the KV cache. */
+size_t llama_model_cache_bytes(const struct llama_model *m);
+/* Size of the compute buffer the graph allocator holds (0 before the
+ * first llama_eval or llama_model_reserve). */
+size_t llama_model_compute_bytes(const struct llama_model *m);
+/* Number of nodes of the last graph built (0 before any). */
+int llama_model_graph_nodes(const struct llama_model *m);
+
+/* Sizes the compute buffer for batches of up to n_tokens tokens at any
+ * position, so that later calls do not grow it. */
+int llama_model_reserve(struct llama_model *m, int n_tokens);
+
+/* Forgets the cache contents (zeroes it). */
+int llama_model_clear_cache(struct llama_model *m);
+
+/* Evaluates n_tokens tokens at positions n_past.. on backend be (a backend
+ * of the model's device), writing their keys and values into the cache.
+ * logits receives n_vocab floats for the last token, or n_vocab *
+ * n_tokens floats (token-major) when all_logits is true.  The graph is
+ * rebuilt only when the batch shape changes; its compute buffer is kept
+ * between calls. */
+int llama_eval(struct llama_model *m, loom_backend_t *be,
+	       const int32_t *tokens, int n_tokens, int n_past,
+	       bool all_logits, float *logits);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOOM_EXAMPLE_LLAMA_H */
