@@ -18,6 +18,74 @@ const char *loom__getenv_quiet(const char *name);
 
 /* ---- tensors, contexts, graphs (tensor.c, ops.c, graph.c, galloc.c) ---- */
 
+/* Records a message on ctx (when not NULL) and on the thread, and returns
+ * status.  Every error of a tensor, op or graph call goes through here. */
+int loom__ctx_errorf(loom_ctx_t *ctx, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* A new tensor of ctx with contiguous strides, after checking the type and
+ * the sizes; NULL with a message naming who otherwise. */
+struct loom_tensor *loom__new_tensor(loom_ctx_t *ctx, const char *who,
+				     enum loom_type type,
+				     const int64_t ne[LOOM_MAX_DIMS]);
+/* Sets t's strides to the contiguous ones of its type and ne. */
+void loom__tensor_set_contiguous(struct loom_tensor *t);
+/* Writes "[ne0, ne1, ne2, ne3] type" into buf; returns buf. */
+char *loom__tensor_desc(const struct loom_tensor *t, char *buf, size_t n);
+#define LOOM__DESC_MAX 96
+
+/* The tensor that owns t's data: t itself, or the end of its view chain. */
+static inline struct loom_tensor *loom__owner(struct loom_tensor *t)
+{
+	while (t->view_src)
+		t = t->view_src;
+	return t;
+}
+
+/* Makes ctx free g (with loom__graph_free) when ctx is freed. */
+int loom__ctx_own_graph(loom_ctx_t *ctx, loom_graph_t *g);
+void loom__graph_free(loom_graph_t *g);
+
+/* A map from addresses to ints: open addressing, grows at half load.
+ * Zero-initialise, then put/find; free with loom__ptrmap_free. */
+struct loom__ptrmap {
+	const void **keys;
+	int *vals;
+	size_t cap; /* a power of two, or 0 */
+	size_t n;
+};
+
+/* The value stored for key, or NULL. */
+int *loom__ptrmap_find(const struct loom__ptrmap *m, const void *key);
+/* Stores val for key (replacing any); LOOM_E_NOMEM when it cannot grow. */
+int loom__ptrmap_put(struct loom__ptrmap *m, const void *key, int val);
+void loom__ptrmap_clear(struct loom__ptrmap *m);
+void loom__ptrmap_free(struct loom__ptrmap *m);
+
 /* ---- buffers, backends, devices, registry, loader ---- */
+
+/* The optional entry points, resolved by name once when a plugin
+ * registers (see loom-plugin.h for names and signatures). */
+enum loom__proc {
+	LOOM__PROC_SET_TENSOR_2D,
+	LOOM__PROC_GET_TENSOR_2D,
+	LOOM__PROC_SET_TENSOR_2D_ASYNC,
+	LOOM__PROC_GET_TENSOR_2D_ASYNC,
+	LOOM__PROC_ALLREDUCE,
+	LOOM__PROC_SPLIT_BUFFER_TYPE,
+	LOOM__PROC_HOST_BUFFER_TYPE,
+	LOOM__PROC_SET_N_THREADS,
+	LOOM__PROC_GET_FEATURES,
+	LOOM__PROC_META_DEVICE_NEW,
+	LOOM__PROC_META_CHECK,
+	LOOM__PROC_COUNT
+};
+
+/* The entry-point name of p ("set_tensor_2d"). */
+const char *loom__proc_name(enum loom__proc p);
+/* reg's cached entry point p, or NULL when its plugin has none. */
+void *loom__reg_proc(loom_reg_t *reg, enum loom__proc p);
+/* The registered reg of that plugin name, or NULL (takes the registry
+ * lock; safe to call from a plugin's init). */
+loom_reg_t *loom__reg_find(const char *name);
 
 #endif

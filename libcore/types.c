@@ -1,1 +1,325 @@
-/* libcore/types.c - placeholder until written. */
+/* types.c - element types (traits from LOOM_TYPE_MAP), half and bfloat16
+ * conversions, Q8_0 blocks, loom_convert(), and op names.  Tensors live in
+ * tensor.c, op constructors in ops.c. */
+#include "config.h"
+
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "loom-private.h"
+
+struct type_traits {
+	const char *name;
+	int64_t block_size;
+	size_t type_size;
+};
+
+static const struct type_traits type_traits[LOOM_TYPE_COUNT] = {
+#define X_(name_, str, blck, size) \
+	[LOOM_TYPE_##name_] = { .name = str, .block_size = blck, .type_size = size },
+	LOOM_TYPE_MAP(X_)
+#undef X_
+};
+
+static const char *const op_names[LOOM_OP_COUNT] = {
+#define X_(name_, str) [LOOM_OP_##name_] = str,
+	LOOM_OP_MAP(X_)
+#undef X_
+};
+
+static bool type_valid(enum loom_type type)
+{
+	return (unsigned)type < LOOM_TYPE_COUNT;
+}
+
+const char *loom_type_name(enum loom_type type)
+{
+	return type_valid(type) ? type_traits[type].name : "unknown";
+}
+
+int loom_type_from_name(const char *name, enum loom_type *out)
+{
+	if (!name || !out)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_type_from_name: NULL argument");
+	for (int i = 0; i < LOOM_TYPE_COUNT; i++) {
+		if (strcmp(type_traits[i].name, name) == 0) {
+			*out = (enum loom_type)i;
+			return LOOM_OK;
+		}
+	}
+	return loom_set_error(LOOM_E_NOT_FOUND, "unknown type name \"%s\"",
+			      name);
+}
+
+int64_t loom_type_block_size(enum loom_type type)
+{
+	return type_valid(type) ? type_traits[type].block_size : 0;
+}
+
+size_t loom_type_size(enum loom_type type)
+{
+	return type_valid(type) ? type_traits[type].type_size : 0;
+}
+
+bool loom_type_is_quantized(enum loom_type type)
+{
+	return type_valid(type) && type_traits[type].block_size > 1;
+}
+
+/* Returns 0 for an invalid type, a negative count or a count that is not
+ * a whole number of blocks. */
+size_t loom_row_size(enum loom_type type, int64_t ne0)
+{
+	if (!type_valid(type) || ne0 < 0 ||
+	    ne0 % type_traits[type].block_size != 0)
+		return 0;
+	return type_traits[type].type_size *
+	       (size_t)(ne0 / type_traits[type].block_size);
+}
+
+const char *loom_op_name(enum loom_op op)
+{
+	return (unsigned)op < LOOM_OP_COUNT ? op_names[op] : "unknown";
+}
+
+bool loom_op_is_view(enum loom_op op)
+{
+	return op == LOOM_OP_VIEW || op == LOOM_OP_RESHAPE ||
+	       op == LOOM_OP_PERMUTE || op == LOOM_OP_TRANSPOSE;
+}
+
+/* ------------------------------------------------------------------------
+ * IEEE half and bfloat16.
+ */
+static uint32_t f32_bits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+static float bits_f32(uint32_t u)
+{
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/* Rounds to nearest, ties to even; overflow gives infinity, NaN stays a
+ * (quiet) NaN with the sign and the top payload bits kept. */
+uint16_t loom_fp32_to_fp16(float f)
+{
+	uint32_t x = f32_bits(f);
+	uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+	uint32_t ax = x & 0x7fffffff;
+	uint32_t e = ax >> 23;
+
+	if (ax > 0x7f800000)
+		return sign | 0x7e00 | (uint16_t)((ax >> 13) & 0x3ff);
+	if (ax >= 0x477ff000) /* 65520 and above round to infinity */
+		return sign | 0x7c00;
+	if (ax >= 0x38800000) { /* normal half */
+		uint32_t h = (ax >> 13) - ((127 - 15) << 10);
+		uint32_t rem = ax & 0x1fff;
+
+		if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
+			h++;
+		return sign | (uint16_t)h;
+	}
+	if (e < 102) /* below 2^-25: rounds to zero */
+		return sign;
+	/* Subnormal half: the value in units of 2^-24. */
+	uint32_t m = (ax & 0x7fffff) | 0x800000;
+	uint32_t shift = 126 - e;
+	uint32_t q = m >> shift;
+	uint32_t rem = m & ((1u << shift) - 1);
+	uint32_t half = 1u << (shift - 1);
+
+	if (rem > half || (rem == half && (q & 1)))
+		q++;
+	return sign | (uint16_t)q;
+}
+
+float loom_fp16_to_fp32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+	uint32_t e = (h >> 10) & 0x1f;
+	uint32_t m = h & 0x3ff;
+
+	if (e == 0) {
+		float v = (float)m * 0x1p-24f;
+
+		return sign ? -v : v;
+	}
+	if (e == 31)
+		return bits_f32(sign | 0x7f800000 | (m << 13));
+	return bits_f32(sign | ((e + 112) << 23) | (m << 13));
+}
+
+uint16_t loom_fp32_to_bf16(float f)
+{
+	uint32_t x = f32_bits(f);
+
+	if ((x & 0x7fffffff) > 0x7f800000)
+		return (uint16_t)((x >> 16) | 0x40);
+	x += 0x7fff + ((x >> 16) & 1);
+	return (uint16_t)(x >> 16);
+}
+
+float loom_bf16_to_fp32(uint16_t h)
+{
+	return bits_f32((uint32_t)h << 16);
+}
+
+/* ------------------------------------------------------------------------
+ * Q8_0: d = max|x| / 127 rounded to half, q = round(x / d).
+ */
+static void quantize_q8_0(const float *x, struct loom_block_q8_0 *y,
+			  int64_t n)
+{
+	for (int64_t b = 0; b < n / LOOM_QK8_0; b++) {
+		const float *xb = x + b * LOOM_QK8_0;
+		float amax = 0.0f;
+
+		for (int i = 0; i < LOOM_QK8_0; i++) {
+			float a = fabsf(xb[i]);
+
+			if (a > amax)
+				amax = a;
+		}
+		uint16_t dh = loom_fp32_to_fp16(amax / 127.0f);
+		float d = loom_fp16_to_fp32(dh);
+		float id = d != 0.0f ? 1.0f / d : 0.0f;
+
+		y[b].d = dh;
+		for (int i = 0; i < LOOM_QK8_0; i++) {
+			float q = roundf(xb[i] * id);
+
+			if (q > 127.0f)
+				q = 127.0f;
+			else if (q < -127.0f)
+				q = -127.0f;
+			y[b].qs[i] = (int8_t)q;
+		}
+	}
+}
+
+static void dequantize_q8_0(const struct loom_block_q8_0 *x, float *y,
+			    int64_t n)
+{
+	for (int64_t b = 0; b < n / LOOM_QK8_0; b++) {
+		float d = loom_fp16_to_fp32(x[b].d);
+
+		for (int i = 0; i < LOOM_QK8_0; i++)
+			y[b * LOOM_QK8_0 + i] = d * (float)x[b].qs[i];
+	}
+}
+
+static void to_f32(enum loom_type type, const void *src, float *dst,
+		   int64_t n)
+{
+	const uint16_t *h = src;
+
+	switch (type) {
+	case LOOM_TYPE_F32:
+		memcpy(dst, src, (size_t)n * sizeof(float));
+		break;
+	case LOOM_TYPE_F16:
+		for (int64_t i = 0; i < n; i++)
+			dst[i] = loom_fp16_to_fp32(h[i]);
+		break;
+	case LOOM_TYPE_BF16:
+		for (int64_t i = 0; i < n; i++)
+			dst[i] = loom_bf16_to_fp32(h[i]);
+		break;
+	case LOOM_TYPE_Q8_0:
+		dequantize_q8_0(src, dst, n);
+		break;
+	default:
+		assert(!"to_f32: type not convertible");
+	}
+}
+
+static void from_f32(enum loom_type type, const float *src, void *dst,
+		     int64_t n)
+{
+	uint16_t *h = dst;
+
+	switch (type) {
+	case LOOM_TYPE_F32:
+		memcpy(dst, src, (size_t)n * sizeof(float));
+		break;
+	case LOOM_TYPE_F16:
+		for (int64_t i = 0; i < n; i++)
+			h[i] = loom_fp32_to_fp16(src[i]);
+		break;
+	case LOOM_TYPE_BF16:
+		for (int64_t i = 0; i < n; i++)
+			h[i] = loom_fp32_to_bf16(src[i]);
+		break;
+	case LOOM_TYPE_Q8_0:
+		quantize_q8_0(src, dst, n);
+		break;
+	default:
+		assert(!"from_f32: type not convertible");
+	}
+}
+
+static bool float_like(enum loom_type type)
+{
+	return type == LOOM_TYPE_F32 || type == LOOM_TYPE_F16 ||
+	       type == LOOM_TYPE_BF16 || type == LOOM_TYPE_Q8_0;
+}
+
+/* Converts through a small F32 staging block; its length is a multiple of
+ * every block size, so only the last step can be short. */
+int loom_convert(enum loom_type src_type, const void *src,
+		 enum loom_type dst_type, void *dst, int64_t n)
+{
+	enum { CHUNK = 256 };
+	float tmp[CHUNK];
+
+	if (!type_valid(src_type) || !type_valid(dst_type))
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_convert: invalid type (%d -> %d)",
+				      (int)src_type, (int)dst_type);
+	if (n < 0 || (n > 0 && (!src || !dst)))
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_convert: bad buffer or count %lld",
+				      (long long)n);
+	if (n % type_traits[src_type].block_size ||
+	    n % type_traits[dst_type].block_size)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_convert: %lld values is not a "
+				      "whole number of %s/%s blocks",
+				      (long long)n, loom_type_name(src_type),
+				      loom_type_name(dst_type));
+	if (src_type == dst_type) {
+		if (n > 0)
+			memcpy(dst, src, loom_row_size(src_type, n));
+		return LOOM_OK;
+	}
+	if (!float_like(src_type) || !float_like(dst_type))
+		return loom_set_error(LOOM_E_UNSUPPORTED,
+				      "loom_convert: no conversion from %s "
+				      "to %s",
+				      loom_type_name(src_type),
+				      loom_type_name(dst_type));
+
+	const char *s = src;
+	char *d = dst;
+
+	for (int64_t i = 0; i < n; i += CHUNK) {
+		int64_t m = n - i < CHUNK ? n - i : CHUNK;
+
+		to_f32(src_type, s, tmp, m);
+		from_f32(dst_type, tmp, d, m);
+		s += loom_row_size(src_type, m);
+		d += loom_row_size(dst_type, m);
+	}
+	return LOOM_OK;
+}
