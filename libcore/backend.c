@@ -1,1 +1,430 @@
-/* libcore/backend.c - placeholder until written. */
+/* backend.c - backends (streams of work on a device) and events: the
+ * core's one wrapper per plugin method, with the documented defaults for
+ * optional ones.  Devices live in device.c, buffers in buffer.c. */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "backend-private.h"
+
+int loom_backend_new(loom_dev_t *dev, const struct loom_backend_iface *iface,
+		     void *context, loom_backend_t **out)
+{
+	struct loom_backend *be;
+	const char *slot = NULL;
+	int st;
+
+	if (!out)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_backend_new: out is NULL");
+	*out = NULL;
+	if (!dev || dev->magic != DEV_MAGIC)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_backend_new: no device");
+	be = calloc(1, sizeof(*be));
+	if (!be)
+		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+	st = loom__copy_iface(&be->iface, sizeof(be->iface), iface,
+			      "backend");
+	if (st)
+		goto err_free;
+	if (!be->iface.get_name)
+		slot = "get_name";
+	else if (!be->iface.free)
+		slot = "free";
+	else if (!be->iface.graph_compute)
+		slot = "graph_compute";
+	if (slot) {
+		st = loom__missing_method("backend", loom_dev_name(dev), slot);
+		goto err_free;
+	}
+	be->magic = BACKEND_MAGIC;
+	be->context = context;
+	be->dev = dev;
+	*out = be;
+	return LOOM_OK;
+
+err_free:
+	free(be);
+	return st;
+}
+
+void *loom_backend_context(loom_backend_t *be)
+{
+	return be ? be->context : NULL;
+}
+
+static bool valid(loom_backend_t *be)
+{
+	return be && be->magic == BACKEND_MAGIC;
+}
+
+const char *loom_backend_name(loom_backend_t *be)
+{
+	const char *name;
+
+	if (!valid(be))
+		return "(null)";
+	name = be->iface.get_name(be);
+	return name ? name : loom_dev_name(be->dev);
+}
+
+loom_dev_t *loom_backend_device(loom_backend_t *be)
+{
+	return valid(be) ? be->dev : NULL;
+}
+
+int loom_backend_synchronize(loom_backend_t *be)
+{
+	int (*f)(loom_backend_t *);
+
+	if (!valid(be))
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_backend_synchronize: no backend");
+	f = be->iface.synchronize;
+	return f ? f(be) : LOOM_OK;
+}
+
+void loom_backend_free(loom_backend_t *be)
+{
+	if (!valid(be))
+		return;
+	loom_backend_synchronize(be);
+	be->iface.free(be);
+	be->magic = 0;
+	free(be);
+}
+
+/* True when the plugin's async method may see t: its buffer is one the
+ * backend's device can use.  Otherwise the core copies blocking. */
+static bool device_owns(loom_backend_t *be, const struct loom_tensor *t)
+{
+	return loom_dev_supports_buft(be->dev, t->buffer->buft);
+}
+
+int loom_backend_tensor_set_async(loom_backend_t *be, struct loom_tensor *t,
+				  const void *data, size_t offset,
+				  size_t size)
+{
+	int st;
+
+	if (!valid(be))
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_backend_tensor_set_async: no "
+				      "backend");
+	st = loom__check_range(t, offset, size,
+			       "loom_backend_tensor_set_async");
+	if (st || size == 0)
+		return st;
+	if (!data)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_backend_tensor_set_async: data is "
+				      "NULL");
+	if (be->iface.set_tensor_async && device_owns(be, t))
+		return be->iface.set_tensor_async(be, t, data, offset, size);
+	st = loom_backend_synchronize(be);
+	return st ? st : loom_tensor_set(t, data, offset, size);
+}
+
+int loom_backend_tensor_get_async(loom_backend_t *be,
+				  const struct loom_tensor *t, void *data,
+				  size_t offset, size_t size)
+{
+	int st;
+
+	if (!valid(be))
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_backend_tensor_get_async: no "
+				      "backend");
+	st = loom__check_range(t, offset, size,
+			       "loom_backend_tensor_get_async");
+	if (st || size == 0)
+		return st;
+	if (!data)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_backend_tensor_get_async: data is "
+				      "NULL");
+	if (be->iface.get_tensor_async && device_owns(be, t))
+		return be->iface.get_tensor_async(be, t, data, offset, size);
+	st = loom_backend_synchronize(be);
+	return st ? st : loom_tensor_get(t, data, offset, size);
+}
+
+static void *backend_proc(loom_backend_t *be, enum loom__proc p)
+{
+	return loom__reg_proc(be->dev->reg, p);
+}
+
+int loom_backend_tensor_set_2d_async(loom_backend_t *be,
+				     struct loom_tensor *t, const void *data,
+				     size_t offset, size_t size,
+				     size_t n_copies, size_t stride_tensor,
+				     size_t stride_data)
+{
+	loom_set_tensor_2d_async_fn f;
+	int st;
+
+	if (!valid(be))
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_backend_tensor_set_2d_async: no "
+				      "backend");
+	st = loom__check_range_2d(t, offset, size, n_copies, stride_tensor,
+				  stride_data, false,
+				  "loom_backend_tensor_set_2d_async");
+	if (st || !n_copies || !size)
+		return st;
+	if (!data)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_backend_tensor_set_2d_async: data "
+				      "is NULL");
+	f = (loom_set_tensor_2d_async_fn)backend_proc(
+		be, LOOM__PROC_SET_TENSOR_2D_ASYNC);
+	if (f && device_owns(be, t))
+		return f(be, t, data, offset, size, n_copies, stride_tensor,
+			 stride_data);
+	for (size_t i = 0; i < n_copies && !st; i++)
+		st = loom_backend_tensor_set_async(
+			be, t, (const char *)data + i * stride_data,
+			offset + i * stride_tensor, size);
+	return st;
+}
+
+int loom_backend_tensor_get_2d_async(loom_backend_t *be,
+				     const struct loom_tensor *t, void *data,
+				     size_t offset, size_t size,
+				     size_t n_copies, size_t stride_tensor,
+				     size_t stride_data)
+{
+	loom_get_tensor_2d_async_fn f;
+	int st;
+
+	if (!valid(be))
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_backend_tensor_get_2d_async: no "
+				      "backend");
+	st = loom__check_range_2d(t, offset, size, n_copies, stride_tensor,
+				  stride_data, true,
+				  "loom_backend_tensor_get_2d_async");
+	if (st || !n_copies || !size)
+		return st;
+	if (!data)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_backend_tensor_get_2d_async: data "
+				      "is NULL");
+	f = (loom_get_tensor_2d_async_fn)backend_proc(
+		be, LOOM__PROC_GET_TENSOR_2D_ASYNC);
+	if (f && device_owns(be, t))
+		return f(be, t, data, offset, size, n_copies, stride_tensor,
+			 stride_data);
+	for (size_t i = 0; i < n_copies && !st; i++)
+		st = loom_backend_tensor_get_async(
+			be, t, (char *)data + i * stride_data,
+			offset + i * stride_tensor, size);
+	return st;
+}
+
+int loom_backend_tensor_copy_async(loom_backend_t *be_src,
+				   loom_backend_t *be_dst,
+				   const struct loom_tensor *src,
+				   struct loom_tensor *dst)
+{
+	int st;
+
+	if (!valid(be_src) || !valid(be_dst))
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_backend_tensor_copy_async: no "
+				      "backend");
+	st = loom__check_range(src, 0, 0, "loom_backend_tensor_copy_async");
+	if (!st)
+		st = loom__check_range(dst, 0, 0,
+				       "loom_backend_tensor_copy_async");
+	if (st)
+		return st;
+	if (loom_nbytes(src) != loom_nbytes(dst))
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_backend_tensor_copy_async: "
+				      "source has %zu bytes, destination %zu",
+				      loom_nbytes(src), loom_nbytes(dst));
+	if (be_dst->iface.cpy_tensor_async && device_owns(be_dst, dst)) {
+		st = be_dst->iface.cpy_tensor_async(be_src, be_dst, src, dst);
+		if (st != LOOM_E_DECLINED)
+			return st;
+	}
+	/* Declined: finish both streams, then copy blocking. */
+	st = loom_backend_synchronize(be_src);
+	if (!st && be_dst != be_src)
+		st = loom_backend_synchronize(be_dst);
+	return st ? st : loom_tensor_copy(src, dst);
+}
+
+/* Every node and leaf must have data before a plugin computes. */
+static int check_graph(loom_backend_t *be, loom_graph_t *g)
+{
+	int n = loom_graph_n_nodes(g);
+
+	for (int i = 0; i < n; i++) {
+		struct loom_tensor *t = loom_graph_node(g, i);
+
+		if (!t->data || !t->buffer)
+			return loom_set_error(LOOM_E_STATE,
+					      "backend '%s': node %d '%s' (%s) "
+					      "is not placed in a buffer",
+					      loom_backend_name(be), i,
+					      t->name, loom_op_name(t->op));
+	}
+	n = loom_graph_n_leafs(g);
+	for (int i = 0; i < n; i++) {
+		struct loom_tensor *t = loom_graph_leaf(g, i);
+
+		if (!t->data || !t->buffer)
+			return loom_set_error(LOOM_E_STATE,
+					      "backend '%s': leaf '%s' is not "
+					      "placed in a buffer",
+					      loom_backend_name(be), t->name);
+	}
+	return LOOM_OK;
+}
+
+int loom_backend_graph_compute_async(loom_backend_t *be, loom_graph_t *g)
+{
+	int st;
+
+	if (!valid(be) || !g)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_backend_graph_compute: backend or "
+				      "graph is NULL");
+	st = check_graph(be, g);
+	if (st)
+		return st;
+	return be->iface.graph_compute(be, g);
+}
+
+int loom_backend_graph_compute(loom_backend_t *be, loom_graph_t *g)
+{
+	int st = loom_backend_graph_compute_async(be, g);
+
+	return st ? st : loom_backend_synchronize(be);
+}
+
+bool loom_backend_supports_op(loom_backend_t *be, const struct loom_tensor *op)
+{
+	return valid(be) ? loom_dev_supports_op(be->dev, op) : false;
+}
+
+int loom_backend_set_n_threads(loom_backend_t *be, int n_threads)
+{
+	loom_set_n_threads_fn f;
+
+	if (!valid(be))
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_backend_set_n_threads: no backend");
+	if (n_threads < 1)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_backend_set_n_threads: %d threads",
+				      n_threads);
+	f = (loom_set_n_threads_fn)backend_proc(be, LOOM__PROC_SET_N_THREADS);
+	if (!f)
+		return loom_set_error(LOOM_E_UNSUPPORTED,
+				      "backend '%s' has no threads to set",
+				      loom_backend_name(be));
+	return f(be, n_threads);
+}
+
+/* ------------------------------------------------------------------------
+ * Events.  A device without event methods gets the core's emulation:
+ * record synchronizes the backend, so there is nothing left to wait for.
+ */
+
+int loom_event_new(loom_dev_t *dev, loom_event_t **out)
+{
+	struct loom_event *ev;
+	int st = LOOM_OK;
+
+	if (!out)
+		return loom_set_error(LOOM_E_INVAL, "loom_event_new: out is NULL");
+	*out = NULL;
+	if (!dev || dev->magic != DEV_MAGIC)
+		return loom_set_error(LOOM_E_INVAL, "loom_event_new: no device");
+	ev = calloc(1, sizeof(*ev));
+	if (!ev)
+		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+	ev->magic = EVENT_MAGIC;
+	ev->dev = dev;
+	if (dev->iface.event_new)
+		st = dev->iface.event_new(dev, ev);
+	if (st) {
+		free(ev);
+		return st;
+	}
+	*out = ev;
+	return LOOM_OK;
+}
+
+void loom_event_free(loom_event_t *ev)
+{
+	if (!ev || ev->magic != EVENT_MAGIC)
+		return;
+	if (ev->dev->iface.event_free)
+		ev->dev->iface.event_free(ev->dev, ev);
+	ev->magic = 0;
+	free(ev);
+}
+
+void *loom_event_context(loom_event_t *ev)
+{
+	return ev ? ev->context : NULL;
+}
+
+void loom_event_set_context(loom_event_t *ev, void *context)
+{
+	if (ev)
+		ev->context = context;
+}
+
+loom_dev_t *loom_event_device(loom_event_t *ev)
+{
+	return ev ? ev->dev : NULL;
+}
+
+int loom_event_record(loom_event_t *ev, loom_backend_t *be)
+{
+	if (!ev || ev->magic != EVENT_MAGIC || !valid(be))
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_event_record: event or backend is "
+				      "NULL");
+	if (be->dev != ev->dev)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_event_record: event of device '%s' "
+				      "on a backend of '%s'",
+				      loom_dev_name(ev->dev),
+				      loom_dev_name(be->dev));
+	if (be->iface.event_record && ev->dev->iface.event_new)
+		return be->iface.event_record(be, ev);
+	return loom_backend_synchronize(be);
+}
+
+int loom_event_wait(loom_backend_t *be, loom_event_t *ev)
+{
+	if (!ev || ev->magic != EVENT_MAGIC || !valid(be))
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_event_wait: event or backend is "
+				      "NULL");
+	/* An emulated event has passed once recorded; one of another
+	 * plugin is waited for on the host. */
+	if (!ev->dev->iface.event_new)
+		return LOOM_OK;
+	if (ev->dev->reg != be->dev->reg)
+		return loom_event_synchronize(ev);
+	return be->iface.event_wait ? be->iface.event_wait(be, ev) : LOOM_OK;
+}
+
+int loom_event_synchronize(loom_event_t *ev)
+{
+	int (*f)(loom_dev_t *, loom_event_t *);
+
+	if (!ev || ev->magic != EVENT_MAGIC)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_event_synchronize: no event");
+	f = ev->dev->iface.event_synchronize;
+	return f ? f(ev->dev, ev) : LOOM_OK;
+}

@@ -1,1 +1,783 @@
-/* libcore/buffer.c - placeholder until written. */
+/* buffer.c - buffer types and buffers: the core's wrappers around a
+ * plugin's tables, the checks made before tensor data reaches a plugin,
+ * and placing tensors in buffers.  Backends live in backend.c. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend-private.h"
+
+/* Largest host block the memset and copy fallbacks stage at once. */
+#define STAGE_MAX (1u << 20)
+
+int loom__copy_iface(void *dst, size_t dst_size, const void *src,
+		     const char *what)
+{
+	uint32_t size;
+
+	memset(dst, 0, dst_size);
+	if (!src)
+		return loom_set_error(LOOM_E_INVAL, "%s: interface is NULL",
+				      what);
+	memcpy(&size, src, sizeof(size));
+	if (size < sizeof(uint32_t))
+		return loom_set_error(LOOM_E_PLUGIN,
+				      "%s: interface size %u is too small",
+				      what, (unsigned)size);
+	/* A newer plugin's table is longer: keep the slots we know. */
+	memcpy(dst, src, size < dst_size ? size : dst_size);
+	return LOOM_OK;
+}
+
+static bool is_pow2(size_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+/* ------------------------------------------------------------------------
+ * Buffer types.
+ */
+
+int loom_buft_new(loom_reg_t *reg, loom_dev_t *dev,
+		  const struct loom_buffer_type_iface *iface, void *context,
+		  loom_buffer_type_t **out)
+{
+	struct loom_buffer_type *buft;
+	const char *slot = NULL;
+	int st;
+
+	if (!out)
+		return loom_set_error(LOOM_E_INVAL, "loom_buft_new: out is NULL");
+	*out = NULL;
+	if (!reg || reg->magic != REG_MAGIC)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_buft_new: reg is not a loom reg");
+	if (dev && (dev->magic != DEV_MAGIC || dev->reg != reg))
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_buft_new: dev is not a device of reg");
+	buft = calloc(1, sizeof(*buft));
+	if (!buft)
+		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+	st = loom__copy_iface(&buft->iface, sizeof(buft->iface), iface,
+			      "buffer type");
+	if (st)
+		goto err_free;
+	if (!buft->iface.get_name)
+		slot = "get_name";
+	else if (!buft->iface.alloc_buffer)
+		slot = "alloc_buffer";
+	else if (!buft->iface.get_alignment)
+		slot = "get_alignment";
+	if (slot) {
+		st = loom__missing_method(
+			"buffer type",
+			buft->iface.get_name ? buft->iface.get_name(buft) : NULL,
+			slot);
+		goto err_free;
+	}
+	buft->magic = BUFT_MAGIC;
+	buft->context = context;
+	buft->reg = reg;
+	buft->dev = dev;
+	buft->next = reg->bufts;
+	reg->bufts = buft;
+	*out = buft;
+	return LOOM_OK;
+
+err_free:
+	free(buft);
+	return st;
+}
+
+void *loom_buft_context(loom_buffer_type_t *buft)
+{
+	return buft ? buft->context : NULL;
+}
+
+const char *loom_buft_name(loom_buffer_type_t *buft)
+{
+	const char *name;
+
+	if (!buft)
+		return "(null)";
+	name = buft->iface.get_name(buft);
+	return name ? name : "(unnamed)";
+}
+
+size_t loom_buft_alignment(loom_buffer_type_t *buft)
+{
+	size_t a;
+
+	if (!buft)
+		return 1;
+	a = buft->iface.get_alignment(buft);
+	if (!is_pow2(a)) {
+		loom_log(LOOM_LOG_WARN,
+			 "buffer type '%s': alignment %zu is not a power of "
+			 "two; using %zu",
+			 loom_buft_name(buft), a, (size_t)64);
+		return 64;
+	}
+	return a;
+}
+
+size_t loom_buft_max_size(loom_buffer_type_t *buft)
+{
+	size_t (*f)(loom_buffer_type_t *);
+
+	if (!buft)
+		return 0;
+	f = buft->iface.get_max_size;
+	return f ? f(buft) : SIZE_MAX;
+}
+
+size_t loom_buft_alloc_size(loom_buffer_type_t *buft,
+			    const struct loom_tensor *t)
+{
+	size_t nbytes, n;
+
+	if (!t)
+		return 0;
+	nbytes = loom_nbytes(t);
+	if (!buft || !buft->iface.get_alloc_size)
+		return nbytes;
+	n = buft->iface.get_alloc_size(buft, t);
+	/* A plugin may pad, never shrink. */
+	return n < nbytes ? nbytes : n;
+}
+
+bool loom_buft_is_host(loom_buffer_type_t *buft)
+{
+	bool (*f)(loom_buffer_type_t *);
+
+	if (!buft)
+		return false;
+	f = buft->iface.is_host;
+	return f ? f(buft) : false;
+}
+
+loom_dev_t *loom_buft_device(loom_buffer_type_t *buft)
+{
+	return buft ? buft->dev : NULL;
+}
+
+int loom_buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
+			   loom_buffer_t **out)
+{
+	loom_buffer_t *buf = NULL;
+	size_t max;
+	int st;
+
+	if (!out)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_buft_alloc_buffer: out is NULL");
+	*out = NULL;
+	if (!buft || buft->magic != BUFT_MAGIC)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_buft_alloc_buffer: no buffer type");
+	max = loom_buft_max_size(buft);
+	if (size > max)
+		return loom_set_error(LOOM_E_NOMEM,
+				      "buffer type '%s': %zu bytes asked, at "
+				      "most %zu in one buffer",
+				      loom_buft_name(buft), size, max);
+	loom__clear_error();
+	st = buft->iface.alloc_buffer(buft, size, &buf);
+	if (st) {
+		if (st > 0)
+			st = LOOM_E_PLUGIN;
+		if (!*loom_last_error())
+			loom_set_error(st, "buffer type '%s': allocation of "
+				       "%zu bytes failed",
+				       loom_buft_name(buft), size);
+		return st;
+	}
+	if (!buf || buf->magic != BUFFER_MAGIC)
+		return loom_set_error(LOOM_E_PLUGIN,
+				      "buffer type '%s': alloc_buffer returned "
+				      "no buffer",
+				      loom_buft_name(buft));
+	if (buf->buft != buft || buf->size < size) {
+		st = loom_set_error(LOOM_E_PLUGIN,
+				    "buffer type '%s': asked for %zu bytes, "
+				    "got a buffer of %zu bytes",
+				    loom_buft_name(buft), size, buf->size);
+		loom_buffer_free(buf);
+		return st;
+	}
+	*out = buf;
+	return LOOM_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Buffers.
+ */
+
+int loom_buffer_new(loom_buffer_type_t *buft,
+		    const struct loom_buffer_iface *iface, void *context,
+		    size_t size, loom_buffer_t **out)
+{
+	struct loom_buffer *buf;
+	const char *slot = NULL;
+	int st;
+
+	if (!out)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_buffer_new: out is NULL");
+	*out = NULL;
+	if (!buft || buft->magic != BUFT_MAGIC)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_buffer_new: no buffer type");
+	buf = calloc(1, sizeof(*buf));
+	if (!buf)
+		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+	st = loom__copy_iface(&buf->iface, sizeof(buf->iface), iface,
+			      "buffer");
+	if (st)
+		goto err_free;
+	if (!buf->iface.get_base)
+		slot = "get_base";
+	else if (!buf->iface.set_tensor)
+		slot = "set_tensor";
+	else if (!buf->iface.get_tensor)
+		slot = "get_tensor";
+	else if (!buf->iface.clear)
+		slot = "clear";
+	if (slot) {
+		st = loom__missing_method("buffer", loom_buft_name(buft),
+					  slot);
+		goto err_free;
+	}
+	buf->magic = BUFFER_MAGIC;
+	buf->context = context;
+	buf->buft = buft;
+	buf->size = size;
+	buf->base = buf->iface.get_base(buf);
+	if (!buf->base && size > 0) {
+		st = loom_set_error(LOOM_E_PLUGIN,
+				    "buffer of type '%s': get_base returned "
+				    "NULL for %zu bytes",
+				    loom_buft_name(buft), size);
+		goto err_free;
+	}
+	*out = buf;
+	return LOOM_OK;
+
+err_free:
+	free(buf);
+	return st;
+}
+
+void loom_buffer_free(loom_buffer_t *buf)
+{
+	if (!buf || buf->magic != BUFFER_MAGIC)
+		return;
+	if (buf->iface.free_buffer)
+		buf->iface.free_buffer(buf);
+	buf->magic = 0;
+	free(buf);
+}
+
+void *loom_buffer_context(loom_buffer_t *buf)
+{
+	return buf ? buf->context : NULL;
+}
+
+size_t loom_buffer_size(loom_buffer_t *buf)
+{
+	return buf ? buf->size : 0;
+}
+
+void *loom_buffer_base(loom_buffer_t *buf)
+{
+	return buf ? buf->base : NULL;
+}
+
+loom_buffer_type_t *loom_buffer_type(loom_buffer_t *buf)
+{
+	return buf ? buf->buft : NULL;
+}
+
+int loom_buffer_clear(loom_buffer_t *buf, uint8_t value)
+{
+	if (!buf || buf->magic != BUFFER_MAGIC)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_buffer_clear: no buffer");
+	if (buf->size == 0)
+		return LOOM_OK;
+	return buf->iface.clear(buf, value);
+}
+
+void loom_buffer_set_usage(loom_buffer_t *buf, enum loom_buffer_usage usage)
+{
+	if (buf)
+		buf->usage = usage;
+}
+
+enum loom_buffer_usage loom_buffer_usage(loom_buffer_t *buf)
+{
+	return buf ? buf->usage : LOOM_BUFFER_USAGE_ANY;
+}
+
+/* ------------------------------------------------------------------------
+ * Checks made before tensor data reaches a plugin.
+ */
+
+static const char *tname(const struct loom_tensor *t)
+{
+	return t->name[0] ? t->name : "(unnamed)";
+}
+
+/* The tensor must be placed, and its bytes must lie inside its buffer. */
+static int check_placed(const struct loom_tensor *t, const char *what)
+{
+	loom_buffer_t *buf = t->buffer;
+	uintptr_t base, data;
+	size_t nbytes;
+
+	if (!t->data || !buf)
+		return loom_set_error(LOOM_E_STATE,
+				      "%s: tensor '%s' is not placed in a "
+				      "buffer",
+				      what, tname(t));
+	if (buf->magic != BUFFER_MAGIC)
+		return loom_set_error(LOOM_E_STATE,
+				      "%s: tensor '%s' has a freed or foreign "
+				      "buffer",
+				      what, tname(t));
+	base = (uintptr_t)buf->base;
+	data = (uintptr_t)t->data;
+	nbytes = loom_nbytes(t);
+	if (data < base || data - base > buf->size ||
+	    nbytes > buf->size - (data - base))
+		return loom_set_error(LOOM_E_RANGE,
+				      "%s: tensor '%s' (%zu bytes) lies "
+				      "outside its buffer (%zu bytes)",
+				      what, tname(t), nbytes, buf->size);
+	return LOOM_OK;
+}
+
+int loom__check_range(const struct loom_tensor *t, size_t offset,
+		      size_t size, const char *what)
+{
+	size_t nbytes;
+	int st;
+
+	if (!t)
+		return loom_set_error(LOOM_E_INVAL, "%s: tensor is NULL", what);
+	st = check_placed(t, what);
+	if (st)
+		return st;
+	nbytes = loom_nbytes(t);
+	if (offset > nbytes || size > nbytes - offset)
+		return loom_set_error(LOOM_E_RANGE,
+				      "%s: tensor '%s': bytes [%zu, %zu + %zu) "
+				      "out of bounds (%zu bytes)",
+				      what, tname(t), offset, offset, size,
+				      nbytes);
+	return LOOM_OK;
+}
+
+int loom__check_range_2d(const struct loom_tensor *t, size_t offset,
+			 size_t size, size_t n_copies, size_t stride_tensor,
+			 size_t stride_data, bool to_host, const char *what)
+{
+	size_t nbytes, span;
+	int st;
+
+	if (!t)
+		return loom_set_error(LOOM_E_INVAL, "%s: tensor is NULL", what);
+	st = check_placed(t, what);
+	if (st)
+		return st;
+	if (n_copies == 0 || size == 0)
+		return LOOM_OK;
+	if (n_copies > 1 && size > stride_tensor)
+		return loom_set_error(LOOM_E_INVAL,
+				      "%s: tensor '%s': rows of %zu bytes "
+				      "overlap (tensor stride %zu)",
+				      what, tname(t), size, stride_tensor);
+	if (n_copies > 1 && to_host && size > stride_data)
+		return loom_set_error(LOOM_E_INVAL,
+				      "%s: tensor '%s': rows of %zu bytes "
+				      "overlap (data stride %zu)",
+				      what, tname(t), size, stride_data);
+	nbytes = loom_nbytes(t);
+	/* The last row ends at (n - 1) * stride + offset + size. */
+	if (stride_tensor && n_copies - 1 > SIZE_MAX / stride_tensor)
+		goto err_range;
+	span = (n_copies - 1) * stride_tensor;
+	if (offset > nbytes || span > nbytes - offset ||
+	    size > nbytes - offset - span)
+		goto err_range;
+	if (stride_data && n_copies - 1 > SIZE_MAX / stride_data)
+		goto err_range;
+	return LOOM_OK;
+
+err_range:
+	return loom_set_error(LOOM_E_RANGE,
+			      "%s: tensor '%s': %zu rows of %zu bytes from "
+			      "offset %zu, stride %zu, out of bounds (%zu "
+			      "bytes)",
+			      what, tname(t), n_copies, size, offset,
+			      stride_tensor, nbytes);
+}
+
+/* ------------------------------------------------------------------------
+ * Tensor data (blocking).
+ */
+
+int loom_tensor_set(struct loom_tensor *t, const void *data, size_t offset,
+		    size_t size)
+{
+	int st = loom__check_range(t, offset, size, "loom_tensor_set");
+
+	if (st)
+		return st;
+	if (size == 0)
+		return LOOM_OK;
+	if (!data)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_tensor_set: data is NULL");
+	return t->buffer->iface.set_tensor(t->buffer, t, data, offset, size);
+}
+
+int loom_tensor_get(const struct loom_tensor *t, void *data, size_t offset,
+		    size_t size)
+{
+	int st = loom__check_range(t, offset, size, "loom_tensor_get");
+
+	if (st)
+		return st;
+	if (size == 0)
+		return LOOM_OK;
+	if (!data)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_tensor_get: data is NULL");
+	return t->buffer->iface.get_tensor(t->buffer, t, data, offset, size);
+}
+
+int loom_tensor_memset(struct loom_tensor *t, uint8_t value, size_t offset,
+		       size_t size)
+{
+	loom_buffer_t *buf;
+	size_t chunk, done;
+	void *block;
+	int st = loom__check_range(t, offset, size, "loom_tensor_memset");
+
+	if (st || size == 0)
+		return st;
+	buf = t->buffer;
+	if (buf->iface.memset_tensor)
+		return buf->iface.memset_tensor(buf, t, value, offset, size);
+	/* Default: set_tensor from a filled host block. */
+	chunk = size < STAGE_MAX ? size : STAGE_MAX;
+	block = malloc(chunk);
+	if (!block)
+		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+	memset(block, value, chunk);
+	for (done = 0; done < size && !st; done += chunk) {
+		size_t n = size - done < chunk ? size - done : chunk;
+
+		st = buf->iface.set_tensor(buf, t, block, offset + done, n);
+	}
+	free(block);
+	return st;
+}
+
+static void *buffer_proc(loom_buffer_t *buf, enum loom__proc p)
+{
+	return loom__reg_proc(buf->buft->reg, p);
+}
+
+int loom_tensor_set_2d(struct loom_tensor *t, const void *data,
+		       size_t offset, size_t size, size_t n_copies,
+		       size_t stride_tensor, size_t stride_data)
+{
+	loom_set_tensor_2d_fn f;
+	loom_buffer_t *buf;
+	int st;
+
+	st = loom__check_range_2d(t, offset, size, n_copies, stride_tensor,
+				  stride_data, false, "loom_tensor_set_2d");
+	if (st || !n_copies || !size)
+		return st;
+	if (!data)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_tensor_set_2d: data is NULL");
+	buf = t->buffer;
+	f = (loom_set_tensor_2d_fn)buffer_proc(buf,
+					       LOOM__PROC_SET_TENSOR_2D);
+	if (f)
+		return f(buf, t, data, offset, size, n_copies, stride_tensor,
+			 stride_data);
+	for (size_t i = 0; i < n_copies && !st; i++)
+		st = buf->iface.set_tensor(buf, t,
+					   (const char *)data + i * stride_data,
+					   offset + i * stride_tensor, size);
+	return st;
+}
+
+int loom_tensor_get_2d(const struct loom_tensor *t, void *data,
+		       size_t offset, size_t size, size_t n_copies,
+		       size_t stride_tensor, size_t stride_data)
+{
+	loom_get_tensor_2d_fn f;
+	loom_buffer_t *buf;
+	int st;
+
+	st = loom__check_range_2d(t, offset, size, n_copies, stride_tensor,
+				  stride_data, true, "loom_tensor_get_2d");
+	if (st || !n_copies || !size)
+		return st;
+	if (!data)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_tensor_get_2d: data is NULL");
+	buf = t->buffer;
+	f = (loom_get_tensor_2d_fn)buffer_proc(buf,
+					       LOOM__PROC_GET_TENSOR_2D);
+	if (f)
+		return f(buf, t, data, offset, size, n_copies, stride_tensor,
+			 stride_data);
+	for (size_t i = 0; i < n_copies && !st; i++)
+		st = buf->iface.get_tensor(buf, t,
+					   (char *)data + i * stride_data,
+					   offset + i * stride_tensor, size);
+	return st;
+}
+
+/* Copies through host memory: directly when either side is host memory,
+ * else staged in blocks. */
+static int copy_staged(const struct loom_tensor *src, struct loom_tensor *dst,
+		       size_t n)
+{
+	loom_buffer_t *sb = src->buffer, *db = dst->buffer;
+	size_t chunk, done;
+	void *block;
+	int st = LOOM_OK;
+
+	if (loom_buft_is_host(sb->buft))
+		return db->iface.set_tensor(db, dst, src->data, 0, n);
+	if (loom_buft_is_host(db->buft))
+		return sb->iface.get_tensor(sb, src, dst->data, 0, n);
+	chunk = n < STAGE_MAX ? n : STAGE_MAX;
+	block = malloc(chunk);
+	if (!block)
+		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+	for (done = 0; done < n && !st; done += chunk) {
+		size_t k = n - done < chunk ? n - done : chunk;
+
+		st = sb->iface.get_tensor(sb, src, block, done, k);
+		if (!st)
+			st = db->iface.set_tensor(db, dst, block, done, k);
+	}
+	free(block);
+	return st;
+}
+
+int loom_tensor_copy(const struct loom_tensor *src, struct loom_tensor *dst)
+{
+	size_t n;
+	int st;
+
+	if (!src || !dst)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_tensor_copy: tensor is NULL");
+	st = loom__check_range(src, 0, 0, "loom_tensor_copy");
+	if (!st)
+		st = loom__check_range(dst, 0, 0, "loom_tensor_copy");
+	if (st)
+		return st;
+	n = loom_nbytes(src);
+	if (n != loom_nbytes(dst))
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_tensor_copy: '%s' has %zu bytes, "
+				      "'%s' %zu",
+				      tname(src), n, tname(dst),
+				      loom_nbytes(dst));
+	if (n == 0 || src->data == dst->data)
+		return LOOM_OK;
+	if (dst->buffer->iface.cpy_tensor) {
+		st = dst->buffer->iface.cpy_tensor(dst->buffer, src, dst);
+		if (st != LOOM_E_DECLINED)
+			return st;
+	}
+	return copy_staged(src, dst, n);
+}
+
+/* ------------------------------------------------------------------------
+ * Placing tensors.
+ */
+
+static int init_tensor(loom_buffer_t *buf, struct loom_tensor *t)
+{
+	int (*f)(loom_buffer_t *, struct loom_tensor *) = buf->iface.init_tensor;
+
+	return f ? f(buf, t) : LOOM_OK;
+}
+
+int loom_tensor_place(struct loom_tensor *t, loom_buffer_t *buf,
+		      size_t offset)
+{
+	size_t align, need;
+	int st;
+
+	if (!t || !buf || buf->magic != BUFFER_MAGIC)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_tensor_place: tensor or buffer "
+				      "is NULL");
+	if (t->view_src)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_tensor_place: '%s' is a view; use "
+				      "loom_tensor_init_view",
+				      tname(t));
+	align = loom_buft_alignment(buf->buft);
+	if (offset % align)
+		return loom_set_error(LOOM_E_ALIGN,
+				      "loom_tensor_place: offset %zu of '%s' "
+				      "is not a multiple of %zu",
+				      offset, tname(t), align);
+	need = loom_buft_alloc_size(buf->buft, t);
+	if (offset > buf->size || need > buf->size - offset)
+		return loom_set_error(LOOM_E_RANGE,
+				      "loom_tensor_place: '%s' (%zu bytes at "
+				      "%zu) does not fit in a buffer of %zu "
+				      "bytes",
+				      tname(t), need, offset, buf->size);
+	t->data = (char *)buf->base + offset;
+	t->buffer = buf;
+	st = init_tensor(buf, t);
+	if (st) {
+		t->data = NULL;
+		t->buffer = NULL;
+	}
+	return st;
+}
+
+int loom_tensor_init_view(struct loom_tensor *t)
+{
+	struct loom_tensor *src;
+	loom_buffer_t *buf;
+	size_t start, nbytes;
+	int st;
+
+	if (!t)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_tensor_init_view: tensor is NULL");
+	src = t->view_src;
+	if (!src)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_tensor_init_view: '%s' is not a "
+				      "view",
+				      tname(t));
+	if (!src->data || !src->buffer)
+		return loom_set_error(LOOM_E_STATE,
+				      "loom_tensor_init_view: source '%s' of "
+				      "view '%s' is not placed",
+				      tname(src), tname(t));
+	buf = src->buffer;
+	start = (size_t)((char *)src->data - (char *)buf->base);
+	nbytes = loom_nbytes(t);
+	if (t->view_offs > buf->size - start ||
+	    nbytes > buf->size - start - t->view_offs)
+		return loom_set_error(LOOM_E_RANGE,
+				      "loom_tensor_init_view: view '%s' (%zu "
+				      "bytes at %zu) lies outside the buffer "
+				      "of '%s'",
+				      tname(t), nbytes, t->view_offs,
+				      tname(src));
+	t->data = (char *)src->data + t->view_offs;
+	t->buffer = buf;
+	st = init_tensor(buf, t);
+	if (st) {
+		t->data = NULL;
+		t->buffer = NULL;
+	}
+	return st;
+}
+
+static size_t align_up(size_t x, size_t a)
+{
+	return (x + a - 1) & ~(a - 1);
+}
+
+int loom_ctx_alloc_tensors(loom_ctx_t *ctx, loom_buffer_type_t *buft,
+			   loom_buffer_t **out)
+{
+	struct loom_tensor *t;
+	loom_buffer_t *buf;
+	size_t align, total = 0, max;
+	bool any = false;
+	int st;
+
+	if (!out)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_ctx_alloc_tensors: out is NULL");
+	*out = NULL;
+	if (!ctx || !buft || buft->magic != BUFT_MAGIC)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_ctx_alloc_tensors: context or "
+				      "buffer type is NULL");
+	align = loom_buft_alignment(buft);
+	for (t = loom_ctx_first_tensor(ctx); t;
+	     t = loom_ctx_next_tensor(ctx, t)) {
+		size_t need;
+
+		if (t->data || t->view_src)
+			continue;
+		need = loom_buft_alloc_size(buft, t);
+		total = align_up(total, align);
+		if (need > SIZE_MAX - total - align)
+			return loom_set_error(LOOM_E_NOMEM,
+					      "loom_ctx_alloc_tensors: size "
+					      "overflows");
+		total += need;
+		any = true;
+	}
+	if (!any)
+		return LOOM_OK;
+	max = loom_buft_max_size(buft);
+	if (total > max)
+		return loom_set_error(LOOM_E_NOMEM,
+				      "loom_ctx_alloc_tensors: the tensors "
+				      "need %zu bytes, more than buffer type "
+				      "'%s' allows in one buffer (%zu)",
+				      total, loom_buft_name(buft), max);
+	st = loom_buft_alloc_buffer(buft, total, &buf);
+	if (st)
+		return st;
+	total = 0;
+	for (t = loom_ctx_first_tensor(ctx); t;
+	     t = loom_ctx_next_tensor(ctx, t)) {
+		if (t->data || t->view_src)
+			continue;
+		total = align_up(total, align);
+		st = loom_tensor_place(t, buf, total);
+		if (st)
+			goto err_free_buf;
+		total += loom_buft_alloc_size(buft, t);
+	}
+	/* Views come after their sources, in creation order. */
+	for (t = loom_ctx_first_tensor(ctx); t;
+	     t = loom_ctx_next_tensor(ctx, t)) {
+		if (t->data || !t->view_src || !t->view_src->data)
+			continue;
+		st = loom_tensor_init_view(t);
+		if (st)
+			goto err_free_buf;
+	}
+	*out = buf;
+	return LOOM_OK;
+
+err_free_buf:
+	for (t = loom_ctx_first_tensor(ctx); t;
+	     t = loom_ctx_next_tensor(ctx, t)) {
+		if (t->buffer == buf) {
+			t->data = NULL;
+			t->buffer = NULL;
+		}
+	}
+	loom_buffer_free(buf);
+	return st;
+}

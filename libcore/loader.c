@@ -1,1 +1,675 @@
-/* libcore/loader.c - placeholder until written. */
+/* loader.c - finding plugin files and opening them: the search path,
+ * LOOM_BACKENDS, variants by score, and the reason kept for every file.
+ * Registration itself (descriptor, init, checks) lives in registry.c. */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backend-private.h"
+
+#ifndef LOOM_PLUGINDIR
+#define LOOM_PLUGINDIR "/usr/local/lib/loom-1/plugins"
+#endif
+
+#define EXCLUDED_REASON "excluded by LOOM_BACKENDS"
+
+/* Under the registry lock. */
+static char **search_dirs;
+static size_t n_search;
+static bool search_built;
+static bool loaded_all;
+static int load_all_status;
+static char *load_all_msg;
+
+const char *loom_plugin_dir(void)
+{
+	return LOOM_PLUGINDIR;
+}
+
+/* ------------------------------------------------------------------------
+ * Small string lists.
+ */
+
+struct strv {
+	char **v;
+	size_t n, cap;
+};
+
+static int strv_push(struct strv *s, const char *str, size_t len)
+{
+	char *copy;
+
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 8;
+		char **v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v)
+			return LOOM_E_NOMEM;
+		s->v = v;
+		s->cap = cap;
+	}
+	copy = strndup(str, len);
+	if (!copy)
+		return LOOM_E_NOMEM;
+	s->v[s->n++] = copy;
+	return LOOM_OK;
+}
+
+static bool strv_has(const struct strv *s, const char *str)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->v[i], str) == 0)
+			return true;
+	return false;
+}
+
+static void strv_free(struct strv *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Splits str at sep, dropping empty items and surrounding blanks. */
+static int strv_split(struct strv *s, const char *str, char sep)
+{
+	while (str && *str) {
+		const char *end = strchr(str, sep);
+		size_t len = end ? (size_t)(end - str) : strlen(str);
+		const char *a = str, *b = str + len;
+
+		while (a < b && (*a == ' ' || *a == '\t'))
+			a++;
+		while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
+			b--;
+		if (b > a && strv_push(s, a, (size_t)(b - a)))
+			return LOOM_E_NOMEM;
+		str = end ? end + 1 : NULL;
+	}
+	return LOOM_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * The search path: LOOM_PLUGIN_PATH, then the installed directory.
+ */
+
+static int build_search_path(void)
+{
+	struct strv s = { 0 };
+	const char *env;
+
+	if (search_built)
+		return LOOM_OK;
+	env = loom_getenv("LOOM_PLUGIN_PATH");
+	if (strv_split(&s, env, ':'))
+		goto err_nomem;
+	if (!strv_has(&s, LOOM_PLUGINDIR) &&
+	    strv_push(&s, LOOM_PLUGINDIR, strlen(LOOM_PLUGINDIR)))
+		goto err_nomem;
+	/* A directory named twice is searched once, at its first place. */
+	for (size_t i = 0; i < s.n; i++) {
+		for (size_t j = i + 1; j < s.n;) {
+			if (strcmp(s.v[i], s.v[j]) == 0) {
+				free(s.v[j]);
+				memmove(&s.v[j], &s.v[j + 1],
+					(s.n - j - 1) * sizeof(*s.v));
+				s.n--;
+			} else {
+				j++;
+			}
+		}
+	}
+	search_dirs = s.v;
+	n_search = s.n;
+	search_built = true;
+	return LOOM_OK;
+
+err_nomem:
+	strv_free(&s);
+	return loom_set_error(LOOM_E_NOMEM, "out of memory");
+}
+
+void loom__loader_reset(void)
+{
+	for (size_t i = 0; i < n_search; i++)
+		free(search_dirs[i]);
+	free(search_dirs);
+	search_dirs = NULL;
+	n_search = 0;
+	search_built = false;
+	loaded_all = false;
+	load_all_status = LOOM_OK;
+	free(load_all_msg);
+	load_all_msg = NULL;
+}
+
+size_t loom_search_path_count(void)
+{
+	size_t n;
+
+	loom__registry_lock();
+	build_search_path();
+	n = n_search;
+	loom__registry_unlock();
+	return n;
+}
+
+const char *loom_search_path(size_t i)
+{
+	const char *d = NULL;
+
+	loom__registry_lock();
+	build_search_path();
+	if (i < n_search)
+		d = search_dirs[i];
+	loom__registry_unlock();
+	return d;
+}
+
+/* ------------------------------------------------------------------------
+ * LOOM_BACKENDS: "a,b" loads only those, in that priority order; "^a,b"
+ * loads all but those.
+ */
+
+struct selection {
+	enum { SEL_ALL, SEL_ONLY, SEL_EXCEPT } mode;
+	struct strv names;
+};
+
+static int parse_selection(struct selection *sel)
+{
+	const char *env = loom_getenv("LOOM_BACKENDS");
+
+	memset(sel, 0, sizeof(*sel));
+	while (env && (*env == ' ' || *env == '\t'))
+		env++;
+	if (!env || !*env)
+		return LOOM_OK;
+	sel->mode = SEL_ONLY;
+	if (*env == '^') {
+		sel->mode = SEL_EXCEPT;
+		env++;
+	}
+	if (strv_split(&sel->names, env, ','))
+		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+	if (sel->mode == SEL_ONLY && sel->names.n == 0)
+		sel->mode = SEL_ALL;
+	return LOOM_OK;
+}
+
+/* True when name is selected; *priority is its place in an "only" list. */
+static bool selected(const struct selection *sel, const char *name,
+		     int *priority)
+{
+	*priority = -1;
+	switch (sel->mode) {
+	case SEL_ALL:
+		return true;
+	case SEL_EXCEPT:
+		return !strv_has(&sel->names, name);
+	case SEL_ONLY:
+		for (size_t i = 0; i < sel->names.n; i++) {
+			if (strcmp(sel->names.v[i], name) == 0) {
+				*priority = (int)i;
+				return true;
+			}
+		}
+		return false;
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------------------
+ * Opening one file.
+ */
+
+/* The plugin name of a file called loom-<name>.so or
+ * loom-<name>-<variant>.so, or NULL (caller frees). */
+static char *name_of_file(const char *file)
+{
+	size_t len = strlen(file), n;
+
+	if (len <= 8 || strncmp(file, "loom-", 5) != 0 ||
+	    strcmp(file + len - 3, ".so") != 0)
+		return NULL;
+	n = strcspn(file + 5, "-");
+	if (n > len - 8)
+		n = len - 8;
+	if (n == 0)
+		return NULL;
+	return strndup(file + 5, n);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+/* Turns dlopen's message into the reason a user reads. */
+static void explain_dlerror(struct loom__plugin *p, const char *err)
+{
+	size_t flen = strlen(p->file);
+	const char *s;
+
+	if (!err)
+		err = "unknown error";
+	s = strstr(err, ": cannot open shared object file");
+	if (s) {
+		size_t n = (size_t)(s - err);
+
+		if (n == flen && strncmp(err, p->file, n) == 0)
+			loom__plugin_set(p, LOOM_PLUGIN_FAILED,
+					 LOOM_E_NOT_FOUND, "not found");
+		else
+			loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+					 "missing library %.*s", (int)n, err);
+		return;
+	}
+	s = strstr(err, "version `LOOM_");
+	if (s && strstr(s, "' not found")) {
+		s += strlen("version `");
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_ABI,
+				 "needs a newer libloom (%.*s)",
+				 (int)strcspn(s, "'"), s);
+		return;
+	}
+	s = strstr(err, "undefined symbol: ");
+	if (s) {
+		s += strlen("undefined symbol: ");
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+				 "undefined symbol %.*s",
+				 (int)strcspn(s, " ,"), s);
+		return;
+	}
+	if (strncmp(err, p->file, flen) == 0 && strncmp(err + flen, ": ", 2) == 0)
+		err += flen + 2;
+	if (strstr(err, "invalid ELF header") || strstr(err, "file too short") ||
+	    strstr(err, "ELF load command") || strstr(err, "ET_DYN"))
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+				 "not a shared library (%s)", err);
+	else
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+				 "cannot load: %s", err);
+}
+
+/* Opens p->file and reads its descriptor; no plugin code runs except the
+ * object's own constructors. */
+static int open_plugin(struct loom__plugin *p, bool name_from_file)
+{
+	const struct loom_plugin_desc *desc;
+	int st;
+
+	dlerror();
+	p->dl = dlopen(p->file, RTLD_NOW | RTLD_LOCAL);
+	if (!p->dl) {
+		explain_dlerror(p, dlerror());
+		return p->status;
+	}
+	desc = dlsym(p->dl, LOOM_PLUGIN_SYMBOL);
+	if (!desc) {
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+				 "not a loom plugin: no %s symbol",
+				 LOOM_PLUGIN_SYMBOL);
+		goto err_close;
+	}
+	st = loom__plugin_check_desc(p, desc, name_from_file);
+	if (!st)
+		st = loom__plugin_score(p);
+	if (st)
+		goto err_close;
+	return LOOM_OK;
+
+err_close:
+	dlclose(p->dl);
+	p->dl = NULL;
+	return p->status;
+}
+
+static int init_plugin(struct loom__plugin *p)
+{
+	int st = loom__plugin_init(p);
+
+	if (st && p->dl) {
+		dlclose(p->dl);
+		p->dl = NULL;
+	}
+	return st;
+}
+
+int loom_load_path(const char *path, loom_reg_t **out)
+{
+	struct loom__plugin *p;
+	char *name, *file;
+	bool from_file;
+	int st;
+
+	if (out)
+		*out = NULL;
+	if (!path || !*path)
+		return loom_set_error(LOOM_E_INVAL, "loom_load_path: no path");
+	/* dlopen searches the library path for a name without a slash. */
+	if (!strchr(path, '/')) {
+		if (asprintf(&file, "./%s", path) < 0)
+			return loom_set_error(LOOM_E_NOMEM, "out of memory");
+	} else {
+		file = strdup(path);
+		if (!file)
+			return loom_set_error(LOOM_E_NOMEM, "out of memory");
+	}
+	name = name_of_file(base_name(file));
+	from_file = name != NULL;
+	loom__registry_lock();
+	p = loom__plugin_add(name ? name : base_name(file), file);
+	free(name);
+	free(file);
+	if (!p) {
+		st = loom_set_error(LOOM_E_NOMEM, "out of memory");
+		goto out_unlock;
+	}
+	st = open_plugin(p, from_file);
+	if (!st)
+		st = init_plugin(p);
+	if (st)
+		st = loom__plugin_error(p);
+	else if (out)
+		*out = p->reg;
+out_unlock:
+	loom__registry_unlock();
+	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Scanning the search path.
+ */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The candidate files of dir, in name order. */
+static int scan_dir(const char *dir, struct strv *files)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d) {
+		loom_log(LOOM_LOG_DEBUG, "plugin directory %s: cannot open",
+			 dir);
+		return LOOM_OK;
+	}
+	while ((de = readdir(d))) {
+		char *name = name_of_file(de->d_name);
+		char *path;
+		struct stat sb;
+		int r;
+
+		if (!name)
+			continue;
+		free(name);
+		if (asprintf(&path, "%s/%s", dir, de->d_name) < 0)
+			goto err_nomem;
+		r = stat(path, &sb);
+		free(path);
+		if (r != 0 || S_ISDIR(sb.st_mode))
+			continue;
+		if (strv_push(files, de->d_name, strlen(de->d_name)))
+			goto err_nomem;
+	}
+	closedir(d);
+	qsort(files->v, files->n, sizeof(*files->v), cmp_str);
+	return LOOM_OK;
+
+err_nomem:
+	closedir(d);
+	return loom_set_error(LOOM_E_NOMEM, "out of memory");
+}
+
+/* A plugin name resolved in an earlier directory, and by which file. */
+struct resolved {
+	struct strv names;
+	struct strv files;
+};
+
+static const char *resolved_by(const struct resolved *r, const char *name)
+{
+	for (size_t i = 0; i < r->names.n; i++)
+		if (strcmp(r->names.v[i], name) == 0)
+			return r->files.v[i];
+	return NULL;
+}
+
+/* Records every file of one name in one directory, opens the selected
+ * ones and keeps the best variant in *winner (not yet initialised). */
+static int load_group(const char *dir, const struct strv *files,
+		      const char *name, const struct selection *sel,
+		      struct resolved *res, struct loom__plugin **winner)
+{
+	struct loom__plugin *best = NULL;
+	struct loom__plugin *group[64];
+	size_t n_group = 0;
+	const char *over = resolved_by(res, name);
+	struct loom__plugin *dup = loom__plugin_loaded(name);
+	int priority;
+	bool sel_ok = selected(sel, name, &priority);
+	const char *first = NULL;
+
+	*winner = NULL;
+	for (size_t i = 0; i < files->n; i++) {
+		char *fname = name_of_file(files->v[i]);
+		struct loom__plugin *p;
+		char *path;
+		bool mine;
+
+		mine = fname && strcmp(fname, name) == 0;
+		free(fname);
+		if (!mine)
+			continue;
+		if (asprintf(&path, "%s/%s", dir, files->v[i]) < 0)
+			return loom_set_error(LOOM_E_NOMEM, "out of memory");
+		p = loom__plugin_add(name, path);
+		free(path);
+		if (!p)
+			return loom_set_error(LOOM_E_NOMEM, "out of memory");
+		p->priority = priority;
+		if (!first)
+			first = p->file;
+		if (!sel_ok) {
+			loom__plugin_set(p, LOOM_PLUGIN_EXCLUDED, LOOM_OK,
+					 EXCLUDED_REASON);
+			continue;
+		}
+		if (over) {
+			loom__plugin_set(p, LOOM_PLUGIN_SKIPPED, LOOM_OK,
+					 "overridden by %s", over);
+			continue;
+		}
+		if (dup) {
+			loom__plugin_set(p, LOOM_PLUGIN_SKIPPED, LOOM_OK,
+					 "duplicate name: '%s' is already "
+					 "loaded from %s",
+					 name, dup->file);
+			continue;
+		}
+		if (open_plugin(p, true))
+			continue;
+		if (n_group < sizeof(group) / sizeof(*group))
+			group[n_group++] = p;
+		else
+			loom__plugin_set(p, LOOM_PLUGIN_SKIPPED, LOOM_OK,
+					 "too many variants");
+		if (!best || p->score > best->score)
+			best = p;
+	}
+	for (size_t i = 0; i < n_group; i++) {
+		struct loom__plugin *p = group[i];
+
+		if (p == best)
+			continue;
+		dlclose(p->dl);
+		p->dl = NULL;
+		loom__plugin_set(p, LOOM_PLUGIN_SKIPPED, LOOM_OK,
+				 "variant %s scores higher",
+				 base_name(best->file));
+	}
+	if (sel_ok && !over && first) {
+		if (strv_push(&res->names, name, strlen(name)) ||
+		    strv_push(&res->files, best ? best->file : first,
+			      strlen(best ? best->file : first)))
+			return loom_set_error(LOOM_E_NOMEM, "out of memory");
+	}
+	*winner = best;
+	return LOOM_OK;
+}
+
+/* After loading: every name LOOM_BACKENDS asks for must be loaded. */
+static int check_requested(const struct selection *sel, char **msg)
+{
+	char buf[2048] = "";
+	size_t len = 0;
+	int st = LOOM_OK;
+
+	if (sel->mode != SEL_ONLY)
+		return LOOM_OK;
+	for (size_t i = 0; i < sel->names.n; i++) {
+		const char *name = sel->names.v[i];
+		const struct loom__plugin *why = NULL;
+		int one;
+
+		if (loom__plugin_loaded(name))
+			continue;
+		for (size_t j = 0; (why = loom__plugin_by_index(j)); j++)
+			if (strcmp(why->name, name) == 0 &&
+			    why->state != LOOM_PLUGIN_SKIPPED &&
+			    why->state != LOOM_PLUGIN_EXCLUDED)
+				break;
+		if (why) {
+			one = why->status ? why->status : LOOM_E_PLUGIN;
+			len += (size_t)snprintf(
+				buf + len, sizeof(buf) - len,
+				"%sLOOM_BACKENDS: backend '%s' cannot be "
+				"loaded: %s (%s)",
+				len ? "; " : "", name, why->reason, why->file);
+		} else {
+			one = LOOM_E_NOT_FOUND;
+			len += (size_t)snprintf(
+				buf + len, sizeof(buf) - len,
+				"%sLOOM_BACKENDS: backend '%s' not found in ",
+				len ? "; " : "", name);
+			for (size_t d = 0; d < n_search && len < sizeof(buf);
+			     d++)
+				len += (size_t)snprintf(buf + len,
+							sizeof(buf) - len,
+							"%s%s", d ? ":" : "",
+							search_dirs[d]);
+		}
+		if (len >= sizeof(buf))
+			len = sizeof(buf) - 1;
+		if (!st)
+			st = one;
+	}
+	if (st) {
+		*msg = strdup(buf);
+		loom_set_error(st, "%s", buf);
+	}
+	return st;
+}
+
+int loom_load_all(void)
+{
+	struct selection sel;
+	struct resolved res = { 0 };
+	struct loom__plugin **pending = NULL;
+	size_t n_pending = 0, cap_pending = 0;
+	char *msg = NULL;
+	int st;
+
+	loom__registry_lock();
+	if (loaded_all) {
+		st = load_all_status;
+		if (st)
+			loom_set_error(st, "%s",
+				       load_all_msg ? load_all_msg : "");
+		goto out_unlock;
+	}
+	st = build_search_path();
+	if (st)
+		goto out_unlock;
+	st = parse_selection(&sel);
+	if (st)
+		goto out_unlock;
+
+	for (size_t d = 0; d < n_search && !st; d++) {
+		struct strv files = { 0 };
+		struct strv seen = { 0 };
+
+		st = scan_dir(search_dirs[d], &files);
+		for (size_t i = 0; i < files.n && !st; i++) {
+			char *name = name_of_file(files.v[i]);
+			struct loom__plugin *win;
+
+			if (!name || strv_has(&seen, name)) {
+				free(name);
+				continue;
+			}
+			st = strv_push(&seen, name, strlen(name));
+			if (!st)
+				st = load_group(search_dirs[d], &files, name,
+						&sel, &res, &win);
+			free(name);
+			if (st || !win)
+				continue;
+			if (n_pending == cap_pending) {
+				size_t cap = cap_pending ? 2 * cap_pending : 8;
+				void *v = realloc(pending,
+						  cap * sizeof(*pending));
+
+				if (!v) {
+					st = loom_set_error(LOOM_E_NOMEM,
+							    "out of memory");
+					break;
+				}
+				pending = v;
+				cap_pending = cap;
+			}
+			pending[n_pending++] = win;
+		}
+		strv_free(&seen);
+		strv_free(&files);
+	}
+	/* Initialise the winners; the meta plugin last, since its init looks
+	 * up the other plugins' devices. */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < n_pending; i++) {
+			bool meta = strcmp(pending[i]->name, "meta") == 0;
+
+			if (meta == (pass == 1))
+				init_plugin(pending[i]);
+		}
+	}
+	free(pending);
+	strv_free(&res.names);
+	strv_free(&res.files);
+	if (!st)
+		st = check_requested(&sel, &msg);
+	strv_free(&sel.names);
+	loaded_all = true;
+	load_all_status = st;
+	free(load_all_msg);
+	load_all_msg = msg;
+	if (!st)
+		loom_log(LOOM_LOG_DEBUG, "loaded %zu plugins, %zu devices",
+			 loom_reg_count(), loom_dev_count());
+out_unlock:
+	loom__registry_unlock();
+	return st;
+}

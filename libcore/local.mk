@@ -3,6 +3,7 @@ lib_LTLIBRARIES += libcore/libloom.la
 
 libcore_libloom_la_SOURCES = \
 	libcore/loom-private.h \
+	libcore/backend-private.h \
 	libcore/status.c \
 	libcore/log.c \
 	libcore/env.c \

@@ -1,1 +1,709 @@
-/* libcore/registry.c - placeholder until written. */
+/* registry.c - the records of every candidate plugin, registration (the
+ * descriptor, score, init and the checks of what init returns), device
+ * priority order and unloading.  Finding files is loader.c's job. */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend-private.h"
+
+static pthread_mutex_t lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static struct loom__plugin **plugins;
+static size_t n_plugins, cap_plugins;
+static size_t next_seq, next_init;
+
+static _Thread_local char missing[256];
+
+static const char *const proc_names[LOOM__PROC_COUNT] = {
+	[LOOM__PROC_SET_TENSOR_2D] = LOOM_PROC_SET_TENSOR_2D,
+	[LOOM__PROC_GET_TENSOR_2D] = LOOM_PROC_GET_TENSOR_2D,
+	[LOOM__PROC_SET_TENSOR_2D_ASYNC] = LOOM_PROC_SET_TENSOR_2D_ASYNC,
+	[LOOM__PROC_GET_TENSOR_2D_ASYNC] = LOOM_PROC_GET_TENSOR_2D_ASYNC,
+	[LOOM__PROC_ALLREDUCE] = LOOM_PROC_ALLREDUCE,
+	[LOOM__PROC_SPLIT_BUFFER_TYPE] = LOOM_PROC_SPLIT_BUFFER_TYPE,
+	[LOOM__PROC_HOST_BUFFER_TYPE] = LOOM_PROC_HOST_BUFFER_TYPE,
+	[LOOM__PROC_SET_N_THREADS] = LOOM_PROC_SET_N_THREADS,
+	[LOOM__PROC_GET_FEATURES] = LOOM_PROC_GET_FEATURES,
+	[LOOM__PROC_META_DEVICE_NEW] = LOOM_PROC_META_DEVICE_NEW,
+	[LOOM__PROC_META_CHECK] = LOOM_PROC_META_CHECK,
+};
+
+const char *loom__proc_name(enum loom__proc p)
+{
+	return (unsigned)p < LOOM__PROC_COUNT ? proc_names[p] : "";
+}
+
+void loom__registry_lock(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+void loom__registry_unlock(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+int loom__missing_method(const char *kind, const char *name,
+			 const char *slot)
+{
+	if (name)
+		snprintf(missing, sizeof(missing),
+			 "%s '%s': missing required method %s", kind, name,
+			 slot);
+	else
+		snprintf(missing, sizeof(missing),
+			 "%s: missing required method %s", kind, slot);
+	return loom_set_error(LOOM_E_PLUGIN, "%s", missing);
+}
+
+void loom__missing_reset(void)
+{
+	missing[0] = '\0';
+}
+
+const char *loom__missing_last(void)
+{
+	return missing[0] ? missing : NULL;
+}
+
+const char *loom_plugin_state_name(enum loom_plugin_state state)
+{
+	switch (state) {
+	case LOOM_PLUGIN_LOADED:
+		return "loaded";
+	case LOOM_PLUGIN_EXCLUDED:
+		return "excluded";
+	case LOOM_PLUGIN_NOT_APPLICABLE:
+		return "not-applicable";
+	case LOOM_PLUGIN_FAILED:
+		return "failed";
+	case LOOM_PLUGIN_SKIPPED:
+		return "skipped";
+	}
+	return "unknown";
+}
+
+/* ------------------------------------------------------------------------
+ * Records.
+ */
+
+struct loom__plugin *loom__plugin_add(const char *name, const char *file)
+{
+	struct loom__plugin *p;
+
+	if (n_plugins == cap_plugins) {
+		size_t cap = cap_plugins ? 2 * cap_plugins : 16;
+		struct loom__plugin **v = realloc(plugins, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		plugins = v;
+		cap_plugins = cap;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->name = strdup(name ? name : "");
+	p->file = strdup(file ? file : "");
+	p->reason = strdup("");
+	if (!p->name || !p->file || !p->reason) {
+		free(p->name);
+		free(p->file);
+		free(p->reason);
+		free(p);
+		return NULL;
+	}
+	p->state = LOOM_PLUGIN_FAILED;
+	p->priority = -1;
+	p->seq = next_seq++;
+	plugins[n_plugins++] = p;
+	return p;
+}
+
+void loom__plugin_set(struct loom__plugin *p, enum loom_plugin_state state,
+		      int status, const char *fmt, ...)
+{
+	char buf[1024];
+	char *reason;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	p->state = state;
+	p->status = status;
+	reason = strdup(buf);
+	if (reason) {
+		free(p->reason);
+		p->reason = reason;
+	}
+	if (state == LOOM_PLUGIN_LOADED)
+		loom_log(LOOM_LOG_INFO, "plugin %s: loaded from %s", p->name,
+			 p->file);
+	else
+		loom_log(state == LOOM_PLUGIN_FAILED ? LOOM_LOG_WARN
+						     : LOOM_LOG_INFO,
+			 "plugin %s (%s): %s: %s", p->name, p->file,
+			 loom_plugin_state_name(state), p->reason);
+}
+
+int loom__plugin_error(const struct loom__plugin *p)
+{
+	int st = p->status ? p->status : LOOM_E_PLUGIN;
+
+	return loom_set_error(st, "plugin '%s' (%s): %s", p->name, p->file,
+			      p->reason);
+}
+
+struct loom__plugin *loom__plugin_by_index(size_t i)
+{
+	return i < n_plugins ? plugins[i] : NULL;
+}
+
+struct loom__plugin *loom__plugin_loaded(const char *name)
+{
+	for (size_t i = 0; i < n_plugins; i++)
+		if (plugins[i]->state == LOOM_PLUGIN_LOADED &&
+		    strcmp(plugins[i]->name, name) == 0)
+			return plugins[i];
+	return NULL;
+}
+
+loom_reg_t *loom__reg_find(const char *name)
+{
+	struct loom__plugin *p;
+
+	if (!name)
+		return NULL;
+	loom__registry_lock();
+	p = loom__plugin_loaded(name);
+	loom__registry_unlock();
+	return p ? p->reg : NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * Registration.
+ */
+
+int loom__plugin_check_desc(struct loom__plugin *p,
+			    const struct loom_plugin_desc *desc,
+			    bool name_from_file)
+{
+	struct loom__plugin *other;
+
+	if (desc->abi_major != LOOM_ABI_MAJOR ||
+	    desc->abi_minor > LOOM_ABI_MINOR) {
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_ABI,
+				 "ABI mismatch: plugin ABI %u.%u, libloom ABI "
+				 "%u.%u",
+				 (unsigned)desc->abi_major,
+				 (unsigned)desc->abi_minor, LOOM_ABI_MAJOR,
+				 LOOM_ABI_MINOR);
+		return p->status;
+	}
+	if (!desc->name || !*desc->name) {
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+				 "descriptor has no name");
+		return p->status;
+	}
+	if (desc->version) {
+		char *v = strdup(desc->version);
+
+		if (v) {
+			free(p->version);
+			p->version = v;
+		}
+	}
+	if (name_from_file && strcmp(desc->name, p->name) != 0) {
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+				 "descriptor name '%s' differs from the file "
+				 "name '%s'",
+				 desc->name, p->name);
+		return p->status;
+	}
+	if (!name_from_file) {
+		char *n = strdup(desc->name);
+
+		if (n) {
+			free(p->name);
+			p->name = n;
+		}
+	}
+	if (!desc->init) {
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+				 "missing required method init");
+		return p->status;
+	}
+	other = loom__plugin_loaded(desc->name);
+	if (other) {
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+				 "duplicate name: '%s' is already loaded "
+				 "from %s",
+				 desc->name, other->file);
+		return p->status;
+	}
+	p->desc = desc;
+	return LOOM_OK;
+}
+
+int loom__plugin_score(struct loom__plugin *p)
+{
+	const char *why = NULL;
+
+	p->score = p->desc->score ? p->desc->score(&why) : 1;
+	if (p->score < 0)
+		p->score = 0;
+	if (p->score == 0) {
+		loom__plugin_set(p, LOOM_PLUGIN_NOT_APPLICABLE,
+				 LOOM_E_NOT_APPLICABLE, "%s",
+				 why && *why ? why
+					     : "not applicable on this machine");
+		return p->status;
+	}
+	return LOOM_OK;
+}
+
+/* Calls the reg's free method, then frees every wrapper it owns. */
+void loom__reg_destroy(loom_reg_t *reg)
+{
+	if (!reg || reg->magic != REG_MAGIC)
+		return;
+	if (reg->iface.free)
+		reg->iface.free(reg);
+	while (reg->devs) {
+		struct loom_dev *d = reg->devs;
+
+		reg->devs = d->next;
+		d->magic = 0;
+		free(d);
+	}
+	while (reg->bufts) {
+		struct loom_buffer_type *b = reg->bufts;
+
+		reg->bufts = b->next;
+		b->magic = 0;
+		free(b);
+	}
+	reg->magic = 0;
+	free(reg);
+}
+
+/* Checks what a plugin's init returned: its name and every device. */
+static int check_reg(struct loom__plugin *p, loom_reg_t *reg)
+{
+	const char *name = reg->iface.get_name(reg);
+	size_t n;
+
+	if (!name || strcmp(name, p->desc->name) != 0) {
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+				 "reg name '%s' differs from descriptor name "
+				 "'%s'",
+				 name ? name : "(null)", p->desc->name);
+		return p->status;
+	}
+	n = reg->iface.get_dev_count(reg);
+	if (n > 4096) {
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+				 "reports %zu devices", n);
+		return p->status;
+	}
+	for (size_t i = 0; i < n; i++) {
+		loom_dev_t *dev = reg->iface.get_dev(reg, i);
+		loom_buffer_type_t *buft;
+		unsigned type;
+
+		if (!dev || dev->magic != DEV_MAGIC || dev->reg != reg) {
+			loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+					 "device %zu is not a device made "
+					 "for this plugin",
+					 i);
+			return p->status;
+		}
+		if (!dev->iface.get_name(dev)) {
+			loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+					 "device %zu has no name", i);
+			return p->status;
+		}
+		type = (unsigned)dev->iface.get_type(dev);
+		if (type > LOOM_DEV_TYPE_META) {
+			loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+					 "device '%s' has unknown type %u",
+					 dev->iface.get_name(dev), type);
+			return p->status;
+		}
+		buft = dev->iface.get_buffer_type(dev);
+		if (!buft || buft->magic != BUFT_MAGIC) {
+			loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+					 "device '%s' has no buffer type",
+					 dev->iface.get_name(dev));
+			return p->status;
+		}
+	}
+	return LOOM_OK;
+}
+
+int loom__plugin_init(struct loom__plugin *p)
+{
+	loom_reg_t *reg = NULL;
+	const char *miss;
+	int st;
+
+	loom__clear_error();
+	loom__missing_reset();
+	st = p->desc->init(&reg);
+	miss = loom__missing_last();
+	if (miss) {
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN, "%s",
+				 miss);
+		goto err_destroy;
+	}
+	if (st == LOOM_E_NOT_APPLICABLE) {
+		loom__plugin_set(p, LOOM_PLUGIN_NOT_APPLICABLE, st, "%s",
+				 *loom_last_error() ? loom_last_error()
+						    : loom_strerror(st));
+		goto err_destroy;
+	}
+	if (st) {
+		if (st > 0)
+			st = LOOM_E_PLUGIN;
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, st,
+				 "init failed: %s",
+				 *loom_last_error() ? loom_last_error()
+						    : loom_strerror(st));
+		goto err_destroy;
+	}
+	if (!reg || reg->magic != REG_MAGIC) {
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+				 "init returned no reg");
+		return p->status;
+	}
+	if (reg->registered) {
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+				 "init returned a reg already registered");
+		return p->status;
+	}
+	st = check_reg(p, reg);
+	if (st)
+		goto err_destroy;
+	for (int i = 0; i < LOOM__PROC_COUNT; i++)
+		reg->procs[i] = reg->iface.get_proc_address
+					? reg->iface.get_proc_address(
+						  reg, proc_names[i])
+					: NULL;
+	reg->registered = true;
+	p->reg = reg;
+	p->init_order = ++next_init;
+	loom__plugin_set(p, LOOM_PLUGIN_LOADED, LOOM_OK, "%s", "");
+	return LOOM_OK;
+
+err_destroy:
+	if (reg && reg->magic == REG_MAGIC && !reg->registered)
+		loom__reg_destroy(reg);
+	return p->status;
+}
+
+int loom_register_static(const struct loom_plugin_desc *desc,
+			 loom_reg_t **out)
+{
+	struct loom__plugin *p;
+	int st;
+
+	if (out)
+		*out = NULL;
+	if (!desc)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_register_static: desc is NULL");
+	loom__registry_lock();
+	p = loom__plugin_add(desc->name ? desc->name : "(unnamed)",
+			     "(static)");
+	if (!p) {
+		st = loom_set_error(LOOM_E_NOMEM, "out of memory");
+		goto out_unlock;
+	}
+	st = loom__plugin_check_desc(p, desc, false);
+	if (!st)
+		st = loom__plugin_score(p);
+	if (!st)
+		st = loom__plugin_init(p);
+	if (st)
+		st = loom__plugin_error(p);
+	else if (out)
+		*out = p->reg;
+out_unlock:
+	loom__registry_unlock();
+	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Priority order: LOOM_BACKENDS order when given, else GPUs and other
+ * accelerators, then CPUs, meta devices last; ties in registration order.
+ */
+
+static int plugin_class(const struct loom__plugin *p)
+{
+	loom_reg_t *reg = p->reg;
+	size_t n = reg->iface.get_dev_count(reg);
+	bool accel = false;
+
+	if (strcmp(p->name, "meta") == 0)
+		return 2;
+	for (size_t i = 0; i < n && i < 4096; i++) {
+		loom_dev_t *dev = reg->iface.get_dev(reg, i);
+
+		if (!dev || dev->magic != DEV_MAGIC)
+			continue;
+		switch (dev->iface.get_type(dev)) {
+		case LOOM_DEV_TYPE_META:
+			return 2;
+		case LOOM_DEV_TYPE_CPU:
+			break;
+		default:
+			accel = true;
+		}
+	}
+	return accel ? 0 : 1;
+}
+
+struct ranked {
+	struct loom__plugin *p;
+	int cls;
+};
+
+static int cmp_ranked(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+	long px = x->p->priority < 0 ? 1L << 30 : x->p->priority;
+	long py = y->p->priority < 0 ? 1L << 30 : y->p->priority;
+
+	if (px != py)
+		return px < py ? -1 : 1;
+	if (x->cls != y->cls)
+		return x->cls < y->cls ? -1 : 1;
+	return x->p->seq < y->p->seq ? -1 : x->p->seq > y->p->seq;
+}
+
+/* Fills v (n_plugins entries) with the loaded plugins in priority order;
+ * returns how many.  Caller holds the lock. */
+static size_t ranked_plugins(struct ranked *v)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < n_plugins; i++) {
+		if (plugins[i]->state != LOOM_PLUGIN_LOADED)
+			continue;
+		v[n].p = plugins[i];
+		v[n].cls = plugin_class(plugins[i]);
+		n++;
+	}
+	qsort(v, n, sizeof(*v), cmp_ranked);
+	return n;
+}
+
+size_t loom_reg_count(void)
+{
+	size_t n = 0;
+
+	loom__registry_lock();
+	for (size_t i = 0; i < n_plugins; i++)
+		n += plugins[i]->state == LOOM_PLUGIN_LOADED;
+	loom__registry_unlock();
+	return n;
+}
+
+loom_reg_t *loom_reg_get(size_t i)
+{
+	struct ranked *v;
+	loom_reg_t *reg = NULL;
+	size_t n;
+
+	loom__registry_lock();
+	v = malloc((n_plugins + 1) * sizeof(*v));
+	if (v) {
+		n = ranked_plugins(v);
+		if (i < n)
+			reg = v[i].p->reg;
+		free(v);
+	}
+	loom__registry_unlock();
+	return reg;
+}
+
+loom_reg_t *loom_reg_by_name(const char *name)
+{
+	return loom__reg_find(name);
+}
+
+const char *loom_reg_version(loom_reg_t *reg)
+{
+	const char *v = NULL;
+
+	loom__registry_lock();
+	for (size_t i = 0; i < n_plugins; i++)
+		if (plugins[i]->reg == reg &&
+		    plugins[i]->state == LOOM_PLUGIN_LOADED)
+			v = plugins[i]->version;
+	loom__registry_unlock();
+	return v ? v : "";
+}
+
+/* Walks devices in priority order; stops when fn returns true and
+ * returns that device. */
+static loom_dev_t *walk_devs(bool (*fn)(loom_dev_t *dev, size_t idx,
+					 const void *arg),
+			     const void *arg, size_t *count)
+{
+	struct ranked *v;
+	loom_dev_t *found = NULL;
+	size_t n, idx = 0;
+
+	loom__registry_lock();
+	v = malloc((n_plugins + 1) * sizeof(*v));
+	if (!v)
+		goto out_unlock;
+	n = ranked_plugins(v);
+	for (size_t r = 0; r < n && !found; r++) {
+		loom_reg_t *reg = v[r].p->reg;
+		size_t nd = loom_reg_dev_count(reg);
+
+		for (size_t d = 0; d < nd; d++) {
+			loom_dev_t *dev = loom_reg_dev(reg, d);
+
+			if (!dev)
+				continue;
+			if (fn && fn(dev, idx, arg)) {
+				found = dev;
+				break;
+			}
+			idx++;
+		}
+	}
+	free(v);
+out_unlock:
+	loom__registry_unlock();
+	if (count)
+		*count = idx;
+	return found;
+}
+
+static bool match_index(loom_dev_t *dev, size_t idx, const void *arg)
+{
+	return idx == *(const size_t *)arg;
+}
+
+static bool match_name(loom_dev_t *dev, size_t idx, const void *arg)
+{
+	return strcmp(loom_dev_name(dev), arg) == 0;
+}
+
+static bool match_type(loom_dev_t *dev, size_t idx, const void *arg)
+{
+	return loom_dev_type(dev) == *(const enum loom_dev_type *)arg;
+}
+
+size_t loom_dev_count(void)
+{
+	size_t n;
+
+	walk_devs(NULL, NULL, &n);
+	return n;
+}
+
+loom_dev_t *loom_dev_get(size_t i)
+{
+	return walk_devs(match_index, &i, NULL);
+}
+
+loom_dev_t *loom_dev_by_name(const char *name)
+{
+	return name ? walk_devs(match_name, name, NULL) : NULL;
+}
+
+loom_dev_t *loom_dev_by_type(enum loom_dev_type type)
+{
+	return walk_devs(match_type, &type, NULL);
+}
+
+/* ------------------------------------------------------------------------
+ * What the loader did.
+ */
+
+size_t loom_plugin_count(void)
+{
+	size_t n;
+
+	loom__registry_lock();
+	n = n_plugins;
+	loom__registry_unlock();
+	return n;
+}
+
+int loom_plugin_info(size_t i, struct loom_plugin_info *out)
+{
+	const struct loom__plugin *p;
+
+	if (!out)
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_plugin_info: out is NULL");
+	loom__registry_lock();
+	if (i >= n_plugins) {
+		loom__registry_unlock();
+		return loom_set_error(LOOM_E_RANGE,
+				      "loom_plugin_info: no record %zu", i);
+	}
+	p = plugins[i];
+	out->name = p->name;
+	out->file = p->file;
+	out->version = p->version;
+	out->state = p->state;
+	out->reason = p->reason;
+	out->score = p->score;
+	loom__registry_unlock();
+	return LOOM_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Unloading.
+ */
+
+void loom_unload_all(void)
+{
+	loom__registry_lock();
+	/* Latest init first: the meta plugin, which uses the others, goes
+	 * before them. */
+	for (;;) {
+		struct loom__plugin *last = NULL;
+
+		for (size_t i = 0; i < n_plugins; i++)
+			if (plugins[i]->reg &&
+			    (!last || plugins[i]->init_order > last->init_order))
+				last = plugins[i];
+		if (!last)
+			break;
+		last->reg->registered = false;
+		loom__reg_destroy(last->reg);
+		last->reg = NULL;
+	}
+	for (size_t i = n_plugins; i-- > 0;) {
+		struct loom__plugin *p = plugins[i];
+
+		if (p->dl)
+			dlclose(p->dl);
+		free(p->name);
+		free(p->file);
+		free(p->version);
+		free(p->reason);
+		free(p);
+	}
+	free(plugins);
+	plugins = NULL;
+	n_plugins = cap_plugins = 0;
+	next_seq = next_init = 0;
+	loom__loader_reset();
+	loom__registry_unlock();
+}
