@@ -1,0 +1,437 @@
+/* cpu-backend.c - the CPU backend: a stream whose work runs on its own
+ * pool of threads.  graph_compute checks the graph, queues it and returns;
+ * synchronize waits.  Also which ops the device supports, the work size
+ * of each node and the dispatch from node to kernel.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu-ops.h"
+#include "cpu-private.h"
+
+static bool is_float(enum loom_type t)
+{
+	return t == LOOM_TYPE_F32 || t == LOOM_TYPE_F16 ||
+	       t == LOOM_TYPE_BF16;
+}
+
+static bool is_storage(enum loom_type t)
+{
+	return is_float(t) || t == LOOM_TYPE_Q8_0;
+}
+
+static bool src_is(const struct loom_tensor *op, int i, enum loom_type t)
+{
+	return op->src[i] && op->src[i]->type == t;
+}
+
+static bool src_float(const struct loom_tensor *op, int i)
+{
+	return op->src[i] && is_float(op->src[i]->type);
+}
+
+bool cpu_supports_op(const struct loom_tensor *op)
+{
+	const struct loom_tensor *a = op->src[0];
+	bool f32 = op->type == LOOM_TYPE_F32;
+
+	switch (op->op) {
+	case LOOM_OP_NONE:
+	case LOOM_OP_VIEW:
+	case LOOM_OP_RESHAPE:
+	case LOOM_OP_PERMUTE:
+	case LOOM_OP_TRANSPOSE:
+		return true;
+	case LOOM_OP_ADD:
+	case LOOM_OP_SUB:
+	case LOOM_OP_MUL:
+	case LOOM_OP_DIV:
+		return f32 && src_float(op, 0) && src_float(op, 1) &&
+		       loom_can_repeat(op->src[1], a);
+	case LOOM_OP_SCALE:
+	case LOOM_OP_SILU:
+	case LOOM_OP_GELU:
+	case LOOM_OP_RMS_NORM:
+	case LOOM_OP_NORM:
+	case LOOM_OP_SUM_ROWS:
+		return f32 && src_float(op, 0);
+	case LOOM_OP_SOFT_MAX:
+		return f32 && src_float(op, 0) &&
+		       (!op->src[1] || src_float(op, 1));
+	case LOOM_OP_ROPE: {
+		int mode = loom_get_op_param_i32(op, 1);
+		int n_dims = loom_get_op_param_i32(op, 0);
+
+		return f32 && src_float(op, 0) &&
+		       src_is(op, 1, LOOM_TYPE_I32) &&
+		       (mode == LOOM_ROPE_NORMAL || mode == LOOM_ROPE_NEOX) &&
+		       n_dims >= 0 && n_dims % 2 == 0 && n_dims <= a->ne[0];
+	}
+	case LOOM_OP_MUL_MAT:
+		return f32 && a && is_storage(a->type) && src_float(op, 1);
+	case LOOM_OP_MUL_MAT_ID:
+		return f32 && a && is_storage(a->type) && src_float(op, 1) &&
+		       src_is(op, 2, LOOM_TYPE_I32);
+	case LOOM_OP_GET_ROWS:
+		return a && src_is(op, 1, LOOM_TYPE_I32) &&
+		       (is_storage(op->type) ||
+			(op->type == LOOM_TYPE_I32 &&
+			 a->type == LOOM_TYPE_I32)) &&
+		       (is_storage(a->type) || a->type == LOOM_TYPE_I32);
+	case LOOM_OP_SET_ROWS:
+		return is_storage(op->type) && src_float(op, 1) &&
+		       src_is(op, 2, LOOM_TYPE_I32);
+	case LOOM_OP_CPY:
+	case LOOM_OP_CONT:
+		if (!a)
+			return false;
+		if (a->type == op->type)
+			return true;
+		return is_storage(a->type) && is_storage(op->type);
+	case LOOM_OP_CONCAT: {
+		int dim = loom_get_op_param_i32(op, 0);
+
+		return a && op->src[1] && a->type == op->type &&
+		       op->src[1]->type == op->type && dim >= 0 && dim < 4;
+	}
+	case LOOM_OP_ARGMAX:
+	case LOOM_OP_TOP_K:
+		return op->type == LOOM_TYPE_I32 && src_float(op, 0);
+	default:
+		return false;
+	}
+}
+
+/* True for nodes no kernel runs for. */
+static bool is_noop(const struct loom_tensor *node)
+{
+	switch (node->op) {
+	case LOOM_OP_NONE:
+	case LOOM_OP_VIEW:
+	case LOOM_OP_RESHAPE:
+	case LOOM_OP_PERMUTE:
+	case LOOM_OP_TRANSPOSE:
+		return true;
+	default:
+		return loom_nelements(node) == 0;
+	}
+}
+
+size_t cpu_op_work_size(const struct loom_tensor *node, int nth)
+{
+	switch (node->op) {
+	case LOOM_OP_MUL_MAT:
+	case LOOM_OP_MUL_MAT_ID:
+		return cpu_mul_mat_work_size(node, nth);
+	default:
+		return (size_t)nth * CPU_SCRATCH_ROWS *
+		       cpu_scratch_row_bytes(node);
+	}
+}
+
+static void compute_node(const struct cpu_task *task, struct loom_tensor *n)
+{
+	switch (n->op) {
+	case LOOM_OP_ADD:
+	case LOOM_OP_SUB:
+	case LOOM_OP_MUL:
+	case LOOM_OP_DIV:
+		cpu_op_binary(task, n);
+		break;
+	case LOOM_OP_SCALE:
+	case LOOM_OP_SILU:
+	case LOOM_OP_GELU:
+		cpu_op_unary(task, n);
+		break;
+	case LOOM_OP_RMS_NORM:
+	case LOOM_OP_NORM:
+		cpu_op_norm(task, n);
+		break;
+	case LOOM_OP_SOFT_MAX:
+		cpu_op_soft_max(task, n);
+		break;
+	case LOOM_OP_ROPE:
+		cpu_op_rope(task, n);
+		break;
+	case LOOM_OP_MUL_MAT:
+		cpu_op_mul_mat(task, n);
+		break;
+	case LOOM_OP_MUL_MAT_ID:
+		cpu_op_mul_mat_id(task, n);
+		break;
+	case LOOM_OP_GET_ROWS:
+		cpu_op_get_rows(task, n);
+		break;
+	case LOOM_OP_SET_ROWS:
+		cpu_op_set_rows(task, n);
+		break;
+	case LOOM_OP_CPY:
+	case LOOM_OP_CONT:
+		cpu_op_cpy(task, n);
+		break;
+	case LOOM_OP_CONCAT:
+		cpu_op_concat(task, n);
+		break;
+	case LOOM_OP_SUM_ROWS:
+		cpu_op_sum_rows(task, n);
+		break;
+	case LOOM_OP_ARGMAX:
+		cpu_op_argmax(task, n);
+		break;
+	case LOOM_OP_TOP_K:
+		cpu_op_top_k(task, n);
+		break;
+	default:
+		break;
+	}
+}
+
+void cpu_graph_run(struct cpu_pool *pool, loom_graph_t *g, int ith, int nth,
+		   void *wdata, size_t wsize)
+{
+	struct cpu_task task = {
+		.ith = ith,
+		.nth = nth,
+		.wdata = wdata,
+		.wsize = wsize,
+		.pool = pool,
+	};
+	int i, n = loom_graph_n_nodes(g);
+
+	for (i = 0; i < n; i++) {
+		struct loom_tensor *node = loom_graph_node(g, i);
+
+		if (is_noop(node))
+			continue;
+		compute_node(&task, node);
+		/* The next node may read anything this one wrote. */
+		if (nth > 1)
+			cpu_bar_wait(&pool->bar);
+	}
+}
+
+/* Checks what the kernels rely on and returns the work size g needs. */
+static int check_graph(loom_graph_t *g, int nth, size_t *wsize)
+{
+	int i, j, n = loom_graph_n_nodes(g);
+	size_t need = 0;
+
+	for (i = 0; i < n; i++) {
+		const struct loom_tensor *node = loom_graph_node(g, i);
+		size_t w;
+
+		if (is_noop(node))
+			continue;
+		if (!cpu_supports_op(node))
+			return loom_set_error(LOOM_E_UNSUPPORTED,
+					      "cpu: %s (%s, %s) is not supported",
+					      loom_op_name(node->op),
+					      node->name,
+					      loom_type_name(node->type));
+		if (!node->data)
+			return loom_set_error(LOOM_E_STATE,
+					      "cpu: node %s (%s) has no memory",
+					      node->name,
+					      loom_op_name(node->op));
+		for (j = 0; j < LOOM_MAX_SRC; j++) {
+			const struct loom_tensor *s = node->src[j];
+
+			if (s && !s->data && loom_nelements(s) > 0)
+				return loom_set_error(
+					LOOM_E_STATE,
+					"cpu: source %d (%s) of %s has no "
+					"memory", j, s->name, node->name);
+		}
+		w = cpu_op_work_size(node, nth);
+		if (w > need)
+			need = w;
+	}
+	*wsize = need;
+	return LOOM_OK;
+}
+
+static const char *be_get_name(loom_backend_t *be)
+{
+	struct cpu_backend *cb = loom_backend_context(be);
+
+	return cb->name;
+}
+
+static void be_free(loom_backend_t *be)
+{
+	struct cpu_backend *cb = loom_backend_context(be);
+
+	cpu_pool_free(cb->pool);
+	free(cb);
+}
+
+static int be_synchronize(loom_backend_t *be)
+{
+	struct cpu_backend *cb = loom_backend_context(be);
+
+	if (!cpu_pool_is_worker(cb->pool))
+		cpu_pool_wait(cb->pool);
+	return LOOM_OK;
+}
+
+/* Runs g on the calling thread alone: for calls made from inside the
+ * pool itself, which cannot wait for their own queue. */
+static int run_inline(struct cpu_backend *cb, loom_graph_t *g, size_t wsize)
+{
+	void *w = wsize ? aligned_alloc(64, (wsize + 63) & ~(size_t)63) : NULL;
+
+	if (wsize && !w)
+		return loom_set_error(LOOM_E_NOMEM,
+				      "cpu: cannot allocate %zu bytes of work "
+				      "memory", wsize);
+	cpu_graph_run(cb->pool, g, 0, 1, w, wsize);
+	free(w);
+	return LOOM_OK;
+}
+
+static int be_graph_compute(loom_backend_t *be, loom_graph_t *g)
+{
+	struct cpu_backend *cb = loom_backend_context(be);
+	struct cpu_pool *pool = cb->pool;
+	struct cpu_job job = { .kind = CPU_JOB_GRAPH, .graph = g };
+	size_t wsize;
+	int err;
+
+	if (cpu_pool_is_worker(pool)) {
+		err = check_graph(g, 1, &wsize);
+		return err ? err : run_inline(cb, g, wsize);
+	}
+	err = check_graph(g, pool->n_threads, &wsize);
+	if (err)
+		return err;
+	pthread_mutex_lock(&pool->lock);
+	if (wsize > pool->wsize) {
+		/* Queued graphs use the old scratch: let them finish. */
+		cpu_pool_wait(pool);
+		err = cpu_pool_reserve(pool, wsize);
+		if (err) {
+			pthread_mutex_unlock(&pool->lock);
+			return err;
+		}
+	}
+	cpu_pool_post_locked(pool, &job);
+	pthread_mutex_unlock(&pool->lock);
+	return LOOM_OK;
+}
+
+static const struct loom_backend_iface cpu_backend_iface = {
+	.size = sizeof(struct loom_backend_iface),
+	.get_name = be_get_name,
+	.free = be_free,
+	.synchronize = be_synchronize,
+	.graph_compute = be_graph_compute,
+};
+
+/* A backend is ours when its plugin's allreduce entry point is this
+ * very function: true for this module only, whatever else is loaded. */
+struct cpu_backend *cpu_backend_of(loom_backend_t *be)
+{
+	loom_dev_t *dev;
+
+	if (!be)
+		return NULL;
+	dev = loom_backend_device(be);
+	if (!dev || loom_reg_proc_address(loom_dev_reg(dev),
+					  LOOM_PROC_ALLREDUCE) !=
+			    (void *)cpu_allreduce)
+		return NULL;
+	return loom_backend_context(be);
+}
+
+/* Parses a positive thread count; 0 when s is not one. */
+static int parse_threads(const char *s)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return 0;
+	v = strtol(s, &end, 10);
+	if (*end || v < 1 || v > 4096)
+		return 0;
+	return (int)v;
+}
+
+int cpu_default_threads(const struct cpu_device *cd)
+{
+	const char *env = loom_getenv("LOOM_CPU_THREADS");
+	int n = parse_threads(env);
+
+	if (env && *env && !n)
+		loom_log(LOOM_LOG_WARN,
+			 "cpu: LOOM_CPU_THREADS=%s is not a thread count; "
+			 "using %d", env, cd->n_cpus);
+	return n ? n : cd->n_cpus;
+}
+
+/* params: NULL, "" or "threads=N". */
+int cpu_backend_init(struct cpu_device *cd, const char *params,
+		     loom_backend_t **out)
+{
+	struct cpu_backend *cb;
+	int n_threads = cpu_default_threads(cd);
+	int err;
+
+	if (params && *params) {
+		if (strncmp(params, "threads=", 8) ||
+		    !(n_threads = parse_threads(params + 8)))
+			return loom_set_error(LOOM_E_INVAL,
+					      "cpu: unknown backend parameters "
+					      "'%s' (expected threads=N)",
+					      params);
+	}
+	cb = calloc(1, sizeof(*cb));
+	if (!cb)
+		return loom_set_error(LOOM_E_NOMEM, "cpu: out of memory");
+	cb->cd = cd;
+	snprintf(cb->name, sizeof(cb->name), "%s", cd->name);
+	err = cpu_pool_new(n_threads, cd->cpus, cd->n_cpus, &cb->pool);
+	if (err)
+		goto err_free_cb;
+	err = loom_backend_new(cd->dev, &cpu_backend_iface, cb, &cb->be);
+	if (err)
+		goto err_pool;
+	*out = cb->be;
+	return LOOM_OK;
+
+err_pool:
+	cpu_pool_free(cb->pool);
+err_free_cb:
+	free(cb);
+	return err;
+}
+
+int cpu_backend_set_n_threads(loom_backend_t *be, int n_threads)
+{
+	struct cpu_backend *cb = cpu_backend_of(be);
+	struct cpu_pool *fresh;
+	int err;
+
+	if (!cb)
+		return loom_set_error(LOOM_E_INVAL,
+				      "cpu: set_n_threads on a backend of "
+				      "another plugin");
+	if (n_threads < 1 || n_threads > 4096)
+		return loom_set_error(LOOM_E_INVAL,
+				      "cpu: %d is not a thread count",
+				      n_threads);
+	if (cpu_pool_is_worker(cb->pool))
+		return loom_set_error(LOOM_E_STATE,
+				      "cpu: set_n_threads from inside the "
+				      "backend's own work");
+	if (n_threads == cb->pool->n_threads)
+		return LOOM_OK;
+	/* Start the new pool first, so a failure leaves the old one. */
+	err = cpu_pool_new(n_threads, cb->cd->cpus, cb->cd->n_cpus, &fresh);
+	if (err)
+		return err;
+	cpu_pool_free(cb->pool);
+	cb->pool = fresh;
+	return LOOM_OK;
+}

@@ -1,0 +1,160 @@
+/* cpu-buffer.c - host memory: the buffer type each CPU device hands out
+ * (64-byte aligned, plain malloc'd memory) and its buffers, plus the 2D
+ * set/get entry points.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu-private.h"
+
+#define CPU_BUFFER_ALIGN 64
+
+static void buf_free(loom_buffer_t *buf)
+{
+	free(loom_buffer_context(buf));
+}
+
+static void *buf_get_base(loom_buffer_t *buf)
+{
+	return loom_buffer_context(buf);
+}
+
+static int buf_memset_tensor(loom_buffer_t *buf, struct loom_tensor *t,
+			     uint8_t value, size_t offset, size_t size)
+{
+	memset((char *)t->data + offset, value, size);
+	return LOOM_OK;
+}
+
+static int buf_set_tensor(loom_buffer_t *buf, struct loom_tensor *t,
+			  const void *data, size_t offset, size_t size)
+{
+	memcpy((char *)t->data + offset, data, size);
+	return LOOM_OK;
+}
+
+static int buf_get_tensor(loom_buffer_t *buf, const struct loom_tensor *t,
+			  void *data, size_t offset, size_t size)
+{
+	memcpy(data, (const char *)t->data + offset, size);
+	return LOOM_OK;
+}
+
+/* Copies from any host buffer; device memory is the core's to stage. */
+static int buf_cpy_tensor(loom_buffer_t *buf, const struct loom_tensor *src,
+			  struct loom_tensor *dst)
+{
+	if (!src->buffer || !src->data ||
+	    !loom_buft_is_host(loom_buffer_type(src->buffer)))
+		return LOOM_E_DECLINED;
+	memmove(dst->data, src->data, loom_nbytes(src));
+	return LOOM_OK;
+}
+
+static int buf_clear(loom_buffer_t *buf, uint8_t value)
+{
+	memset(loom_buffer_context(buf), value, loom_buffer_size(buf));
+	return LOOM_OK;
+}
+
+static const struct loom_buffer_iface cpu_buffer_iface = {
+	.size = sizeof(struct loom_buffer_iface),
+	.free_buffer = buf_free,
+	.get_base = buf_get_base,
+	.memset_tensor = buf_memset_tensor,
+	.set_tensor = buf_set_tensor,
+	.get_tensor = buf_get_tensor,
+	.cpy_tensor = buf_cpy_tensor,
+	.clear = buf_clear,
+};
+
+int cpu_set_tensor_2d(loom_buffer_t *buf, struct loom_tensor *t,
+		      const void *data, size_t offset, size_t size,
+		      size_t n_copies, size_t stride_tensor,
+		      size_t stride_data)
+{
+	char *d = (char *)t->data + offset;
+	const char *s = data;
+	size_t i;
+
+	if (stride_tensor == size && stride_data == size) {
+		memcpy(d, s, size * n_copies);
+		return LOOM_OK;
+	}
+	for (i = 0; i < n_copies; i++)
+		memcpy(d + i * stride_tensor, s + i * stride_data, size);
+	return LOOM_OK;
+}
+
+int cpu_get_tensor_2d(loom_buffer_t *buf, const struct loom_tensor *t,
+		      void *data, size_t offset, size_t size, size_t n_copies,
+		      size_t stride_tensor, size_t stride_data)
+{
+	const char *s = (const char *)t->data + offset;
+	char *d = data;
+	size_t i;
+
+	if (stride_tensor == size && stride_data == size) {
+		memcpy(d, s, size * n_copies);
+		return LOOM_OK;
+	}
+	for (i = 0; i < n_copies; i++)
+		memcpy(d + i * stride_data, s + i * stride_tensor, size);
+	return LOOM_OK;
+}
+
+static const char *buft_get_name(loom_buffer_type_t *buft)
+{
+	struct cpu_device *cd = loom_buft_context(buft);
+
+	return cd->name;
+}
+
+static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
+			     loom_buffer_t **out)
+{
+	size_t padded;
+	void *mem;
+	int err;
+
+	/* Zero bytes still get a real, aligned address. */
+	if (size > SIZE_MAX - CPU_BUFFER_ALIGN)
+		return loom_set_error(LOOM_E_NOMEM,
+				      "cpu: cannot allocate %zu bytes", size);
+	padded = (size + CPU_BUFFER_ALIGN - 1) & ~(size_t)(CPU_BUFFER_ALIGN - 1);
+	if (!padded)
+		padded = CPU_BUFFER_ALIGN;
+	mem = aligned_alloc(CPU_BUFFER_ALIGN, padded);
+	if (!mem)
+		return loom_set_error(LOOM_E_NOMEM,
+				      "cpu: cannot allocate %zu bytes", size);
+	err = loom_buffer_new(buft, &cpu_buffer_iface, mem, size, out);
+	if (err)
+		free(mem);
+	return err;
+}
+
+static size_t buft_get_alignment(loom_buffer_type_t *buft)
+{
+	return CPU_BUFFER_ALIGN;
+}
+
+static bool buft_is_host(loom_buffer_type_t *buft)
+{
+	return true;
+}
+
+static const struct loom_buffer_type_iface cpu_buft_iface = {
+	.size = sizeof(struct loom_buffer_type_iface),
+	.get_name = buft_get_name,
+	.alloc_buffer = buft_alloc_buffer,
+	.get_alignment = buft_get_alignment,
+	.is_host = buft_is_host,
+};
+
+int cpu_buft_create(struct cpu_reg *cr, struct cpu_device *cd)
+{
+	return loom_buft_new(cr->reg, cd->dev, &cpu_buft_iface, cd,
+			     &cd->buft);
+}

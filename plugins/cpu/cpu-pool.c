@@ -1,0 +1,329 @@
+/* cpu-pool.c - the CPU plugin's thread pool: workers pinned to a
+ * partition's cores that take jobs from a queue, spinning a while before
+ * they sleep, and the barrier the kernels meet at.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu-private.h"
+
+/* How long an idle worker spins for the next job before it sleeps. */
+#define CPU_SPIN_NS_DEFAULT 200000
+
+/* Spins this many times between looks at the clock. */
+#define CPU_SPIN_CHECK 64
+
+static _Thread_local const struct cpu_pool *current_pool;
+
+int64_t cpu_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void futex_wait(_Atomic uint32_t *addr, uint32_t val)
+{
+	syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, val, NULL,
+		NULL, 0);
+}
+
+static void futex_wake_all(_Atomic uint32_t *addr)
+{
+	syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT_MAX,
+		NULL, NULL, 0);
+}
+
+/* Waits until *word differs from val: spins for spin_ns, then sleeps.
+ * sleepers counts the threads asleep so wakers can skip the system call
+ * when nobody is. */
+static void wait_change(_Atomic uint32_t *word, uint32_t val,
+			_Atomic int *sleepers, int64_t spin_ns)
+{
+	int64_t start = 0;
+	unsigned int i = 0;
+
+	while (atomic_load_explicit(word, memory_order_acquire) == val) {
+		if (++i % CPU_SPIN_CHECK) {
+			cpu_relax();
+			continue;
+		}
+		if (!start) {
+			start = cpu_now_ns();
+			continue;
+		}
+		if (cpu_now_ns() - start < spin_ns)
+			continue;
+		atomic_fetch_add(sleepers, 1);
+		if (atomic_load(word) == val)
+			futex_wait(word, val);
+		atomic_fetch_sub(sleepers, 1);
+		start = 0;
+	}
+}
+
+static void wake(_Atomic uint32_t *word, _Atomic int *sleepers)
+{
+	if (atomic_load(sleepers))
+		futex_wake_all(word);
+}
+
+void cpu_bar_init(struct cpu_bar *b, int n)
+{
+	atomic_init(&b->count, 0);
+	atomic_init(&b->phase, 0);
+	atomic_init(&b->sleepers, 0);
+	b->n = n;
+}
+
+/* A phase barrier: the last thread to arrive resets the count and moves
+ * the phase on; the others wait for the phase to move. */
+void cpu_bar_wait(struct cpu_bar *b)
+{
+	uint32_t phase;
+
+	if (b->n <= 1)
+		return;
+	phase = atomic_load_explicit(&b->phase, memory_order_acquire);
+	if (atomic_fetch_add_explicit(&b->count, 1, memory_order_acq_rel) ==
+	    b->n - 1) {
+		atomic_store_explicit(&b->count, 0, memory_order_relaxed);
+		atomic_store(&b->phase, phase + 1);
+		wake(&b->phase, &b->sleepers);
+		return;
+	}
+	/* Kernels are balanced: a short spin covers most waits, and sleeping
+	 * soon keeps oversubscribed partitions from burning their cores. */
+	wait_change(&b->phase, phase, &b->sleepers, 50000);
+}
+
+void cpu_barrier(const struct cpu_task *task)
+{
+	if (task->nth > 1)
+		cpu_bar_wait(&task->pool->bar);
+}
+
+bool cpu_pool_is_worker(const struct cpu_pool *pool)
+{
+	return current_pool == pool;
+}
+
+struct worker_arg {
+	struct cpu_pool *pool;
+	int ith;
+};
+
+static void pin(const struct cpu_pool *pool, int ith)
+{
+	cpu_set_t set;
+
+	if (pool->n_cpus <= 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(pool->cpus[ith % pool->n_cpus], &set);
+	/* Failure (a container's cpuset, a core gone offline) only costs
+	 * locality; the thread runs wherever the kernel puts it. */
+	if (sched_setaffinity(0, sizeof(set), &set))
+		loom_log(LOOM_LOG_DEBUG, "cpu: cannot pin thread %d to core %d",
+			 ith, pool->cpus[ith % pool->n_cpus]);
+}
+
+static void *worker_main(void *p)
+{
+	struct worker_arg arg = *(struct worker_arg *)p;
+	struct cpu_pool *pool = arg.pool;
+	int ith = arg.ith;
+	int nth = pool->n_threads;
+	uint32_t next;
+
+	free(p);
+	current_pool = pool;
+	pin(pool, ith);
+	next = atomic_load(&pool->done);
+	for (;;) {
+		const struct cpu_job *job;
+
+		wait_change(&pool->head, next, &pool->head_sleepers,
+			    pool->spin_ns);
+		job = &pool->jobs[next % CPU_POOL_QUEUE];
+		switch (job->kind) {
+		case CPU_JOB_GRAPH:
+			cpu_graph_run(pool, job->graph, ith, nth, pool->wdata,
+				      pool->wsize);
+			break;
+		case CPU_JOB_ALLREDUCE:
+			cpu_allreduce_run(job->ar, job->part, ith);
+			break;
+		case CPU_JOB_STOP:
+			cpu_bar_wait(&pool->bar);
+			if (ith == 0) {
+				atomic_store(&pool->done, next + 1);
+				wake(&pool->done, &pool->done_sleepers);
+			}
+			return NULL;
+		}
+		/* Every job ends with all of the pool's threads past a
+		 * barrier, so the slot is free once thread 0 says so. */
+		if (ith == 0) {
+			atomic_store(&pool->done, next + 1);
+			wake(&pool->done, &pool->done_sleepers);
+		}
+		next++;
+	}
+}
+
+static int64_t spin_ns_from_env(void)
+{
+	const char *s = loom_getenv("LOOM_CPU_SPIN_US");
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return CPU_SPIN_NS_DEFAULT;
+	v = strtol(s, &end, 10);
+	if (*end || v < 0)
+		return CPU_SPIN_NS_DEFAULT;
+	return (int64_t)v * 1000;
+}
+
+int cpu_pool_new(int n_threads, const int *cpus, int n_cpus,
+		 struct cpu_pool **out)
+{
+	struct cpu_pool *pool;
+	size_t size = (sizeof(*pool) + 63) & ~(size_t)63;
+	int i, err;
+
+	pool = aligned_alloc(64, size);
+	if (!pool)
+		return loom_set_error(LOOM_E_NOMEM, "cpu: out of memory");
+	memset(pool, 0, sizeof(*pool));
+	if (n_threads < 1)
+		n_threads = 1;
+	pool->n_threads = n_threads;
+	pool->cpus = (int *)cpus;
+	pool->n_cpus = n_cpus;
+	pool->spin_ns = spin_ns_from_env();
+	atomic_init(&pool->head, 0);
+	atomic_init(&pool->done, 0);
+	atomic_init(&pool->head_sleepers, 0);
+	atomic_init(&pool->done_sleepers, 0);
+	cpu_bar_init(&pool->bar, n_threads);
+	pthread_mutex_init(&pool->lock, NULL);
+	pool->threads = calloc(n_threads, sizeof(*pool->threads));
+	if (!pool->threads)
+		goto err_lock;
+	for (i = 0; i < n_threads; i++) {
+		struct worker_arg *arg = malloc(sizeof(*arg));
+
+		if (!arg)
+			goto err_stop;
+		arg->pool = pool;
+		arg->ith = i;
+		err = pthread_create(&pool->threads[i], NULL, worker_main, arg);
+		if (err) {
+			free(arg);
+			goto err_stop;
+		}
+	}
+	*out = pool;
+	return LOOM_OK;
+
+err_stop:
+	/* The workers already started wait at the stop job's barrier for
+	 * the ones that never came: shrink it to those that exist. */
+	if (i > 0) {
+		struct cpu_job stop = { .kind = CPU_JOB_STOP };
+		int j;
+
+		pool->n_threads = i;
+		pool->bar.n = i;
+		pthread_mutex_lock(&pool->lock);
+		cpu_pool_post_locked(pool, &stop);
+		pthread_mutex_unlock(&pool->lock);
+		for (j = 0; j < i; j++)
+			pthread_join(pool->threads[j], NULL);
+	}
+	free(pool->threads);
+err_lock:
+	pthread_mutex_destroy(&pool->lock);
+	free(pool);
+	return loom_set_error(LOOM_E_NOMEM, "cpu: cannot start %d threads",
+			      n_threads);
+}
+
+void cpu_pool_free(struct cpu_pool *pool)
+{
+	struct cpu_job stop = { .kind = CPU_JOB_STOP };
+	int i;
+
+	if (!pool)
+		return;
+	pthread_mutex_lock(&pool->lock);
+	cpu_pool_post_locked(pool, &stop);
+	pthread_mutex_unlock(&pool->lock);
+	for (i = 0; i < pool->n_threads; i++)
+		pthread_join(pool->threads[i], NULL);
+	free(pool->threads);
+	free(pool->wdata);
+	pthread_mutex_destroy(&pool->lock);
+	free(pool);
+}
+
+void cpu_pool_post_locked(struct cpu_pool *pool, const struct cpu_job *job)
+{
+	uint32_t head = atomic_load_explicit(&pool->head,
+					     memory_order_relaxed);
+
+	for (;;) {
+		uint32_t done = atomic_load(&pool->done);
+
+		if (head - done < CPU_POOL_QUEUE)
+			break;
+		wait_change(&pool->done, done, &pool->done_sleepers,
+			    pool->spin_ns);
+	}
+	pool->jobs[head % CPU_POOL_QUEUE] = *job;
+	atomic_store(&pool->head, head + 1);
+	wake(&pool->head, &pool->head_sleepers);
+}
+
+void cpu_pool_wait(struct cpu_pool *pool)
+{
+	uint32_t head = atomic_load(&pool->head);
+
+	for (;;) {
+		uint32_t done = atomic_load(&pool->done);
+
+		if ((int32_t)(head - done) <= 0)
+			return;
+		wait_change(&pool->done, done, &pool->done_sleepers,
+			    pool->spin_ns);
+	}
+}
+
+int cpu_pool_reserve(struct cpu_pool *pool, size_t size)
+{
+	void *p;
+
+	if (size <= pool->wsize)
+		return LOOM_OK;
+	size = (size + 4095) & ~(size_t)4095;
+	p = aligned_alloc(64, size);
+	if (!p)
+		return loom_set_error(LOOM_E_NOMEM,
+				      "cpu: cannot allocate %zu bytes of "
+				      "work memory", size);
+	free(pool->wdata);
+	pool->wdata = p;
+	pool->wsize = size;
+	return LOOM_OK;
+}

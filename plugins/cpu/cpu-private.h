@@ -1,0 +1,175 @@
+/* cpu-private.h - what the CPU plugin's own files share: partitions,
+ * devices, the thread pool and the backend.  The op kernels see only
+ * cpu-kernels.h and cpu-ops.h.
+ */
+#ifndef LOOM_CPU_PRIVATE_H
+#define LOOM_CPU_PRIVATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu-kernels.h"
+
+#ifndef CPU_VARIANT
+#define CPU_VARIANT "baseline"
+#endif
+
+#define CPU_NAME_MAX 32
+
+/* ---- partitions and devices (cpu-device.c) ---- */
+
+/* One device: a set of cores and the host buffer type it hands out. */
+struct cpu_reg;
+
+struct cpu_device {
+	struct cpu_reg *cr;
+	int index;
+	char name[CPU_NAME_MAX];
+	char description[256];
+	int n_cpus;
+	int *cpus;             /* the cores, in order */
+	int numa_node;         /* -1 when not made per NUMA node */
+	int n_devices;         /* how many partitions share the memory */
+	loom_dev_t *dev;
+	loom_buffer_type_t *buft;
+};
+
+/* The plugin's state, the registry entry's context. */
+struct cpu_reg {
+	loom_reg_t *reg;
+	int n_devices;
+	struct cpu_device *devices;
+	pthread_mutex_t post_lock; /* orders jobs that span several pools */
+};
+
+int cpu_devices_init(struct cpu_reg *cr);
+void cpu_devices_free(struct cpu_reg *cr);
+
+/* ---- host buffers (cpu-buffer.c) ---- */
+
+int cpu_buft_create(struct cpu_reg *cr, struct cpu_device *cd);
+int cpu_set_tensor_2d(loom_buffer_t *buf, struct loom_tensor *t,
+		      const void *data, size_t offset, size_t size,
+		      size_t n_copies, size_t stride_tensor,
+		      size_t stride_data);
+int cpu_get_tensor_2d(loom_buffer_t *buf, const struct loom_tensor *t,
+		      void *data, size_t offset, size_t size, size_t n_copies,
+		      size_t stride_tensor, size_t stride_data);
+
+/* ---- the thread pool (cpu-pool.c) ---- */
+
+/* A barrier that spins a while, then sleeps on a futex. */
+struct cpu_bar {
+	_Atomic int count;
+	_Atomic uint32_t phase;
+	_Atomic int sleepers;
+	int n;
+};
+
+void cpu_bar_init(struct cpu_bar *b, int n);
+void cpu_bar_wait(struct cpu_bar *b);
+
+enum cpu_job_kind {
+	CPU_JOB_GRAPH,
+	CPU_JOB_ALLREDUCE,
+	CPU_JOB_STOP,
+};
+
+struct cpu_allreduce;
+
+struct cpu_job {
+	enum cpu_job_kind kind;
+	loom_graph_t *graph;
+	struct cpu_allreduce *ar;
+	int part;              /* this pool's index in ar */
+};
+
+#define CPU_POOL_QUEUE 64
+
+struct cpu_pool {
+	int n_threads;
+	int n_cpus;
+	int *cpus;             /* pinning targets, borrowed from the device */
+	pthread_t *threads;
+
+	/* Jobs: slots [done, head) are queued or running. */
+	_Alignas(64) _Atomic uint32_t head;
+	_Atomic int head_sleepers;
+	_Alignas(64) _Atomic uint32_t done;
+	_Atomic int done_sleepers;
+	_Alignas(64) struct cpu_bar bar;
+	struct cpu_job jobs[CPU_POOL_QUEUE];
+	pthread_mutex_t lock;  /* serializes posters */
+
+	void *wdata;           /* shared scratch for the nodes */
+	size_t wsize;
+	int64_t spin_ns;       /* how long idle threads spin before sleeping */
+};
+
+/* Starts n_threads workers pinned round-robin to cpus[0..n_cpus) (which
+ * must outlive the pool).  Free with cpu_pool_free(). */
+int cpu_pool_new(int n_threads, const int *cpus, int n_cpus,
+		 struct cpu_pool **out);
+/* Waits for the queue, stops and joins the workers, frees pool. */
+void cpu_pool_free(struct cpu_pool *pool);
+/* Queues a job (copied); waits while the queue is full.  The caller holds
+ * pool->lock. */
+void cpu_pool_post_locked(struct cpu_pool *pool, const struct cpu_job *job);
+/* Waits until every job posted so far has completed. */
+void cpu_pool_wait(struct cpu_pool *pool);
+/* True when the calling thread is one of pool's workers. */
+bool cpu_pool_is_worker(const struct cpu_pool *pool);
+/* Makes sure the scratch is at least size bytes; the pool must be idle. */
+int cpu_pool_reserve(struct cpu_pool *pool, size_t size);
+/* Runs one graph on thread ith of nth (the graph job's body). */
+void cpu_graph_run(struct cpu_pool *pool, loom_graph_t *g, int ith, int nth,
+		   void *wdata, size_t wsize);
+
+/* Nanoseconds of a monotonic clock. */
+int64_t cpu_now_ns(void);
+/* Pauses the core briefly inside a spin loop. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* ---- backends (cpu-backend.c) ---- */
+
+struct cpu_backend {
+	struct cpu_device *cd;
+	loom_backend_t *be;
+	char name[CPU_NAME_MAX];
+	struct cpu_pool *pool;
+};
+
+int cpu_backend_init(struct cpu_device *cd, const char *params,
+		     loom_backend_t **out);
+int cpu_backend_set_n_threads(loom_backend_t *be, int n_threads);
+/* The plugin's context of be, or NULL when be is not a CPU backend. */
+struct cpu_backend *cpu_backend_of(loom_backend_t *be);
+bool cpu_supports_op(const struct loom_tensor *op);
+/* Threads a device's pool starts with (LOOM_CPU_THREADS, else its cores). */
+int cpu_default_threads(const struct cpu_device *cd);
+
+/* ---- the allreduce entry point (cpu-allreduce.c) ---- */
+
+int cpu_allreduce(loom_backend_t *const *backends,
+		  struct loom_tensor *const *tensors, size_t n,
+		  const struct loom_allreduce_opts *opts);
+/* One pool's share of an allreduce job. */
+void cpu_allreduce_run(struct cpu_allreduce *ar, int part, int ith);
+
+/* ---- features (cpu-plugin.c) ---- */
+
+const struct loom_feature *cpu_get_features(loom_reg_t *reg);
+
+#endif

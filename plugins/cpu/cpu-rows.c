@@ -1,0 +1,192 @@
+/* cpu-rows.c - row access for the CPU kernels: converting strided rows of
+ * any storage type to contiguous F32 and back, and the per-thread scratch
+ * rows the conversions use.
+ */
+#include "cpu-ops.h"
+
+size_t cpu_scratch_row_bytes(const struct loom_tensor *node)
+{
+	int64_t n = node->ne[0];
+	int i;
+
+	for (i = 0; i < LOOM_MAX_SRC; i++)
+		if (node->src[i] && node->src[i]->ne[0] > n)
+			n = node->src[i]->ne[0];
+	/* Room for a whole Q8_0 block past the end, rounded to lines. */
+	return ((size_t)(n + LOOM_QK8_0) * sizeof(float) + 63) & ~(size_t)63;
+}
+
+float *cpu_scratch(const struct cpu_task *task,
+		   const struct loom_tensor *node, int slot)
+{
+	size_t row = cpu_scratch_row_bytes(node);
+
+	return (float *)((char *)task->wdata +
+			 ((size_t)task->ith * CPU_SCRATCH_ROWS + slot) * row);
+}
+
+void cpu_load_f32(enum loom_type type, const char *src, size_t nb0,
+		  float *dst, int64_t n)
+{
+	int64_t i;
+
+	switch (type) {
+	case LOOM_TYPE_F32:
+		if (nb0 == sizeof(float)) {
+			memcpy(dst, src, n * sizeof(float));
+			break;
+		}
+		for (i = 0; i < n; i++)
+			memcpy(&dst[i], src + i * nb0, sizeof(float));
+		break;
+	case LOOM_TYPE_F16:
+		if (nb0 == sizeof(uint16_t)) {
+			const uint16_t *s = (const uint16_t *)src;
+
+			for (i = 0; i < n; i++)
+				dst[i] = cpu_f16_to_f32(s[i]);
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			uint16_t h;
+
+			memcpy(&h, src + i * nb0, sizeof(h));
+			dst[i] = cpu_f16_to_f32(h);
+		}
+		break;
+	case LOOM_TYPE_BF16:
+		if (nb0 == sizeof(uint16_t)) {
+			const uint16_t *s = (const uint16_t *)src;
+
+			for (i = 0; i < n; i++)
+				dst[i] = cpu_bf16_to_f32(s[i]);
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			uint16_t h;
+
+			memcpy(&h, src + i * nb0, sizeof(h));
+			dst[i] = cpu_bf16_to_f32(h);
+		}
+		break;
+	case LOOM_TYPE_I32:
+		for (i = 0; i < n; i++) {
+			int32_t v;
+
+			memcpy(&v, src + i * nb0, sizeof(v));
+			dst[i] = (float)v;
+		}
+		break;
+	case LOOM_TYPE_Q8_0:
+		for (i = 0; i < n / LOOM_QK8_0; i++) {
+			const struct loom_block_q8_0 *b =
+				(const struct loom_block_q8_0 *)(src +
+								 i * nb0);
+			float d = cpu_f16_to_f32(b->d);
+			float *o = dst + i * LOOM_QK8_0;
+			int j;
+
+			for (j = 0; j < LOOM_QK8_0; j++)
+				o[j] = d * b->qs[j];
+		}
+		break;
+	default:
+		memset(dst, 0, n * sizeof(float));
+		break;
+	}
+}
+
+void cpu_store_f32(enum loom_type type, char *dst, size_t nb0,
+		   const float *src, int64_t n)
+{
+	int64_t i;
+
+	switch (type) {
+	case LOOM_TYPE_F32:
+		if (nb0 == sizeof(float)) {
+			memcpy(dst, src, n * sizeof(float));
+			break;
+		}
+		for (i = 0; i < n; i++)
+			memcpy(dst + i * nb0, &src[i], sizeof(float));
+		break;
+	case LOOM_TYPE_F16:
+		if (nb0 == sizeof(uint16_t)) {
+			uint16_t *d = (uint16_t *)dst;
+
+			for (i = 0; i < n; i++)
+				d[i] = cpu_f32_to_f16(src[i]);
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			uint16_t h = cpu_f32_to_f16(src[i]);
+
+			memcpy(dst + i * nb0, &h, sizeof(h));
+		}
+		break;
+	case LOOM_TYPE_BF16:
+		if (nb0 == sizeof(uint16_t)) {
+			uint16_t *d = (uint16_t *)dst;
+
+			for (i = 0; i < n; i++)
+				d[i] = cpu_f32_to_bf16(src[i]);
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			uint16_t h = cpu_f32_to_bf16(src[i]);
+
+			memcpy(dst + i * nb0, &h, sizeof(h));
+		}
+		break;
+	case LOOM_TYPE_I32:
+		for (i = 0; i < n; i++) {
+			int32_t v = (int32_t)src[i];
+
+			memcpy(dst + i * nb0, &v, sizeof(v));
+		}
+		break;
+	case LOOM_TYPE_Q8_0:
+		/* The core's quantizer, so every device rounds alike. */
+		if (nb0 == sizeof(struct loom_block_q8_0)) {
+			loom_convert(LOOM_TYPE_F32, src, LOOM_TYPE_Q8_0, dst,
+				     n - n % LOOM_QK8_0);
+			break;
+		}
+		for (i = 0; i < n / LOOM_QK8_0; i++)
+			loom_convert(LOOM_TYPE_F32, src + i * LOOM_QK8_0,
+				     LOOM_TYPE_Q8_0, dst + i * nb0,
+				     LOOM_QK8_0);
+		break;
+	default:
+		break;
+	}
+}
+
+const float *cpu_row_f32(const struct loom_tensor *t, int64_t i1, int64_t i2,
+			 int64_t i3, float *buf)
+{
+	const char *p = cpu_row_ptr(t, i1, i2, i3);
+
+	if (t->type == LOOM_TYPE_F32 && t->nb[0] == sizeof(float))
+		return (const float *)p;
+	cpu_load_f32(t->type, p, t->nb[0], buf, t->ne[0]);
+	return buf;
+}
+
+float *cpu_row_out(struct loom_tensor *dst, int64_t i1, int64_t i2,
+		   int64_t i3, float *buf)
+{
+	if (dst->type == LOOM_TYPE_F32 && dst->nb[0] == sizeof(float))
+		return (float *)cpu_row_ptr(dst, i1, i2, i3);
+	return buf;
+}
+
+void cpu_row_put(struct loom_tensor *dst, int64_t i1, int64_t i2, int64_t i3,
+		 const float *row)
+{
+	char *p = cpu_row_ptr(dst, i1, i2, i3);
+
+	if ((const char *)row == p)
+		return;
+	cpu_store_f32(dst->type, p, dst->nb[0], row, dst->ne[0]);
+}

@@ -1,0 +1,63 @@
+/* ops-rope.c - rotary position embedding, normal (adjacent pairs) and
+ * neox (pairs half a rotation apart).  The angles of a token are computed
+ * once, in double, and reused for all its heads.
+ */
+#include "cpu-ops.h"
+
+void cpu_op_rope(const struct cpu_task *task, struct loom_tensor *dst)
+{
+	const struct loom_tensor *a = dst->src[0];
+	const struct loom_tensor *pos = dst->src[1];
+	int n_dims = loom_get_op_param_i32(dst, 0);
+	int mode = loom_get_op_param_i32(dst, 1);
+	double base = loom_get_op_param_f32(dst, 2);
+	double fscale = loom_get_op_param_f32(dst, 3);
+	int64_t half = n_dims / 2;
+	int64_t cached = -1;
+	float *cs = cpu_scratch(task, dst, 2);
+	float *sn = cs + half;
+	int64_t r, r0, r1, i;
+
+	cpu_split_rows(task, loom_nrows(dst), &r0, &r1);
+	for (r = r0; r < r1; r++) {
+		int64_t i1, i2, i3;
+		const float *x;
+		float *d;
+
+		cpu_row_coords(dst, r, &i1, &i2, &i3);
+		if (i2 != cached) {
+			int32_t p;
+
+			memcpy(&p, (const char *)pos->data + i2 * pos->nb[0],
+			       sizeof(p));
+			for (i = 0; i < half; i++) {
+				double theta = p * fscale *
+					       pow(base, -2.0 * i / n_dims);
+
+				cs[i] = (float)cos(theta);
+				sn[i] = (float)sin(theta);
+			}
+			cached = i2;
+		}
+		x = cpu_row_f32(a, i1, i2, i3, cpu_scratch(task, dst, 0));
+		d = cpu_row_out(dst, i1, i2, i3, cpu_scratch(task, dst, 1));
+		if (mode == LOOM_ROPE_NEOX) {
+			for (i = 0; i < half; i++) {
+				float x0 = x[i], x1 = x[i + half];
+
+				d[i] = x0 * cs[i] - x1 * sn[i];
+				d[i + half] = x0 * sn[i] + x1 * cs[i];
+			}
+		} else {
+			for (i = 0; i < half; i++) {
+				float x0 = x[2 * i], x1 = x[2 * i + 1];
+
+				d[2 * i] = x0 * cs[i] - x1 * sn[i];
+				d[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
+			}
+		}
+		for (i = n_dims; i < dst->ne[0]; i++)
+			d[i] = x[i];
+		cpu_row_put(dst, i1, i2, i3, d);
+	}
+}

@@ -1,0 +1,50 @@
+/* ops-softmax.c - soft_max over dimension 0 of a * scale + mask, the mask
+ * broadcast over dimensions 2 and 3.
+ */
+#include "cpu-ops.h"
+
+void cpu_op_soft_max(const struct cpu_task *task, struct loom_tensor *dst)
+{
+	const struct loom_tensor *a = dst->src[0];
+	const struct loom_tensor *mask = dst->src[1];
+	float scale = loom_get_op_param_f32(dst, 0);
+	int64_t n = dst->ne[0];
+	int64_t r, r0, r1, i;
+
+	cpu_split_rows(task, loom_nrows(dst), &r0, &r1);
+	for (r = r0; r < r1; r++) {
+		int64_t i1, i2, i3;
+		const float *x;
+		float *d;
+		float max, sum;
+
+		cpu_row_coords(dst, r, &i1, &i2, &i3);
+		x = cpu_row_f32(a, i1, i2, i3, cpu_scratch(task, dst, 0));
+		d = cpu_row_out(dst, i1, i2, i3, cpu_scratch(task, dst, 2));
+		if (mask) {
+			const float *m = cpu_row_f32(mask, i1,
+						     i2 % mask->ne[2],
+						     i3 % mask->ne[3],
+						     cpu_scratch(task, dst, 1));
+
+			for (i = 0; i < n; i++)
+				d[i] = x[i] * scale + m[i];
+		} else {
+			for (i = 0; i < n; i++)
+				d[i] = x[i] * scale;
+		}
+		max = cpu_vec_max(d, n);
+		if (max == -INFINITY) {
+			/* Everything masked: no weight anywhere. */
+			memset(d, 0, n * sizeof(float));
+		} else {
+			for (i = 0; i < n; i++)
+				d[i] = cpu_expf(d[i] - max);
+			sum = cpu_vec_sum(d, n);
+			sum = 1.0f / sum;
+			for (i = 0; i < n; i++)
+				d[i] *= sum;
+		}
+		cpu_row_put(dst, i1, i2, i3, d);
+	}
+}

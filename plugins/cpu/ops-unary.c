@@ -1,0 +1,69 @@
+/* ops-unary.c - scale, silu and gelu: one value in, one value out.
+ * Packed F32 runs as one flat loop split over the threads; other layouts
+ * and storage types go row by row through F32 scratch.
+ */
+#include "cpu-ops.h"
+
+static void vec_unary(const struct loom_tensor *dst, float *d, const float *x,
+		      int64_t n)
+{
+	int64_t i;
+
+	switch (dst->op) {
+	case LOOM_OP_SCALE: {
+		float s = loom_get_op_param_f32(dst, 0);
+
+		for (i = 0; i < n; i++)
+			d[i] = x[i] * s;
+		break;
+	}
+	case LOOM_OP_SILU:
+		for (i = 0; i < n; i++)
+			d[i] = x[i] / (1.0f + cpu_expf(-x[i]));
+		break;
+	case LOOM_OP_GELU:
+		/* tanh(u) = 1 - 2 / (e^(2u) + 1), so
+		 * 0.5 x (1 + tanh(u)) = x - x / (e^(2u) + 1). */
+		for (i = 0; i < n; i++) {
+			float v = x[i];
+			float u = 0.7978845608028654f *
+				  (v + 0.044715f * v * v * v);
+
+			d[i] = v - v / (cpu_expf(2.0f * u) + 1.0f);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+void cpu_op_unary(const struct cpu_task *task, struct loom_tensor *dst)
+{
+	const struct loom_tensor *a = dst->src[0];
+	int64_t r, r0, r1;
+
+	if (cpu_is_f32_contig(a) && cpu_is_f32_contig(dst)) {
+		int64_t n = loom_nelements(dst);
+		int64_t per = ((n + task->nth - 1) / task->nth + 15) & ~15;
+		int64_t i0 = per * task->ith;
+		int64_t i1 = i0 + per < n ? i0 + per : n;
+
+		if (i0 < i1)
+			vec_unary(dst, (float *)dst->data + i0,
+				  (const float *)a->data + i0, i1 - i0);
+		return;
+	}
+
+	cpu_split_rows(task, loom_nrows(dst), &r0, &r1);
+	for (r = r0; r < r1; r++) {
+		int64_t i1, i2, i3;
+		const float *x;
+		float *d;
+
+		cpu_row_coords(dst, r, &i1, &i2, &i3);
+		x = cpu_row_f32(a, i1, i2, i3, cpu_scratch(task, dst, 0));
+		d = cpu_row_out(dst, i1, i2, i3, cpu_scratch(task, dst, 1));
+		vec_unary(dst, d, x, dst->ne[0]);
+		cpu_row_put(dst, i1, i2, i3, d);
+	}
+}
