@@ -41,7 +41,7 @@ AS_IF([test "x$with_cuda" != xno], [
        AS_IF([test -x "$d/bin/nvcc"], [NVCC="$d/bin/nvcc"; CUDA_HOME="$d"; break])
      done])
   AS_IF([test -z "$NVCC"], [loom_cuda_summary="no (nvcc not found)"], [
-    CUDA_CPPFLAGS="-I$CUDA_HOME/include"
+    CUDA_CPPFLAGS="-isystem $CUDA_HOME/include"
     loom_cuda_libdir="$CUDA_HOME/lib64"
     AS_IF([test -d "$loom_cuda_libdir"], [], [loom_cuda_libdir="$CUDA_HOME/lib"])
     CUDA_LDFLAGS="-L$loom_cuda_libdir -Wl,-rpath,$loom_cuda_libdir"

@@ -1,0 +1,190 @@
+/* compute.c - the CUDA plugin's graph compute (one kernel family per node,
+ * enqueued on the backend's stream) and the table of what it supports.
+ * The kernels themselves live in ops-*.cu.
+ */
+#include "cuda-plugin.h"
+
+static bool is_float(enum loom_type type)
+{
+	return type == LOOM_TYPE_F32 || type == LOOM_TYPE_F16 ||
+	       type == LOOM_TYPE_BF16;
+}
+
+static bool is_weight_type(enum loom_type type)
+{
+	return is_float(type) || type == LOOM_TYPE_Q8_0;
+}
+
+/* Elements (or blocks) within a row must be packed: the kernels step
+ * through dimension 0 by the type's size. */
+static bool packed_dim0(const struct loom_tensor *t)
+{
+	return t->nb[0] == loom_type_size(t->type);
+}
+
+static bool src_ok(const struct loom_tensor *t, bool (*type_ok)(enum loom_type))
+{
+	return t && type_ok(t->type) && packed_dim0(t);
+}
+
+static bool is_i32(enum loom_type type)
+{
+	return type == LOOM_TYPE_I32;
+}
+
+static bool any_type(enum loom_type type)
+{
+	return type < LOOM_TYPE_COUNT;
+}
+
+/* Says whether the kernels compute t exactly as loom.h defines it. */
+bool cuda_supports_op(const struct loom_tensor *t)
+{
+	const struct loom_tensor *a = t->src[0], *b = t->src[1];
+	bool dst_f32 = t->type == LOOM_TYPE_F32 && packed_dim0(t);
+
+	switch (t->op) {
+	case LOOM_OP_NONE:
+	case LOOM_OP_VIEW:
+	case LOOM_OP_RESHAPE:
+	case LOOM_OP_PERMUTE:
+	case LOOM_OP_TRANSPOSE:
+		return true;
+	case LOOM_OP_ADD:
+	case LOOM_OP_SUB:
+	case LOOM_OP_MUL:
+	case LOOM_OP_DIV:
+		return dst_f32 && src_ok(a, is_float) && src_ok(b, is_float);
+	case LOOM_OP_SCALE:
+	case LOOM_OP_SILU:
+	case LOOM_OP_GELU:
+	case LOOM_OP_RMS_NORM:
+	case LOOM_OP_NORM:
+	case LOOM_OP_SUM_ROWS:
+		return dst_f32 && src_ok(a, is_float);
+	case LOOM_OP_SOFT_MAX:
+		return dst_f32 && src_ok(a, is_float) &&
+		       (!b || (packed_dim0(b) && (b->type == LOOM_TYPE_F32 ||
+						  b->type == LOOM_TYPE_F16)));
+	case LOOM_OP_ROPE: {
+		int32_t mode = t->op_params[1];
+
+		return dst_f32 && src_ok(a, is_float) && src_ok(b, is_i32) &&
+		       (mode == LOOM_ROPE_NORMAL || mode == LOOM_ROPE_NEOX);
+	}
+	case LOOM_OP_MUL_MAT:
+		return dst_f32 && src_ok(a, is_weight_type) &&
+		       src_ok(b, is_float);
+	case LOOM_OP_MUL_MAT_ID:
+		return dst_f32 && src_ok(a, is_weight_type) &&
+		       src_ok(b, is_float) && src_ok(t->src[2], is_i32);
+	case LOOM_OP_GET_ROWS:
+		return dst_f32 && src_ok(a, any_type) && src_ok(b, is_i32);
+	case LOOM_OP_SET_ROWS:
+		return src_ok(a, is_weight_type) && src_ok(b, is_float) &&
+		       src_ok(t->src[2], is_i32) && t->type == a->type &&
+		       packed_dim0(t);
+	case LOOM_OP_CPY:
+	case LOOM_OP_CONT: {
+		enum loom_type st = a ? a->type : LOOM_TYPE_COUNT;
+
+		if (!src_ok(a, any_type) || !packed_dim0(t))
+			return false;
+		if (st == t->type)
+			return true;
+		return is_weight_type(st) && is_weight_type(t->type);
+	}
+	case LOOM_OP_CONCAT:
+		return src_ok(a, any_type) && src_ok(b, any_type) &&
+		       a->type == b->type && t->type == a->type &&
+		       packed_dim0(t);
+	case LOOM_OP_ARGMAX:
+	case LOOM_OP_TOP_K:
+		return t->type == LOOM_TYPE_I32 && packed_dim0(t) &&
+		       src_ok(a, is_float);
+	default:
+		return false;
+	}
+}
+
+static int compute_node(struct cuda_backend *be, struct loom_tensor *t)
+{
+	switch (t->op) {
+	case LOOM_OP_ADD:
+	case LOOM_OP_SUB:
+	case LOOM_OP_MUL:
+	case LOOM_OP_DIV:
+		return cuda_op_binary(be, t);
+	case LOOM_OP_SCALE:
+	case LOOM_OP_SILU:
+	case LOOM_OP_GELU:
+		return cuda_op_unary(be, t);
+	case LOOM_OP_RMS_NORM:
+	case LOOM_OP_NORM:
+		return cuda_op_norm(be, t);
+	case LOOM_OP_SOFT_MAX:
+		return cuda_op_softmax(be, t);
+	case LOOM_OP_ROPE:
+		return cuda_op_rope(be, t);
+	case LOOM_OP_MUL_MAT:
+		return cuda_op_mul_mat(be, t);
+	case LOOM_OP_MUL_MAT_ID:
+		return cuda_op_mul_mat_id(be, t);
+	case LOOM_OP_GET_ROWS:
+		return cuda_op_get_rows(be, t);
+	case LOOM_OP_SET_ROWS:
+		return cuda_op_set_rows(be, t);
+	case LOOM_OP_CPY:
+	case LOOM_OP_CONT:
+		return cuda_op_cpy(be, t);
+	case LOOM_OP_CONCAT:
+		return cuda_op_concat(be, t);
+	case LOOM_OP_SUM_ROWS:
+	case LOOM_OP_ARGMAX:
+	case LOOM_OP_TOP_K:
+		return cuda_op_reduce(be, t);
+	default:
+		return loom_set_error(LOOM_E_UNSUPPORTED, "%s: op %s: %s",
+				      be->name, loom_op_name(t->op),
+				      "not supported");
+	}
+}
+
+/* Enqueues every node of g on the backend's stream and returns without
+ * waiting; the backend's synchronize waits. */
+int cuda_graph_compute(struct cuda_backend *be, loom_graph_t *g)
+{
+	int n = loom_graph_n_nodes(g);
+
+	cudaSetDevice(be->dev->id);
+	for (int i = 0; i < n; i++) {
+		struct loom_tensor *t = loom_graph_node(g, i);
+		int status;
+
+		switch (t->op) {
+		case LOOM_OP_NONE:
+		case LOOM_OP_VIEW:
+		case LOOM_OP_RESHAPE:
+		case LOOM_OP_PERMUTE:
+		case LOOM_OP_TRANSPOSE:
+			continue;
+		default:
+			break;
+		}
+		if (loom_nelements(t) == 0)
+			continue;
+		if (!cuda_supports_op(t))
+			return loom_set_error(LOOM_E_UNSUPPORTED,
+					      "%s: op %s on tensor '%s' is not "
+					      "supported", be->name,
+					      loom_op_name(t->op), t->name);
+		if (!t->data)
+			return loom_set_error(LOOM_E_STATE,
+					      "%s: tensor '%s' is not placed",
+					      be->name, t->name);
+		status = compute_node(be, t);
+		if (status)
+			return status;
+	}
+	return LOOM_OK;
+}

@@ -1,0 +1,22 @@
+/* cuda-compat.h - the vendor runtime for the CUDA plugin's sources: the CUDA
+ * runtime, cuBLAS and NCCL, or, built with LOOM_HIP, their HIP
+ * counterparts through plugins/hip/cuda-to-hip.h.  No Loom code lives here.
+ */
+#ifndef LOOM_CUDA_COMPAT_H
+#define LOOM_CUDA_COMPAT_H
+
+#ifdef LOOM_HIP
+#include "../hip/cuda-to-hip.h"
+#else
+#include <cuda_runtime_api.h>
+#ifdef LOOM_HAVE_BLAS
+#include <cublas_v2.h>
+#endif
+#ifdef LOOM_HAVE_NCCL
+#include <nccl.h>
+#endif
+#define LOOM_GPU_NAME "cuda"
+#define LOOM_GPU_VENDOR "CUDA"
+#endif
+
+#endif /* LOOM_CUDA_COMPAT_H */

@@ -1,0 +1,133 @@
+/* cuda-plugin.h - what the CUDA plugin's host code (plugin.c, compute.c,
+ * allreduce.c) and its kernel files (ops-*.cu) share: the device, buffer
+ * and backend contexts and the per-op entry points.  Built twice: for CUDA
+ * and, with LOOM_HIP, for HIP.
+ */
+#ifndef LOOM_CUDA_PLUGIN_H
+#define LOOM_CUDA_PLUGIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+
+#include <loom/loom-plugin.h>
+
+#include "cuda-compat.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CUDA_MAX_DEVICES 64
+#define CUDA_BUFFER_ALIGN 256
+
+/* Scratch slots of a backend: converted matmul operands, reduce staging. */
+enum {
+	CUDA_SCRATCH_A = 0,
+	CUDA_SCRATCH_B,
+	CUDA_SCRATCH_REDUCE,
+	CUDA_SCRATCH_COUNT
+};
+
+struct cuda_reg;
+
+struct cuda_dev {
+	struct cuda_reg *reg;
+	int id;                 /* runtime device ordinal */
+	int cc;                 /* compute capability, major * 10 + minor */
+	bool peer;              /* peer access to another device enabled */
+	loom_dev_t *dev;
+	loom_buffer_type_t *buft;
+	char name[16];
+	char description[256];
+};
+
+struct cuda_comm_group;
+
+struct cuda_reg {
+	loom_reg_t *reg;
+	int n_dev;
+	struct cuda_dev devs[CUDA_MAX_DEVICES];
+	loom_buffer_type_t *host_buft;
+	pthread_mutex_t lock;          /* guards comm_groups */
+	struct cuda_comm_group *comm_groups;
+};
+
+/* Device and pinned host buffers share this context. */
+struct cuda_buffer {
+	struct cuda_dev *dev; /* NULL for pinned host memory */
+	void *ptr;
+	size_t size;
+};
+
+struct cuda_backend {
+	struct cuda_dev *dev;
+	cudaStream_t stream;
+	cudaEvent_t copy_done;  /* for copies between devices */
+#ifdef LOOM_HAVE_BLAS
+	void *blas;             /* cublasHandle_t */
+#endif
+	bool own_gemm;          /* use the plugin's GEMM, not the BLAS */
+	void *scratch[CUDA_SCRATCH_COUNT];
+	size_t scratch_size[CUDA_SCRATCH_COUNT];
+	char name[32];
+};
+
+/* Records a runtime error for loom_last_error() and returns
+ * LOOM_E_DEVICE (LOOM_E_NOMEM for an allocation failure). */
+int cuda_error(cudaError_t err, const char *what);
+
+/* Device memory of at least size bytes in the backend's scratch slot, or
+ * NULL (error recorded).  Valid until the next call for the same slot;
+ * growing it waits for the backend's stream first. */
+void *cuda_scratch(struct cuda_backend *be, int slot, size_t size);
+
+/* True when t lives in one of this plugin's device buffers. */
+bool cuda_tensor_on_device(const struct cuda_reg *reg,
+			   const struct loom_tensor *t);
+
+/* True when be is a backend of this plugin. */
+bool cuda_backend_is_ours(loom_backend_t *be);
+
+/* compute.c: graph compute and the op support table. */
+int cuda_graph_compute(struct cuda_backend *be, loom_graph_t *g);
+bool cuda_supports_op(const struct loom_tensor *t);
+
+/* allreduce.c */
+int cuda_allreduce(loom_backend_t *const *backends,
+		   struct loom_tensor *const *tensors, size_t n,
+		   const struct loom_allreduce_opts *opts);
+void cuda_allreduce_free(struct cuda_reg *reg);
+
+/* Kernels, one entry per op family, each enqueued on be's stream.  They
+ * return LOOM_OK or an error recorded with loom_set_error(). */
+int cuda_op_binary(struct cuda_backend *be, struct loom_tensor *t);  /* add sub mul div */
+int cuda_op_unary(struct cuda_backend *be, struct loom_tensor *t);   /* scale silu gelu */
+int cuda_op_norm(struct cuda_backend *be, struct loom_tensor *t);    /* rms_norm norm */
+int cuda_op_softmax(struct cuda_backend *be, struct loom_tensor *t);
+int cuda_op_rope(struct cuda_backend *be, struct loom_tensor *t);
+int cuda_op_get_rows(struct cuda_backend *be, struct loom_tensor *t);
+int cuda_op_set_rows(struct cuda_backend *be, struct loom_tensor *t);
+int cuda_op_cpy(struct cuda_backend *be, struct loom_tensor *t);     /* cpy cont */
+int cuda_op_concat(struct cuda_backend *be, struct loom_tensor *t);
+int cuda_op_reduce(struct cuda_backend *be, struct loom_tensor *t);  /* sum_rows argmax top_k */
+int cuda_op_mul_mat(struct cuda_backend *be, struct loom_tensor *t);
+int cuda_op_mul_mat_id(struct cuda_backend *be, struct loom_tensor *t);
+
+/* Converts n contiguous F32 values to BF16 and back, for the allreduce. */
+int cuda_f32_to_bf16(cudaStream_t stream, const float *src, uint16_t *dst,
+		     int64_t n);
+int cuda_bf16_to_f32(cudaStream_t stream, const uint16_t *src, float *dst,
+		     int64_t n);
+
+#ifdef LOOM_HAVE_BLAS
+int cuda_blas_create(struct cuda_backend *be);
+void cuda_blas_destroy(struct cuda_backend *be);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOOM_CUDA_PLUGIN_H */

@@ -1,0 +1,225 @@
+/* ops-common.cuh - what the kernel files share: a tensor's view as kernels
+ * see it, loads and stores of every type through float, index helpers,
+ * a block reduction and the launch-error check.  Device code only.
+ */
+#ifndef LOOM_CUDA_OPS_COMMON_CUH
+#define LOOM_CUDA_OPS_COMMON_CUH
+
+#include <math.h>
+#include <stdint.h>
+
+#include "cuda-plugin.h"
+
+#ifdef LOOM_HIP
+#include <hip/hip_fp16.h>
+#else
+#include <cuda_fp16.h>
+#endif
+
+#define OPS_BLOCK 256
+/* Grid-stride loops cover the rest; this keeps grid sizes in range. */
+#define OPS_MAX_BLOCKS 65535
+
+/* A tensor as kernels see it, passed by value. */
+struct tview {
+	char *data;
+	int type;
+	int64_t ne[4];
+	int64_t nb[4];
+};
+
+static inline tview make_view(const struct loom_tensor *t)
+{
+	tview v;
+
+	v.data = (char *)t->data;
+	v.type = t->type;
+	for (int i = 0; i < 4; i++) {
+		v.ne[i] = t->ne[i];
+		v.nb[i] = (int64_t)t->nb[i];
+	}
+	return v;
+}
+
+static inline int64_t view_nelements(const tview &v)
+{
+	return v.ne[0] * v.ne[1] * v.ne[2] * v.ne[3];
+}
+
+static inline int64_t view_nrows(const tview &v)
+{
+	return v.ne[1] * v.ne[2] * v.ne[3];
+}
+
+static inline unsigned int grid_for(int64_t n, int block = OPS_BLOCK)
+{
+	int64_t g = (n + block - 1) / block;
+
+	if (g < 1)
+		g = 1;
+	return (unsigned int)(g < OPS_MAX_BLOCKS ? g : OPS_MAX_BLOCKS);
+}
+
+/* Checks the last launch and records a failure for loom_last_error(). */
+static inline int launch_status(const struct cuda_backend *be,
+				const char *what)
+{
+	cudaError_t err = cudaGetLastError();
+
+	if (err == cudaSuccess)
+		return LOOM_OK;
+	return loom_set_error(LOOM_E_DEVICE, "%s: %s: %s", be->name, what,
+			      cudaGetErrorString(err));
+}
+
+__device__ __forceinline__ float half_to_float(uint16_t h)
+{
+	return __half2float(__ushort_as_half(h));
+}
+
+__device__ __forceinline__ uint16_t float_to_half(float f)
+{
+	return __half_as_ushort(__float2half_rn(f));
+}
+
+__device__ __forceinline__ float bf16_to_float(uint16_t h)
+{
+	return __uint_as_float((uint32_t)h << 16);
+}
+
+/* Round to nearest even; NaN stays a (quiet) NaN. */
+__device__ __forceinline__ uint16_t float_to_bf16(float f)
+{
+	uint32_t u = __float_as_uint(f);
+
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((u >> 16) | 0x40);
+	u += 0x7fffu + ((u >> 16) & 1u);
+	return (uint16_t)(u >> 16);
+}
+
+/* Element i0 of the row at p (p already offset by dims 1..3). */
+__device__ __forceinline__ float load_row(const char *p, int type,
+					  int64_t i0)
+{
+	switch (type) {
+	case LOOM_TYPE_F32:
+		return ((const float *)p)[i0];
+	case LOOM_TYPE_F16:
+		return half_to_float(((const uint16_t *)p)[i0]);
+	case LOOM_TYPE_BF16:
+		return bf16_to_float(((const uint16_t *)p)[i0]);
+	case LOOM_TYPE_I32:
+		return (float)((const int32_t *)p)[i0];
+	case LOOM_TYPE_Q8_0: {
+		const struct loom_block_q8_0 *b =
+			(const struct loom_block_q8_0 *)p + i0 / LOOM_QK8_0;
+
+		return half_to_float(b->d) * (float)b->qs[i0 % LOOM_QK8_0];
+	}
+	default:
+		return 0.0f;
+	}
+}
+
+/* Stores v as element i0 of the row at p (not Q8_0: see quantize). */
+__device__ __forceinline__ void store_row(char *p, int type, int64_t i0,
+					  float v)
+{
+	switch (type) {
+	case LOOM_TYPE_F32:
+		((float *)p)[i0] = v;
+		break;
+	case LOOM_TYPE_F16:
+		((uint16_t *)p)[i0] = float_to_half(v);
+		break;
+	case LOOM_TYPE_BF16:
+		((uint16_t *)p)[i0] = float_to_bf16(v);
+		break;
+	case LOOM_TYPE_I32:
+		((int32_t *)p)[i0] = (int32_t)v;
+		break;
+	default:
+		break;
+	}
+}
+
+/* The row (i1, i2, i3) of v. */
+__device__ __forceinline__ char *row_ptr(const tview &v, int64_t i1,
+					 int64_t i2, int64_t i3)
+{
+	return v.data + i1 * v.nb[1] + i2 * v.nb[2] + i3 * v.nb[3];
+}
+
+__device__ __forceinline__ float load_at(const tview &v, int64_t i0,
+					 int64_t i1, int64_t i2, int64_t i3)
+{
+	return load_row(row_ptr(v, i1, i2, i3), v.type, i0);
+}
+
+/* Splits a flat index over ne (dimension 0 fastest). */
+__device__ __forceinline__ void unravel(int64_t i, const int64_t *ne,
+					int64_t *i0, int64_t *i1, int64_t *i2,
+					int64_t *i3)
+{
+	*i0 = i % ne[0];
+	i /= ne[0];
+	*i1 = i % ne[1];
+	i /= ne[1];
+	*i2 = i % ne[2];
+	*i3 = i / ne[2];
+}
+
+/* Quantizes 32 values into a Q8_0 block (d = amax / 127). */
+__device__ __forceinline__ void quantize_q8_0(const float *x,
+					      struct loom_block_q8_0 *b)
+{
+	float amax = 0.0f;
+
+	for (int j = 0; j < LOOM_QK8_0; j++)
+		amax = fmaxf(amax, fabsf(x[j]));
+	float d = amax / 127.0f;
+	float id = d != 0.0f ? 1.0f / d : 0.0f;
+
+	b->d = float_to_half(d);
+	for (int j = 0; j < LOOM_QK8_0; j++)
+		b->qs[j] = (int8_t)roundf(x[j] * id);
+}
+
+/* Sum over the block (blockDim.x a power of two, at most OPS_BLOCK);
+ * every thread gets the result.  Uses shm[OPS_BLOCK]. */
+__device__ __forceinline__ float block_sum(float v, float *shm)
+{
+	shm[threadIdx.x] = v;
+	__syncthreads();
+	for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+		if (threadIdx.x < s)
+			shm[threadIdx.x] += shm[threadIdx.x + s];
+		__syncthreads();
+	}
+	v = shm[0];
+	__syncthreads();
+	return v;
+}
+
+__device__ __forceinline__ float block_max(float v, float *shm)
+{
+	shm[threadIdx.x] = v;
+	__syncthreads();
+	for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+		if (threadIdx.x < s)
+			shm[threadIdx.x] =
+				fmaxf(shm[threadIdx.x], shm[threadIdx.x + s]);
+		__syncthreads();
+	}
+	v = shm[0];
+	__syncthreads();
+	return v;
+}
+
+/* The contiguous copy of v converted to type (F32, F16 or BF16; v of any
+ * type but I32) written to dst, on stream.  ops-copy.cu. */
+int cuda_convert_contig(const struct cuda_backend *be, const tview &v,
+			int type, void *dst);
+
+#endif /* LOOM_CUDA_OPS_COMMON_CUH */

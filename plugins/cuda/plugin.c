@@ -1,0 +1,964 @@
+/* plugin.c - the CUDA plugin's descriptor, registry entry, devices, buffer
+ * types, buffers, backends (streams), events and entry points.  Kernels
+ * live in ops-*.cu, graph dispatch in compute.c, the allreduce in
+ * allreduce.c.  Built for HIP too, through cuda-compat.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda-plugin.h"
+
+#define PLUGIN_VERSION "0.1.0"
+
+static struct cuda_reg g_reg;
+
+int cuda_error(cudaError_t err, const char *what)
+{
+	int status = LOOM_E_DEVICE;
+
+	if (err == cudaErrorMemoryAllocation)
+		status = LOOM_E_NOMEM;
+	/* Clear the sticky last error so the next call starts clean. */
+	(void)cudaGetLastError();
+	return loom_set_error(status, "%s: %s: %s", LOOM_GPU_NAME, what,
+			      cudaGetErrorString(err));
+}
+
+/* ------------------------------------------------------------------------
+ * Applicability.  Runs before init; the runtime reports a missing driver
+ * (no libcuda) or device as an error code, which we only translate.
+ */
+static int probe_status = 1; /* 1: not probed yet */
+static int probe_count;
+
+static int probe(void)
+{
+	cudaError_t err;
+	int n = 0;
+
+	if (probe_status != 1)
+		return probe_status;
+	err = cudaGetDeviceCount(&n);
+	(void)cudaGetLastError();
+	if (err == cudaErrorNoDevice || (err == cudaSuccess && n <= 0))
+		probe_status = LOOM_E_NOT_FOUND;
+	else if (err != cudaSuccess)
+		probe_status = LOOM_E_NOT_APPLICABLE;
+	else
+		probe_status = LOOM_OK;
+	probe_count = err == cudaSuccess && n > 0 ? n : 0;
+	if (probe_count > CUDA_MAX_DEVICES)
+		probe_count = CUDA_MAX_DEVICES;
+	return probe_status;
+}
+
+static int cuda_score(const char **why)
+{
+	switch (probe()) {
+	case LOOM_OK:
+		return 100;
+	case LOOM_E_NOT_FOUND:
+		*why = "no " LOOM_GPU_VENDOR " device";
+		return 0;
+	default:
+		*why = "no " LOOM_GPU_VENDOR " driver";
+		return 0;
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Buffers.  Device buffers hold cudaMalloc memory; host buffers pinned
+ * memory from cudaMallocHost.  Blocking copies use the legacy stream and
+ * wait for it, so a pageable source has reached the device on return.
+ */
+static int copy_sync(struct cuda_dev *dev, void *dst, const void *src,
+		     size_t size, enum cudaMemcpyKind kind)
+{
+	cudaError_t err;
+
+	if (size == 0)
+		return LOOM_OK;
+	cudaSetDevice(dev->id);
+	err = cudaMemcpyAsync(dst, src, size, kind, 0);
+	if (err == cudaSuccess)
+		err = cudaStreamSynchronize(0);
+	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "copy");
+}
+
+static void dev_buffer_free(loom_buffer_t *buf)
+{
+	struct cuda_buffer *cb = loom_buffer_context(buf);
+
+	cudaSetDevice(cb->dev->id);
+	cudaFree(cb->ptr);
+	free(cb);
+}
+
+static void *buffer_get_base(loom_buffer_t *buf)
+{
+	struct cuda_buffer *cb = loom_buffer_context(buf);
+
+	return cb->ptr;
+}
+
+static int dev_buffer_memset(loom_buffer_t *buf, struct loom_tensor *t,
+			     uint8_t value, size_t offset, size_t size)
+{
+	struct cuda_buffer *cb = loom_buffer_context(buf);
+	cudaError_t err;
+
+	cudaSetDevice(cb->dev->id);
+	err = cudaMemsetAsync((char *)t->data + offset, value, size, 0);
+	if (err == cudaSuccess)
+		err = cudaStreamSynchronize(0);
+	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "memset");
+}
+
+static int dev_buffer_set(loom_buffer_t *buf, struct loom_tensor *t,
+			  const void *data, size_t offset, size_t size)
+{
+	struct cuda_buffer *cb = loom_buffer_context(buf);
+
+	return copy_sync(cb->dev, (char *)t->data + offset, data, size,
+			 cudaMemcpyHostToDevice);
+}
+
+static int dev_buffer_get(loom_buffer_t *buf, const struct loom_tensor *t,
+			  void *data, size_t offset, size_t size)
+{
+	struct cuda_buffer *cb = loom_buffer_context(buf);
+
+	return copy_sync(cb->dev, data, (const char *)t->data + offset, size,
+			 cudaMemcpyDeviceToHost);
+}
+
+static bool buft_is_ours_device(const struct cuda_reg *reg,
+				loom_buffer_type_t *buft)
+{
+	for (int i = 0; i < reg->n_dev; i++)
+		if (reg->devs[i].buft == buft)
+			return true;
+	return false;
+}
+
+bool cuda_tensor_on_device(const struct cuda_reg *reg,
+			   const struct loom_tensor *t)
+{
+	return t->buffer &&
+	       buft_is_ours_device(reg, loom_buffer_type(t->buffer));
+}
+
+/* Copies into this device buffer from another of our device buffers (peer
+ * or same device) or from host memory; anything else is declined. */
+static int dev_buffer_cpy(loom_buffer_t *buf, const struct loom_tensor *src,
+			  struct loom_tensor *dst)
+{
+	struct cuda_buffer *cb = loom_buffer_context(buf);
+	size_t size = loom_nbytes(src);
+	cudaError_t err;
+
+	if (size != loom_nbytes(dst) || !src->buffer)
+		return LOOM_E_DECLINED;
+	if (cuda_tensor_on_device(&g_reg, src)) {
+		struct cuda_buffer *sb = loom_buffer_context(src->buffer);
+
+		cudaSetDevice(cb->dev->id);
+		if (sb->dev == cb->dev)
+			err = cudaMemcpyAsync(dst->data, src->data, size,
+					      cudaMemcpyDeviceToDevice, 0);
+		else
+			err = cudaMemcpyPeerAsync(dst->data, cb->dev->id,
+						  src->data, sb->dev->id,
+						  size, 0);
+		if (err == cudaSuccess)
+			err = cudaStreamSynchronize(0);
+		return err == cudaSuccess ? LOOM_OK : cuda_error(err, "copy");
+	}
+	if (loom_buft_is_host(loom_buffer_type(src->buffer)))
+		return copy_sync(cb->dev, dst->data, src->data, size,
+				 cudaMemcpyHostToDevice);
+	return LOOM_E_DECLINED;
+}
+
+static int dev_buffer_clear(loom_buffer_t *buf, uint8_t value)
+{
+	struct cuda_buffer *cb = loom_buffer_context(buf);
+	cudaError_t err;
+
+	cudaSetDevice(cb->dev->id);
+	err = cudaMemsetAsync(cb->ptr, value, cb->size, 0);
+	if (err == cudaSuccess)
+		err = cudaStreamSynchronize(0);
+	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "clear");
+}
+
+static const struct loom_buffer_iface dev_buffer_iface = {
+	.size = sizeof(struct loom_buffer_iface),
+	.free_buffer = dev_buffer_free,
+	.get_base = buffer_get_base,
+	.memset_tensor = dev_buffer_memset,
+	.set_tensor = dev_buffer_set,
+	.get_tensor = dev_buffer_get,
+	.cpy_tensor = dev_buffer_cpy,
+	.clear = dev_buffer_clear,
+};
+
+static const char *dev_buft_name(loom_buffer_type_t *buft)
+{
+	struct cuda_dev *cd = loom_buft_context(buft);
+
+	return cd->name;
+}
+
+static int dev_buft_alloc(loom_buffer_type_t *buft, size_t size,
+			  loom_buffer_t **out)
+{
+	struct cuda_dev *cd = loom_buft_context(buft);
+	struct cuda_buffer *cb;
+	cudaError_t err;
+	int status;
+
+	cb = calloc(1, sizeof(*cb));
+	if (!cb)
+		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+	cb->dev = cd;
+	cb->size = size;
+	cudaSetDevice(cd->id);
+	/* A zero-byte buffer still gets a real address. */
+	err = cudaMalloc(&cb->ptr, size ? size : 1);
+	if (err != cudaSuccess) {
+		status = loom_set_error(err == cudaErrorMemoryAllocation ?
+						LOOM_E_NOMEM : LOOM_E_DEVICE,
+					"%s: cannot allocate %zu bytes: %s",
+					cd->name, size,
+					cudaGetErrorString(err));
+		(void)cudaGetLastError();
+		goto err_free_cb;
+	}
+	status = loom_buffer_new(buft, &dev_buffer_iface, cb, size, out);
+	if (status)
+		goto err_free_mem;
+	return LOOM_OK;
+
+err_free_mem:
+	cudaFree(cb->ptr);
+err_free_cb:
+	free(cb);
+	return status;
+}
+
+static size_t buft_alignment(loom_buffer_type_t *buft)
+{
+	return CUDA_BUFFER_ALIGN;
+}
+
+static const struct loom_buffer_type_iface dev_buft_iface = {
+	.size = sizeof(struct loom_buffer_type_iface),
+	.get_name = dev_buft_name,
+	.alloc_buffer = dev_buft_alloc,
+	.get_alignment = buft_alignment,
+};
+
+/* Pinned host memory. */
+static void host_buffer_free(loom_buffer_t *buf)
+{
+	struct cuda_buffer *cb = loom_buffer_context(buf);
+
+	cudaFreeHost(cb->ptr);
+	free(cb);
+}
+
+static int host_buffer_memset(loom_buffer_t *buf, struct loom_tensor *t,
+			      uint8_t value, size_t offset, size_t size)
+{
+	memset((char *)t->data + offset, value, size);
+	return LOOM_OK;
+}
+
+static int host_buffer_set(loom_buffer_t *buf, struct loom_tensor *t,
+			   const void *data, size_t offset, size_t size)
+{
+	memcpy((char *)t->data + offset, data, size);
+	return LOOM_OK;
+}
+
+static int host_buffer_get(loom_buffer_t *buf, const struct loom_tensor *t,
+			   void *data, size_t offset, size_t size)
+{
+	memcpy(data, (const char *)t->data + offset, size);
+	return LOOM_OK;
+}
+
+static int host_buffer_clear(loom_buffer_t *buf, uint8_t value)
+{
+	struct cuda_buffer *cb = loom_buffer_context(buf);
+
+	memset(cb->ptr, value, cb->size);
+	return LOOM_OK;
+}
+
+static const struct loom_buffer_iface host_buffer_iface = {
+	.size = sizeof(struct loom_buffer_iface),
+	.free_buffer = host_buffer_free,
+	.get_base = buffer_get_base,
+	.memset_tensor = host_buffer_memset,
+	.set_tensor = host_buffer_set,
+	.get_tensor = host_buffer_get,
+	.clear = host_buffer_clear,
+};
+
+static const char *host_buft_name(loom_buffer_type_t *buft)
+{
+	return LOOM_GPU_NAME "_host";
+}
+
+static int host_buft_alloc(loom_buffer_type_t *buft, size_t size,
+			   loom_buffer_t **out)
+{
+	struct cuda_buffer *cb;
+	cudaError_t err;
+	int status;
+
+	cb = calloc(1, sizeof(*cb));
+	if (!cb)
+		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+	cb->size = size;
+	err = cudaMallocHost(&cb->ptr, size ? size : 1);
+	if (err != cudaSuccess) {
+		status = loom_set_error(LOOM_E_NOMEM,
+					"%s: cannot pin %zu bytes: %s",
+					host_buft_name(buft), size,
+					cudaGetErrorString(err));
+		(void)cudaGetLastError();
+		goto err_free_cb;
+	}
+	status = loom_buffer_new(buft, &host_buffer_iface, cb, size, out);
+	if (status)
+		goto err_free_mem;
+	return LOOM_OK;
+
+err_free_mem:
+	cudaFreeHost(cb->ptr);
+err_free_cb:
+	free(cb);
+	return status;
+}
+
+static bool host_buft_is_host(loom_buffer_type_t *buft)
+{
+	return true;
+}
+
+static const struct loom_buffer_type_iface host_buft_iface = {
+	.size = sizeof(struct loom_buffer_type_iface),
+	.get_name = host_buft_name,
+	.alloc_buffer = host_buft_alloc,
+	.get_alignment = buft_alignment,
+	.is_host = host_buft_is_host,
+};
+
+/* ------------------------------------------------------------------------
+ * 2D copies: one cudaMemcpy2D for n_copies rows when the strides allow,
+ * else a loop of 1D copies.
+ */
+static bool pitch_ok(size_t size, size_t n_copies, size_t stride_tensor,
+		     size_t stride_data)
+{
+	return n_copies > 1 && stride_tensor >= size && stride_data >= size;
+}
+
+static int copy_2d(struct cuda_buffer *cb, cudaStream_t stream, bool async,
+		   void *dst, size_t dpitch, const void *src, size_t spitch,
+		   size_t size, size_t n_copies, enum cudaMemcpyKind kind)
+{
+	cudaError_t err = cudaSuccess;
+
+	if (size == 0 || n_copies == 0)
+		return LOOM_OK;
+	if (!cb->dev) {
+		/* Pinned host buffer: the CPU copies (after the stream). */
+		if (async) {
+			err = cudaStreamSynchronize(stream);
+			if (err != cudaSuccess)
+				return cuda_error(err, "synchronize");
+		}
+		for (size_t i = 0; i < n_copies; i++)
+			memcpy((char *)dst + i * dpitch,
+			       (const char *)src + i * spitch, size);
+		return LOOM_OK;
+	}
+	cudaSetDevice(cb->dev->id);
+	if (pitch_ok(size, n_copies, dpitch, spitch)) {
+		err = cudaMemcpy2DAsync(dst, dpitch, src, spitch, size,
+					n_copies, kind, stream);
+	} else {
+		for (size_t i = 0; i < n_copies && err == cudaSuccess; i++)
+			err = cudaMemcpyAsync((char *)dst + i * dpitch,
+					      (const char *)src + i * spitch,
+					      size, kind, stream);
+	}
+	if (err == cudaSuccess && !async)
+		err = cudaStreamSynchronize(stream);
+	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "2D copy");
+}
+
+static int set_tensor_2d(loom_buffer_t *buf, struct loom_tensor *t,
+			 const void *data, size_t offset, size_t size,
+			 size_t n_copies, size_t stride_tensor,
+			 size_t stride_data)
+{
+	return copy_2d(loom_buffer_context(buf), 0, false,
+		       (char *)t->data + offset, stride_tensor, data,
+		       stride_data, size, n_copies, cudaMemcpyHostToDevice);
+}
+
+static int get_tensor_2d(loom_buffer_t *buf, const struct loom_tensor *t,
+			 void *data, size_t offset, size_t size,
+			 size_t n_copies, size_t stride_tensor,
+			 size_t stride_data)
+{
+	return copy_2d(loom_buffer_context(buf), 0, false, data, stride_data,
+		       (const char *)t->data + offset, stride_tensor, size,
+		       n_copies, cudaMemcpyDeviceToHost);
+}
+
+static int set_tensor_2d_async(loom_backend_t *be, struct loom_tensor *t,
+			       const void *data, size_t offset, size_t size,
+			       size_t n_copies, size_t stride_tensor,
+			       size_t stride_data)
+{
+	struct cuda_backend *cbe = loom_backend_context(be);
+
+	return copy_2d(loom_buffer_context(t->buffer), cbe->stream, true,
+		       (char *)t->data + offset, stride_tensor, data,
+		       stride_data, size, n_copies, cudaMemcpyHostToDevice);
+}
+
+static int get_tensor_2d_async(loom_backend_t *be,
+			       const struct loom_tensor *t, void *data,
+			       size_t offset, size_t size, size_t n_copies,
+			       size_t stride_tensor, size_t stride_data)
+{
+	struct cuda_backend *cbe = loom_backend_context(be);
+
+	return copy_2d(loom_buffer_context(t->buffer), cbe->stream, true,
+		       data, stride_data, (const char *)t->data + offset,
+		       stride_tensor, size, n_copies, cudaMemcpyDeviceToHost);
+}
+
+/* ------------------------------------------------------------------------
+ * Backends: one non-blocking stream each.
+ */
+void *cuda_scratch(struct cuda_backend *be, int slot, size_t size)
+{
+	cudaError_t err;
+	size_t want;
+
+	if (size <= be->scratch_size[slot])
+		return be->scratch[slot];
+	/* Work still in flight may use the old block. */
+	err = cudaStreamSynchronize(be->stream);
+	if (err != cudaSuccess) {
+		cuda_error(err, "synchronize");
+		return NULL;
+	}
+	cudaFree(be->scratch[slot]);
+	be->scratch[slot] = NULL;
+	be->scratch_size[slot] = 0;
+	want = size + size / 4;
+	err = cudaMalloc(&be->scratch[slot], want);
+	if (err != cudaSuccess) {
+		loom_set_error(LOOM_E_NOMEM,
+			       "%s: cannot allocate %zu bytes of scratch: %s",
+			       be->dev->name, want, cudaGetErrorString(err));
+		(void)cudaGetLastError();
+		be->scratch[slot] = NULL;
+		return NULL;
+	}
+	be->scratch_size[slot] = want;
+	return be->scratch[slot];
+}
+
+static const char *backend_name(loom_backend_t *be)
+{
+	struct cuda_backend *cbe = loom_backend_context(be);
+
+	return cbe->name;
+}
+
+static void backend_free(loom_backend_t *be)
+{
+	struct cuda_backend *cbe = loom_backend_context(be);
+
+	cudaSetDevice(cbe->dev->id);
+	cudaStreamSynchronize(cbe->stream);
+	for (int i = 0; i < CUDA_SCRATCH_COUNT; i++)
+		cudaFree(cbe->scratch[i]);
+#ifdef LOOM_HAVE_BLAS
+	cuda_blas_destroy(cbe);
+#endif
+	cudaEventDestroy(cbe->copy_done);
+	cudaStreamDestroy(cbe->stream);
+	free(cbe);
+}
+
+/* Async transfers to or from one of our device buffers go on the stream;
+ * a tensor elsewhere (pinned host memory) is copied by the CPU once the
+ * stream has drained. */
+static int backend_set_async(loom_backend_t *be, struct loom_tensor *t,
+			     const void *data, size_t offset, size_t size)
+{
+	struct cuda_backend *cbe = loom_backend_context(be);
+	cudaError_t err;
+
+	if (!cuda_tensor_on_device(&g_reg, t)) {
+		err = cudaStreamSynchronize(cbe->stream);
+		if (err != cudaSuccess)
+			return cuda_error(err, "synchronize");
+		return loom_tensor_set(t, data, offset, size);
+	}
+	cudaSetDevice(cbe->dev->id);
+	err = cudaMemcpyAsync((char *)t->data + offset, data, size,
+			      cudaMemcpyHostToDevice, cbe->stream);
+	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "async set");
+}
+
+static int backend_get_async(loom_backend_t *be, const struct loom_tensor *t,
+			     void *data, size_t offset, size_t size)
+{
+	struct cuda_backend *cbe = loom_backend_context(be);
+	cudaError_t err;
+
+	if (!cuda_tensor_on_device(&g_reg, t)) {
+		err = cudaStreamSynchronize(cbe->stream);
+		if (err != cudaSuccess)
+			return cuda_error(err, "synchronize");
+		return loom_tensor_get(t, data, offset, size);
+	}
+	cudaSetDevice(cbe->dev->id);
+	err = cudaMemcpyAsync(data, (const char *)t->data + offset, size,
+			      cudaMemcpyDeviceToHost, cbe->stream);
+	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "async get");
+}
+
+bool cuda_backend_is_ours(loom_backend_t *be)
+{
+	return loom_dev_reg(loom_backend_device(be)) == g_reg.reg;
+}
+
+/* Copies between two of our devices without blocking the host: the source
+ * stream waits for the destination's earlier work, copies, and the
+ * destination stream waits for the copy. */
+static int backend_cpy_async(loom_backend_t *be_src, loom_backend_t *be_dst,
+			     const struct loom_tensor *src,
+			     struct loom_tensor *dst)
+{
+	struct cuda_backend *s, *d;
+	size_t size = loom_nbytes(src);
+	cudaError_t err;
+
+	if (!cuda_backend_is_ours(be_src) ||
+	    !cuda_backend_is_ours(be_dst) ||
+	    !cuda_tensor_on_device(&g_reg, src) ||
+	    !cuda_tensor_on_device(&g_reg, dst) || size != loom_nbytes(dst))
+		return LOOM_E_DECLINED;
+	s = loom_backend_context(be_src);
+	d = loom_backend_context(be_dst);
+	if (size == 0)
+		return LOOM_OK;
+	if (s == d) {
+		cudaSetDevice(s->dev->id);
+		err = cudaMemcpyAsync(dst->data, src->data, size,
+				      cudaMemcpyDeviceToDevice, s->stream);
+		return err == cudaSuccess ? LOOM_OK : cuda_error(err, "copy");
+	}
+	cudaSetDevice(d->dev->id);
+	err = cudaEventRecord(d->copy_done, d->stream);
+	if (err != cudaSuccess)
+		return cuda_error(err, "event record");
+	cudaSetDevice(s->dev->id);
+	err = cudaStreamWaitEvent(s->stream, d->copy_done, 0);
+	if (err != cudaSuccess)
+		return cuda_error(err, "stream wait");
+	if (s->dev == d->dev)
+		err = cudaMemcpyAsync(dst->data, src->data, size,
+				      cudaMemcpyDeviceToDevice, s->stream);
+	else
+		err = cudaMemcpyPeerAsync(dst->data, d->dev->id, src->data,
+					  s->dev->id, size, s->stream);
+	if (err != cudaSuccess)
+		return cuda_error(err, "peer copy");
+	err = cudaEventRecord(s->copy_done, s->stream);
+	if (err != cudaSuccess)
+		return cuda_error(err, "event record");
+	cudaSetDevice(d->dev->id);
+	err = cudaStreamWaitEvent(d->stream, s->copy_done, 0);
+	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "stream wait");
+}
+
+static int backend_synchronize(loom_backend_t *be)
+{
+	struct cuda_backend *cbe = loom_backend_context(be);
+	cudaError_t err;
+
+	cudaSetDevice(cbe->dev->id);
+	err = cudaStreamSynchronize(cbe->stream);
+	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "synchronize");
+}
+
+static int backend_graph_compute(loom_backend_t *be, loom_graph_t *g)
+{
+	return cuda_graph_compute(loom_backend_context(be), g);
+}
+
+static int backend_event_record(loom_backend_t *be, loom_event_t *ev)
+{
+	struct cuda_backend *cbe = loom_backend_context(be);
+	cudaError_t err;
+
+	cudaSetDevice(cbe->dev->id);
+	err = cudaEventRecord((cudaEvent_t)loom_event_context(ev),
+			      cbe->stream);
+	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "event record");
+}
+
+static int backend_event_wait(loom_backend_t *be, loom_event_t *ev)
+{
+	struct cuda_backend *cbe = loom_backend_context(be);
+	cudaError_t err;
+
+	cudaSetDevice(cbe->dev->id);
+	err = cudaStreamWaitEvent(cbe->stream,
+				  (cudaEvent_t)loom_event_context(ev), 0);
+	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "event wait");
+}
+
+static const struct loom_backend_iface backend_iface = {
+	.size = sizeof(struct loom_backend_iface),
+	.get_name = backend_name,
+	.free = backend_free,
+	.set_tensor_async = backend_set_async,
+	.get_tensor_async = backend_get_async,
+	.cpy_tensor_async = backend_cpy_async,
+	.synchronize = backend_synchronize,
+	.graph_compute = backend_graph_compute,
+	.event_record = backend_event_record,
+	.event_wait = backend_event_wait,
+};
+
+/* ------------------------------------------------------------------------
+ * Devices.
+ */
+static const char *dev_name(loom_dev_t *dev)
+{
+	struct cuda_dev *cd = loom_dev_context(dev);
+
+	return cd->name;
+}
+
+static const char *dev_description(loom_dev_t *dev)
+{
+	struct cuda_dev *cd = loom_dev_context(dev);
+
+	return cd->description;
+}
+
+static void dev_memory(loom_dev_t *dev, size_t *free_mem, size_t *total)
+{
+	struct cuda_dev *cd = loom_dev_context(dev);
+
+	*free_mem = 0;
+	*total = 0;
+	cudaSetDevice(cd->id);
+	if (cudaMemGetInfo(free_mem, total) != cudaSuccess)
+		(void)cudaGetLastError();
+}
+
+static enum loom_dev_type dev_type(loom_dev_t *dev)
+{
+	return LOOM_DEV_TYPE_GPU;
+}
+
+static uint32_t dev_caps(loom_dev_t *dev)
+{
+	struct cuda_dev *cd = loom_dev_context(dev);
+	uint32_t caps = LOOM_DEV_CAP_ASYNC | LOOM_DEV_CAP_HOST_BUFFER |
+			LOOM_DEV_CAP_EVENTS;
+
+	if (cd->peer)
+		caps |= LOOM_DEV_CAP_PEER_COPY;
+	return caps;
+}
+
+/* params may hold "gemm=own" to use the plugin's own GEMM kernel instead
+ * of the BLAS (LOOM_CUDA_GEMM=own does the same for every backend). */
+static int dev_init_backend(loom_dev_t *dev, const char *params,
+			    loom_backend_t **out)
+{
+	struct cuda_dev *cd = loom_dev_context(dev);
+	struct cuda_backend *cbe;
+	const char *env = loom_getenv("LOOM_CUDA_GEMM");
+	cudaError_t err;
+	int status;
+
+	cbe = calloc(1, sizeof(*cbe));
+	if (!cbe)
+		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+	cbe->dev = cd;
+	snprintf(cbe->name, sizeof(cbe->name), "%s", cd->name);
+#ifdef LOOM_HAVE_BLAS
+	cbe->own_gemm = (env && strcmp(env, "own") == 0) ||
+			(params && strstr(params, "gemm=own"));
+#else
+	(void)env;
+	cbe->own_gemm = true;
+#endif
+	cudaSetDevice(cd->id);
+	err = cudaStreamCreateWithFlags(&cbe->stream, cudaStreamNonBlocking);
+	if (err != cudaSuccess) {
+		status = cuda_error(err, "cannot create a stream");
+		goto err_free_cbe;
+	}
+	err = cudaEventCreateWithFlags(&cbe->copy_done,
+				       cudaEventDisableTiming);
+	if (err != cudaSuccess) {
+		status = cuda_error(err, "cannot create an event");
+		goto err_free_stream;
+	}
+#ifdef LOOM_HAVE_BLAS
+	status = cuda_blas_create(cbe);
+	if (status)
+		goto err_free_event;
+#endif
+	status = loom_backend_new(dev, &backend_iface, cbe, out);
+	if (status)
+		goto err_free_blas;
+	return LOOM_OK;
+
+err_free_blas:
+#ifdef LOOM_HAVE_BLAS
+	cuda_blas_destroy(cbe);
+err_free_event:
+#endif
+	cudaEventDestroy(cbe->copy_done);
+err_free_stream:
+	cudaStreamDestroy(cbe->stream);
+err_free_cbe:
+	free(cbe);
+	return status;
+}
+
+static loom_buffer_type_t *dev_buffer_type(loom_dev_t *dev)
+{
+	struct cuda_dev *cd = loom_dev_context(dev);
+
+	return cd->buft;
+}
+
+static bool dev_supports_op(loom_dev_t *dev, const struct loom_tensor *op)
+{
+	return cuda_supports_op(op);
+}
+
+static bool dev_supports_buft(loom_dev_t *dev, loom_buffer_type_t *buft)
+{
+	struct cuda_dev *cd = loom_dev_context(dev);
+
+	return buft == cd->buft;
+}
+
+static int dev_event_new(loom_dev_t *dev, loom_event_t *ev)
+{
+	struct cuda_dev *cd = loom_dev_context(dev);
+	cudaEvent_t e;
+	cudaError_t err;
+
+	cudaSetDevice(cd->id);
+	err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+	if (err != cudaSuccess)
+		return cuda_error(err, "cannot create an event");
+	loom_event_set_context(ev, (void *)e);
+	return LOOM_OK;
+}
+
+static void dev_event_free(loom_dev_t *dev, loom_event_t *ev)
+{
+	struct cuda_dev *cd = loom_dev_context(dev);
+
+	cudaSetDevice(cd->id);
+	cudaEventDestroy((cudaEvent_t)loom_event_context(ev));
+}
+
+static int dev_event_synchronize(loom_dev_t *dev, loom_event_t *ev)
+{
+	cudaError_t err;
+
+	err = cudaEventSynchronize((cudaEvent_t)loom_event_context(ev));
+	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "event sync");
+}
+
+static const struct loom_dev_iface dev_iface = {
+	.size = sizeof(struct loom_dev_iface),
+	.get_name = dev_name,
+	.get_description = dev_description,
+	.get_memory = dev_memory,
+	.get_type = dev_type,
+	.get_caps = dev_caps,
+	.init_backend = dev_init_backend,
+	.get_buffer_type = dev_buffer_type,
+	.supports_op = dev_supports_op,
+	.supports_buft = dev_supports_buft,
+	.event_new = dev_event_new,
+	.event_free = dev_event_free,
+	.event_synchronize = dev_event_synchronize,
+};
+
+/* ------------------------------------------------------------------------
+ * Registry entry and entry points.
+ */
+static const char *reg_name(loom_reg_t *reg)
+{
+	return LOOM_GPU_NAME;
+}
+
+static size_t reg_dev_count(loom_reg_t *reg)
+{
+	return (size_t)g_reg.n_dev;
+}
+
+static loom_dev_t *reg_dev(loom_reg_t *reg, size_t i)
+{
+	return i < (size_t)g_reg.n_dev ? g_reg.devs[i].dev : NULL;
+}
+
+static loom_buffer_type_t *host_buffer_type(loom_dev_t *dev)
+{
+	return g_reg.host_buft;
+}
+
+static void *reg_proc_address(loom_reg_t *reg, const char *name)
+{
+	if (!strcmp(name, LOOM_PROC_SET_TENSOR_2D))
+		return (void *)(loom_set_tensor_2d_fn)set_tensor_2d;
+	if (!strcmp(name, LOOM_PROC_GET_TENSOR_2D))
+		return (void *)(loom_get_tensor_2d_fn)get_tensor_2d;
+	if (!strcmp(name, LOOM_PROC_SET_TENSOR_2D_ASYNC))
+		return (void *)(loom_set_tensor_2d_async_fn)set_tensor_2d_async;
+	if (!strcmp(name, LOOM_PROC_GET_TENSOR_2D_ASYNC))
+		return (void *)(loom_get_tensor_2d_async_fn)get_tensor_2d_async;
+	if (!strcmp(name, LOOM_PROC_HOST_BUFFER_TYPE))
+		return (void *)(loom_host_buffer_type_fn)host_buffer_type;
+#ifdef LOOM_HAVE_NCCL
+	if (!strcmp(name, LOOM_PROC_ALLREDUCE))
+		return (void *)(loom_allreduce_fn)cuda_allreduce;
+#endif
+	return NULL;
+}
+
+static void reg_free(loom_reg_t *reg)
+{
+	cuda_allreduce_free(&g_reg);
+	pthread_mutex_destroy(&g_reg.lock);
+	memset(&g_reg, 0, sizeof(g_reg));
+}
+
+static const struct loom_reg_iface reg_iface = {
+	.size = sizeof(struct loom_reg_iface),
+	.get_name = reg_name,
+	.get_dev_count = reg_dev_count,
+	.get_dev = reg_dev,
+	.get_proc_address = reg_proc_address,
+	.free = reg_free,
+};
+
+/* Enables peer access between every pair of devices that allows it, so
+ * copies between them go over the direct link. */
+static void enable_peer_access(struct cuda_reg *reg)
+{
+	for (int i = 0; i < reg->n_dev; i++) {
+		for (int j = 0; j < reg->n_dev; j++) {
+			int can = 0;
+			cudaError_t err;
+
+			if (i == j)
+				continue;
+			if (cudaDeviceCanAccessPeer(&can, reg->devs[i].id,
+						    reg->devs[j].id) !=
+				    cudaSuccess || !can) {
+				(void)cudaGetLastError();
+				continue;
+			}
+			cudaSetDevice(reg->devs[i].id);
+			err = cudaDeviceEnablePeerAccess(reg->devs[j].id, 0);
+			if (err == cudaSuccess ||
+			    err == cudaErrorPeerAccessAlreadyEnabled)
+				reg->devs[i].peer = true;
+			else
+				loom_log(LOOM_LOG_INFO,
+					 "%s: no peer access %s -> %s: %s",
+					 LOOM_GPU_NAME, reg->devs[i].name,
+					 reg->devs[j].name,
+					 cudaGetErrorString(err));
+			(void)cudaGetLastError();
+		}
+	}
+}
+
+static int init_dev(struct cuda_reg *reg, int i)
+{
+	struct cuda_dev *cd = &reg->devs[i];
+	struct cudaDeviceProp prop;
+	int status;
+
+	cd->reg = reg;
+	cd->id = i;
+	snprintf(cd->name, sizeof(cd->name), "%s%d", LOOM_GPU_NAME, i);
+	if (cudaGetDeviceProperties(&prop, i) == cudaSuccess) {
+		cd->cc = prop.major * 10 + prop.minor;
+		snprintf(cd->description, sizeof(cd->description),
+			 "%.200s (compute %d.%d, %d SMs, %zu MiB)", prop.name,
+			 prop.major, prop.minor, prop.multiProcessorCount,
+			 (size_t)(prop.totalGlobalMem >> 20));
+	} else {
+		(void)cudaGetLastError();
+		snprintf(cd->description, sizeof(cd->description),
+			 "%s device %d", LOOM_GPU_VENDOR, i);
+	}
+	status = loom_dev_new(reg->reg, &dev_iface, cd, &cd->dev);
+	if (status)
+		return status;
+	return loom_buft_new(reg->reg, cd->dev, &dev_buft_iface, cd,
+			     &cd->buft);
+}
+
+static int cuda_init(loom_reg_t **out)
+{
+	int status;
+
+	memset(&g_reg, 0, sizeof(g_reg));
+	pthread_mutex_init(&g_reg.lock, NULL);
+	status = loom_reg_new(&reg_iface, &g_reg, &g_reg.reg);
+	if (status)
+		return status;
+	/* Without a driver or device the plugin loads with no devices. */
+	if (probe() == LOOM_OK)
+		g_reg.n_dev = probe_count;
+	for (int i = 0; i < g_reg.n_dev; i++) {
+		status = init_dev(&g_reg, i);
+		if (status) {
+			g_reg.n_dev = i;
+			return status;
+		}
+	}
+	status = loom_buft_new(g_reg.reg, NULL, &host_buft_iface, &g_reg,
+			       &g_reg.host_buft);
+	if (status)
+		return status;
+	if (g_reg.n_dev > 1)
+		enable_peer_access(&g_reg);
+	*out = g_reg.reg;
+	return LOOM_OK;
+}
+
+LOOM_PLUGIN_DEFINE(LOOM_GPU_NAME, PLUGIN_VERSION, cuda_init, cuda_score);

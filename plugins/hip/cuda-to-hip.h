@@ -1,0 +1,93 @@
+/* cuda-to-hip.h - maps the CUDA runtime, cuBLAS and NCCL names the CUDA
+ * plugin's sources use to HIP, rocBLAS (through hipBLAS) and RCCL, so the
+ * same sources build the HIP plugin.  Only names the sources use are here.
+ */
+#ifndef LOOM_CUDA_TO_HIP_H
+#define LOOM_CUDA_TO_HIP_H
+
+#ifdef __HIPCC__
+#include <hip/hip_runtime.h>
+#include <hip/hip_fp16.h>
+#else
+#include <hip/hip_runtime_api.h>
+#endif
+#ifdef LOOM_HAVE_BLAS
+#include <hipblas/hipblas.h>
+#endif
+#ifdef LOOM_HAVE_NCCL
+#include <rccl/rccl.h>
+#endif
+
+#define LOOM_GPU_NAME "hip"
+#define LOOM_GPU_VENDOR "HIP"
+
+/* Runtime. */
+#define cudaError_t hipError_t
+#define cudaSuccess hipSuccess
+#define cudaErrorNoDevice hipErrorNoDevice
+#define cudaErrorInsufficientDriver hipErrorInsufficientDriver
+#define cudaErrorPeerAccessAlreadyEnabled hipErrorPeerAccessAlreadyEnabled
+#define cudaGetErrorString hipGetErrorString
+#define cudaGetLastError hipGetLastError
+#define cudaGetDeviceCount hipGetDeviceCount
+#define cudaSetDevice hipSetDevice
+#define cudaGetDevice hipGetDevice
+#define cudaDeviceProp hipDeviceProp_t
+#define cudaGetDeviceProperties hipGetDeviceProperties
+#define cudaDeviceSynchronize hipDeviceSynchronize
+#define cudaDeviceCanAccessPeer hipDeviceCanAccessPeer
+#define cudaDeviceEnablePeerAccess hipDeviceEnablePeerAccess
+#define cudaDriverGetVersion hipDriverGetVersion
+#define cudaMemGetInfo hipMemGetInfo
+#define cudaMalloc hipMalloc
+#define cudaFree hipFree
+#define cudaMallocHost(p, s) hipHostMalloc((p), (s), hipHostMallocDefault)
+#define cudaFreeHost hipHostFree
+#define cudaMemcpy hipMemcpy
+#define cudaMemcpyAsync hipMemcpyAsync
+#define cudaMemcpy2D hipMemcpy2D
+#define cudaMemcpy2DAsync hipMemcpy2DAsync
+#define cudaMemcpyPeerAsync hipMemcpyPeerAsync
+#define cudaMemset hipMemset
+#define cudaMemsetAsync hipMemsetAsync
+#define cudaMemcpyHostToDevice hipMemcpyHostToDevice
+#define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define cudaMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+#define cudaMemcpyDefault hipMemcpyDefault
+#define cudaStream_t hipStream_t
+#define cudaStreamNonBlocking hipStreamNonBlocking
+#define cudaStreamCreateWithFlags hipStreamCreateWithFlags
+#define cudaStreamDestroy hipStreamDestroy
+#define cudaStreamSynchronize hipStreamSynchronize
+#define cudaStreamWaitEvent hipStreamWaitEvent
+#define cudaEvent_t hipEvent_t
+#define cudaEventDisableTiming hipEventDisableTiming
+#define cudaEventCreateWithFlags hipEventCreateWithFlags
+#define cudaEventDestroy hipEventDestroy
+#define cudaEventRecord hipEventRecord
+#define cudaEventSynchronize hipEventSynchronize
+
+/* BLAS, through hipBLAS (which runs on rocBLAS). */
+#ifdef LOOM_HAVE_BLAS
+#define cublasHandle_t hipblasHandle_t
+#define cublasStatus_t hipblasStatus_t
+#define CUBLAS_STATUS_SUCCESS HIPBLAS_STATUS_SUCCESS
+#define cublasCreate hipblasCreate
+#define cublasDestroy hipblasDestroy
+#define cublasSetStream hipblasSetStream
+#define CUBLAS_OP_N HIPBLAS_OP_N
+#define CUBLAS_OP_T HIPBLAS_OP_T
+#define cublasGemmEx hipblasGemmEx
+#define cublasGemmStridedBatchedEx hipblasGemmStridedBatchedEx
+#define CUBLAS_GEMM_DEFAULT HIPBLAS_GEMM_DEFAULT
+#define cudaDataType hipblasDatatype_t
+#define CUDA_R_32F HIPBLAS_R_32F
+#define CUDA_R_16F HIPBLAS_R_16F
+#define CUDA_R_16BF HIPBLAS_R_16B
+#define cublasComputeType_t hipblasDatatype_t
+#define CUBLAS_COMPUTE_32F HIPBLAS_R_32F
+#endif
+
+/* NCCL names are RCCL's own; nothing to map. */
+
+#endif /* LOOM_CUDA_TO_HIP_H */
