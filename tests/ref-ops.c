@@ -1,0 +1,332 @@
+/* ref-ops.c - the op-conformance suite's reference ops in double precision,
+ * written for clarity over dense arrays (no strides, no types).  The
+ * semantics are those documented in include/loom/loom.h.
+ */
+#include "ref-ops.h"
+
+#include <glib.h>
+#include <math.h>
+#include <string.h>
+
+void ref_tensor_init(struct ref_tensor *t, const int64_t ne[4])
+{
+	for (int i = 0; i < 4; i++)
+		t->ne[i] = ne[i];
+	t->data = g_new0(double, ref_nelements(t) ? ref_nelements(t) : 1);
+}
+
+void ref_tensor_free(struct ref_tensor *t)
+{
+	g_free(t->data);
+	t->data = NULL;
+}
+
+int64_t ref_nelements(const struct ref_tensor *t)
+{
+	return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+}
+
+double *ref_at(const struct ref_tensor *t, int64_t i0, int64_t i1,
+	       int64_t i2, int64_t i3)
+{
+	g_assert(i0 >= 0 && i0 < t->ne[0] && i1 >= 0 && i1 < t->ne[1] &&
+		 i2 >= 0 && i2 < t->ne[2] && i3 >= 0 && i3 < t->ne[3]);
+	return &t->data[((i3 * t->ne[2] + i2) * t->ne[1] + i1) * t->ne[0] +
+			i0];
+}
+
+/* Walks every index of shape ne: for (i3) for (i2) for (i1) for (i0). */
+#define FOR_EACH(ne, i0, i1, i2, i3)                                         \
+	for (int64_t i3 = 0; i3 < (ne)[3]; i3++)                            \
+	for (int64_t i2 = 0; i2 < (ne)[2]; i2++)                            \
+	for (int64_t i1 = 0; i1 < (ne)[1]; i1++)                            \
+	for (int64_t i0 = 0; i0 < (ne)[0]; i0++)
+
+/* Walks every row (i1, i2, i3) of shape ne. */
+#define FOR_EACH_ROW(ne, i1, i2, i3)                                         \
+	for (int64_t i3 = 0; i3 < (ne)[3]; i3++)                            \
+	for (int64_t i2 = 0; i2 < (ne)[2]; i2++)                            \
+	for (int64_t i1 = 0; i1 < (ne)[1]; i1++)
+
+void ref_binary(enum ref_binary_op op, const struct ref_tensor *a,
+		const struct ref_tensor *b, struct ref_tensor *out)
+{
+	ref_tensor_init(out, a->ne);
+	FOR_EACH(a->ne, i0, i1, i2, i3) {
+		double x = *ref_at(a, i0, i1, i2, i3);
+		double y = *ref_at(b, i0 % b->ne[0], i1 % b->ne[1],
+				   i2 % b->ne[2], i3 % b->ne[3]);
+		double r = 0;
+
+		switch (op) {
+		case REF_ADD:
+			r = x + y;
+			break;
+		case REF_SUB:
+			r = x - y;
+			break;
+		case REF_MUL:
+			r = x * y;
+			break;
+		case REF_DIV:
+			r = x / y;
+			break;
+		}
+		*ref_at(out, i0, i1, i2, i3) = r;
+	}
+}
+
+void ref_scale(const struct ref_tensor *a, double s, struct ref_tensor *out)
+{
+	ref_tensor_init(out, a->ne);
+	for (int64_t i = 0; i < ref_nelements(a); i++)
+		out->data[i] = a->data[i] * s;
+}
+
+void ref_silu(const struct ref_tensor *a, struct ref_tensor *out)
+{
+	ref_tensor_init(out, a->ne);
+	for (int64_t i = 0; i < ref_nelements(a); i++) {
+		double x = a->data[i];
+
+		out->data[i] = x / (1 + exp(-x));
+	}
+}
+
+void ref_gelu(const struct ref_tensor *a, struct ref_tensor *out)
+{
+	const double c = sqrt(2 / M_PI);
+
+	ref_tensor_init(out, a->ne);
+	for (int64_t i = 0; i < ref_nelements(a); i++) {
+		double x = a->data[i];
+
+		out->data[i] = 0.5 * x * (1 + tanh(c * (x + 0.044715 * x * x * x)));
+	}
+}
+
+void ref_rms_norm(const struct ref_tensor *a, double eps,
+		  struct ref_tensor *out)
+{
+	ref_tensor_init(out, a->ne);
+	FOR_EACH_ROW(a->ne, i1, i2, i3) {
+		double sum = 0, inv;
+
+		for (int64_t i0 = 0; i0 < a->ne[0]; i0++)
+			sum += *ref_at(a, i0, i1, i2, i3) *
+			       *ref_at(a, i0, i1, i2, i3);
+		inv = 1 / sqrt(sum / a->ne[0] + eps);
+		for (int64_t i0 = 0; i0 < a->ne[0]; i0++)
+			*ref_at(out, i0, i1, i2, i3) =
+				*ref_at(a, i0, i1, i2, i3) * inv;
+	}
+}
+
+void ref_norm(const struct ref_tensor *a, double eps, struct ref_tensor *out)
+{
+	ref_tensor_init(out, a->ne);
+	FOR_EACH_ROW(a->ne, i1, i2, i3) {
+		double mean = 0, var = 0, inv;
+
+		for (int64_t i0 = 0; i0 < a->ne[0]; i0++)
+			mean += *ref_at(a, i0, i1, i2, i3);
+		mean /= a->ne[0];
+		for (int64_t i0 = 0; i0 < a->ne[0]; i0++) {
+			double d = *ref_at(a, i0, i1, i2, i3) - mean;
+
+			var += d * d;
+		}
+		var /= a->ne[0];
+		inv = 1 / sqrt(var + eps);
+		for (int64_t i0 = 0; i0 < a->ne[0]; i0++)
+			*ref_at(out, i0, i1, i2, i3) =
+				(*ref_at(a, i0, i1, i2, i3) - mean) * inv;
+	}
+}
+
+void ref_soft_max(const struct ref_tensor *a, const struct ref_tensor *mask,
+		  double scale, struct ref_tensor *out)
+{
+	ref_tensor_init(out, a->ne);
+	FOR_EACH_ROW(a->ne, i1, i2, i3) {
+		double max = -INFINITY, sum = 0;
+
+		for (int64_t i0 = 0; i0 < a->ne[0]; i0++) {
+			double v = *ref_at(a, i0, i1, i2, i3) * scale;
+
+			if (mask)
+				v += *ref_at(mask, i0, i1, i2 % mask->ne[2],
+					     i3 % mask->ne[3]);
+			*ref_at(out, i0, i1, i2, i3) = v;
+			if (v > max)
+				max = v;
+		}
+		for (int64_t i0 = 0; i0 < a->ne[0]; i0++) {
+			double *o = ref_at(out, i0, i1, i2, i3);
+
+			*o = exp(*o - max);
+			sum += *o;
+		}
+		for (int64_t i0 = 0; i0 < a->ne[0]; i0++)
+			*ref_at(out, i0, i1, i2, i3) /= sum;
+	}
+}
+
+void ref_rope(const struct ref_tensor *a, const struct ref_tensor *pos,
+	      int n_dims, int mode, double freq_base, double freq_scale,
+	      struct ref_tensor *out)
+{
+	ref_tensor_init(out, a->ne);
+	memcpy(out->data, a->data, ref_nelements(a) * sizeof(*a->data));
+	/* a is [head_dim, n_head, n_tokens, 1]; token t is at position pos[t]. */
+	for (int64_t t = 0; t < a->ne[2]; t++)
+	for (int64_t h = 0; h < a->ne[1]; h++)
+	for (int i = 0; i < n_dims / 2; i++) {
+		double theta = pos->data[t] * freq_scale *
+			       pow(freq_base, -2.0 * i / n_dims);
+		int64_t j0 = mode == 2 ? i : 2 * i;
+		int64_t j1 = mode == 2 ? i + n_dims / 2 : 2 * i + 1;
+		double x0 = *ref_at(a, j0, h, t, 0);
+		double x1 = *ref_at(a, j1, h, t, 0);
+
+		*ref_at(out, j0, h, t, 0) = x0 * cos(theta) - x1 * sin(theta);
+		*ref_at(out, j1, h, t, 0) = x0 * sin(theta) + x1 * cos(theta);
+	}
+}
+
+void ref_mul_mat(const struct ref_tensor *a, const struct ref_tensor *b,
+		 struct ref_tensor *out)
+{
+	int64_t ne[4] = { a->ne[1], b->ne[1], b->ne[2], b->ne[3] };
+	int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
+
+	ref_tensor_init(out, ne);
+	FOR_EACH(ne, m, n, i2, i3) {
+		double sum = 0;
+
+		for (int64_t k = 0; k < a->ne[0]; k++)
+			sum += *ref_at(a, k, m, i2 / r2, i3 / r3) *
+			       *ref_at(b, k, n, i2, i3);
+		*ref_at(out, m, n, i2, i3) = sum;
+	}
+}
+
+void ref_mul_mat_id(const struct ref_tensor *as, const struct ref_tensor *b,
+		    const struct ref_tensor *ids, struct ref_tensor *out)
+{
+	int64_t ne[4] = { as->ne[1], ids->ne[0], ids->ne[1], 1 };
+
+	ref_tensor_init(out, ne);
+	FOR_EACH(ne, m, e, t, z) {
+		int64_t x = (int64_t)*ref_at(ids, e, t, 0, 0);
+		double sum = 0;
+
+		for (int64_t k = 0; k < as->ne[0]; k++)
+			sum += *ref_at(as, k, m, x, 0) *
+			       *ref_at(b, k, e % b->ne[1], t, 0);
+		*ref_at(out, m, e, t, 0) = sum;
+	}
+}
+
+void ref_get_rows(const struct ref_tensor *a, const struct ref_tensor *ids,
+		  struct ref_tensor *out)
+{
+	int64_t ne[4] = { a->ne[0], ids->ne[0], ids->ne[1], ids->ne[2] };
+
+	ref_tensor_init(out, ne);
+	FOR_EACH(ne, i0, j, i2, i3) {
+		int64_t r = (int64_t)*ref_at(ids, j, i2, i3, 0);
+
+		*ref_at(out, i0, j, i2, i3) =
+			*ref_at(a, i0, r, i2 % a->ne[2], i3 % a->ne[3]);
+	}
+}
+
+void ref_set_rows(const struct ref_tensor *dst,
+		  const struct ref_tensor *values,
+		  const struct ref_tensor *ids, struct ref_tensor *out)
+{
+	ref_tensor_init(out, dst->ne);
+	memcpy(out->data, dst->data, ref_nelements(dst) * sizeof(*dst->data));
+	FOR_EACH(values->ne, i0, j, i2, i3) {
+		int64_t r = (int64_t)*ref_at(ids, j, i2, i3, 0);
+
+		*ref_at(out, i0, r, i2, i3) = *ref_at(values, i0, j, i2, i3);
+	}
+}
+
+void ref_cpy(const struct ref_tensor *a, const int64_t ne[4],
+	     struct ref_tensor *out)
+{
+	ref_tensor_init(out, ne);
+	g_assert(ref_nelements(out) == ref_nelements(a));
+	memcpy(out->data, a->data, ref_nelements(a) * sizeof(*a->data));
+}
+
+void ref_concat(const struct ref_tensor *a, const struct ref_tensor *b,
+		int dim, struct ref_tensor *out)
+{
+	int64_t ne[4] = { a->ne[0], a->ne[1], a->ne[2], a->ne[3] };
+
+	ne[dim] += b->ne[dim];
+	ref_tensor_init(out, ne);
+	FOR_EACH(ne, i0, i1, i2, i3) {
+		int64_t i[4] = { i0, i1, i2, i3 };
+		const struct ref_tensor *src = a;
+
+		if (i[dim] >= a->ne[dim]) {
+			i[dim] -= a->ne[dim];
+			src = b;
+		}
+		*ref_at(out, i0, i1, i2, i3) =
+			*ref_at(src, i[0], i[1], i[2], i[3]);
+	}
+}
+
+void ref_sum_rows(const struct ref_tensor *a, struct ref_tensor *out)
+{
+	int64_t ne[4] = { 1, a->ne[1], a->ne[2], a->ne[3] };
+
+	ref_tensor_init(out, ne);
+	FOR_EACH(a->ne, i0, i1, i2, i3)
+		*ref_at(out, 0, i1, i2, i3) += *ref_at(a, i0, i1, i2, i3);
+}
+
+void ref_argmax(const struct ref_tensor *a, struct ref_tensor *out)
+{
+	int64_t ne[4] = { a->ne[1], 1, 1, 1 };
+
+	ref_tensor_init(out, ne);
+	for (int64_t i1 = 0; i1 < a->ne[1]; i1++) {
+		int64_t best = 0;
+
+		for (int64_t i0 = 1; i0 < a->ne[0]; i0++)
+			if (*ref_at(a, i0, i1, 0, 0) > *ref_at(a, best, i1, 0, 0))
+				best = i0;
+		out->data[i1] = best;
+	}
+}
+
+void ref_top_k(const struct ref_tensor *a, int k, struct ref_tensor *out)
+{
+	int64_t ne[4] = { k, a->ne[1], a->ne[2], a->ne[3] };
+	gboolean *taken = g_new(gboolean, a->ne[0]);
+
+	ref_tensor_init(out, ne);
+	FOR_EACH_ROW(a->ne, i1, i2, i3) {
+		memset(taken, 0, a->ne[0] * sizeof(*taken));
+		for (int j = 0; j < k; j++) {
+			int64_t best = -1;
+
+			/* A strict > keeps the lower index on ties. */
+			for (int64_t i0 = 0; i0 < a->ne[0]; i0++)
+				if (!taken[i0] &&
+				    (best < 0 || *ref_at(a, i0, i1, i2, i3) >
+						 *ref_at(a, best, i1, i2, i3)))
+					best = i0;
+			taken[best] = TRUE;
+			*ref_at(out, j, i1, i2, i3) = best;
+		}
+	}
+	g_free(taken);
+}

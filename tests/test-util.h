@@ -1,0 +1,59 @@
+/* test-util.h - small helpers shared by the tests: a seeded random
+ * generator, filling and reading tensors of any type, NMSE, and loading the
+ * uninstalled plugins.  Test code only (uses GLib).
+ */
+#ifndef LOOM_TEST_UTIL_H
+#define LOOM_TEST_UTIL_H
+
+#include <loom/loom-backend.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A seeded generator (splitmix64): the same seed gives the same values on
+ * every machine, so a failure can be replayed. */
+struct loom_test_rng {
+	uint64_t state;
+};
+
+void loom_test_rng_seed(struct loom_test_rng *rng, uint64_t seed);
+uint64_t loom_test_rng_next(struct loom_test_rng *rng);
+/* A double uniform in [lo, hi). */
+double loom_test_rng_uniform(struct loom_test_rng *rng, double lo, double hi);
+/* An integer uniform in [0, n); n > 0. */
+int64_t loom_test_rng_int(struct loom_test_rng *rng, int64_t n);
+
+/* Decoders written from the format definitions, independent of the
+ * library's conversions. */
+double loom_test_fp16_to_double(uint16_t h);
+double loom_test_bf16_to_double(uint16_t h);
+
+/* Sets every element of t (placed, contiguous) from n = loom_nelements(t)
+ * floats, converted to t's type with loom_convert (so quantized types are
+ * quantized).  Returns LOOM_OK or the failing call's status. */
+int loom_test_set_f32(struct loom_tensor *t, const float *values);
+/* Sets every element of t (placed, contiguous, I32). */
+int loom_test_set_i32(struct loom_tensor *t, const int32_t *values);
+/* Fills t (placed, contiguous, F32/F16/BF16/Q8_0) with values uniform in
+ * [lo, hi), rounded to t's type. */
+int loom_test_fill_uniform(struct loom_tensor *t, struct loom_test_rng *rng,
+			   double lo, double hi);
+
+/* Reads t (placed; any layout, any type) back to the host and returns its
+ * values as doubles in logical order (dimension 0 fastest), nelements of
+ * them.  Quantized tensors need rows contiguous in dimension 0.  Returns
+ * NULL with a message in *error (g_free both) on failure. */
+double *loom_test_get_doubles(const struct loom_tensor *t, char **error);
+
+/* Normalized mean squared error: sum((out - ref)^2) / sum(ref^2).  An
+ * all-zero reference gives 0 when out is all zero too, else infinity.
+ * Any NaN gives infinity. */
+double loom_test_nmse(const double *ref, const double *out, size_t n);
+
+/* Points LOOM_PLUGIN_PATH at LOOM_TEST_PLUGIN_PATH (after any directories
+ * already in LOOM_PLUGIN_PATH, so a plugin author's directory is searched
+ * first) and loads the plugins LOOM_BACKENDS selects.  Returns
+ * loom_load_all()'s status. */
+int loom_test_load_plugins(void);
+
+#endif /* LOOM_TEST_UTIL_H */
