@@ -1,1 +1,150 @@
-# tests/loader.mk - (to be written)
+# tests/loader.mk - the loader and backend-interface tests: one fake
+# plugin source built many ways (good and broken), and test-loader.
+check_PROGRAMS += tests/test-loader
+TESTS += tests/test-loader
+tests_test_loader_SOURCES = tests/test-loader.c tests/fake-plugin.c \
+	tests/fake-plugin.h
+tests_test_loader_CPPFLAGS = $(TEST_CPPFLAGS) -DFAKE_STATIC \
+	-DFAKE_NAME=\"static\" -DFAKE_2D
+tests_test_loader_LDADD = $(TEST_LIBS)
+EXTRA_tests_test_loader_DEPENDENCIES = $(FAKE_PLUGINS)
+
+# Test plugins: uninstalled modules (-rpath /nowhere makes libtool build
+# a shared object).  test-loader links their .libs/*.so into a temporary
+# directory of its own.
+FAKE_LDFLAGS = -module -avoid-version -shared -rpath /nowhere \
+	-export-symbols-regex '^loom_plugin_descriptor$$'
+FAKE_PLUGINS =
+EXTRA_DIST += tests/fake-libloom.sym
+
+# A stand-in libloom.so.1 defining a symbol at node LOOM_9.9, for the
+# plugin that needs a newer libloom.
+check_LTLIBRARIES += tests/stub/libloom.la
+tests_stub_libloom_la_SOURCES = tests/fake-plugin.c
+tests_stub_libloom_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_STUB_LIBLOOM
+tests_stub_libloom_la_LDFLAGS = -rpath /nowhere -version-info 1:0:0 \
+	-Wl,--version-script=$(srcdir)/tests/fake-libloom.sym
+EXTRA_tests_stub_libloom_la_DEPENDENCIES = tests/fake-libloom.sym
+
+# The library the "nodep" plugin needs: linked by path with a soname no
+# file has, so it is missing wherever the plugin goes.
+tests/fakedep/libloom-fakedep.so: $(srcdir)/tests/fake-plugin.c
+	@$(MKDIR_P) tests/fakedep
+	$(AM_V_CC)$(CC) $(CPPFLAGS) $(AM_CPPFLAGS) $(CFLAGS) -fPIC -shared \
+		-DFAKE_DEP_LIB -o $@ $(srcdir)/tests/fake-plugin.c \
+		-Wl,-soname,libloom-fakedep.so.0
+CLEANFILES += tests/fakedep/libloom-fakedep.so
+
+check_LTLIBRARIES += tests/fake/loom-good.la
+FAKE_PLUGINS += tests/fake/loom-good.la
+tests_fake_loom_good_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_good_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_2D
+tests_fake_loom_good_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_good_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-fgpu.la
+FAKE_PLUGINS += tests/fake/loom-fgpu.la
+tests_fake_loom_fgpu_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_fgpu_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"fgpu\" -DFAKE_TYPE=LOOM_DEV_TYPE_GPU -DFAKE_NO_MEMSET
+tests_fake_loom_fgpu_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_fgpu_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-fmeta.la
+FAKE_PLUGINS += tests/fake/loom-fmeta.la
+tests_fake_loom_fmeta_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_fmeta_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"fmeta\" -DFAKE_TYPE=LOOM_DEV_TYPE_META
+tests_fake_loom_fmeta_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_fmeta_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-nodesc.la
+FAKE_PLUGINS += tests/fake/loom-nodesc.la
+tests_fake_loom_nodesc_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_nodesc_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"nodesc\" -DFAKE_NO_DESCRIPTOR
+tests_fake_loom_nodesc_la_LDFLAGS = -module -avoid-version -shared \
+	-rpath /nowhere -Wl,--no-undefined
+tests_fake_loom_nodesc_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-major.la
+FAKE_PLUGINS += tests/fake/loom-major.la
+tests_fake_loom_major_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_major_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"major\" -DFAKE_ABI_MAJOR=2
+tests_fake_loom_major_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_major_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-minor.la
+FAKE_PLUGINS += tests/fake/loom-minor.la
+tests_fake_loom_minor_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_minor_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"minor\" -DFAKE_ABI_MINOR=1
+tests_fake_loom_minor_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_minor_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-nomethod.la
+FAKE_PLUGINS += tests/fake/loom-nomethod.la
+tests_fake_loom_nomethod_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_nomethod_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"nomethod\" -DFAKE_MISSING_METHOD
+tests_fake_loom_nomethod_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_nomethod_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-initfail.la
+FAKE_PLUGINS += tests/fake/loom-initfail.la
+tests_fake_loom_initfail_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_initfail_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"initfail\" -DFAKE_INIT_FAIL
+tests_fake_loom_initfail_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_initfail_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-score0.la
+FAKE_PLUGINS += tests/fake/loom-score0.la
+tests_fake_loom_score0_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_score0_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"score0\" -DFAKE_SCORE=0
+tests_fake_loom_score0_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_score0_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-undef.la
+FAKE_PLUGINS += tests/fake/loom-undef.la
+tests_fake_loom_undef_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_undef_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"undef\" -DFAKE_UNDEFINED
+tests_fake_loom_undef_la_LDFLAGS = $(FAKE_LDFLAGS)
+tests_fake_loom_undef_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-nodep.la
+FAKE_PLUGINS += tests/fake/loom-nodep.la
+tests_fake_loom_nodep_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_nodep_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"nodep\" -DFAKE_DEPENDENCY
+tests_fake_loom_nodep_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_nodep_la_LIBADD = $(PLUGIN_LINK_LIBS) -Ltests/fakedep -lloom-fakedep
+EXTRA_tests_fake_loom_nodep_la_DEPENDENCIES = tests/fakedep/libloom-fakedep.so
+
+check_LTLIBRARIES += tests/fake/loom-newer.la
+FAKE_PLUGINS += tests/fake/loom-newer.la
+tests_fake_loom_newer_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_newer_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"newer\" -DFAKE_NEWER_LIBLOOM
+tests_fake_loom_newer_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_newer_la_LIBADD = tests/stub/libloom.la
+
+check_LTLIBRARIES += tests/fake/loom-misnamed.la
+FAKE_PLUGINS += tests/fake/loom-misnamed.la
+tests_fake_loom_misnamed_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_misnamed_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"other\"
+tests_fake_loom_misnamed_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_misnamed_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-var-a.la
+FAKE_PLUGINS += tests/fake/loom-var-a.la
+tests_fake_loom_var_a_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_var_a_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"var\" -DFAKE_SCORE=2
+tests_fake_loom_var_a_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_var_a_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-var-b.la
+FAKE_PLUGINS += tests/fake/loom-var-b.la
+tests_fake_loom_var_b_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_var_b_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"var\" -DFAKE_SCORE=5
+tests_fake_loom_var_b_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_var_b_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-var-c.la
+FAKE_PLUGINS += tests/fake/loom-var-c.la
+tests_fake_loom_var_c_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_var_c_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"var\" -DFAKE_SCORE=0
+tests_fake_loom_var_c_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_var_c_la_LIBADD = $(PLUGIN_LINK_LIBS)

@@ -1,0 +1,22 @@
+/* fake-plugin.h - what the loader tests can see of the fake plugin: its
+ * counters and switches, reached through the "fake_control" entry point. */
+#ifndef LOOM_FAKE_PLUGIN_H
+#define LOOM_FAKE_PLUGIN_H
+
+#include <stddef.h>
+
+#define FAKE_CONTROL "fake_control"
+
+struct fake_control {
+	/* Calls the plugin saw. */
+	int n_set, n_get, n_set_2d, n_get_2d, n_memset, n_cpy;
+	int n_init_tensor, n_compute, n_sync;
+	/* Switches the test turns on. */
+	int short_alloc;  /* allocate one byte less than asked */
+	int bad_align;    /* report a non-power-of-two alignment */
+	int decline_cpy;  /* cpy_tensor declines */
+};
+
+typedef struct fake_control *(*fake_control_fn)(void);
+
+#endif

@@ -1,0 +1,989 @@
+/* test-loader.c - the plugin loader and the backend interfaces: every
+ * broken fake plugin with the exact state and reason a user sees,
+ * LOOM_BACKENDS, variants, secure execution, unloading, and the checks the
+ * core makes before data reaches a plugin (caller errors never abort). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include <loom/loom-plugin.h>
+
+#include "fake-plugin.h"
+
+extern const struct loom_plugin_desc fake_static_desc;
+
+/* ------------------------------------------------------------------------
+ * Secure execution, interposed: libloom's calls to secure_getenv() and
+ * getauxval() resolve to these definitions in the executable.
+ */
+static int pretend_secure;
+
+__attribute__((visibility("default"))) char *secure_getenv(const char *name)
+{
+	return pretend_secure ? NULL : getenv(name);
+}
+
+__attribute__((visibility("default"))) unsigned long getauxval(unsigned long type)
+{
+	static unsigned long (*real)(unsigned long);
+
+	if (type == AT_SECURE && pretend_secure)
+		return 1;
+	if (!real)
+		real = (unsigned long (*)(unsigned long))dlsym(RTLD_NEXT,
+							     "getauxval");
+	return real ? real(type) : 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Log capture.
+ */
+static GString *logged;
+
+static void capture_log(enum loom_log_level level, const char *msg,
+			void *userdata)
+{
+	g_string_append_printf(logged, "%d %s\n", (int)level, msg);
+}
+
+/* ------------------------------------------------------------------------
+ * A hermetic plugin directory per test.
+ */
+struct fixture {
+	char *dir;   /* LOOM_PLUGIN_PATH for the test */
+	char *dir2;  /* a second directory, when needed */
+	char *marker;
+};
+
+static const char *fake_libs(void)
+{
+	static char *path;
+
+	if (!path) {
+		const char *b = g_getenv("LOOM_TEST_BUILDDIR");
+
+		path = g_build_filename(b ? b : ".", "tests", "fake", ".libs",
+					NULL);
+	}
+	return path;
+}
+
+/* Puts fake plugin `name` into dir (a symlink to the built module). */
+static void add_plugin(const char *dir, const char *name)
+{
+	char *file = g_strdup_printf("loom-%s.so", name);
+	char *target = g_build_filename(fake_libs(), file, NULL);
+	char *link = g_build_filename(dir, file, NULL);
+
+	g_assert_true(g_file_test(target, G_FILE_TEST_EXISTS));
+	g_assert_cmpint(symlink(target, link), ==, 0);
+	g_free(file);
+	g_free(target);
+	g_free(link);
+}
+
+static char *path_in(const char *dir, const char *name)
+{
+	char *file = g_strdup_printf("loom-%s.so", name);
+	char *path = g_build_filename(dir, file, NULL);
+
+	g_free(file);
+	return path;
+}
+
+static void fixture_setup(struct fixture *f, gconstpointer data)
+{
+	GError *err = NULL;
+
+	f->dir = g_dir_make_tmp("loom-loader-XXXXXX", &err);
+	g_assert_no_error(err);
+	f->dir2 = g_dir_make_tmp("loom-loader-XXXXXX", &err);
+	g_assert_no_error(err);
+	f->marker = g_build_filename(f->dir2, "marker", NULL);
+	g_setenv("LOOM_PLUGIN_PATH", f->dir, TRUE);
+	g_unsetenv("LOOM_BACKENDS");
+	g_setenv("LOOM_TEST_MARKER", f->marker, TRUE);
+	logged = g_string_new("");
+	loom_log_set_callback(capture_log, NULL);
+	pretend_secure = 0;
+}
+
+static void remove_dir(const char *dir)
+{
+	GDir *d = g_dir_open(dir, 0, NULL);
+	const char *name;
+
+	if (!d)
+		return;
+	while ((name = g_dir_read_name(d))) {
+		char *p = g_build_filename(dir, name, NULL);
+
+		g_unlink(p);
+		g_free(p);
+	}
+	g_dir_close(d);
+	g_rmdir(dir);
+}
+
+static void fixture_teardown(struct fixture *f, gconstpointer data)
+{
+	loom_unload_all();
+	pretend_secure = 0;
+	loom_log_set_callback(NULL, NULL);
+	g_string_free(logged, TRUE);
+	logged = NULL;
+	g_unsetenv("LOOM_PLUGIN_PATH");
+	g_unsetenv("LOOM_BACKENDS");
+	g_unsetenv("LOOM_TEST_MARKER");
+	remove_dir(f->dir);
+	remove_dir(f->dir2);
+	g_free(f->dir);
+	g_free(f->dir2);
+	g_free(f->marker);
+}
+
+/* The record of file `path`; fails the test when there is none. */
+static struct loom_plugin_info find_record(const char *path)
+{
+	struct loom_plugin_info info;
+	size_t n = loom_plugin_count();
+
+	for (size_t i = 0; i < n; i++) {
+		g_assert_cmpint(loom_plugin_info(i, &info), ==, LOOM_OK);
+		if (strcmp(info.file, path) == 0)
+			return info;
+	}
+	g_error("no record for %s", path);
+	return info;
+}
+
+static void assert_record(const char *dir, const char *name,
+			  enum loom_plugin_state state, const char *reason)
+{
+	char *path = path_in(dir, name);
+	struct loom_plugin_info info = find_record(path);
+
+	g_assert_cmpstr(loom_plugin_state_name(info.state), ==,
+			loom_plugin_state_name(state));
+	g_assert_cmpstr(info.reason, ==, reason);
+	g_free(path);
+}
+
+/* Whether the marker file says plugin `name` was opened. */
+static bool marked(const struct fixture *f, const char *name)
+{
+	char *text = NULL;
+	bool found = false;
+
+	if (g_file_get_contents(f->marker, &text, NULL, NULL)) {
+		char **lines = g_strsplit(text, "\n", -1);
+
+		for (char **l = lines; *l; l++)
+			found |= strcmp(*l, name) == 0;
+		g_strfreev(lines);
+	}
+	g_free(text);
+	return found;
+}
+
+/* ------------------------------------------------------------------------
+ * Loading.
+ */
+
+static void test_good(struct fixture *f, gconstpointer data)
+{
+	struct loom_plugin_info info;
+	loom_reg_t *reg;
+	loom_dev_t *dev;
+	char *path;
+	size_t free_, total;
+
+	add_plugin(f->dir, "good");
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	reg = loom_reg_by_name("good");
+	g_assert_nonnull(reg);
+	g_assert_cmpstr(loom_reg_name(reg), ==, "good");
+	g_assert_cmpstr(loom_reg_version(reg), ==, "1.2.3");
+	g_assert_cmpuint(loom_reg_dev_count(reg), ==, 1);
+	dev = loom_dev_by_name("good0");
+	g_assert_true(dev == loom_reg_dev(reg, 0));
+	g_assert_true(loom_dev_reg(dev) == reg);
+	g_assert_cmpstr(loom_dev_description(dev), ==,
+			"fake good device for tests");
+	g_assert_cmpint(loom_dev_type(dev), ==, LOOM_DEV_TYPE_CPU);
+	g_assert_true(loom_dev_by_type(LOOM_DEV_TYPE_CPU) == dev);
+	loom_dev_memory(dev, &free_, &total);
+	g_assert_cmpuint(total, ==, (size_t)1 << 30);
+	g_assert_cmpuint(free_, ==, (size_t)512 << 20);
+	/* Entry points: cached ones and unknown names. */
+	g_assert_nonnull(loom_reg_proc_address(reg, LOOM_PROC_SET_TENSOR_2D));
+	g_assert_nonnull(loom_reg_proc_address(reg, FAKE_CONTROL));
+	g_assert_null(loom_reg_proc_address(reg, LOOM_PROC_ALLREDUCE));
+	g_assert_null(loom_reg_proc_address(reg, "no_such_entry"));
+
+	path = path_in(f->dir, "good");
+	info = find_record(path);
+	g_assert_cmpint(info.state, ==, LOOM_PLUGIN_LOADED);
+	g_assert_cmpstr(info.reason, ==, "");
+	g_assert_cmpstr(info.name, ==, "good");
+	g_assert_cmpstr(info.version, ==, "1.2.3");
+	g_assert_cmpint(info.score, ==, 1);
+	g_free(path);
+
+	/* The search path: LOOM_PLUGIN_PATH, then the installed directory. */
+	g_assert_cmpuint(loom_search_path_count(), ==, 2);
+	g_assert_cmpstr(loom_search_path(0), ==, f->dir);
+	g_assert_cmpstr(loom_search_path(1), ==, loom_plugin_dir());
+	g_assert_null(loom_search_path(2));
+}
+
+static void test_broken(struct fixture *f, gconstpointer data)
+{
+	static const char *const names[] = {
+		"good",     "nodesc", "major", "minor",   "nomethod",
+		"initfail", "score0", "undef", "nodep",   "newer",
+		"misnamed",
+	};
+	char *junk = path_in(f->dir, "junk");
+
+	for (size_t i = 0; i < G_N_ELEMENTS(names); i++)
+		add_plugin(f->dir, names[i]);
+	g_assert_true(g_file_set_contents(
+		junk,
+		"This text file is named like a plugin but is no shared\n"
+		"object: the loader must say so and carry on with the rest.\n",
+		-1, NULL));
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+
+	assert_record(f->dir, "good", LOOM_PLUGIN_LOADED, "");
+	assert_record(f->dir, "nodesc", LOOM_PLUGIN_FAILED,
+		      "not a loom plugin: no loom_plugin_descriptor symbol");
+	assert_record(f->dir, "major", LOOM_PLUGIN_FAILED,
+		      "ABI mismatch: plugin ABI 2.0, libloom ABI 1.0");
+	assert_record(f->dir, "minor", LOOM_PLUGIN_FAILED,
+		      "ABI mismatch: plugin ABI 1.1, libloom ABI 1.0");
+	assert_record(f->dir, "nomethod", LOOM_PLUGIN_FAILED,
+		      "device 'nomethod0': missing required method "
+		      "supports_op");
+	assert_record(f->dir, "initfail", LOOM_PLUGIN_FAILED,
+		      "init failed: fake device did not answer");
+	assert_record(f->dir, "score0", LOOM_PLUGIN_NOT_APPLICABLE,
+		      "no fake hardware here");
+	assert_record(f->dir, "undef", LOOM_PLUGIN_FAILED,
+		      "undefined symbol fake_undefined_function");
+	assert_record(f->dir, "nodep", LOOM_PLUGIN_FAILED,
+		      "missing library libloom-fakedep.so.0");
+	assert_record(f->dir, "newer", LOOM_PLUGIN_FAILED,
+		      "needs a newer libloom (LOOM_9.9)");
+	assert_record(f->dir, "junk", LOOM_PLUGIN_FAILED,
+		      "not a shared library (invalid ELF header)");
+	assert_record(f->dir, "misnamed", LOOM_PLUGIN_FAILED,
+		      "descriptor name 'other' differs from the file name "
+		      "'misnamed'");
+
+	/* Only the good plugin is registered, with its device. */
+	g_assert_cmpuint(loom_reg_count(), ==, 1);
+	g_assert_nonnull(loom_dev_by_name("good0"));
+	g_assert_null(loom_reg_by_name("nomethod"));
+	g_assert_null(loom_dev_by_name("nomethod0"));
+	g_free(junk);
+}
+
+static void test_load_path(struct fixture *f, gconstpointer data)
+{
+	struct loom_plugin_info info;
+	loom_reg_t *reg = NULL;
+	char *good = path_in(f->dir, "good");
+	char *again = path_in(f->dir2, "good");
+	char *nowhere = path_in(f->dir2, "absent");
+	char *score0 = path_in(f->dir, "score0");
+
+	add_plugin(f->dir, "good");
+	add_plugin(f->dir, "score0");
+	add_plugin(f->dir2, "good");
+	/* Loads whatever LOOM_BACKENDS says. */
+	g_setenv("LOOM_BACKENDS", "^good", TRUE);
+	g_assert_cmpint(loom_load_path(good, &reg), ==, LOOM_OK);
+	g_assert_nonnull(reg);
+	g_assert_true(loom_reg_by_name("good") == reg);
+
+	g_assert_cmpint(loom_load_path(again, &reg), ==, LOOM_E_PLUGIN);
+	g_assert_null(reg);
+	info = find_record(again);
+	g_assert_cmpint(info.state, ==, LOOM_PLUGIN_FAILED);
+	{
+		char *want = g_strdup_printf("duplicate name: 'good' is "
+					     "already loaded from %s",
+					     good);
+
+		g_assert_cmpstr(info.reason, ==, want);
+		g_assert_nonnull(strstr(loom_last_error(), want));
+		g_free(want);
+	}
+
+	g_assert_cmpint(loom_load_path(nowhere, NULL), ==, LOOM_E_NOT_FOUND);
+	info = find_record(nowhere);
+	g_assert_cmpstr(info.reason, ==, "not found");
+
+	g_assert_cmpint(loom_load_path(score0, NULL), ==,
+			LOOM_E_NOT_APPLICABLE);
+	g_assert_nonnull(strstr(loom_last_error(), "no fake hardware here"));
+	g_assert_cmpint(loom_load_path(NULL, NULL), ==, LOOM_E_INVAL);
+	g_assert_cmpuint(loom_reg_count(), ==, 1);
+	g_free(good);
+	g_free(again);
+	g_free(nowhere);
+	g_free(score0);
+}
+
+static void test_override(struct fixture *f, gconstpointer data)
+{
+	char *path = g_strdup_printf("%s:%s", f->dir, f->dir2);
+	char *first = path_in(f->dir, "good");
+	char *want = g_strdup_printf("overridden by %s", first);
+	loom_reg_t *reg;
+
+	add_plugin(f->dir, "good");
+	add_plugin(f->dir2, "good");
+	add_plugin(f->dir2, "fgpu");
+	g_setenv("LOOM_PLUGIN_PATH", path, TRUE);
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_record(f->dir, "good", LOOM_PLUGIN_LOADED, "");
+	assert_record(f->dir2, "good", LOOM_PLUGIN_SKIPPED, want);
+	assert_record(f->dir2, "fgpu", LOOM_PLUGIN_LOADED, "");
+	g_assert_cmpuint(loom_search_path_count(), ==, 3);
+
+	/* Idempotent: nothing more is loaded or recorded. */
+	{
+		size_t n = loom_plugin_count();
+
+		g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+		g_assert_cmpuint(loom_plugin_count(), ==, n);
+	}
+	/* A static plugin of a name already loaded is refused. */
+	reg = (loom_reg_t *)1;
+	g_assert_cmpint(loom_register_static(&fake_static_desc, &reg), ==,
+			LOOM_OK);
+	g_assert_nonnull(reg);
+	g_assert_cmpint(loom_register_static(&fake_static_desc, &reg), ==,
+			LOOM_E_PLUGIN);
+	g_assert_null(reg);
+	g_assert_nonnull(strstr(loom_last_error(),
+				"duplicate name: 'static' is already loaded "
+				"from (static)"));
+	g_free(path);
+	g_free(first);
+	g_free(want);
+}
+
+static void test_variants(struct fixture *f, gconstpointer data)
+{
+	struct loom_plugin_info info;
+	char *b = path_in(f->dir, "var-b");
+
+	add_plugin(f->dir, "var-a");
+	add_plugin(f->dir, "var-b");
+	add_plugin(f->dir, "var-c");
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_record(f->dir, "var-a", LOOM_PLUGIN_SKIPPED,
+		      "variant loom-var-b.so scores higher");
+	assert_record(f->dir, "var-b", LOOM_PLUGIN_LOADED, "");
+	assert_record(f->dir, "var-c", LOOM_PLUGIN_NOT_APPLICABLE,
+		      "no fake hardware here");
+	info = find_record(b);
+	g_assert_cmpint(info.score, ==, 5);
+	g_assert_cmpstr(info.name, ==, "var");
+	g_assert_nonnull(loom_dev_by_name("var0"));
+	g_free(b);
+}
+
+/* ------------------------------------------------------------------------
+ * LOOM_BACKENDS.
+ */
+
+static void assert_dev_order(const char *const *want, size_t n)
+{
+	g_assert_cmpuint(loom_dev_count(), ==, n);
+	for (size_t i = 0; i < n; i++)
+		g_assert_cmpstr(loom_dev_name(loom_dev_get(i)), ==, want[i]);
+	g_assert_null(loom_dev_get(n));
+}
+
+static void test_order(struct fixture *f, gconstpointer data)
+{
+	static const char *const def[] = { "fgpu0", "good0", "fmeta0" };
+	static const char *const only[] = { "good0", "fgpu0" };
+
+	add_plugin(f->dir, "good");
+	add_plugin(f->dir, "fgpu");
+	add_plugin(f->dir, "fmeta");
+	/* Default: GPUs, then CPUs, meta last. */
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_dev_order(def, 3);
+	g_assert_true(loom_reg_get(0) == loom_reg_by_name("fgpu"));
+	g_assert_null(loom_reg_get(3));
+	loom_unload_all();
+
+	/* An include list loads only those, in its order. */
+	g_setenv("LOOM_BACKENDS", "good , fgpu", TRUE);
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_dev_order(only, 2);
+	assert_record(f->dir, "fmeta", LOOM_PLUGIN_EXCLUDED,
+		      "excluded by LOOM_BACKENDS");
+}
+
+static void test_exclude(struct fixture *f, gconstpointer data)
+{
+	add_plugin(f->dir, "good");
+	add_plugin(f->dir, "fgpu");
+	/* Control: loading writes the mark. */
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	g_assert_true(marked(f, "good"));
+	loom_unload_all();
+	g_unlink(f->marker);
+	g_assert_false(marked(f, "good"));
+
+	g_setenv("LOOM_BACKENDS", "^good", TRUE);
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_record(f->dir, "good", LOOM_PLUGIN_EXCLUDED,
+		      "excluded by LOOM_BACKENDS");
+	assert_record(f->dir, "fgpu", LOOM_PLUGIN_LOADED, "");
+	/* Excluded files are never opened. */
+	g_assert_false(marked(f, "good"));
+	g_assert_true(marked(f, "fgpu"));
+	g_assert_null(loom_dev_by_name("good0"));
+	g_assert_nonnull(loom_dev_by_name("fgpu0"));
+}
+
+static void test_requested(struct fixture *f, gconstpointer data)
+{
+	char *want;
+	char *initfail = path_in(f->dir, "initfail");
+
+	add_plugin(f->dir, "good");
+	add_plugin(f->dir, "initfail");
+	add_plugin(f->dir, "score0");
+	g_setenv("LOOM_BACKENDS", "nosuch,good", TRUE);
+	g_assert_cmpint(loom_load_all(), ==, LOOM_E_NOT_FOUND);
+	want = g_strdup_printf("LOOM_BACKENDS: backend 'nosuch' not found in "
+			       "%s:%s",
+			       f->dir, loom_plugin_dir());
+	g_assert_cmpstr(loom_last_error(), ==, want);
+	g_free(want);
+	/* The others load all the same; a second call says it again. */
+	g_assert_nonnull(loom_dev_by_name("good0"));
+	g_assert_cmpint(loom_load_all(), ==, LOOM_E_NOT_FOUND);
+	g_assert_nonnull(strstr(loom_last_error(), "'nosuch' not found"));
+	loom_unload_all();
+
+	g_setenv("LOOM_BACKENDS", "initfail", TRUE);
+	g_assert_cmpint(loom_load_all(), ==, LOOM_E_DEVICE);
+	want = g_strdup_printf("LOOM_BACKENDS: backend 'initfail' cannot be "
+			       "loaded: init failed: fake device did not "
+			       "answer (%s)",
+			       initfail);
+	g_assert_cmpstr(loom_last_error(), ==, want);
+	g_free(want);
+	loom_unload_all();
+
+	g_setenv("LOOM_BACKENDS", "score0", TRUE);
+	g_assert_cmpint(loom_load_all(), ==, LOOM_E_NOT_APPLICABLE);
+	g_assert_nonnull(strstr(loom_last_error(), "no fake hardware here"));
+	g_free(initfail);
+}
+
+static void test_secure(struct fixture *f, gconstpointer data)
+{
+	add_plugin(f->dir, "good");
+	g_setenv("LOOM_BACKENDS", "nosuch", TRUE);
+	g_setenv("LOOM_CPU_THREADS", "3", TRUE);
+	loom_log_set_level(LOOM_LOG_INFO);
+	pretend_secure = 1;
+
+	g_assert_null(loom_getenv("LOOM_CPU_THREADS"));
+	g_assert_null(loom_getenv("LOOM_PLUGIN_PATH"));
+	g_assert_nonnull(strstr(logged->str, "secure execution"));
+	/* LOOM_BACKENDS and LOOM_PLUGIN_PATH are ignored. */
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	g_assert_cmpuint(loom_search_path_count(), ==, 1);
+	g_assert_cmpstr(loom_search_path(0), ==, loom_plugin_dir());
+	g_assert_null(loom_reg_by_name("good"));
+	loom_unload_all();
+
+	pretend_secure = 0;
+	g_assert_cmpstr(loom_getenv("LOOM_CPU_THREADS"), ==, "3");
+	g_unsetenv("LOOM_BACKENDS");
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	g_assert_nonnull(loom_reg_by_name("good"));
+	g_unsetenv("LOOM_CPU_THREADS");
+	loom_log_set_level(LOOM_LOG_WARN);
+}
+
+static void test_reload(struct fixture *f, gconstpointer data)
+{
+	add_plugin(f->dir, "good");
+	add_plugin(f->dir, "fgpu");
+	add_plugin(f->dir, "initfail");
+	for (int i = 0; i < 20; i++) {
+		g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+		g_assert_cmpuint(loom_reg_count(), ==, 2);
+		g_assert_cmpuint(loom_dev_count(), ==, 2);
+		g_assert_cmpuint(loom_plugin_count(), >=, 3);
+		g_assert_cmpint(loom_register_static(&fake_static_desc, NULL),
+				==, LOOM_OK);
+		g_assert_cmpuint(loom_dev_count(), ==, 3);
+		loom_unload_all();
+		g_assert_cmpuint(loom_plugin_count(), ==, 0);
+		g_assert_cmpuint(loom_dev_count(), ==, 0);
+		g_assert_null(loom_dev_by_name("good0"));
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Interfaces: constructors check required slots and copy at most size.
+ */
+
+static const char *t_name(loom_reg_t *reg)
+{
+	return "tables";
+}
+
+static size_t t_count(loom_reg_t *reg)
+{
+	return 0;
+}
+
+static loom_dev_t *t_dev(loom_reg_t *reg, size_t i)
+{
+	return NULL;
+}
+
+static void *t_proc(loom_reg_t *reg, const char *name)
+{
+	return (void *)t_proc;
+}
+
+static void test_tables(void)
+{
+	struct loom_reg_iface ri = {
+		.size = sizeof(ri),
+		.get_name = t_name,
+		.get_dev_count = t_count,
+	};
+	struct loom_dev_iface di = { .size = sizeof(di) };
+	struct loom_buffer_type_iface bi = { .size = 0 };
+	loom_reg_t *reg = (loom_reg_t *)1;
+	loom_dev_t *dev = (loom_dev_t *)1;
+	loom_buffer_type_t *buft = (loom_buffer_type_t *)1;
+
+	g_assert_cmpint(loom_reg_new(&ri, NULL, &reg), ==, LOOM_E_PLUGIN);
+	g_assert_null(reg);
+	g_assert_cmpstr(loom_last_error(), ==,
+			"reg 'tables': missing required method get_dev");
+	g_assert_cmpint(loom_reg_new(NULL, NULL, &reg), ==, LOOM_E_INVAL);
+
+	/* A table from an older plugin: slots past size read NULL. */
+	ri.get_dev = t_dev;
+	ri.get_proc_address = t_proc;
+	ri.size = offsetof(struct loom_reg_iface, get_proc_address);
+	g_assert_cmpint(loom_reg_new(&ri, NULL, &reg), ==, LOOM_OK);
+	g_assert_null(loom_reg_proc_address(reg, "anything"));
+
+	g_assert_cmpint(loom_dev_new(reg, &di, NULL, &dev), ==, LOOM_E_PLUGIN);
+	g_assert_null(dev);
+	g_assert_cmpstr(loom_last_error(), ==,
+			"device: missing required method get_name");
+	g_assert_cmpint(loom_buft_new(reg, NULL, &bi, NULL, &buft), ==,
+			LOOM_E_PLUGIN);
+	g_assert_null(buft);
+	g_assert_nonnull(strstr(loom_last_error(), "interface size 0"));
+	g_assert_cmpint(loom_dev_new(NULL, &di, NULL, &dev), ==, LOOM_E_INVAL);
+
+	/* The reg was never registered; it is the test's to forget.  Load
+	 * and unload to make sure the registry does not know it. */
+	g_assert_cmpuint(loom_reg_count(), ==, 0);
+	free(reg);
+}
+
+/* ------------------------------------------------------------------------
+ * Data crossing the interface (the statically registered fake device).
+ */
+
+struct data_fixture {
+	loom_reg_t *reg;
+	loom_dev_t *dev;
+	loom_buffer_type_t *buft;
+	struct fake_control *ctl;
+	loom_ctx_t *ctx;
+};
+
+static void data_setup(struct data_fixture *d, gconstpointer unused)
+{
+	fake_control_fn fn;
+
+	logged = g_string_new("");
+	loom_log_set_callback(capture_log, NULL);
+	g_assert_cmpint(loom_register_static(&fake_static_desc, &d->reg), ==,
+			LOOM_OK);
+	d->dev = loom_dev_by_name("static0");
+	g_assert_nonnull(d->dev);
+	d->buft = loom_dev_buffer_type(d->dev);
+	g_assert_nonnull(d->buft);
+	fn = (fake_control_fn)loom_reg_proc_address(d->reg, FAKE_CONTROL);
+	g_assert_nonnull(fn);
+	d->ctl = fn();
+	g_assert_cmpint(loom_ctx_new(0, &d->ctx), ==, LOOM_OK);
+}
+
+static void data_teardown(struct data_fixture *d, gconstpointer unused)
+{
+	loom_ctx_free(d->ctx);
+	loom_unload_all();
+	loom_log_set_callback(NULL, NULL);
+	g_string_free(logged, TRUE);
+	logged = NULL;
+}
+
+static void test_buffers(struct data_fixture *d, gconstpointer unused)
+{
+	loom_buffer_t *buf = (loom_buffer_t *)1;
+
+	g_assert_cmpstr(loom_buft_name(d->buft), ==, "static_host");
+	g_assert_cmpuint(loom_buft_alignment(d->buft), ==, 32);
+	g_assert_cmpuint(loom_buft_max_size(d->buft), ==, (size_t)1 << 30);
+	g_assert_true(loom_buft_is_host(d->buft));
+	g_assert_true(loom_buft_device(d->buft) == d->dev);
+	g_assert_true(loom_dev_supports_buft(d->dev, d->buft));
+
+	g_assert_cmpint(loom_buft_alloc_buffer(d->buft, 100, &buf), ==,
+			LOOM_OK);
+	g_assert_cmpuint(loom_buffer_size(buf), ==, 100);
+	g_assert_nonnull(loom_buffer_base(buf));
+	g_assert_true(loom_buffer_type(buf) == d->buft);
+	g_assert_cmpint(loom_buffer_clear(buf, 7), ==, LOOM_OK);
+	g_assert_cmpint(((uint8_t *)loom_buffer_base(buf))[99], ==, 7);
+	loom_buffer_set_usage(buf, LOOM_BUFFER_USAGE_WEIGHTS);
+	g_assert_cmpint(loom_buffer_usage(buf), ==, LOOM_BUFFER_USAGE_WEIGHTS);
+	loom_buffer_free(buf);
+	loom_buffer_free(NULL);
+
+	/* Larger than the type allows: refused before the plugin runs. */
+	g_assert_cmpint(loom_buft_alloc_buffer(d->buft, (size_t)2 << 30, &buf),
+			==, LOOM_E_NOMEM);
+	g_assert_null(buf);
+	/* A plugin returning less than asked is caught. */
+	d->ctl->short_alloc = 1;
+	g_assert_cmpint(loom_buft_alloc_buffer(d->buft, 100, &buf), ==,
+			LOOM_E_PLUGIN);
+	g_assert_null(buf);
+	g_assert_cmpstr(loom_last_error(), ==,
+			"buffer type 'static_host': asked for 100 bytes, got "
+			"a buffer of 99 bytes");
+	d->ctl->short_alloc = 0;
+	/* A non-power-of-two alignment is replaced, with a warning. */
+	d->ctl->bad_align = 1;
+	g_assert_cmpuint(loom_buft_alignment(d->buft), ==, 64);
+	g_assert_nonnull(strstr(logged->str, "not a power of two"));
+	d->ctl->bad_align = 0;
+
+	g_assert_cmpint(loom_buft_alloc_buffer(NULL, 1, &buf), ==,
+			LOOM_E_INVAL);
+	g_assert_cmpint(loom_buft_alloc_buffer(d->buft, 1, NULL), ==,
+			LOOM_E_INVAL);
+}
+
+static void test_set_get(struct data_fixture *d, gconstpointer unused)
+{
+	struct loom_tensor *t = loom_new_tensor_1d(d->ctx, LOOM_TYPE_F32, 16);
+	struct loom_tensor *u = loom_new_tensor_1d(d->ctx, LOOM_TYPE_F32, 16);
+	loom_buffer_t *buf;
+	float in[16], out[16];
+	size_t nb;
+
+	for (int i = 0; i < 16; i++)
+		in[i] = (float)i * 0.5f;
+	loom_set_name(t, "t");
+	/* Unplaced. */
+	g_assert_cmpint(loom_tensor_set(t, in, 0, 4), ==, LOOM_E_STATE);
+	g_assert_cmpstr(loom_last_error(), ==,
+			"loom_tensor_set: tensor 't' is not placed in a buffer");
+	g_assert_cmpint(loom_tensor_get(t, out, 0, 4), ==, LOOM_E_STATE);
+	g_assert_cmpint(loom_tensor_set(NULL, in, 0, 4), ==, LOOM_E_INVAL);
+
+	g_assert_cmpint(loom_buft_alloc_buffer(d->buft, 256, &buf), ==,
+			LOOM_OK);
+	/* Misaligned, and too far. */
+	g_assert_cmpint(loom_tensor_place(t, buf, 4), ==, LOOM_E_ALIGN);
+	g_assert_null(t->data);
+	g_assert_cmpint(loom_tensor_place(t, buf, 224), ==, LOOM_E_RANGE);
+	g_assert_cmpint(loom_tensor_place(t, buf, SIZE_MAX - 31), ==,
+			LOOM_E_RANGE);
+	g_assert_cmpint(loom_tensor_place(t, buf, 0), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_place(u, buf, 64), ==, LOOM_OK);
+	g_assert_true(t->buffer == buf);
+	g_assert_cmpint(d->ctl->n_init_tensor, ==, 2);
+
+	nb = loom_nbytes(t);
+	g_assert_cmpuint(nb, ==, sizeof(in));
+	g_assert_cmpint(loom_tensor_set(t, in, 0, nb), ==, LOOM_OK);
+	memset(out, 0, sizeof(out));
+	g_assert_cmpint(loom_tensor_get(t, out, 0, nb), ==, LOOM_OK);
+	g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
+	/* Bounds: past the end, and offsets that overflow. */
+	g_assert_cmpint(loom_tensor_set(t, in, 4, nb), ==, LOOM_E_RANGE);
+	g_assert_cmpint(loom_tensor_get(t, out, nb + 1, 0), ==, LOOM_E_RANGE);
+	g_assert_cmpint(loom_tensor_set(t, in, SIZE_MAX, 2), ==, LOOM_E_RANGE);
+	g_assert_cmpint(loom_tensor_get(t, out, 8, SIZE_MAX - 4), ==,
+			LOOM_E_RANGE);
+	g_assert_cmpint(loom_tensor_set(t, NULL, 0, 4), ==, LOOM_E_INVAL);
+	g_assert_cmpint(loom_tensor_set(t, NULL, 0, 0), ==, LOOM_OK);
+
+	/* memset through the plugin's method. */
+	g_assert_cmpint(loom_tensor_memset(t, 0, 8, 8), ==, LOOM_OK);
+	g_assert_cmpint(d->ctl->n_memset, ==, 1);
+	g_assert_cmpint(loom_tensor_get(t, out, 0, nb), ==, LOOM_OK);
+	g_assert_cmpfloat(out[1], ==, in[1]);
+	g_assert_cmpfloat(out[2], ==, 0.0f);
+	g_assert_cmpfloat(out[3], ==, 0.0f);
+	g_assert_cmpfloat(out[4], ==, in[4]);
+	g_assert_cmpint(loom_tensor_memset(t, 0, 8, nb), ==, LOOM_E_RANGE);
+
+	/* Copy: through the plugin, declined (staged), and sizes that
+	 * differ. */
+	g_assert_cmpint(loom_tensor_set(t, in, 0, nb), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_copy(t, u), ==, LOOM_OK);
+	g_assert_cmpint(d->ctl->n_cpy, ==, 1);
+	memset(out, 0, sizeof(out));
+	g_assert_cmpint(loom_tensor_get(u, out, 0, nb), ==, LOOM_OK);
+	g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
+	d->ctl->decline_cpy = 1;
+	g_assert_cmpint(loom_tensor_memset(u, 0, 0, nb), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_copy(t, u), ==, LOOM_OK);
+	g_assert_cmpint(d->ctl->n_cpy, ==, 1);
+	g_assert_cmpint(loom_tensor_get(u, out, 0, nb), ==, LOOM_OK);
+	g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
+	{
+		struct loom_tensor *small =
+			loom_new_tensor_1d(d->ctx, LOOM_TYPE_F32, 8);
+
+		g_assert_cmpint(loom_tensor_place(small, buf, 128), ==,
+				LOOM_OK);
+		g_assert_cmpint(loom_tensor_copy(t, small), ==, LOOM_E_INVAL);
+	}
+	g_assert_cmpint(loom_tensor_copy(NULL, u), ==, LOOM_E_INVAL);
+	loom_buffer_free(buf);
+}
+
+/* set_2d/get_2d against a plain reference, through the plugin's entry
+ * point (dst on the static fake) and through the core's loop. */
+static void test_2d(struct data_fixture *d, gconstpointer unused)
+{
+	struct loom_tensor *t = loom_new_tensor_2d(d->ctx, LOOM_TYPE_F32, 8, 6);
+	loom_buffer_t *buf;
+	uint8_t host[6 * 40], back[6 * 40], ref[8 * 6 * 4];
+	size_t nb;
+
+	g_assert_cmpint(loom_ctx_alloc_tensors(d->ctx, d->buft, &buf), ==,
+			LOOM_OK);
+	nb = loom_nbytes(t);
+	g_assert_cmpuint(nb, ==, sizeof(ref));
+	for (size_t i = 0; i < sizeof(host); i++)
+		host[i] = (uint8_t)(i * 7 + 3);
+	memset(ref, 0, sizeof(ref));
+	g_assert_cmpint(loom_tensor_memset(t, 0, 0, nb), ==, LOOM_OK);
+	/* Rows of 12 bytes from offset 4, tensor stride 32, host stride 40. */
+	for (size_t r = 0; r < 6; r++)
+		memcpy(ref + 4 + r * 32, host + r * 40, 12);
+	g_assert_cmpint(loom_tensor_set_2d(t, host, 4, 12, 6, 32, 40), ==,
+			LOOM_OK);
+	g_assert_cmpint(d->ctl->n_set_2d, ==, 1);
+	g_assert_cmpint(loom_tensor_get(t, back, 0, nb), ==, LOOM_OK);
+	g_assert_cmpmem(ref, nb, back, nb);
+	memset(back, 0xee, sizeof(back));
+	g_assert_cmpint(loom_tensor_get_2d(t, back, 4, 12, 6, 32, 40), ==,
+			LOOM_OK);
+	g_assert_cmpint(d->ctl->n_get_2d, ==, 1);
+	for (size_t r = 0; r < 6; r++)
+		g_assert_cmpmem(back + r * 40, 12, host + r * 40, 12);
+
+	/* Out of bounds by one byte in the last row; overlapping rows;
+	 * strides that overflow; NULL data; nothing to copy. */
+	g_assert_cmpint(loom_tensor_set_2d(t, host, 21, 12, 6, 32, 40), ==,
+			LOOM_E_RANGE);
+	g_assert_cmpint(loom_tensor_set_2d(t, host, 0, 33, 2, 32, 40), ==,
+			LOOM_E_INVAL);
+	g_assert_cmpint(loom_tensor_get_2d(t, back, 0, 12, 2, 32, 8), ==,
+			LOOM_E_INVAL);
+	g_assert_cmpint(loom_tensor_get_2d(t, back, 0, 1, 3, SIZE_MAX / 2, 1),
+			==, LOOM_E_RANGE);
+	g_assert_cmpint(loom_tensor_set_2d(t, NULL, 0, 4, 2, 32, 4), ==,
+			LOOM_E_INVAL);
+	g_assert_cmpint(loom_tensor_set_2d(t, host, 0, 4, 0, 32, 4), ==,
+			LOOM_OK);
+	g_assert_cmpint(d->ctl->n_set_2d, ==, 1);
+	g_assert_cmpint(d->ctl->n_get_2d, ==, 1);
+	loom_buffer_free(buf);
+}
+
+static void test_views_alloc(struct data_fixture *d, gconstpointer unused)
+{
+	struct loom_tensor *a = loom_new_tensor_2d(d->ctx, LOOM_TYPE_F32, 4, 3);
+	struct loom_tensor *b = loom_new_tensor_1d(d->ctx, LOOM_TYPE_F16, 5);
+	struct loom_tensor *v = loom_view_1d(d->ctx, a, 4, 16);
+	loom_buffer_t *buf, *again;
+	float row[4] = { 1, 2, 3, 4 }, out[4];
+
+	g_assert_nonnull(v);
+	g_assert_cmpint(loom_ctx_alloc_tensors(d->ctx, d->buft, &buf), ==,
+			LOOM_OK);
+	g_assert_nonnull(buf);
+	g_assert_true(a->buffer == buf && b->buffer == buf &&
+		      v->buffer == buf);
+	g_assert_true((char *)v->data == (char *)a->data + 16);
+	g_assert_cmpuint(((uintptr_t)b->data - (uintptr_t)a->data) % 32, ==, 0);
+	g_assert_cmpuint(loom_buffer_size(buf), ==, 64 + 10);
+	/* A write through the view lands in its source. */
+	g_assert_cmpint(loom_tensor_set(v, row, 0, sizeof(row)), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_get(a, out, 16, sizeof(out)), ==, LOOM_OK);
+	g_assert_cmpmem(row, sizeof(row), out, sizeof(out));
+	/* Nothing left to place. */
+	g_assert_cmpint(loom_ctx_alloc_tensors(d->ctx, d->buft, &again), ==,
+			LOOM_OK);
+	g_assert_null(again);
+	/* Views are placed with init_view, not place. */
+	g_assert_cmpint(loom_tensor_place(v, buf, 0), ==, LOOM_E_INVAL);
+	g_assert_cmpint(loom_tensor_init_view(a), ==, LOOM_E_INVAL);
+	loom_buffer_free(buf);
+	{
+		loom_ctx_t *ctx;
+		struct loom_tensor *big, *w;
+
+		g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+		big = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 1 << 15, 1 << 14);
+		g_assert_nonnull(big);
+		g_assert_cmpint(loom_ctx_alloc_tensors(ctx, d->buft, &again),
+				==, LOOM_E_NOMEM);
+		g_assert_nonnull(strstr(loom_last_error(), "more than"));
+		g_assert_null(big->data);
+		w = loom_view_1d(ctx, big, 4, 0);
+		g_assert_cmpint(loom_tensor_init_view(w), ==, LOOM_E_STATE);
+		loom_ctx_free(ctx);
+	}
+}
+
+static void test_backend(struct data_fixture *d, gconstpointer unused)
+{
+	struct loom_tensor *t = loom_new_tensor_2d(d->ctx, LOOM_TYPE_F32, 4, 4);
+	struct loom_tensor *u = loom_new_tensor_2d(d->ctx, LOOM_TYPE_F32, 4, 4);
+	loom_backend_t *be;
+	loom_event_t *ev;
+	loom_buffer_t *buf, *buf2;
+	loom_graph_t *g;
+	float in[16], out[16];
+
+	for (int i = 0; i < 16; i++)
+		in[i] = (float)(i * i) - 3.0f;
+	g_assert_cmpint(loom_dev_init_backend(d->dev, NULL, &be), ==, LOOM_OK);
+	g_assert_cmpstr(loom_backend_name(be), ==, "static");
+	g_assert_true(loom_backend_device(be) == d->dev);
+	g_assert_false(loom_backend_supports_op(be, t));
+	g_assert_cmpint(loom_backend_set_n_threads(be, 2), ==,
+			LOOM_E_UNSUPPORTED);
+	g_assert_cmpint(loom_backend_set_n_threads(be, 0), ==, LOOM_E_INVAL);
+
+	/* Unplaced, then the async fallbacks (synchronize, then blocking). */
+	g_assert_cmpint(loom_backend_tensor_set_async(be, t, in, 0, 4), ==,
+			LOOM_E_STATE);
+	g_assert_cmpint(loom_ctx_alloc_tensors(d->ctx, d->buft, &buf), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_backend_tensor_set_async(be, t, in, 0,
+						      sizeof(in)),
+			==, LOOM_OK);
+	g_assert_cmpint(loom_backend_tensor_set_async(be, t, in, 4,
+						      sizeof(in)),
+			==, LOOM_E_RANGE);
+	g_assert_cmpint(loom_backend_tensor_copy_async(be, be, t, u), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_backend_tensor_get_2d_async(be, u, out, 0, 8, 4,
+							 16, 8),
+			==, LOOM_OK);
+	g_assert_cmpint(loom_backend_synchronize(be), ==, LOOM_OK);
+	for (int r = 0; r < 4; r++)
+		g_assert_cmpmem(out + 2 * r, 8, in + 4 * r, 8);
+	g_assert_cmpint(loom_backend_tensor_get_async(be, u, out, 0,
+						      sizeof(out)),
+			==, LOOM_OK);
+	g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
+	g_assert_cmpint(loom_backend_tensor_set_2d_async(be, t, in, 60, 8, 1,
+							 0, 0),
+			==, LOOM_E_RANGE);
+
+	/* Emulated events. */
+	g_assert_cmpint(loom_event_new(d->dev, &ev), ==, LOOM_OK);
+	g_assert_true(loom_event_device(ev) == d->dev);
+	g_assert_cmpint(loom_event_record(ev, be), ==, LOOM_OK);
+	g_assert_cmpint(loom_event_wait(be, ev), ==, LOOM_OK);
+	g_assert_cmpint(loom_event_synchronize(ev), ==, LOOM_OK);
+	loom_event_free(ev);
+	g_assert_cmpint(loom_event_record(NULL, be), ==, LOOM_E_INVAL);
+
+	/* Graphs: unplaced nodes are refused before the plugin sees them. */
+	g_assert_cmpint(loom_graph_new(d->ctx, &g), ==, LOOM_OK);
+	{
+		struct loom_tensor *sum = loom_add(d->ctx, t, u);
+
+		g_assert_nonnull(sum);
+		g_assert_cmpint(loom_graph_expand(g, sum), ==, LOOM_OK);
+		g_assert_cmpint(loom_backend_graph_compute(be, g), ==,
+				LOOM_E_STATE);
+		g_assert_cmpint(d->ctl->n_compute, ==, 0);
+		g_assert_cmpint(loom_ctx_alloc_tensors(d->ctx, d->buft,
+						       &buf2),
+				==, LOOM_OK);
+		g_assert_cmpint(loom_backend_graph_compute(be, g), ==,
+				LOOM_OK);
+		g_assert_cmpint(d->ctl->n_compute, ==, 1);
+		loom_buffer_free(buf2);
+	}
+	g_assert_cmpint(loom_backend_graph_compute(be, NULL), ==, LOOM_E_INVAL);
+	loom_backend_free(be);
+	loom_buffer_free(buf);
+	loom_backend_free(NULL);
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+
+#define F(path, fn)                                                          \
+	g_test_add(path, struct fixture, NULL, fixture_setup, fn,           \
+		   fixture_teardown)
+#define D(path, fn)                                                          \
+	g_test_add(path, struct data_fixture, NULL, data_setup, fn,         \
+		   data_teardown)
+	F("/loader/good", test_good);
+	F("/loader/broken", test_broken);
+	F("/loader/load-path", test_load_path);
+	F("/loader/override", test_override);
+	F("/loader/variants", test_variants);
+	F("/loader/backends/order", test_order);
+	F("/loader/backends/exclude", test_exclude);
+	F("/loader/backends/requested", test_requested);
+	F("/loader/secure", test_secure);
+	F("/loader/reload", test_reload);
+	g_test_add_func("/iface/tables", test_tables);
+	D("/iface/buffers", test_buffers);
+	D("/iface/set-get", test_set_get);
+	D("/iface/2d", test_2d);
+	D("/iface/views-alloc", test_views_alloc);
+	D("/iface/backend", test_backend);
+	return g_test_run();
+}
