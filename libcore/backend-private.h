@@ -137,6 +137,9 @@ void loom__loader_reset(void);
  * message of the plugin it is initialising (registry.c). */
 int loom__missing_method(const char *kind, const char *name,
 			 const char *slot);
+/* Notes a reg made by loom_reg_new(), so the loader can free the regs a
+ * failing init leaves behind (registry.c). */
+void loom__reg_made(loom_reg_t *reg);
 /* Forgets (NULL) or returns the last missing-method message. */
 void loom__missing_reset(void);
 const char *loom__missing_last(void);

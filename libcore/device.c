@@ -70,6 +70,7 @@ int loom_reg_new(const struct loom_reg_iface *iface, void *context,
 	}
 	reg->magic = REG_MAGIC;
 	reg->context = context;
+	loom__reg_made(reg);
 	*out = reg;
 	return LOOM_OK;
 

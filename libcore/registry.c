@@ -20,6 +20,12 @@ static size_t next_seq, next_init;
 
 static _Thread_local char missing[256];
 
+/* Regs made while a plugin's init runs on this thread. */
+#define MAX_MADE 16
+static _Thread_local bool in_init;
+static _Thread_local loom_reg_t *made[MAX_MADE];
+static _Thread_local size_t n_made;
+
 static const char *const proc_names[LOOM__PROC_COUNT] = {
 	[LOOM__PROC_SET_TENSOR_2D] = LOOM_PROC_SET_TENSOR_2D,
 	[LOOM__PROC_GET_TENSOR_2D] = LOOM_PROC_GET_TENSOR_2D,
@@ -60,6 +66,21 @@ int loom__missing_method(const char *kind, const char *name,
 		snprintf(missing, sizeof(missing),
 			 "%s: missing required method %s", kind, slot);
 	return loom_set_error(LOOM_E_PLUGIN, "%s", missing);
+}
+
+void loom__reg_made(loom_reg_t *reg)
+{
+	if (in_init && n_made < MAX_MADE)
+		made[n_made++] = reg;
+}
+
+/* Frees the regs an init made but did not hand back registered. */
+static void free_made(void)
+{
+	for (size_t i = 0; i < n_made; i++)
+		if (made[i]->magic == REG_MAGIC && !made[i]->registered)
+			loom__reg_destroy(made[i]);
+	n_made = 0;
 }
 
 void loom__missing_reset(void)
@@ -356,7 +377,10 @@ int loom__plugin_init(struct loom__plugin *p)
 
 	loom__clear_error();
 	loom__missing_reset();
+	n_made = 0;
+	in_init = true;
 	st = p->desc->init(&reg);
+	in_init = false;
 	miss = loom__missing_last();
 	if (miss) {
 		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN, "%s",
@@ -381,12 +405,14 @@ int loom__plugin_init(struct loom__plugin *p)
 	if (!reg || reg->magic != REG_MAGIC) {
 		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
 				 "init returned no reg");
-		return p->status;
+		reg = NULL;
+		goto err_destroy;
 	}
 	if (reg->registered) {
 		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
 				 "init returned a reg already registered");
-		return p->status;
+		reg = NULL;
+		goto err_destroy;
 	}
 	st = check_reg(p, reg);
 	if (st)
@@ -399,12 +425,20 @@ int loom__plugin_init(struct loom__plugin *p)
 	reg->registered = true;
 	p->reg = reg;
 	p->init_order = ++next_init;
+	free_made();
 	loom__plugin_set(p, LOOM_PLUGIN_LOADED, LOOM_OK, "%s", "");
 	return LOOM_OK;
 
 err_destroy:
-	if (reg && reg->magic == REG_MAGIC && !reg->registered)
-		loom__reg_destroy(reg);
+	if (reg && reg->magic == REG_MAGIC && !reg->registered) {
+		bool listed = false;
+
+		for (size_t i = 0; i < n_made; i++)
+			listed |= made[i] == reg;
+		if (!listed)
+			loom__reg_destroy(reg);
+	}
+	free_made();
 	return p->status;
 }
 
