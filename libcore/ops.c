@@ -368,9 +368,6 @@ struct loom_tensor *loom_get_rows(loom_ctx_t *ctx, struct loom_tensor *a,
 		return NULL;
 	if (ids->type != LOOM_TYPE_I32)
 		return bad(ctx, op, "ids %s must be i32", DESC(ids));
-	if (!matrix_type(a->type))
-		return bad(ctx, op, "a %s must be f32, f16, bf16 or q8_0",
-			   DESC(a));
 	if (ids->ne[1] != a->ne[2] || ids->ne[2] != a->ne[3] ||
 	    ids->ne[3] != 1)
 		return bad(ctx, op,
