@@ -25,7 +25,10 @@ cuda_kernel_headers = \
 	plugins/cuda/cuda-compat.h \
 	plugins/hip/cuda-to-hip.h
 
-EXTRA_DIST += $(cuda_host_sources) $(cuda_kernel_sources) \
+# Only the descriptor is exported, kernels included (see the script).
+gpu_plugin_sym = -Wl,--version-script=$(top_srcdir)/plugins/cuda/plugin.sym
+
+EXTRA_DIST += plugins/cuda/plugin.sym $(cuda_host_sources) $(cuda_kernel_sources) \
 	$(cuda_kernel_headers) build-aux/nvcc-wrapper
 SUFFIXES += .cu
 AM_V_NVCC = $(am__v_NVCC_@AM_V@)
@@ -52,10 +55,11 @@ plugins_cuda_loom_cuda_la_SOURCES = $(cuda_host_sources) \
 nodist_EXTRA_plugins_cuda_loom_cuda_la_SOURCES = plugins/cuda/dummy.cxx
 plugins_cuda_loom_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(cuda_defs) \
 	$(CUDA_CPPFLAGS) $(NCCL_CPPFLAGS)
-plugins_cuda_loom_cuda_la_LDFLAGS = $(PLUGIN_LINK_FLAGS) $(CUDA_LDFLAGS) \
-	$(NCCL_LDFLAGS)
+plugins_cuda_loom_cuda_la_LDFLAGS = $(PLUGIN_LINK_FLAGS) $(gpu_plugin_sym) \
+	$(CUDA_LDFLAGS) $(NCCL_LDFLAGS)
 plugins_cuda_loom_cuda_la_LIBADD = $(PLUGIN_LINK_LIBS) $(NCCL_LIBS) \
 	$(CUDA_LIBS)
+EXTRA_plugins_cuda_loom_cuda_la_DEPENDENCIES = plugins/cuda/plugin.sym
 
 # Kernels: nvcc through libtool.  Host code in the .cu files is C++17;
 # headers are listed as dependencies since nvcc writes no depfiles here.

@@ -25,6 +25,7 @@
 #define cudaError_t hipError_t
 #define cudaSuccess hipSuccess
 #define cudaErrorNoDevice hipErrorNoDevice
+#define cudaErrorMemoryAllocation hipErrorOutOfMemory
 #define cudaErrorInsufficientDriver hipErrorInsufficientDriver
 #define cudaErrorPeerAccessAlreadyEnabled hipErrorPeerAccessAlreadyEnabled
 #define cudaGetErrorString hipGetErrorString
@@ -50,6 +51,7 @@
 #define cudaMemcpyPeerAsync hipMemcpyPeerAsync
 #define cudaMemset hipMemset
 #define cudaMemsetAsync hipMemsetAsync
+#define cudaMemcpyKind hipMemcpyKind
 #define cudaMemcpyHostToDevice hipMemcpyHostToDevice
 #define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
 #define cudaMemcpyDeviceToDevice hipMemcpyDeviceToDevice

@@ -1,1 +1,61 @@
-# plugins/hip/local.mk - (to be written)
+# plugins/hip/local.mk - the HIP plugin, loom-hip.so: the CUDA plugin's
+# sources built for ROCm.  Host code is compiled as C against the HIP
+# runtime; each ops-*.hip includes its ops-*.cu and is compiled by hipcc,
+# always with --offload-arch (without it hipcc probes for a GPU).  GEMM
+# through hipBLAS when configure found it, else the plugin's own kernel;
+# the allreduce through RCCL when configure found it.
+
+hip_kernel_sources = \
+	plugins/hip/ops-binary.hip \
+	plugins/hip/ops-unary.hip \
+	plugins/hip/ops-norm.hip \
+	plugins/hip/ops-softmax.hip \
+	plugins/hip/ops-rope.hip \
+	plugins/hip/ops-rows.hip \
+	plugins/hip/ops-copy.hip \
+	plugins/hip/ops-reduce.hip \
+	plugins/hip/ops-matmul.hip
+
+EXTRA_DIST += $(hip_kernel_sources)
+SUFFIXES += .hip
+
+hip_defs = -DLOOM_HIP
+if HAVE_ROCBLAS
+hip_defs += -DLOOM_HAVE_BLAS
+endif
+if HAVE_RCCL
+hip_defs += -DLOOM_HAVE_NCCL
+endif
+
+HIPCC_FLAGS = -std=c++17 -O3 $(HIP_ARCH_FLAGS) -fvisibility=hidden
+HIPCC_COMPILE = $(LIBTOOL) $(AM_V_lt) --tag=CC --mode=compile \
+	$(HIPCC) -x hip $(DEFS) $(DEFAULT_INCLUDES) $(AM_CPPFLAGS) \
+	$(hip_defs) $(HIP_CPPFLAGS) -I$(top_srcdir)/plugins/cuda \
+	$(CPPFLAGS) $(HIPCC_FLAGS) $(HIPCCFLAGS)
+AM_V_HIPCC = $(am__v_HIPCC_@AM_V@)
+am__v_HIPCC_ = $(am__v_HIPCC_@AM_DEFAULT_V@)
+am__v_HIPCC_0 = @echo "  HIPCC   " $@;
+am__v_HIPCC_1 =
+
+# hipcc runs only for the HIP plugin's sources (HAVE_HIP).
+.hip.lo:
+	$(AM_V_HIPCC)$(HIPCC_COMPILE) -c -o $@ $<
+
+if HAVE_HIP
+plugin_LTLIBRARIES += plugins/hip/loom-hip.la
+
+plugins_hip_loom_hip_la_SOURCES = $(cuda_host_sources) \
+	$(hip_kernel_sources) $(cuda_kernel_headers)
+# The kernels' objects need the C++ runtime: link as C++.
+nodist_EXTRA_plugins_hip_loom_hip_la_SOURCES = plugins/hip/dummy.cxx
+plugins_hip_loom_hip_la_CPPFLAGS = $(AM_CPPFLAGS) $(hip_defs) \
+	$(HIP_CPPFLAGS)
+plugins_hip_loom_hip_la_LDFLAGS = $(PLUGIN_LINK_FLAGS) $(gpu_plugin_sym) \
+	$(HIP_LDFLAGS)
+plugins_hip_loom_hip_la_LIBADD = $(PLUGIN_LINK_LIBS) $(RCCL_LIBS) \
+	$(ROCBLAS_LIBS) $(HIP_LIBS)
+EXTRA_plugins_hip_loom_hip_la_DEPENDENCIES = plugins/cuda/plugin.sym
+
+$(hip_kernel_sources:.hip=.lo): $(cuda_kernel_headers) \
+	$(cuda_kernel_sources)
+endif

@@ -1,0 +1,4 @@
+/* ops-reduce.hip - the CUDA plugin's ops-reduce.cu built by hipcc for the HIP
+ * plugin (names mapped by cuda-to-hip.h).
+ */
+#include "../cuda/ops-reduce.cu"
