@@ -66,6 +66,22 @@ static void set_f32(struct loom_tensor *t, int i, float v)
 	memcpy(&t->op_params[i], &v, sizeof(v));
 }
 
+/* Names a view after the tensor it shows ("cache_k (view)"), so that
+ * messages about it say what it is; unnamed sources leave it unnamed. */
+static void name_after(struct loom_tensor *t, const struct loom_tensor *src,
+		       const char *suffix)
+{
+	size_t n = strnlen(src->name, LOOM_MAX_NAME - 1);
+	size_t m = strlen(suffix);
+
+	if (!n)
+		return;
+	if (n + m > LOOM_MAX_NAME - 1)
+		n = LOOM_MAX_NAME - 1 - m;
+	memcpy(t->name, src->name, n);
+	memcpy(t->name + n, suffix, m + 1);
+}
+
 /* A new node of op with a contiguous result. */
 static struct loom_tensor *new_node(loom_ctx_t *ctx, enum loom_op op,
 				    enum loom_type type,
@@ -100,6 +116,7 @@ static struct loom_tensor *new_dst_view(loom_ctx_t *ctx, enum loom_op op,
 	memcpy(t->nb, dst->nb, sizeof(t->nb));
 	t->view_src = loom__owner(dst);
 	t->view_offs = dst->view_offs;
+	name_after(t, dst, op == LOOM_OP_CPY ? " (copy)" : " (set rows)");
 	return t;
 }
 
@@ -585,6 +602,10 @@ static struct loom_tensor *new_view(loom_ctx_t *ctx, enum loom_op op,
 	t->src[0] = a;
 	t->view_src = owner;
 	t->view_offs = offs;
+	name_after(t, a, op == LOOM_OP_VIEW      ? " (view)" :
+			 op == LOOM_OP_RESHAPE   ? " (reshaped)" :
+			 op == LOOM_OP_PERMUTE   ? " (permuted)" :
+						   " (transposed)");
 	return t;
 }
 

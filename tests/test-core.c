@@ -21,14 +21,6 @@ static float bits_f32(uint32_t u)
 	return f;
 }
 
-static uint32_t f32_bits(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
-
 /* Value of a binary16 or bfloat16 pattern from its fields. */
 static double ref_decode(uint16_t h, int exp_bits, int man_bits)
 {
@@ -787,6 +779,12 @@ static void test_views(void)
 	g_assert_cmpuint(t->nb[2], ==, a->nb[2]);
 	expect_fail(ctx, loom_reshape_1d(ctx, t, 360), "reshape");
 	g_assert_true(loom_is_contiguous(loom_transpose(ctx, t)));
+
+	/* Views are named after what they show. */
+	loom_set_name(a, "a");
+	g_assert_cmpstr(loom_transpose(ctx, a)->name, ==, "a (transposed)");
+	g_assert_cmpstr(loom_reshape_1d(ctx, a, 360)->name, ==, "a (reshaped)");
+	loom_set_name(a, "");
 
 	/* A view of a view of a view points at the owner, offsets add. */
 	v = loom_view_2d(ctx, a, 6, 4, a->nb[1], a->nb[2]);
