@@ -371,19 +371,26 @@ struct loom_tensor *loom_new_op_tensor(loom_ctx_t *ctx, enum loom_op op,
  */
 int64_t loom_nelements(const struct loom_tensor *t)
 {
+	if (!t)
+		return 0;
 	return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
 }
 
 int64_t loom_nrows(const struct loom_tensor *t)
 {
+	if (!t)
+		return 0;
 	return t->ne[1] * t->ne[2] * t->ne[3];
 }
 
 size_t loom_nbytes(const struct loom_tensor *t)
 {
-	int64_t blck = loom_type_block_size(t->type);
+	int64_t blck;
 	size_t bytes;
 
+	if (!t)
+		return 0;
+	blck = loom_type_block_size(t->type);
 	for (int i = 0; i < LOOM_MAX_DIMS; i++)
 		if (t->ne[i] <= 0)
 			return 0;
@@ -402,8 +409,11 @@ size_t loom_nbytes(const struct loom_tensor *t)
 /* Dimensions of size one may have any stride. */
 bool loom_is_contiguous(const struct loom_tensor *t)
 {
-	size_t next = loom_type_size(t->type);
+	size_t next;
 
+	if (!t)
+		return false;
+	next = loom_type_size(t->type);
 	if (t->nb[0] != next)
 		return false;
 	next = loom_row_size(t->type, t->ne[0]);
@@ -418,6 +428,8 @@ bool loom_is_contiguous(const struct loom_tensor *t)
 bool loom_are_same_shape(const struct loom_tensor *a,
 			 const struct loom_tensor *b)
 {
+	if (!a || !b)
+		return false;
 	for (int i = 0; i < LOOM_MAX_DIMS; i++)
 		if (a->ne[i] != b->ne[i])
 			return false;
@@ -426,6 +438,8 @@ bool loom_are_same_shape(const struct loom_tensor *a,
 
 bool loom_can_repeat(const struct loom_tensor *b, const struct loom_tensor *a)
 {
+	if (!a || !b)
+		return false;
 	for (int i = 0; i < LOOM_MAX_DIMS; i++) {
 		if (b->ne[i] == 0) {
 			if (a->ne[i] != 0)
@@ -439,6 +453,8 @@ bool loom_can_repeat(const struct loom_tensor *b, const struct loom_tensor *a)
 
 int loom_n_dims(const struct loom_tensor *t)
 {
+	if (!t)
+		return 0;
 	for (int i = LOOM_MAX_DIMS - 1; i >= 1; i--)
 		if (t->ne[i] != 1)
 			return i + 1;

@@ -199,7 +199,9 @@ static void quantize_q8_0(const float *x, struct loom_block_q8_0 *y,
 		for (int i = 0; i < LOOM_QK8_0; i++) {
 			float q = roundf(xb[i] * id);
 
-			if (q > 127.0f)
+			if (isnan(q))
+				q = 0.0f;
+			else if (q > 127.0f)
 				q = 127.0f;
 			else if (q < -127.0f)
 				q = -127.0f;

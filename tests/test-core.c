@@ -426,6 +426,11 @@ static void test_shape_helpers(void)
 	g_assert_false(loom_are_same_shape(a, b));
 	g_assert_cmpfloat(loom_get_op_param_f32(a, 99), ==, 0);
 	g_assert_cmpint(loom_get_op_param_i32(a, -1), ==, 0);
+	/* Predicates on NULL answer, not crash. */
+	g_assert_cmpint(loom_nelements(NULL), ==, 0);
+	g_assert_cmpuint(loom_nbytes(NULL), ==, 0);
+	g_assert_false(loom_is_contiguous(NULL));
+	g_assert_false(loom_can_repeat(NULL, a));
 	loom_ctx_free(ctx);
 }
 
@@ -1011,7 +1016,8 @@ static void test_graph_deep(void)
 	g_assert_cmpint(loom_graph_n_leafs(g), ==, 3);
 	g_test_message("100000 nodes in %.1f ms",
 		       (g_get_monotonic_time() - t0) / 1000.0);
-	g_assert_cmpint(g_get_monotonic_time() - t0, <, 2 * G_USEC_PER_SEC);
+	/* Quadratic work would take minutes; valgrind stays well inside. */
+	g_assert_cmpint(g_get_monotonic_time() - t0, <, 10 * G_USEC_PER_SEC);
 	check_order(g);
 	loom_ctx_free(ctx);
 }
