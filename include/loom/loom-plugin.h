@@ -334,6 +334,16 @@ typedef int (*loom_meta_device_new_fn)(loom_dev_t *const *devs, size_t n,
 				       loom_dev_t **out);
 typedef int (*loom_meta_check_fn)(loom_dev_t *dev, loom_graph_t *g);
 
+/* "meta_buffer_dev_sizes" / "meta_backend_dev_sizes" (meta plugin): the
+ * bytes each member device holds for a meta buffer's tensors, or for a
+ * meta backend's compute graphs; sizes[j] for member j, j < n. */
+#define LOOM_PROC_META_BUFFER_DEV_SIZES "meta_buffer_dev_sizes"
+#define LOOM_PROC_META_BACKEND_DEV_SIZES "meta_backend_dev_sizes"
+typedef int (*loom_meta_buffer_dev_sizes_fn)(loom_buffer_t *buf,
+					     size_t *sizes, size_t n);
+typedef int (*loom_meta_backend_dev_sizes_fn)(loom_backend_t *be,
+					      size_t *sizes, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

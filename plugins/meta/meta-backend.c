@@ -1,0 +1,404 @@
+/* meta-backend.c - the meta backend: one member backend per device, the
+ * cache of plans, running the pieces on all devices at once, and the
+ * allreduce between pieces (a member plugin's entry point, or the generic
+ * path through host memory).
+ */
+#include "meta-plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define META_MAX_PLANS 4
+
+struct meta_backend {
+	struct meta_dev *md;
+	loom_backend_t *be[META_MAX_DEVS];
+	bool distinct;       /* no member device repeats */
+	struct meta_plan *plans[META_MAX_PLANS];
+	uint64_t stamp[META_MAX_PLANS];
+	uint64_t clock;
+	float *scratch;
+	size_t scratch_n;
+};
+
+static const char *be_get_name(loom_backend_t *be)
+{
+	struct meta_backend *mb = loom_backend_context(be);
+
+	return mb->md->name;
+}
+
+static void be_free(loom_backend_t *be)
+{
+	struct meta_backend *mb = loom_backend_context(be);
+
+	for (int i = 0; i < META_MAX_PLANS; i++)
+		meta_plan_free(mb->plans[i]);
+	for (int j = 0; j < mb->md->n; j++)
+		loom_backend_free(mb->be[j]);
+	free(mb->scratch);
+	free(mb);
+}
+
+static int sync_members(struct meta_backend *mb)
+{
+	int rc = LOOM_OK;
+
+	for (int j = 0; j < mb->md->n; j++) {
+		int r = loom_backend_synchronize(mb->be[j]);
+
+		if (r && !rc)
+			rc = r;
+	}
+	return rc;
+}
+
+static int be_synchronize(loom_backend_t *be)
+{
+	return sync_members(loom_backend_context(be));
+}
+
+static struct meta_tensor *record_for(const struct loom_tensor *t)
+{
+	struct meta_tensor *mt = meta_tensor_of(t);
+
+	if (!mt && t->view_src && t->view_offs == 0 &&
+	    loom_are_same_shape(t, t->view_src))
+		mt = meta_tensor_of(t->view_src);
+	if (!mt)
+		loom_set_error(LOOM_E_STATE, "%s has no data on the meta "
+			       "device yet", t->name);
+	return mt;
+}
+
+static int be_set_async(loom_backend_t *be, struct loom_tensor *t,
+			const void *data, size_t offset, size_t size)
+{
+	struct meta_backend *mb = loom_backend_context(be);
+	struct meta_tensor *mt = record_for(t);
+
+	if (!mt)
+		return LOOM_E_STATE;
+	return meta_tensor_set(mt, t, data, offset, size, mb->be);
+}
+
+static int be_get_async(loom_backend_t *be, const struct loom_tensor *t,
+			void *data, size_t offset, size_t size)
+{
+	struct meta_backend *mb = loom_backend_context(be);
+	struct meta_tensor *mt = record_for(t);
+
+	if (!mt)
+		return LOOM_E_STATE;
+	return meta_tensor_get(mt, t, data, offset, size, mb->be);
+}
+
+/* ---- allreduce ---- */
+
+static float *scratch(struct meta_backend *mb, size_t n)
+{
+	if (mb->scratch_n < n) {
+		float *p = realloc(mb->scratch, 2 * n * sizeof(float));
+
+		if (!p)
+			return NULL;
+		mb->scratch = p;
+		mb->scratch_n = n;
+	}
+	return mb->scratch;
+}
+
+static float round_bf16(float v)
+{
+	return loom_bf16_to_fp32(loom_fp32_to_bf16(v));
+}
+
+/* The generic allreduce: every summand through host memory, summed in F32
+ * (or from BF16-rounded summands when asked), written back to all. */
+static int reduce_generic(struct meta_backend *mb,
+			  struct loom_tensor *const *ts, size_t nbytes,
+			  bool bf16)
+{
+	size_t n = nbytes / sizeof(float);
+	float *acc = scratch(mb, n), *tmp;
+	int rc;
+
+	if (!acc)
+		return loom_set_error(LOOM_E_NOMEM, "meta: allreduce: no "
+				      "memory");
+	tmp = acc + n;
+	for (int j = 0; j < mb->md->n; j++) {
+		rc = loom_tensor_get(ts[j], j ? tmp : acc, 0, nbytes);
+		if (rc)
+			return rc;
+		if (bf16)
+			for (size_t i = 0; i < n; i++)
+				(j ? tmp : acc)[i] =
+					round_bf16((j ? tmp : acc)[i]);
+		if (j)
+			for (size_t i = 0; i < n; i++)
+				acc[i] += tmp[i];
+	}
+	for (int j = 0; j < mb->md->n; j++) {
+		rc = loom_tensor_set(ts[j], acc, 0, nbytes);
+		if (rc)
+			return rc;
+	}
+	return LOOM_OK;
+}
+
+static int allreduce(struct meta_backend *mb, struct meta_reduce *r)
+{
+	struct meta_dev *md = mb->md;
+	struct loom_tensor *ts[META_MAX_DEVS];
+	loom_reg_t *reg = loom_dev_reg(md->members[0]);
+	size_t nbytes = loom_nbytes(r->t);
+	bool bf16 = md->reduce_type == LOOM_TYPE_BF16 &&
+		    nbytes >= md->bf16_min_bytes;
+	int rc;
+
+	for (int j = 0; j < md->n; j++) {
+		ts[j] = r->mt->dev_t[j];
+		if (!ts[j] || !loom_is_contiguous(ts[j]) ||
+		    ts[j]->type != LOOM_TYPE_F32)
+			return loom_set_error(LOOM_E_UNSUPPORTED,
+					      "meta: allreduce of %s needs "
+					      "contiguous F32 on every device",
+					      r->t->name);
+		if (r->zfill[j]) {
+			rc = loom_tensor_memset(ts[j], 0, 0, nbytes);
+			if (rc)
+				return rc;
+		}
+		if (loom_dev_reg(md->members[j]) != reg)
+			reg = NULL;
+	}
+	if (reg && !md->force_fallback) {
+		loom_allreduce_fn fn = (loom_allreduce_fn)
+			loom_reg_proc_address(reg, LOOM_PROC_ALLREDUCE);
+
+		if (fn) {
+			struct loom_allreduce_opts o = {
+				.size = sizeof(o),
+				.reduce_type = bf16 ? LOOM_TYPE_BF16
+						    : LOOM_TYPE_F32,
+			};
+
+			rc = fn(mb->be, ts, (size_t)md->n, &o);
+			if (rc != LOOM_E_DECLINED)
+				return rc;
+		}
+	}
+	return reduce_generic(mb, ts, nbytes, bf16);
+}
+
+/* ---- running a plan ---- */
+
+struct job {
+	loom_backend_t *be;
+	loom_graph_t *g;
+	int rc;
+	char msg[256];
+	pthread_t thread;
+	bool started;
+};
+
+static void *job_run(void *arg)
+{
+	struct job *jb = arg;
+
+	jb->rc = loom_backend_graph_compute(jb->be, jb->g);
+	if (jb->rc)
+		snprintf(jb->msg, sizeof(jb->msg), "%s", loom_last_error());
+	return NULL;
+}
+
+/* Runs one piece on every device: concurrently, one thread per extra
+ * device, when no device repeats; in turn otherwise. */
+static int run_piece(struct meta_backend *mb, struct meta_piece *p)
+{
+	struct job jobs[META_MAX_DEVS];
+	int n = mb->md->n, rc = LOOM_OK;
+
+	memset(jobs, 0, sizeof(jobs));
+	for (int j = 0; j < n; j++) {
+		jobs[j].be = mb->be[j];
+		jobs[j].g = p->g[j];
+	}
+	for (int j = 1; j < n; j++) {
+		if (!p->n_nodes[j])
+			continue;
+		if (mb->distinct &&
+		    !pthread_create(&jobs[j].thread, NULL, job_run, &jobs[j])) {
+			jobs[j].started = true;
+			continue;
+		}
+		job_run(&jobs[j]);
+	}
+	if (p->n_nodes[0])
+		job_run(&jobs[0]);
+	for (int j = 0; j < n; j++) {
+		if (jobs[j].started)
+			pthread_join(jobs[j].thread, NULL);
+		if (jobs[j].rc && !rc) {
+			rc = loom_set_error(jobs[j].rc, "meta: device %s: %s",
+					    loom_dev_name(mb->md->members[j]),
+					    jobs[j].msg);
+		}
+	}
+	return rc;
+}
+
+static int run_plan(struct meta_backend *mb, struct meta_plan *pl)
+{
+	int rc;
+
+	for (int i = 0; i < pl->n_pieces; i++) {
+		struct meta_piece *p = &pl->pieces[i];
+
+		for (int k = 0; k < p->n_reduce; k++) {
+			rc = allreduce(mb, &p->reduce[k]);
+			if (rc)
+				return rc;
+		}
+		rc = run_piece(mb, p);
+		if (!rc)
+			rc = sync_members(mb);
+		if (rc)
+			return rc;
+	}
+	return LOOM_OK;
+}
+
+/* The cached plan of g, or a new one (the oldest is dropped). */
+static int get_plan(struct meta_backend *mb, loom_graph_t *g,
+		    struct meta_plan **out)
+{
+	uint64_t version = loom_graph_version(g);
+	int victim = 0, rc;
+
+	for (int i = 0; i < META_MAX_PLANS; i++) {
+		struct meta_plan *pl = mb->plans[i];
+
+		if (pl && pl->g == g && pl->version == version) {
+			mb->stamp[i] = ++mb->clock;
+			*out = pl;
+			return LOOM_OK;
+		}
+		if (!pl || (mb->plans[victim] &&
+			    mb->stamp[i] < mb->stamp[victim]))
+			victim = i;
+	}
+	meta_plan_free(mb->plans[victim]);
+	mb->plans[victim] = NULL;
+	rc = meta_plan_build(mb->md, g, false, &mb->plans[victim]);
+	if (rc)
+		return rc;
+	mb->stamp[victim] = ++mb->clock;
+	*out = mb->plans[victim];
+	return LOOM_OK;
+}
+
+static int be_graph_compute(loom_backend_t *be, loom_graph_t *g)
+{
+	struct meta_backend *mb = loom_backend_context(be);
+	struct meta_plan *pl;
+	int rc;
+
+	rc = get_plan(mb, g, &pl);
+	if (rc)
+		return rc;
+	meta_plan_publish(pl);
+	rc = run_plan(mb, pl);
+	if (rc)
+		return rc;
+	return be_synchronize(be);
+}
+
+static const struct loom_backend_iface meta_backend_iface = {
+	.size = sizeof(struct loom_backend_iface),
+	.get_name = be_get_name,
+	.free = be_free,
+	.set_tensor_async = be_set_async,
+	.get_tensor_async = be_get_async,
+	.synchronize = be_synchronize,
+	.graph_compute = be_graph_compute,
+};
+
+int meta_backend_new(struct meta_dev *md, loom_backend_t **out)
+{
+	struct meta_backend *mb;
+	int rc;
+
+	mb = calloc(1, sizeof(*mb));
+	if (!mb)
+		return loom_set_error(LOOM_E_NOMEM, "meta backend: no memory");
+	mb->md = md;
+	mb->distinct = true;
+	for (int j = 0; j < md->n; j++) {
+		for (int k = 0; k < j; k++)
+			if (md->members[k] == md->members[j])
+				mb->distinct = false;
+		rc = loom_dev_init_backend(md->members[j], NULL, &mb->be[j]);
+		if (rc)
+			goto err_free;
+	}
+	rc = loom_backend_new(md->dev, &meta_backend_iface, mb, out);
+	if (rc)
+		goto err_free;
+	return LOOM_OK;
+
+err_free:
+	for (int j = 0; j < md->n; j++)
+		loom_backend_free(mb->be[j]);
+	free(mb);
+	return rc;
+}
+
+/* The "meta_check" entry point: a dry run of the plan. */
+int meta_check(loom_dev_t *dev, loom_graph_t *g)
+{
+	struct meta_dev *md = meta_dev_of(dev);
+	struct meta_plan *pl;
+	int rc;
+
+	if (!md)
+		return loom_set_error(LOOM_E_INVAL, "meta_check: %s is not a "
+				      "meta device",
+				      dev ? loom_dev_name(dev) : "(null)");
+	if (!g)
+		return loom_set_error(LOOM_E_INVAL, "meta_check: no graph");
+	rc = meta_plan_build(md, g, true, &pl);
+	if (rc)
+		return rc;
+	meta_plan_free(pl);
+	return LOOM_OK;
+}
+
+/* Bytes of compute memory each member device holds for be's plans (the
+ * "meta_backend_dev_sizes" entry point). */
+int meta_backend_dev_sizes(loom_backend_t *be, size_t *sizes, size_t n)
+{
+	struct meta_backend *mb;
+
+	if (!be || !sizes || !meta_dev_of(loom_backend_device(be)))
+		return loom_set_error(LOOM_E_INVAL, "meta_backend_dev_sizes: "
+				      "not a meta backend");
+	mb = loom_backend_context(be);
+	for (size_t j = 0; j < n; j++) {
+		sizes[j] = 0;
+		if (j >= (size_t)mb->md->n)
+			continue;
+		for (int i = 0; i < META_MAX_PLANS; i++) {
+			struct meta_plan *pl = mb->plans[i];
+
+			if (!pl)
+				continue;
+			sizes[j] += loom_galloc_buffer_size(pl->ga[j]);
+			if (pl->zbuf[j])
+				sizes[j] += loom_buffer_size(pl->zbuf[j]);
+		}
+	}
+	return LOOM_OK;
+}

@@ -1,0 +1,342 @@
+/* meta-buffer.c - the meta buffer type and meta buffers.  A meta buffer
+ * has no memory of its own: each tensor placed in it gets one buffer per
+ * member device sized for that device's slice.  Compute nodes get their
+ * per-device memory from the meta backend (meta-backend.c).
+ */
+#include "meta.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct meta_tensor *meta_tensor_of(const struct loom_tensor *t)
+{
+	struct meta_tensor *mt = t->extra;
+
+	if (mt && mt->magic == META_TENSOR_MAGIC)
+		return mt;
+	return NULL;
+}
+
+static const char *buft_get_name(loom_buffer_type_t *buft)
+{
+	struct meta_dev *md = loom_buft_context(buft);
+
+	return md->name;
+}
+
+static size_t buft_get_alignment(loom_buffer_type_t *buft)
+{
+	struct meta_dev *md = loom_buft_context(buft);
+
+	return md->max_align;
+}
+
+static size_t buft_get_max_size(loom_buffer_type_t *buft)
+{
+	struct meta_dev *md = loom_buft_context(buft);
+
+	return md->min_max_size;
+}
+
+static void free_record(struct meta_tensor *mt, int n)
+{
+	for (int j = 0; j < n; j++)
+		loom_buffer_free(mt->dev_buf[j]);
+	free(mt);
+}
+
+static void buffer_free(loom_buffer_t *buf)
+{
+	struct meta_buffer *mb = loom_buffer_context(buf);
+	struct meta_tensor *mt, *next;
+
+	for (mt = mb->tensors; mt; mt = next) {
+		next = mt->next;
+		free_record(mt, mb->md->n);
+	}
+	loom_ctx_free(mb->ctx);
+	pthread_mutex_destroy(&mb->lock);
+	free(mb);
+}
+
+static void *buffer_get_base(loom_buffer_t *buf)
+{
+	struct meta_buffer *mb = loom_buffer_context(buf);
+
+	return mb->fake_base;
+}
+
+/* Gives device j its slice of t: a descriptor and a buffer of its own. */
+static int place_slice(struct meta_buffer *mb, struct meta_tensor *mt,
+		       const struct loom_tensor *t, int j)
+{
+	struct meta_dev *md = mb->md;
+	loom_buffer_type_t *dbuft = loom_dev_buffer_type(md->members[j]);
+	struct loom_tensor *dt;
+	int64_t ne[LOOM_MAX_DIMS];
+	size_t size;
+	int rc;
+
+	memcpy(ne, t->ne, sizeof(ne));
+	if (mt->st.state <= LOOM_SPLIT_DIM3)
+		ne[mt->st.state] = meta_state_dev_len(&mt->st, md->n, j);
+	for (int d = 0; d < LOOM_MAX_DIMS; d++)
+		if (ne[d] == 0)
+			return LOOM_OK; /* a zero-sized slice: nothing here */
+
+	dt = loom_new_tensor(mb->ctx, t->type, LOOM_MAX_DIMS, ne);
+	if (!dt)
+		return loom_set_error(LOOM_E_NOMEM, "slice of %s: %s", t->name,
+				      loom_ctx_error(mb->ctx));
+	loom_set_name(dt, t->name);
+	dt->flags = t->flags;
+	size = loom_buft_alloc_size(dbuft, dt);
+	rc = loom_buft_alloc_buffer(dbuft, size, &mt->dev_buf[j]);
+	if (rc)
+		return rc;
+	rc = loom_tensor_place(dt, mt->dev_buf[j], 0);
+	if (rc)
+		return rc;
+	mt->dev_t[j] = dt;
+	mb->dev_bytes[j] += loom_buffer_size(mt->dev_buf[j]);
+	return LOOM_OK;
+}
+
+/* An earlier record at the same offset with the same shape and state (a
+ * graph allocated again in a compute buffer) is reused; a different one
+ * there is dropped. */
+static struct meta_tensor *take_old(struct meta_buffer *mb, size_t offs,
+				    const struct loom_tensor *t,
+				    const struct meta_state *st)
+{
+	struct meta_tensor **pp = &mb->tensors;
+
+	for (; *pp; pp = &(*pp)->next) {
+		struct meta_tensor *mt = *pp;
+		struct loom_tensor *dt = NULL;
+
+		if (mt->offs != offs)
+			continue;
+		for (int j = 0; j < mb->md->n && !dt; j++)
+			dt = mt->dev_t[j];
+		if (dt && dt->type == t->type &&
+		    meta_state_same_slices(&mt->st, st, mb->md->n)) {
+			bool same = true;
+
+			for (int d = 0; d < LOOM_MAX_DIMS; d++)
+				if (mt->st.state != (enum loom_split_state)d &&
+				    dt->ne[d] != t->ne[d])
+					same = false;
+			if (same)
+				return mt;
+		}
+		*pp = mt->next;
+		for (int j = 0; j < mb->md->n; j++)
+			if (mt->dev_buf[j])
+				mb->dev_bytes[j] -=
+					loom_buffer_size(mt->dev_buf[j]);
+		free_record(mt, mb->md->n);
+		return NULL;
+	}
+	return NULL;
+}
+
+/* Places a leaf (a weight, cache or graph input): its state comes from the
+ * device's split callback, or is MIRRORED in a compute buffer.  Nodes and
+ * views have nothing to place here. */
+static int buffer_init_tensor(loom_buffer_t *buf, struct loom_tensor *t)
+{
+	struct meta_buffer *mb = loom_buffer_context(buf);
+	struct meta_dev *md = mb->md;
+	struct meta_tensor *mt;
+	struct meta_state st;
+	struct loom_split sp;
+	size_t offs = (size_t)((uint8_t *)t->data - (uint8_t *)mb->fake_base);
+	int rc;
+
+	if (t->view_src || t->op != LOOM_OP_NONE)
+		return LOOM_OK;
+
+	memset(&sp, 0, sizeof(sp));
+	if (loom_buffer_usage(buf) == LOOM_BUFFER_USAGE_COMPUTE) {
+		sp.state = LOOM_SPLIT_MIRRORED;
+	} else {
+		sp.state = LOOM_SPLIT_MIRRORED;
+		rc = md->split(t, &sp, md->userdata);
+		if (rc)
+			return loom_set_error(rc, "split callback refused %s: "
+					      "%s", t->name,
+					      loom_last_error());
+	}
+	rc = meta_state_from_split(md, t, &sp, &st);
+	if (rc)
+		return rc;
+
+	pthread_mutex_lock(&mb->lock);
+	mt = take_old(mb, offs, t, &st);
+	if (mt) {
+		t->extra = mt;
+		pthread_mutex_unlock(&mb->lock);
+		return LOOM_OK;
+	}
+	mt = calloc(1, sizeof(*mt));
+	if (!mt) {
+		pthread_mutex_unlock(&mb->lock);
+		return loom_set_error(LOOM_E_NOMEM, "meta tensor %s: no memory",
+				      t->name);
+	}
+	mt->magic = META_TENSOR_MAGIC;
+	mt->md = md;
+	mt->st = st;
+	mt->offs = offs;
+	for (int j = 0; j < md->n; j++) {
+		rc = place_slice(mb, mt, t, j);
+		if (rc) {
+			for (int k = 0; k <= j; k++)
+				if (mt->dev_buf[k])
+					mb->dev_bytes[k] -=
+						loom_buffer_size(mt->dev_buf[k]);
+			free_record(mt, md->n);
+			pthread_mutex_unlock(&mb->lock);
+			return rc;
+		}
+	}
+	mt->next = mb->tensors;
+	mb->tensors = mt;
+	t->extra = mt;
+	pthread_mutex_unlock(&mb->lock);
+	return LOOM_OK;
+}
+
+/* The record of t, or of the whole tensor t views at offset 0. */
+static struct meta_tensor *record_of(const struct loom_tensor *t)
+{
+	struct meta_tensor *mt = meta_tensor_of(t);
+
+	if (mt)
+		return mt;
+	if (t->view_src && t->view_offs == 0 &&
+	    loom_are_same_shape(t, t->view_src) &&
+	    t->type == t->view_src->type)
+		return meta_tensor_of(t->view_src);
+	return NULL;
+}
+
+static int no_record(const struct loom_tensor *t)
+{
+	return loom_set_error(LOOM_E_STATE,
+			      "%s has no data on the meta device yet (a node "
+			      "is readable after the meta backend computed "
+			      "it; views other than whole ones are not)",
+			      t->name);
+}
+
+static int buffer_set_tensor(loom_buffer_t *buf, struct loom_tensor *t,
+			     const void *data, size_t offset, size_t size)
+{
+	struct meta_tensor *mt = record_of(t);
+
+	(void)buf;
+	if (!mt)
+		return no_record(t);
+	return meta_tensor_set(mt, t, data, offset, size, NULL);
+}
+
+static int buffer_get_tensor(loom_buffer_t *buf, const struct loom_tensor *t,
+			     void *data, size_t offset, size_t size)
+{
+	struct meta_tensor *mt = record_of(t);
+
+	(void)buf;
+	if (!mt)
+		return no_record(t);
+	return meta_tensor_get(mt, t, data, offset, size, NULL);
+}
+
+static int buffer_clear(loom_buffer_t *buf, uint8_t value)
+{
+	struct meta_buffer *mb = loom_buffer_context(buf);
+	int rc = LOOM_OK;
+
+	pthread_mutex_lock(&mb->lock);
+	for (struct meta_tensor *mt = mb->tensors; mt && !rc; mt = mt->next)
+		for (int j = 0; j < mb->md->n && !rc; j++)
+			if (mt->dev_buf[j])
+				rc = loom_buffer_clear(mt->dev_buf[j], value);
+	pthread_mutex_unlock(&mb->lock);
+	return rc;
+}
+
+static const struct loom_buffer_iface meta_buffer_iface = {
+	.size = sizeof(struct loom_buffer_iface),
+	.free_buffer = buffer_free,
+	.get_base = buffer_get_base,
+	.init_tensor = buffer_init_tensor,
+	.set_tensor = buffer_set_tensor,
+	.get_tensor = buffer_get_tensor,
+	.clear = buffer_clear,
+};
+
+static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
+			     loom_buffer_t **out)
+{
+	struct meta_dev *md = loom_buft_context(buft);
+	struct meta_buffer *mb;
+	int rc;
+
+	mb = calloc(1, sizeof(*mb));
+	if (!mb)
+		return loom_set_error(LOOM_E_NOMEM, "meta buffer: no memory");
+	mb->md = md;
+	mb->size = size;
+	/* Never dereferenced: tensors' data pointers only locate them. */
+	mb->fake_base = (void *)(uintptr_t)(md->max_align > 4096 ?
+					    md->max_align : 4096);
+	pthread_mutex_init(&mb->lock, NULL);
+	rc = loom_ctx_new(0, &mb->ctx);
+	if (rc)
+		goto err_free_mb;
+	rc = loom_buffer_new(buft, &meta_buffer_iface, mb, size, out);
+	if (rc)
+		goto err_free_ctx;
+	return LOOM_OK;
+
+err_free_ctx:
+	loom_ctx_free(mb->ctx);
+err_free_mb:
+	pthread_mutex_destroy(&mb->lock);
+	free(mb);
+	return rc;
+}
+
+static const struct loom_buffer_type_iface meta_buft_iface = {
+	.size = sizeof(struct loom_buffer_type_iface),
+	.get_name = buft_get_name,
+	.alloc_buffer = buft_alloc_buffer,
+	.get_alignment = buft_get_alignment,
+	.get_max_size = buft_get_max_size,
+};
+
+int meta_buft_new(struct meta_dev *md, loom_reg_t *reg)
+{
+	return loom_buft_new(reg, md->dev, &meta_buft_iface, md, &md->buft);
+}
+
+/* Bytes each member device holds for buf (its "meta_buffer_dev_sizes"
+ * entry point). */
+int meta_buffer_dev_sizes(loom_buffer_t *buf, size_t *sizes, size_t n)
+{
+	struct meta_buffer *mb;
+
+	if (!buf || !sizes)
+		return loom_set_error(LOOM_E_INVAL, "meta_buffer_dev_sizes: "
+				      "NULL argument");
+	if (!meta_dev_of(loom_buft_device(loom_buffer_type(buf))))
+		return loom_set_error(LOOM_E_INVAL, "meta_buffer_dev_sizes: "
+				      "not a meta buffer");
+	mb = loom_buffer_context(buf);
+	for (size_t j = 0; j < n; j++)
+		sizes[j] = j < (size_t)mb->md->n ? mb->dev_bytes[j] : 0;
+	return LOOM_OK;
+}

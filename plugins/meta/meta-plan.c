@@ -1,0 +1,1080 @@
+/* meta-plan.c - the op rules of the meta device: the split state of every
+ * node from its sources' states, the cut at each needed allreduce, and the
+ * per-device graphs of slice-shaped tensors.  Running a plan is
+ * meta-backend.c's job.
+ */
+#include "meta-plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the tensor -> record map ---- */
+
+static size_t hash_ptr(const void *p, size_t cap)
+{
+	uintptr_t x = (uintptr_t)p;
+
+	x ^= x >> 17;
+	x *= 0xed5ad4bbu;
+	x ^= x >> 11;
+	return (size_t)x & (cap - 1);
+}
+
+static struct meta_tensor *map_get(struct meta_plan *pl,
+				   const struct loom_tensor *t)
+{
+	for (size_t i = hash_ptr(t, pl->map_cap);; i = (i + 1) &
+						     (pl->map_cap - 1)) {
+		if (pl->map[i].key == t)
+			return pl->map[i].mt;
+		if (!pl->map[i].key)
+			return NULL;
+	}
+}
+
+static void map_put(struct meta_plan *pl, const struct loom_tensor *t,
+		    struct meta_tensor *mt)
+{
+	size_t i = hash_ptr(t, pl->map_cap);
+
+	while (pl->map[i].key && pl->map[i].key != t)
+		i = (i + 1) & (pl->map_cap - 1);
+	pl->map[i].key = t;
+	pl->map[i].mt = mt;
+}
+
+static struct meta_tensor *new_record(struct meta_plan *pl)
+{
+	struct meta_tensor *mt = calloc(1, sizeof(*mt));
+
+	if (!mt)
+		return NULL;
+	mt->magic = META_TENSOR_MAGIC;
+	mt->md = pl->md;
+	mt->next = pl->records;
+	pl->records = mt;
+	return mt;
+}
+
+void meta_plan_free(struct meta_plan *pl)
+{
+	struct meta_tensor *mt, *next;
+
+	if (!pl)
+		return;
+	for (int j = 0; j < pl->md->n; j++) {
+		loom_galloc_free(pl->ga[j]);
+		loom_buffer_free(pl->zbuf[j]);
+		loom_ctx_free(pl->zctx[j]);
+		loom_ctx_free(pl->ctx[j]);
+	}
+	for (int p = 0; p < pl->n_pieces; p++)
+		free(pl->pieces[p].reduce);
+	free(pl->pieces);
+	free(pl->pending);
+	for (mt = pl->records; mt; mt = next) {
+		next = mt->next;
+		free(mt);
+	}
+	free(pl->map);
+	free(pl);
+}
+
+/* ---- messages ---- */
+
+static int no_rule(const struct loom_tensor *t, struct meta_tensor *const *s,
+		   const enum loom_split_state *raw, int n_src, const char *why)
+{
+	char buf[512];
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < n_src && len < sizeof(buf); i++) {
+		if (!s[i])
+			continue;
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s %s",
+					len ? ", " : "",
+					t->src[i]->name[0] ? t->src[i]->name
+							   : "(unnamed)",
+					meta_state_name(raw[i]));
+	}
+	return loom_set_error(LOOM_E_UNSUPPORTED,
+			      "meta: no rule for %s '%s' with sources %s%s%s",
+			      loom_op_name(t->op), t->name, buf,
+			      why ? ": " : "", why ? why : "");
+}
+
+/* ---- sources ---- */
+
+/* The record of a graph leaf: its meta buffer's, or in a dry run what the
+ * split callback would make of it. */
+static int leaf_record(struct meta_plan *pl, const struct loom_tensor *t,
+		       struct meta_tensor **out)
+{
+	struct meta_tensor *mt = meta_tensor_of(t);
+	struct loom_split sp;
+	int rc;
+
+	if (mt && mt->md == pl->md) {
+		*out = mt;
+		return LOOM_OK;
+	}
+	if (mt || !pl->dry || t->op != LOOM_OP_NONE)
+		return loom_set_error(LOOM_E_INVAL,
+				      "meta: %s is not in a buffer of meta "
+				      "device %s", t->name, pl->md->name);
+	mt = new_record(pl);
+	if (!mt)
+		return loom_set_error(LOOM_E_NOMEM, "meta: no memory");
+	memset(&sp, 0, sizeof(sp));
+	sp.state = LOOM_SPLIT_MIRRORED;
+	if (t->flags & LOOM_TENSOR_WEIGHT) {
+		rc = pl->md->split(t, &sp, pl->md->userdata);
+		if (rc)
+			return loom_set_error(rc, "split callback refused %s: "
+					      "%s", t->name,
+					      loom_last_error());
+	}
+	rc = meta_state_from_split(pl->md, t, &sp, &mt->st);
+	if (rc)
+		return rc;
+	*out = mt;
+	return LOOM_OK;
+}
+
+static int record_of(struct meta_plan *pl, const struct loom_tensor *t,
+		     struct meta_tensor **out)
+{
+	struct meta_tensor *mt = map_get(pl, t);
+	int rc;
+
+	if (mt) {
+		*out = mt;
+		return LOOM_OK;
+	}
+	rc = leaf_record(pl, t, &mt);
+	if (rc)
+		return rc;
+	map_put(pl, t, mt);
+	*out = mt;
+	return LOOM_OK;
+}
+
+/* Makes src's value whole before its consumer runs: queues an allreduce
+ * and records the tensor as MIRRORED from here on. */
+static int sync_src(struct meta_plan *pl, const struct loom_tensor *t,
+		    struct meta_tensor *mt)
+{
+	struct meta_reduce *r;
+	int n = pl->md->n;
+
+	if (mt->st.state != LOOM_SPLIT_PARTIAL)
+		return LOOM_OK;
+	if (t->op == LOOM_OP_NONE)
+		return loom_set_error(LOOM_E_UNSUPPORTED,
+				      "meta: PARTIAL leaf %s would need an "
+				      "allreduce in place", t->name);
+	if (pl->n_pending == pl->cap_pending) {
+		int cap = pl->cap_pending ? 2 * pl->cap_pending : 8;
+
+		r = realloc(pl->pending, (size_t)cap * sizeof(*r));
+		if (!r)
+			return loom_set_error(LOOM_E_NOMEM, "meta: no memory");
+		pl->pending = r;
+		pl->cap_pending = cap;
+	}
+	r = &pl->pending[pl->n_pending++];
+	memset(r, 0, sizeof(*r));
+	r->mt = mt;
+	r->t = (struct loom_tensor *)t;
+	for (int j = 0; j < n; j++) {
+		struct loom_tensor *z;
+
+		if (!mt->zero[j] && mt->dev_t[j])
+			continue;
+		r->zfill[j] = true;
+		if (pl->dry)
+			continue;
+		if (!pl->zctx[j] && loom_ctx_new(0, &pl->zctx[j]))
+			return loom_set_error(LOOM_E_NOMEM, "meta: no memory");
+		z = loom_new_tensor(pl->zctx[j], t->type, LOOM_MAX_DIMS, t->ne);
+		if (!z)
+			return loom_set_error(LOOM_E_INVAL, "meta: %s",
+					      loom_ctx_error(pl->zctx[j]));
+		loom_set_name(z, t->name);
+		mt->dev_t[j] = z;
+		mt->zero[j] = false;
+	}
+	meta_state_whole(&mt->st, LOOM_SPLIT_MIRRORED);
+	return LOOM_OK;
+}
+
+/* ---- per-device tensors ---- */
+
+/* A view of base (a per-device tensor) with its own shape and strides at
+ * byte offset offs of base's data; dep is the node it must follow. */
+static struct loom_tensor *make_view(loom_ctx_t *ctx, struct loom_tensor *base,
+				     struct loom_tensor *dep,
+				     const int64_t *ne, const size_t *nb,
+				     size_t offs, const char *name)
+{
+	struct loom_tensor *srcs[LOOM_MAX_SRC] = { dep ? dep : base };
+	struct loom_tensor *v;
+
+	v = loom_new_op_tensor(ctx, LOOM_OP_VIEW, base->type, ne, srcs, NULL);
+	if (!v)
+		return NULL;
+	memcpy(v->nb, nb, sizeof(v->nb));
+	if (base->view_src) {
+		v->view_src = base->view_src;
+		v->view_offs = base->view_offs + offs;
+	} else {
+		v->view_src = base;
+		v->view_offs = offs;
+	}
+	loom_set_name(v, name);
+	if (v->view_src->data)
+		loom_tensor_init_view(v);
+	return v;
+}
+
+/* Device j's part along dim d, as ref cuts it, of the whole tensor src
+ * that device holds (a MIRRORED source meeting a split one).  A source of
+ * size 1 there broadcasts and is used whole.  *out NULL: an empty part. */
+static int slice_src(struct meta_plan *pl, int j, const struct loom_tensor *t,
+		     struct loom_tensor *src, int d,
+		     const struct meta_state *ref, struct loom_tensor **out)
+{
+	int64_t ne[LOOM_MAX_DIMS], start = 0, len;
+	size_t offs;
+
+	*out = src;
+	if (!src || src->ne[d] == 1)
+		return LOOM_OK;
+	if (ref->n_seg != 1)
+		return loom_set_error(LOOM_E_UNSUPPORTED,
+				      "meta: %s: a MIRRORED source cannot "
+				      "meet a split of several segments",
+				      t->name);
+	for (int k = 0; k < j; k++)
+		start += ref->len[0][k];
+	len = ref->len[0][j];
+	if (len == 0) {
+		*out = NULL;
+		return LOOM_OK;
+	}
+	if (start + len > src->ne[d])
+		return loom_set_error(LOOM_E_INVAL,
+				      "meta: %s: source %s is too short along "
+				      "dimension %d for the split", t->name,
+				      src->name, d);
+	if (d == 0 && loom_type_block_size(src->type) > 1 &&
+	    (start % loom_type_block_size(src->type) ||
+	     len % loom_type_block_size(src->type)))
+		return loom_set_error(LOOM_E_INVAL,
+				      "meta: %s: slice of %s along dimension "
+				      "0 is off its block size", t->name,
+				      src->name);
+	memcpy(ne, src->ne, sizeof(ne));
+	ne[d] = len;
+	offs = (size_t)meta_axis_bytes(src, d, start);
+	*out = make_view(pl->ctx[j], src, NULL, ne, src->nb, offs, src->name);
+	if (!*out)
+		return loom_set_error(LOOM_E_INVAL, "meta: %s",
+				      loom_ctx_error(pl->ctx[j]));
+	return LOOM_OK;
+}
+
+/* The per-device form of node t, from the per-device sources s. */
+static struct loom_tensor *build_op(loom_ctx_t *c, const struct loom_tensor *t,
+				    struct loom_tensor **s)
+{
+	switch (t->op) {
+	case LOOM_OP_ADD:
+		return loom_add(c, s[0], s[1]);
+	case LOOM_OP_SUB:
+		return loom_sub(c, s[0], s[1]);
+	case LOOM_OP_MUL:
+		return loom_mul(c, s[0], s[1]);
+	case LOOM_OP_DIV:
+		return loom_div(c, s[0], s[1]);
+	case LOOM_OP_SCALE:
+		return loom_scale(c, s[0], loom_get_op_param_f32(t, 0));
+	case LOOM_OP_SILU:
+		return loom_silu(c, s[0]);
+	case LOOM_OP_GELU:
+		return loom_gelu(c, s[0]);
+	case LOOM_OP_RMS_NORM:
+		return loom_rms_norm(c, s[0], loom_get_op_param_f32(t, 0));
+	case LOOM_OP_NORM:
+		return loom_norm(c, s[0], loom_get_op_param_f32(t, 0));
+	case LOOM_OP_SOFT_MAX:
+		return loom_soft_max(c, s[0], s[1],
+				     loom_get_op_param_f32(t, 0));
+	case LOOM_OP_ROPE:
+		return loom_rope(c, s[0], s[1], loom_get_op_param_i32(t, 0),
+				 (enum loom_rope_mode)
+					 loom_get_op_param_i32(t, 1),
+				 loom_get_op_param_f32(t, 2),
+				 loom_get_op_param_f32(t, 3));
+	case LOOM_OP_MUL_MAT:
+		return loom_mul_mat(c, s[0], s[1]);
+	case LOOM_OP_MUL_MAT_ID:
+		return loom_mul_mat_id(c, s[0], s[1], s[2]);
+	case LOOM_OP_GET_ROWS:
+		return loom_get_rows(c, s[0], s[1]);
+	case LOOM_OP_SET_ROWS:
+		return loom_set_rows(c, s[0], s[1], s[2]);
+	case LOOM_OP_CPY:
+		return loom_cpy(c, s[0], s[1]);
+	case LOOM_OP_CONT:
+		return loom_cont(c, s[0]);
+	case LOOM_OP_CONCAT:
+		return loom_concat(c, s[0], s[1], loom_get_op_param_i32(t, 0));
+	case LOOM_OP_SUM_ROWS:
+		return loom_sum_rows(c, s[0]);
+	case LOOM_OP_ARGMAX:
+		return loom_argmax(c, s[0]);
+	case LOOM_OP_TOP_K:
+		return loom_top_k(c, s[0], loom_get_op_param_i32(t, 0));
+	default:
+		return NULL;
+	}
+}
+
+/* ---- the rules ---- */
+
+/* What a rule decides: the output state and, per source, a dimension
+ * along which a MIRRORED source is cut to meet a split (-1: used as is). */
+struct rule {
+	struct meta_state out;
+	int slice_dim[LOOM_MAX_SRC];
+	const struct meta_state *slice_ref[LOOM_MAX_SRC];
+};
+
+static bool is_split(enum loom_split_state s)
+{
+	return s <= LOOM_SPLIT_DIM3;
+}
+
+static void rule_slice(struct rule *r, int i, int d,
+		       const struct meta_state *ref)
+{
+	r->slice_dim[i] = d;
+	r->slice_ref[i] = ref;
+}
+
+/* A split source a (state sa) meeting a MIRRORED source b along dim d: b
+ * is used whole when it broadcasts there, cut when it is full size. */
+static bool meet_mirrored(struct rule *r, const struct loom_tensor *t,
+			  const struct loom_tensor *b, int ib, int d,
+			  const struct meta_state *sa)
+{
+	if (b->ne[d] == 1)
+		return true;
+	if (b->ne[d] < t->ne[d])
+		return false;
+	rule_slice(r, ib, d, sa);
+	return true;
+}
+
+static bool rule_binary(const struct loom_tensor *t, struct meta_tensor **s,
+			struct rule *r, int n)
+{
+	const struct meta_state *a = &s[0]->st, *b = &s[1]->st;
+	enum loom_split_state sa = a->state, sb = b->state;
+	const enum loom_split_state P = LOOM_SPLIT_PARTIAL,
+				    M = LOOM_SPLIT_MIRRORED;
+
+	if (sa == P || sb == P) {
+		bool ok = false;
+
+		if (t->op == LOOM_OP_ADD || t->op == LOOM_OP_SUB)
+			ok = sa == P && sb == P;
+		else if (t->op == LOOM_OP_MUL)
+			ok = (sa == P && sb == M) || (sa == M && sb == P);
+		else if (t->op == LOOM_OP_DIV)
+			ok = sa == P && sb == M;
+		if (ok)
+			meta_state_whole(&r->out, P);
+		return ok;
+	}
+	if (sa == M && sb == M) {
+		meta_state_whole(&r->out, M);
+		return true;
+	}
+	if (is_split(sa) && is_split(sb)) {
+		if (!meta_state_same_slices(a, b, n))
+			return false;
+		r->out = *a;
+		return true;
+	}
+	if (is_split(sa)) {
+		r->out = *a;
+		return meet_mirrored(r, t, t->src[1], 1, (int)sa, a);
+	}
+	/* a MIRRORED, b split: b must be full size there */
+	if (t->src[1]->ne[sb] != t->ne[sb])
+		return false;
+	r->out = *b;
+	rule_slice(r, 0, (int)sb, b);
+	return true;
+}
+
+static bool rule_mul_mat(const struct loom_tensor *t, struct meta_tensor **s,
+			 struct rule *r, int n)
+{
+	const struct meta_state *a = &s[0]->st, *b = &s[1]->st;
+	enum loom_split_state sa = a->state, sb = b->state;
+	const enum loom_split_state P = LOOM_SPLIT_PARTIAL,
+				    M = LOOM_SPLIT_MIRRORED;
+	const struct loom_tensor *ta = t->src[0], *tb = t->src[1];
+
+	if (t->op == LOOM_OP_MUL_MAT_ID &&
+	    s[2]->st.state != M)
+		return false;
+	if ((sa == P && sb == M) || (sa == M && sb == P)) {
+		meta_state_whole(&r->out, P);
+		return true;
+	}
+	if (sa == P || sb == P)
+		return false;
+	if (sa == M && sb == M) {
+		meta_state_whole(&r->out, M);
+		return true;
+	}
+	if (sa == LOOM_SPLIT_DIM1 && sb == M) {
+		r->out = *a;
+		r->out.state = LOOM_SPLIT_DIM0;
+		return true;
+	}
+	if (sa == LOOM_SPLIT_DIM0 && sb == LOOM_SPLIT_DIM0) {
+		if (!meta_state_same_slices(a, b, n))
+			return false;
+		meta_state_whole(&r->out, P);
+		return true;
+	}
+	if (sa == M && sb == LOOM_SPLIT_DIM0) {
+		meta_state_whole(&r->out, P);
+		rule_slice(r, 0, 0, b);
+		return true;
+	}
+	if (sa == LOOM_SPLIT_DIM0 && sb == M) {
+		meta_state_whole(&r->out, P);
+		rule_slice(r, 1, 0, a);
+		return true;
+	}
+	if (t->op == LOOM_OP_MUL_MAT_ID)
+		return false; /* expert-parallel splits are not supported */
+	if (sa == M && sb == LOOM_SPLIT_DIM1) {
+		r->out = *b;
+		return true;
+	}
+	if (sa == sb && sa >= LOOM_SPLIT_DIM2 && sa <= LOOM_SPLIT_DIM3) {
+		int d = (int)sa;
+		int64_t f = tb->ne[d] / ta->ne[d];
+
+		if (a->n_seg != 1 || b->n_seg != 1)
+			return false;
+		for (int j = 0; j < n; j++)
+			if (b->len[0][j] != a->len[0][j] * f)
+				return false;
+		r->out = *b;
+		return true;
+	}
+	if (sa == M && sb >= LOOM_SPLIT_DIM2 && sb <= LOOM_SPLIT_DIM3) {
+		int d = (int)sb;
+
+		if (ta->ne[d] != 1 && ta->ne[d] != tb->ne[d])
+			return false;
+		r->out = *b;
+		if (ta->ne[d] != 1)
+			rule_slice(r, 0, d, b);
+		return true;
+	}
+	if (sb == M && sa >= LOOM_SPLIT_DIM2 && sa <= LOOM_SPLIT_DIM3) {
+		int d = (int)sa;
+
+		if (tb->ne[d] != ta->ne[d])
+			return false;
+		r->out = *a;
+		rule_slice(r, 1, d, a);
+		return true;
+	}
+	return false;
+}
+
+/* Finds the rule for t given its sources' current states. */
+static bool find_rule(const struct loom_tensor *t, struct meta_tensor **s,
+		      struct rule *r, int n)
+{
+	const enum loom_split_state P = LOOM_SPLIT_PARTIAL,
+				    M = LOOM_SPLIT_MIRRORED;
+	const struct meta_state *a = &s[0]->st;
+	enum loom_split_state sa = a->state;
+
+	for (int i = 0; i < LOOM_MAX_SRC; i++)
+		r->slice_dim[i] = -1;
+
+	switch (t->op) {
+	case LOOM_OP_ADD:
+	case LOOM_OP_SUB:
+	case LOOM_OP_MUL:
+	case LOOM_OP_DIV:
+		return rule_binary(t, s, r, n);
+	case LOOM_OP_SCALE:
+	case LOOM_OP_CONT:
+		r->out = *a;
+		return true;
+	case LOOM_OP_SILU:
+	case LOOM_OP_GELU:
+		r->out = *a;
+		return sa != P;
+	case LOOM_OP_RMS_NORM:
+	case LOOM_OP_NORM:
+	case LOOM_OP_TOP_K:
+		r->out = *a;
+		return sa != P && sa != LOOM_SPLIT_DIM0;
+	case LOOM_OP_SUM_ROWS:
+		r->out = *a;
+		return sa != LOOM_SPLIT_DIM0;
+	case LOOM_OP_ARGMAX:
+		r->out = *a;
+		if (sa == LOOM_SPLIT_DIM1)
+			r->out.state = LOOM_SPLIT_DIM0;
+		return sa == M || sa == LOOM_SPLIT_DIM1;
+	case LOOM_OP_SOFT_MAX:
+		r->out = *a;
+		if (sa == P || sa == LOOM_SPLIT_DIM0)
+			return false;
+		if (!s[1])
+			return true;
+		if (s[1]->st.state == M)
+			return sa == M ||
+			       meet_mirrored(r, t, t->src[1], 1, (int)sa, a);
+		return meta_state_same_slices(a, &s[1]->st, n);
+	case LOOM_OP_ROPE:
+		r->out = *a;
+		if (s[1]->st.state != M)
+			return false;
+		if (sa == M || sa == LOOM_SPLIT_DIM1)
+			return true;
+		if (sa == LOOM_SPLIT_DIM2 && a->n_seg == 1) {
+			rule_slice(r, 1, 0, a);
+			return true;
+		}
+		return false;
+	case LOOM_OP_MUL_MAT:
+	case LOOM_OP_MUL_MAT_ID:
+		return rule_mul_mat(t, s, r, n);
+	case LOOM_OP_GET_ROWS:
+		r->out = *a;
+		return s[1]->st.state == M &&
+		       (sa == M || sa == P || sa == LOOM_SPLIT_DIM0);
+	case LOOM_OP_SET_ROWS:
+	case LOOM_OP_CPY: {
+		/* the result is the destination */
+		int id = t->op == LOOM_OP_SET_ROWS ? 0 : 1;
+		int iv = t->op == LOOM_OP_SET_ROWS ? 1 : 0;
+		const struct meta_state *dst = &s[id]->st, *val = &s[iv]->st;
+		enum loom_split_state sd = dst->state;
+
+		r->out = *dst;
+		if (t->op == LOOM_OP_SET_ROWS && s[2]->st.state != M)
+			return false;
+		if (sd == P || val->state == P)
+			return false;
+		if (sd == M)
+			return val->state == M;
+		if (t->op == LOOM_OP_SET_ROWS && sd == LOOM_SPLIT_DIM1)
+			return false;
+		if (t->op == LOOM_OP_CPY &&
+		    !loom_are_same_shape(t->src[0], t->src[1]))
+			return false;
+		if (t->op == LOOM_OP_SET_ROWS && sd >= LOOM_SPLIT_DIM2 &&
+		    t->src[2]->ne[sd - 1] > 1) {
+			if (t->src[2]->ne[sd - 1] != t->src[0]->ne[sd])
+				return false;
+			rule_slice(r, 2, (int)sd - 1, dst);
+		}
+		if (val->state == M)
+			return meet_mirrored(r, t, t->src[iv], iv, (int)sd,
+					     dst);
+		return meta_state_same_slices(dst, val, n);
+	}
+	case LOOM_OP_CONCAT: {
+		const struct meta_state *b = &s[1]->st;
+		int dim = loom_get_op_param_i32(t, 0);
+
+		r->out = *a;
+		if (sa == b->state && (sa == M || sa == P))
+			return true;
+		if (is_split(sa) && (int)sa != dim)
+			return b->state == M ?
+				       meet_mirrored(r, t, t->src[1], 1,
+						     (int)sa, a) :
+				       meta_state_same_slices(a, b, n);
+		if (sa == M && is_split(b->state) && (int)b->state != dim &&
+		    t->src[0]->ne[b->state] == t->ne[b->state]) {
+			r->out = *b;
+			rule_slice(r, 0, (int)b->state, b);
+			return true;
+		}
+		return false;
+	}
+	default:
+		return false;
+	}
+}
+
+/* ---- views ---- */
+
+/* Maps a view of a split tensor onto the devices: which dimension of the
+ * view carries the split, and each device's shape, strides and offset
+ * into its part of the root.  See META.md: the axis is mapped through the
+ * shape change, and a view may select whole segments. */
+static int map_view(struct meta_plan *pl, const struct loom_tensor *t,
+		    const struct loom_tensor *root,
+		    const struct meta_state *rs, size_t offs,
+		    struct meta_state *out, int64_t ne_j[][LOOM_MAX_DIMS],
+		    size_t nb_j[][LOOM_MAX_DIMS], size_t *offs_j)
+{
+	int n = pl->md->n, a = (int)rs->state, E = -1, s0, s1;
+	size_t unit_a = a == 0 ? root->nb[0] : root->nb[a];
+	size_t unit_up = a < 3 ? root->nb[a + 1] : loom_nbytes(root);
+	size_t o_out = offs / unit_up, o_in = offs % unit_up;
+	size_t lower = o_in % unit_a, axis_off = o_in - lower, pos, span, cover;
+	size_t seg_b[META_MAX_SEG];
+
+	if (!loom_is_contiguous(root))
+		return loom_set_error(LOOM_E_UNSUPPORTED,
+				      "meta: view %s of a non-contiguous split "
+				      "tensor %s", t->name, root->name);
+	for (int k = 0; k < LOOM_MAX_DIMS; k++)
+		if (t->ne[k] > 1 && t->nb[k] < unit_up &&
+		    (E < 0 || t->nb[k] > t->nb[E]))
+			E = k;
+	if (E < 0 || (t->nb[E] < unit_a && lower != 0))
+		return loom_set_error(LOOM_E_UNSUPPORTED,
+				      "meta: view %s does not keep the split "
+				      "dimension %d of %s whole", t->name, a,
+				      root->name);
+	span = t->nb[E] * (size_t)t->ne[E];
+
+	for (int s = 0; s < rs->n_seg; s++) {
+		int64_t len = 0;
+
+		for (int j = 0; j < n; j++)
+			len += rs->len[s][j];
+		seg_b[s] = (size_t)meta_axis_bytes(root, a, len);
+	}
+	for (s0 = 0, pos = 0; s0 < rs->n_seg && pos < axis_off; s0++)
+		pos += seg_b[s0];
+	cover = 0;
+	for (s1 = s0; s1 < rs->n_seg && cover < span; s1++)
+		cover += seg_b[s1];
+	if (pos != axis_off || cover != span || s1 == s0)
+		return loom_set_error(LOOM_E_UNSUPPORTED,
+				      "meta: view %s cuts %s (%s) inside a "
+				      "slice", t->name, root->name,
+				      meta_state_name(rs->state));
+
+	memset(out, 0, sizeof(*out));
+	out->state = (enum loom_split_state)E;
+	out->n_seg = s1 - s0;
+	for (int j = 0; j < n; j++) {
+		int64_t before = 0, total = 0;
+		size_t up_j;
+
+		for (int s = 0; s < rs->n_seg; s++)
+			total += rs->len[s][j];
+		for (int s = 0; s < s0; s++)
+			before += rs->len[s][j];
+		up_j = (size_t)meta_axis_bytes(root, a, total);
+		memcpy(ne_j[j], t->ne, sizeof(t->ne));
+		ne_j[j][E] = 0;
+		for (int s = s0; s < s1; s++) {
+			size_t b = (size_t)meta_axis_bytes(root, a,
+							   rs->len[s][j]);
+
+			if (b % t->nb[E])
+				return loom_set_error(
+					LOOM_E_UNSUPPORTED,
+					"meta: view %s: a slice of %s is not "
+					"a whole number of its dimension %d",
+					t->name, root->name, E);
+			out->len[s - s0][j] = (int64_t)(b / t->nb[E]);
+			ne_j[j][E] += out->len[s - s0][j];
+		}
+		for (int k = 0; k < LOOM_MAX_DIMS; k++) {
+			nb_j[j][k] = t->nb[k];
+			if (t->nb[k] < unit_up)
+				continue;
+			if (t->nb[k] % unit_up && t->ne[k] > 1)
+				return loom_set_error(
+					LOOM_E_UNSUPPORTED,
+					"meta: view %s: stride %zu does not "
+					"fit the split of %s", t->name,
+					t->nb[k], root->name);
+			nb_j[j][k] = t->nb[k] / unit_up * up_j;
+		}
+		offs_j[j] = o_out * up_j +
+			    (size_t)meta_axis_bytes(root, a, before) + lower;
+	}
+	return LOOM_OK;
+}
+
+static int plan_view(struct meta_plan *pl, const struct loom_tensor *t,
+		     struct meta_tensor *mt)
+{
+	const struct loom_tensor *root = t;
+	struct meta_tensor *rmt, *dep = NULL;
+	int64_t ne_j[META_MAX_DEVS][LOOM_MAX_DIMS];
+	size_t nb_j[META_MAX_DEVS][LOOM_MAX_DIMS], offs_j[META_MAX_DEVS];
+	size_t offs = 0;
+	int n = pl->md->n, rc;
+
+	while (root->view_src) {
+		offs += root->view_offs;
+		root = root->view_src;
+	}
+	rc = record_of(pl, root, &rmt);
+	if (rc)
+		return rc;
+	if (t->src[0]) {
+		rc = record_of(pl, t->src[0], &dep);
+		if (rc)
+			return rc;
+	}
+	if (!is_split(rmt->st.state)) {
+		mt->st = rmt->st;
+		for (int j = 0; j < n; j++) {
+			memcpy(ne_j[j], t->ne, sizeof(t->ne));
+			memcpy(nb_j[j], t->nb, sizeof(t->nb));
+			offs_j[j] = offs;
+			mt->zero[j] = rmt->zero[j];
+		}
+	} else {
+		rc = map_view(pl, t, root, &rmt->st, offs, &mt->st, ne_j, nb_j,
+			      offs_j);
+		if (rc)
+			return rc;
+	}
+	if (pl->dry)
+		return LOOM_OK;
+	for (int j = 0; j < n; j++) {
+		struct loom_tensor *base = rmt->dev_t[j];
+
+		if (!base || mt->zero[j])
+			continue;
+		if (is_split(mt->st.state) &&
+		    meta_state_dev_len(&mt->st, n, j) == 0)
+			continue;
+		mt->dev_t[j] = make_view(pl->ctx[j], base,
+					 dep ? dep->dev_t[j] : NULL, ne_j[j],
+					 nb_j[j], offs_j[j], t->name);
+		if (!mt->dev_t[j])
+			return loom_set_error(LOOM_E_INVAL, "meta: view %s: %s",
+					      t->name,
+					      loom_ctx_error(pl->ctx[j]));
+	}
+	return LOOM_OK;
+}
+
+/* ---- pieces ---- */
+
+static int new_piece(struct meta_plan *pl)
+{
+	struct meta_piece *p;
+	int rc;
+
+	if (pl->n_pieces == pl->cap_pieces) {
+		int cap = pl->cap_pieces ? 2 * pl->cap_pieces : 8;
+
+		p = realloc(pl->pieces, (size_t)cap * sizeof(*p));
+		if (!p)
+			return loom_set_error(LOOM_E_NOMEM, "meta: no memory");
+		pl->pieces = p;
+		pl->cap_pieces = cap;
+	}
+	p = &pl->pieces[pl->n_pieces++];
+	memset(p, 0, sizeof(*p));
+	p->n_reduce = pl->n_pending;
+	p->reduce = pl->pending;
+	pl->pending = NULL;
+	pl->n_pending = pl->cap_pending = 0;
+	if (pl->dry)
+		return LOOM_OK;
+	for (int j = 0; j < pl->md->n; j++) {
+		rc = loom_graph_new(pl->ctx[j], &p->g[j]);
+		if (rc)
+			return rc;
+	}
+	return LOOM_OK;
+}
+
+/* Adds device j's node to its full graph and the current piece, starting
+ * a new piece when allreduces are due first. */
+static int emit(struct meta_plan *pl, int j, struct loom_tensor *dt)
+{
+	struct meta_piece *p;
+	int rc;
+
+	if (pl->n_pending) {
+		rc = new_piece(pl);
+		if (rc)
+			return rc;
+	}
+	p = &pl->pieces[pl->n_pieces - 1];
+	rc = loom_graph_add_node(pl->full[j], dt);
+	if (!rc)
+		rc = loom_graph_add_node(p->g[j], dt);
+	if (!rc)
+		p->n_nodes[j]++;
+	return rc;
+}
+
+/* Device j's node when some source is empty there: a PARTIAL result is
+ * zero (or the other summand), anything else must be empty too. */
+static int build_with_empty(struct meta_plan *pl, const struct loom_tensor *t,
+			    struct meta_tensor *mt, int j,
+			    struct loom_tensor **s, struct loom_tensor **out)
+{
+	*out = NULL;
+	if (is_split(mt->st.state) &&
+	    meta_state_dev_len(&mt->st, pl->md->n, j) == 0)
+		return LOOM_OK;
+	if (mt->st.state != LOOM_SPLIT_PARTIAL)
+		return loom_set_error(LOOM_E_UNSUPPORTED,
+				      "meta: %s '%s' needs a slice that is "
+				      "empty on device %d",
+				      loom_op_name(t->op), t->name, j);
+	if ((t->op == LOOM_OP_ADD || t->op == LOOM_OP_SUB) &&
+	    (s[0] || s[1])) {
+		float f = !s[0] && t->op == LOOM_OP_SUB ? -1.0f : 1.0f;
+
+		*out = loom_scale(pl->ctx[j], s[0] ? s[0] : s[1], f);
+		if (!*out)
+			return loom_set_error(LOOM_E_INVAL, "meta: %s",
+					      loom_ctx_error(pl->ctx[j]));
+		return LOOM_OK;
+	}
+	if (t->op == LOOM_OP_CONCAT)
+		return loom_set_error(LOOM_E_UNSUPPORTED,
+				      "meta: concat '%s' of a PARTIAL value "
+				      "that device %d skipped", t->name, j);
+	mt->zero[j] = true;
+	return LOOM_OK;
+}
+
+static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
+{
+	struct meta_tensor *s[LOOM_MAX_SRC] = { 0 }, *mt;
+	enum loom_split_state raw[LOOM_MAX_SRC] = { 0 };
+	int n = pl->md->n, n_src = 0, rc;
+	struct rule r;
+
+	mt = new_record(pl);
+	if (!mt)
+		return loom_set_error(LOOM_E_NOMEM, "meta: no memory");
+
+	if (loom_op_is_view(t->op)) {
+		rc = plan_view(pl, t, mt);
+		goto done;
+	}
+	for (int i = 0; i < LOOM_MAX_SRC; i++) {
+		if (!t->src[i])
+			continue;
+		rc = record_of(pl, t->src[i], &s[i]);
+		if (rc)
+			return rc;
+		raw[i] = s[i]->st.state;
+		n_src = i + 1;
+	}
+	if (!s[0])
+		return loom_set_error(LOOM_E_INVAL, "meta: node %s has no "
+				      "source", t->name);
+
+	if (!find_rule(t, s, &r, n)) {
+		bool any_p = false;
+
+		/* No rule on the raw states: try the synced view. */
+		for (int i = 0; i < n_src; i++) {
+			if (s[i] && s[i]->st.state == LOOM_SPLIT_PARTIAL) {
+				rc = sync_src(pl, t->src[i], s[i]);
+				if (rc)
+					return rc;
+				any_p = true;
+			}
+		}
+		if (!any_p || !find_rule(t, s, &r, n))
+			return no_rule(t, s, raw, n_src, NULL);
+	}
+	mt->st = r.out;
+	if (pl->dry)
+		goto done;
+
+	for (int j = 0; j < n; j++) {
+		struct loom_tensor *ds[LOOM_MAX_SRC] = { 0 }, *dt;
+		bool empty = false;
+
+		for (int i = 0; i < n_src; i++) {
+			if (!s[i])
+				continue;
+			ds[i] = s[i]->zero[j] ? NULL : s[i]->dev_t[j];
+			if (ds[i] && r.slice_dim[i] >= 0) {
+				rc = slice_src(pl, j, t, ds[i],
+					       r.slice_dim[i],
+					       r.slice_ref[i], &ds[i]);
+				if (rc)
+					return rc;
+			}
+			if (!ds[i])
+				empty = true;
+		}
+		if (empty) {
+			rc = build_with_empty(pl, t, mt, j, ds, &dt);
+			if (rc)
+				return rc;
+		} else if (is_split(mt->st.state) &&
+			   meta_state_dev_len(&mt->st, n, j) == 0) {
+			dt = NULL;
+		} else {
+			dt = build_op(pl->ctx[j], t, ds);
+			if (!dt)
+				return loom_set_error(
+					LOOM_E_INVAL,
+					"meta: %s '%s' on device %d: %s",
+					loom_op_name(t->op), t->name, j,
+					loom_ctx_error(pl->ctx[j]));
+			if (is_split(mt->st.state) &&
+			    dt->ne[mt->st.state] !=
+				    meta_state_dev_len(&mt->st, n, j))
+				return loom_set_error(
+					LOOM_E_INVAL,
+					"meta: %s '%s': device %d has %lld "
+					"along dimension %d, the split says "
+					"%lld", loom_op_name(t->op), t->name,
+					j, (long long)dt->ne[mt->st.state],
+					(int)mt->st.state,
+					(long long)meta_state_dev_len(
+						&mt->st, n, j));
+		}
+		mt->dev_t[j] = dt;
+		if (!dt)
+			continue;
+		loom_set_name(dt, t->name);
+		dt->flags |= t->flags & LOOM_TENSOR_OUTPUT;
+		rc = emit(pl, j, dt);
+		if (rc)
+			return rc;
+	}
+	rc = LOOM_OK;
+done:
+	if (rc)
+		return rc;
+	if (loom_op_is_view(t->op) && !pl->dry) {
+		for (int j = 0; j < n; j++) {
+			if (!mt->dev_t[j])
+				continue;
+			mt->dev_t[j]->flags |= t->flags & LOOM_TENSOR_OUTPUT;
+			rc = emit(pl, j, mt->dev_t[j]);
+			if (rc)
+				return rc;
+		}
+	}
+	map_put(pl, t, mt);
+	return LOOM_OK;
+}
+
+/* Gives the zero-filled summands and every device's graph their memory. */
+static int allocate(struct meta_plan *pl)
+{
+	struct meta_dev *md = pl->md;
+	int rc;
+
+	for (int j = 0; j < md->n; j++) {
+		loom_buffer_type_t *buft = loom_dev_buffer_type(md->members[j]);
+
+		if (pl->zctx[j]) {
+			rc = loom_ctx_alloc_tensors(pl->zctx[j], buft,
+						    &pl->zbuf[j]);
+			if (rc)
+				return rc;
+		}
+		rc = loom_galloc_new(buft, &pl->ga[j]);
+		if (rc)
+			return rc;
+		rc = loom_galloc_alloc_graph(pl->ga[j], pl->full[j]);
+		if (rc)
+			return rc;
+	}
+	return LOOM_OK;
+}
+
+int meta_plan_build(struct meta_dev *md, loom_graph_t *g, bool dry,
+		    struct meta_plan **out)
+{
+	struct meta_plan *pl;
+	int n_nodes = loom_graph_n_nodes(g), rc;
+
+	pl = calloc(1, sizeof(*pl));
+	if (!pl)
+		return loom_set_error(LOOM_E_NOMEM, "meta: no memory");
+	pl->md = md;
+	pl->g = g;
+	pl->version = loom_graph_version(g);
+	pl->dry = dry;
+	pl->map_cap = 64;
+	while (pl->map_cap < 2 * (size_t)(n_nodes + loom_graph_n_leafs(g)) +
+				     64)
+		pl->map_cap *= 2;
+	pl->map = calloc(pl->map_cap, sizeof(*pl->map));
+	if (!pl->map) {
+		rc = loom_set_error(LOOM_E_NOMEM, "meta: no memory");
+		goto err_free;
+	}
+	if (!dry) {
+		for (int j = 0; j < md->n; j++) {
+			rc = loom_ctx_new(0, &pl->ctx[j]);
+			if (!rc)
+				rc = loom_graph_new(pl->ctx[j], &pl->full[j]);
+			if (rc)
+				goto err_free;
+		}
+	}
+	rc = new_piece(pl);
+	if (rc)
+		goto err_free;
+	for (int i = 0; i < n_nodes; i++) {
+		struct loom_tensor *t = loom_graph_node(g, i);
+
+		if (t->op == LOOM_OP_NONE)
+			continue;
+		rc = plan_node(pl, t);
+		if (rc)
+			goto err_free;
+	}
+	if (!dry) {
+		rc = allocate(pl);
+		if (rc)
+			goto err_free;
+	}
+	*out = pl;
+	return LOOM_OK;
+
+err_free:
+	meta_plan_free(pl);
+	return rc;
+}
+
+void meta_plan_publish(struct meta_plan *pl)
+{
+	for (size_t i = 0; i < pl->map_cap; i++) {
+		struct loom_tensor *t = (struct loom_tensor *)pl->map[i].key;
+
+		if (t && t->op != LOOM_OP_NONE)
+			t->extra = pl->map[i].mt;
+	}
+}

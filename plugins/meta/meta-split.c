@@ -1,0 +1,372 @@
+/* meta-split.c - split states: slice sizes from a callback's answer and the
+ * device ratios (largest remainder), and moving data between the host and
+ * the slices of a split tensor.  Op rules live in meta-plan.c.
+ */
+#include "meta.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *meta_state_name(enum loom_split_state s)
+{
+	switch (s) {
+	case LOOM_SPLIT_DIM0:
+		return "SPLIT(0)";
+	case LOOM_SPLIT_DIM1:
+		return "SPLIT(1)";
+	case LOOM_SPLIT_DIM2:
+		return "SPLIT(2)";
+	case LOOM_SPLIT_DIM3:
+		return "SPLIT(3)";
+	case LOOM_SPLIT_MIRRORED:
+		return "MIRRORED";
+	case LOOM_SPLIT_PARTIAL:
+		return "PARTIAL";
+	}
+	return "unknown";
+}
+
+void meta_state_whole(struct meta_state *st, enum loom_split_state state)
+{
+	memset(st, 0, sizeof(*st));
+	st->state = state;
+}
+
+/* Elements of the split axis device j holds. */
+int64_t meta_state_dev_len(const struct meta_state *st, int n, int j)
+{
+	int64_t sum = 0;
+
+	(void)n;
+	for (int s = 0; s < st->n_seg; s++)
+		sum += st->len[s][j];
+	return sum;
+}
+
+int64_t meta_state_axis_len(const struct meta_state *st, int n)
+{
+	int64_t sum = 0;
+
+	for (int j = 0; j < n; j++)
+		sum += meta_state_dev_len(st, n, j);
+	return sum;
+}
+
+/* True when a and b are the same state cut at the same places. */
+bool meta_state_same_slices(const struct meta_state *a,
+			    const struct meta_state *b, int n)
+{
+	if (a->state != b->state)
+		return false;
+	if (a->state > LOOM_SPLIT_DIM3)
+		return true;
+	if (a->n_seg != b->n_seg)
+		return false;
+	for (int s = 0; s < a->n_seg; s++)
+		for (int j = 0; j < n; j++)
+			if (a->len[s][j] != b->len[s][j])
+				return false;
+	return true;
+}
+
+/* Cuts units into n shares following the weights by the largest-remainder
+ * rule: every share is the floor of its quota, and the units left over go
+ * to the largest fractional parts (the lower device first on ties). */
+static void largest_remainder(int64_t units, const float *w, int n,
+			      int64_t *out)
+{
+	double total = 0, frac[META_MAX_DEVS];
+	int64_t given = 0;
+
+	for (int j = 0; j < n; j++)
+		total += w[j];
+	for (int j = 0; j < n; j++) {
+		double q = (double)units * w[j] / total;
+
+		out[j] = (int64_t)floor(q);
+		frac[j] = q - (double)out[j];
+		given += out[j];
+	}
+	while (given < units) {
+		int best = -1;
+
+		for (int j = 0; j < n; j++)
+			if (w[j] > 0 && (best < 0 || frac[j] > frac[best]))
+				best = j;
+		out[best]++;
+		frac[best] = -1;
+		given++;
+	}
+}
+
+/* Turns a callback's answer for t into a state with slice sizes. */
+int meta_state_from_split(struct meta_dev *md, const struct loom_tensor *t,
+			  const struct loom_split *sp, struct meta_state *out)
+{
+	int64_t seg[META_MAX_SEG], g, blck, sum = 0;
+	int n_seg, axis;
+	float w[META_MAX_DEVS];
+
+	if ((int)sp->state < LOOM_SPLIT_DIM0 || sp->state > LOOM_SPLIT_PARTIAL)
+		return loom_set_error(LOOM_E_INVAL,
+				      "split callback gave an unknown state %d "
+				      "for %s", (int)sp->state, t->name);
+	meta_state_whole(out, sp->state);
+	if (sp->state > LOOM_SPLIT_DIM3)
+		return LOOM_OK;
+
+	axis = (int)sp->state;
+	n_seg = sp->n_segments;
+	if (n_seg < 0 || n_seg > META_MAX_SEG)
+		return loom_set_error(LOOM_E_INVAL,
+				      "split callback gave %d segments for %s "
+				      "(at most %d)", n_seg, t->name,
+				      META_MAX_SEG);
+	if (n_seg == 0) {
+		n_seg = 1;
+		seg[0] = t->ne[axis];
+	} else {
+		for (int s = 0; s < n_seg; s++) {
+			seg[s] = sp->segments[s];
+			if (seg[s] < 0)
+				return loom_set_error(LOOM_E_INVAL,
+						      "split callback gave a "
+						      "negative segment for %s",
+						      t->name);
+			sum += seg[s];
+		}
+		if (sum != t->ne[axis])
+			return loom_set_error(LOOM_E_INVAL,
+					      "segments of %s add up to %lld, "
+					      "not its dimension %d (%lld)",
+					      t->name, (long long)sum, axis,
+					      (long long)t->ne[axis]);
+	}
+
+	g = sp->granularity > 1 ? sp->granularity : 1;
+	blck = axis == 0 ? loom_type_block_size(t->type) : 1;
+	if (blck > 1) {
+		if (sp->granularity > 1 && g % blck != 0)
+			return loom_set_error(LOOM_E_INVAL,
+					      "split of dimension 0 of %s: "
+					      "granularity %lld is not a "
+					      "multiple of the %s block size "
+					      "%lld", t->name, (long long)g,
+					      loom_type_name(t->type),
+					      (long long)blck);
+		if (g < blck)
+			g = blck;
+	}
+
+	for (int j = 0; j < md->n; j++)
+		w[j] = md->has_ratios ? md->ratios[j] : 1.0f;
+	out->n_seg = n_seg;
+	for (int s = 0; s < n_seg; s++) {
+		if (seg[s] % g != 0)
+			return loom_set_error(LOOM_E_INVAL,
+					      "split of dimension %d of %s: "
+					      "segment of %lld is not a "
+					      "multiple of %lld%s", axis,
+					      t->name, (long long)seg[s],
+					      (long long)g,
+					      blck > 1 ? " (block size)" : "");
+		largest_remainder(seg[s] / g, w, md->n, out->len[s]);
+		for (int j = 0; j < md->n; j++)
+			out->len[s][j] *= g;
+	}
+	return LOOM_OK;
+}
+
+/* Bytes of pos elements along axis in t's layout. */
+int64_t meta_axis_bytes(const struct loom_tensor *t, int axis, int64_t pos)
+{
+	if (axis == 0)
+		return (int64_t)loom_row_size(t->type, pos);
+	return pos * (int64_t)t->nb[axis];
+}
+
+/* Bytes of one "row" of a split along axis: the stride of the next
+ * dimension (the whole tensor for dimension 3). */
+static size_t split_unit(const struct loom_tensor *t, int axis)
+{
+	return axis < 3 ? t->nb[axis + 1] : loom_nbytes(t);
+}
+
+static int check_rows(const struct loom_tensor *t, int axis, size_t offset,
+		      size_t size, size_t unit)
+{
+	if (!loom_is_contiguous(t))
+		return loom_set_error(LOOM_E_UNSUPPORTED,
+				      "set/get of %s: a split tensor must be "
+				      "contiguous", t->name);
+	if (unit == 0 || offset % unit != 0 || size % unit != 0)
+		return loom_set_error(LOOM_E_INVAL,
+				      "set/get of %s (%s): offset %zu and "
+				      "size %zu must fall on row boundaries "
+				      "of the split (%zu bytes)", t->name,
+				      meta_state_name((enum loom_split_state)
+						      axis),
+				      offset, size, unit);
+	return LOOM_OK;
+}
+
+/* Moves data between the host and a split tensor's slices: per device and
+ * segment one 2D copy of n rows.  bes NULL means blocking copies. */
+static int split_copy(struct meta_tensor *mt, const struct loom_tensor *t,
+		      void *data, size_t offset, size_t size,
+		      loom_backend_t *const *bes, bool set)
+{
+	const struct meta_state *st = &mt->st;
+	int axis = (int)st->state, n = mt->md->n, rc;
+	size_t unit = split_unit(t, axis), n_rows, row0;
+	int64_t seg_start = 0;
+
+	rc = check_rows(t, axis, offset, size, unit);
+	if (rc)
+		return rc;
+	n_rows = size / unit;
+	row0 = offset / unit;
+	if (n_rows == 0)
+		return LOOM_OK;
+
+	for (int s = 0; s < st->n_seg; s++) {
+		int64_t host_pos = seg_start;
+
+		for (int j = 0; j < n; j++) {
+			struct loom_tensor *dt = mt->dev_t[j];
+			int64_t len = st->len[s][j], dev_pos = 0;
+			size_t dunit, hb, db, sb;
+			uint8_t *h;
+
+			if (len == 0 || !dt) {
+				host_pos += len;
+				continue;
+			}
+			for (int s2 = 0; s2 < s; s2++)
+				dev_pos += st->len[s2][j];
+			dunit = split_unit(dt, axis);
+			hb = (size_t)meta_axis_bytes(t, axis, host_pos);
+			db = (size_t)meta_axis_bytes(dt, axis, dev_pos);
+			sb = (size_t)meta_axis_bytes(t, axis, len);
+			h = (uint8_t *)data + hb;
+			if (set && bes)
+				rc = loom_backend_tensor_set_2d_async(
+					bes[j], dt, h, row0 * dunit + db, sb,
+					n_rows, dunit, unit);
+			else if (set)
+				rc = loom_tensor_set_2d(dt, h,
+							row0 * dunit + db, sb,
+							n_rows, dunit, unit);
+			else if (bes)
+				rc = loom_backend_tensor_get_2d_async(
+					bes[j], dt, h, row0 * dunit + db, sb,
+					n_rows, dunit, unit);
+			else
+				rc = loom_tensor_get_2d(dt, h,
+							row0 * dunit + db, sb,
+							n_rows, dunit, unit);
+			if (rc)
+				return rc;
+			host_pos += len;
+		}
+		seg_start = host_pos;
+	}
+	return LOOM_OK;
+}
+
+int meta_tensor_set(struct meta_tensor *mt, const struct loom_tensor *t,
+		    const void *data, size_t offset, size_t size,
+		    loom_backend_t *const *bes)
+{
+	int n = mt->md->n, rc;
+	bool first = true;
+
+	if (mt->st.state <= LOOM_SPLIT_DIM3)
+		return split_copy(mt, t, (void *)data, offset, size, bes, true);
+
+	for (int j = 0; j < n; j++) {
+		struct loom_tensor *dt = mt->dev_t[j];
+
+		if (!dt)
+			continue;
+		/* A PARTIAL value is its sum: the first device holds it,
+		 * the others zero. */
+		if (mt->st.state == LOOM_SPLIT_PARTIAL && !first) {
+			if (bes)
+				loom_backend_synchronize(bes[j]);
+			rc = loom_tensor_memset(dt, 0, offset, size);
+		} else if (bes) {
+			rc = loom_backend_tensor_set_async(bes[j], dt, data,
+							   offset, size);
+		} else {
+			rc = loom_tensor_set(dt, data, offset, size);
+		}
+		if (rc)
+			return rc;
+		mt->zero[j] = false;
+		first = false;
+	}
+	return LOOM_OK;
+}
+
+/* Returns the sum of a PARTIAL tensor's summands (F32 only). */
+static int partial_get(struct meta_tensor *mt, const struct loom_tensor *t,
+		       void *data, size_t offset, size_t size,
+		       loom_backend_t *const *bes)
+{
+	float *acc = data, *tmp;
+	size_t n_f = size / sizeof(float);
+	bool first = true;
+	int rc = LOOM_OK;
+
+	if (t->type != LOOM_TYPE_F32 || offset % 4 || size % 4)
+		return loom_set_error(LOOM_E_UNSUPPORTED,
+				      "get of PARTIAL %s: only whole F32 "
+				      "values can be summed", t->name);
+	tmp = malloc(size ? size : 1);
+	if (!tmp)
+		return loom_set_error(LOOM_E_NOMEM, "get of %s: no memory",
+				      t->name);
+	for (int j = 0; j < mt->md->n; j++) {
+		struct loom_tensor *dt = mt->dev_t[j];
+
+		if (!dt || mt->zero[j])
+			continue;
+		if (bes)
+			loom_backend_synchronize(bes[j]);
+		rc = loom_tensor_get(dt, first ? acc : tmp, offset, size);
+		if (rc)
+			break;
+		if (!first)
+			for (size_t i = 0; i < n_f; i++)
+				acc[i] += tmp[i];
+		first = false;
+	}
+	if (!rc && first)
+		memset(data, 0, size);
+	free(tmp);
+	return rc;
+}
+
+int meta_tensor_get(struct meta_tensor *mt, const struct loom_tensor *t,
+		    void *data, size_t offset, size_t size,
+		    loom_backend_t *const *bes)
+{
+	if (mt->st.state <= LOOM_SPLIT_DIM3)
+		return split_copy(mt, t, data, offset, size, bes, false);
+	if (mt->st.state == LOOM_SPLIT_PARTIAL)
+		return partial_get(mt, t, data, offset, size, bes);
+	for (int j = 0; j < mt->md->n; j++) {
+		if (!mt->dev_t[j])
+			continue;
+		if (bes)
+			return loom_backend_tensor_get_async(bes[j],
+							     mt->dev_t[j],
+							     data, offset,
+							     size);
+		return loom_tensor_get(mt->dev_t[j], data, offset, size);
+	}
+	return loom_set_error(LOOM_E_STATE, "get of %s: no device holds it",
+			      t->name);
+}

@@ -1,0 +1,104 @@
+/* meta.h - the meta plugin's internal types: meta devices, split states
+ * with their per-device slices, meta buffers and the per-tensor records
+ * kept in tensor->extra.  Nothing here leaves the plugin.
+ */
+#ifndef LOOM_META_H
+#define LOOM_META_H
+
+#include "loom/loom-plugin.h"
+
+#include <pthread.h>
+
+#define META_MAX_DEVS 16
+#define META_MAX_SEG LOOM_SPLIT_MAX_SEGMENTS
+
+/* A split state with its slices.  For SPLIT(d) the axis is cut into
+ * n_seg segments, and segment s gives len[s][j] elements to device j, in
+ * device order; device j holds its pieces of every segment one after the
+ * other.  MIRRORED and PARTIAL tensors are whole on every device. */
+struct meta_state {
+	enum loom_split_state state;
+	int n_seg;
+	int64_t len[META_MAX_SEG][META_MAX_DEVS];
+};
+
+struct meta_dev {
+	loom_dev_t *dev;      /* the registered device */
+	loom_buffer_type_t *buft;
+	int n;
+	loom_dev_t *members[META_MAX_DEVS];
+	loom_split_fn split;
+	void *userdata;
+	float ratios[META_MAX_DEVS];
+	bool has_ratios;
+	enum loom_type reduce_type;
+	size_t bf16_min_bytes;
+	bool force_fallback;
+	char name[LOOM_MAX_NAME];
+	char *desc;
+	size_t max_align;
+	size_t min_max_size;
+};
+
+/* tensor->extra of a tensor placed in a meta buffer, or of a node the
+ * meta backend computes.  dev_t[j] is the tensor's counterpart on member
+ * j (NULL when that device holds nothing of it). */
+#define META_TENSOR_MAGIC 0x4d455441u
+struct meta_tensor {
+	uint32_t magic;
+	struct meta_dev *md;
+	struct meta_state st;
+	struct loom_tensor *dev_t[META_MAX_DEVS];
+	/* PARTIAL nodes a device skipped hold zero there. */
+	bool zero[META_MAX_DEVS];
+	/* For tensors placed in a meta buffer: their member buffers and
+	 * byte offset in the meta buffer. */
+	loom_buffer_t *dev_buf[META_MAX_DEVS];
+	size_t offs;
+	struct meta_tensor *next; /* in its owner's list */
+};
+
+/* A meta buffer: no memory of its own; its tensors' slices live in one
+ * member buffer each. */
+struct meta_buffer {
+	struct meta_dev *md;
+	size_t size;
+	void *fake_base;
+	loom_ctx_t *ctx;        /* descriptors of the slices */
+	pthread_mutex_t lock;
+	struct meta_tensor *tensors;
+	size_t dev_bytes[META_MAX_DEVS];
+};
+
+/* meta-plugin.c */
+loom_reg_t *meta_reg(void);
+struct meta_dev *meta_dev_of(loom_dev_t *dev);
+
+/* meta-split.c */
+int meta_state_from_split(struct meta_dev *md, const struct loom_tensor *t,
+			  const struct loom_split *sp, struct meta_state *out);
+void meta_state_whole(struct meta_state *st, enum loom_split_state state);
+int64_t meta_state_dev_len(const struct meta_state *st, int n, int j);
+int64_t meta_state_axis_len(const struct meta_state *st, int n);
+bool meta_state_same_slices(const struct meta_state *a,
+			    const struct meta_state *b, int n);
+const char *meta_state_name(enum loom_split_state s);
+int64_t meta_axis_bytes(const struct loom_tensor *t, int axis, int64_t pos);
+int meta_tensor_set(struct meta_tensor *mt, const struct loom_tensor *t,
+		    const void *data, size_t offset, size_t size,
+		    loom_backend_t *const *bes);
+int meta_tensor_get(struct meta_tensor *mt, const struct loom_tensor *t,
+		    void *data, size_t offset, size_t size,
+		    loom_backend_t *const *bes);
+
+/* meta-buffer.c */
+int meta_buft_new(struct meta_dev *md, loom_reg_t *reg);
+struct meta_tensor *meta_tensor_of(const struct loom_tensor *t);
+int meta_buffer_dev_sizes(loom_buffer_t *buf, size_t *sizes, size_t n);
+
+/* meta-backend.c */
+int meta_backend_new(struct meta_dev *md, loom_backend_t **out);
+int meta_check(loom_dev_t *dev, loom_graph_t *g);
+int meta_backend_dev_sizes(loom_backend_t *be, size_t *sizes, size_t n);
+
+#endif
