@@ -1,0 +1,350 @@
+/* test-cpu-pool.c - the CPU plugin's thread pool and stream: results that
+ * do not depend on the thread count, queued (async) graphs in order, 2D
+ * set/get, the entry points and the variant the loader picked.
+ */
+#include <glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "loom/loom-plugin.h"
+
+static loom_reg_t *load_cpu(void)
+{
+	const char *path = g_getenv("LOOM_TEST_PLUGIN_PATH");
+	loom_reg_t *reg;
+
+	if (path)
+		g_setenv("LOOM_PLUGIN_PATH", path, TRUE);
+	g_setenv("LOOM_BACKENDS", "cpu", TRUE);
+	g_unsetenv("LOOM_CPU_DEVICES");
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	reg = loom_reg_by_name("cpu");
+	g_assert_nonnull(reg);
+	g_assert_cmpuint(loom_reg_dev_count(reg), >=, 1);
+	return reg;
+}
+
+static void fill(float *x, size_t n, guint32 seed)
+{
+	GRand *r = g_rand_new_with_seed(seed);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		x[i] = (float)g_rand_double_range(r, -2.0, 2.0);
+	g_rand_free(r);
+}
+
+/* Relative error of got against want, over n values. */
+static double nmse(const float *got, const double *want, size_t n)
+{
+	double err = 0, ref = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		err += (got[i] - want[i]) * (got[i] - want[i]);
+		ref += want[i] * want[i];
+	}
+	return ref > 0 ? err / ref : err;
+}
+
+#define NE0 67
+#define NE1 13
+
+/* f = scale(soft_max(rms_norm(silu((x + y) * x)), 0.5), 3); g = its row
+ * sums; computed with n_threads, checked against double. */
+static void run_chain(loom_dev_t *dev, int n_threads)
+{
+	loom_ctx_t *ctx;
+	loom_graph_t *g;
+	loom_backend_t *be;
+	loom_buffer_t *buf;
+	struct loom_tensor *x, *y, *t, *f, *s;
+	float xv[NE0 * NE1], yv[NE0], fv[NE0 * NE1], sv[NE1];
+	double fr[NE0 * NE1], sr[NE1];
+	int i, j;
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	x = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, NE0, NE1);
+	y = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, NE0, 1);
+	t = loom_add(ctx, x, y);
+	t = loom_mul(ctx, t, x);
+	t = loom_silu(ctx, t);
+	t = loom_rms_norm(ctx, t, 1e-5f);
+	t = loom_soft_max(ctx, t, NULL, 0.5f);
+	f = loom_scale(ctx, t, 3.0f);
+	s = loom_sum_rows(ctx, f);
+	g_assert_nonnull(s);
+	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, s), ==, LOOM_OK);
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(dev),
+					       &buf), ==, LOOM_OK);
+
+	fill(xv, NE0 * NE1, 1);
+	fill(yv, NE0, 2);
+	loom_tensor_set(x, xv, 0, sizeof(xv));
+	loom_tensor_set(y, yv, 0, sizeof(yv));
+
+	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
+	g_assert_cmpint(loom_backend_set_n_threads(be, n_threads), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_backend_graph_compute(be, g), ==, LOOM_OK);
+	loom_tensor_get(f, fv, 0, sizeof(fv));
+	loom_tensor_get(s, sv, 0, sizeof(sv));
+
+	for (j = 0; j < NE1; j++) {
+		double row[NE0], ss = 0, max = -INFINITY, sum = 0;
+
+		for (i = 0; i < NE0; i++) {
+			double a = ((double)xv[j * NE0 + i] + yv[i]) *
+				   xv[j * NE0 + i];
+
+			row[i] = a / (1 + exp(-a));
+			ss += row[i] * row[i];
+		}
+		for (i = 0; i < NE0; i++) {
+			row[i] = row[i] / sqrt(ss / NE0 + 1e-5) * 0.5;
+			max = fmax(max, row[i]);
+		}
+		for (i = 0; i < NE0; i++)
+			sum += row[i] = exp(row[i] - max);
+		sr[j] = 0;
+		for (i = 0; i < NE0; i++) {
+			fr[j * NE0 + i] = 3 * row[i] / sum;
+			sr[j] += fr[j * NE0 + i];
+		}
+	}
+	g_assert_cmpfloat(nmse(fv, fr, NE0 * NE1), <, 1e-10);
+	g_assert_cmpfloat(nmse(sv, sr, NE1), <, 1e-10);
+
+	loom_backend_free(be);
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+}
+
+static void test_threads(void)
+{
+	loom_reg_t *reg = load_cpu();
+	int n;
+
+	for (n = 1; n <= 4; n++)
+		run_chain(loom_reg_dev(reg, 0), n);
+	loom_unload_all();
+}
+
+/* A long vector takes the flat path, split by elements not rows. */
+static void test_flat(void)
+{
+	loom_reg_t *reg = load_cpu();
+	loom_dev_t *dev = loom_reg_dev(reg, 0);
+	const size_t n = 100003;
+	loom_ctx_t *ctx;
+	loom_graph_t *g;
+	loom_backend_t *be;
+	loom_buffer_t *buf;
+	struct loom_tensor *a, *b, *c;
+	float *av = g_new(float, n), *bv = g_new(float, n);
+	float *cv = g_new(float, n);
+	int nth;
+	size_t i;
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	a = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, n);
+	b = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, n);
+	c = loom_gelu(ctx, loom_sub(ctx, a, b));
+	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, c), ==, LOOM_OK);
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(dev),
+					       &buf), ==, LOOM_OK);
+	fill(av, n, 3);
+	fill(bv, n, 4);
+	loom_tensor_set(a, av, 0, n * sizeof(float));
+	loom_tensor_set(b, bv, 0, n * sizeof(float));
+	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
+	for (nth = 1; nth <= 3; nth++) {
+		double err = 0;
+
+		g_assert_cmpint(loom_backend_set_n_threads(be, nth), ==,
+				LOOM_OK);
+		memset(cv, 0, n * sizeof(float));
+		g_assert_cmpint(loom_backend_graph_compute(be, g), ==,
+				LOOM_OK);
+		loom_tensor_get(c, cv, 0, n * sizeof(float));
+		for (i = 0; i < n; i++) {
+			double v = (double)av[i] - bv[i];
+			double want = 0.5 * v *
+				      (1 + tanh(sqrt(2 / M_PI) *
+						(v + 0.044715 * v * v * v)));
+
+			err = fmax(err, fabs(cv[i] - want));
+		}
+		g_assert_cmpfloat(err, <, 1e-5);
+	}
+	loom_backend_free(be);
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+	g_free(av);
+	g_free(bv);
+	g_free(cv);
+	loom_unload_all();
+}
+
+/* Several graphs queued without waiting run in order; synchronize waits
+ * for all of them.  Also times the dispatch of tiny nodes. */
+static void test_async(void)
+{
+	loom_reg_t *reg = load_cpu();
+	loom_dev_t *dev = loom_reg_dev(reg, 0);
+	enum { N_NODES = 2000, N_GRAPHS = 3 };
+	loom_ctx_t *ctx;
+	loom_graph_t *g;
+	loom_backend_t *be;
+	loom_buffer_t *buf;
+	struct loom_tensor *x, *one, *t;
+	float xv[16], ov[16];
+	gint64 t0, t1;
+	int i, k;
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	x = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 16);
+	one = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 16);
+	t = x;
+	for (i = 0; i < N_NODES; i++)
+		t = loom_add(ctx, t, one);
+	/* Write back into x, so each run starts where the last ended. */
+	t = loom_cpy(ctx, t, x);
+	g_assert_nonnull(t);
+	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, t), ==, LOOM_OK);
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(dev),
+					       &buf), ==, LOOM_OK);
+	for (i = 0; i < 16; i++) {
+		xv[i] = (float)i;
+		ov[i] = 1.0f;
+	}
+	loom_tensor_set(x, xv, 0, sizeof(xv));
+	loom_tensor_set(one, ov, 0, sizeof(ov));
+	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
+	g_assert_cmpint(loom_backend_set_n_threads(be, 2), ==, LOOM_OK);
+
+	for (k = 0; k < N_GRAPHS; k++)
+		g_assert_cmpint(loom_backend_graph_compute_async(be, g), ==,
+				LOOM_OK);
+	g_assert_cmpint(loom_backend_synchronize(be), ==, LOOM_OK);
+	loom_tensor_get(x, xv, 0, sizeof(xv));
+	for (i = 0; i < 16; i++)
+		g_assert_cmpfloat(xv[i], ==, (float)(i + N_NODES * N_GRAPHS));
+
+	t0 = g_get_monotonic_time();
+	for (k = 0; k < 5; k++)
+		loom_backend_graph_compute(be, g);
+	t1 = g_get_monotonic_time();
+	g_test_message("dispatch: %.0f ns per node (2 threads, 16 floats)",
+		       (t1 - t0) * 1000.0 / (5.0 * (N_NODES + 1)));
+
+	loom_backend_free(be);
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+	loom_unload_all();
+}
+
+static void test_2d(void)
+{
+	loom_reg_t *reg = load_cpu();
+	loom_dev_t *dev = loom_reg_dev(reg, 0);
+	loom_ctx_t *ctx;
+	loom_buffer_t *buf;
+	struct loom_tensor *t;
+	float host[10 * 6], back[10 * 6], dev_all[8 * 5];
+	int i, r;
+
+	g_assert_nonnull(loom_reg_proc_address(reg, LOOM_PROC_SET_TENSOR_2D));
+	g_assert_nonnull(loom_reg_proc_address(reg, LOOM_PROC_GET_TENSOR_2D));
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	t = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 8, 5);
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(dev),
+					       &buf), ==, LOOM_OK);
+	memset(dev_all, 0, sizeof(dev_all));
+	loom_tensor_set(t, dev_all, 0, sizeof(dev_all));
+	for (i = 0; i < 60; i++)
+		host[i] = (float)i;
+	/* Rows 1..4 of t, elements 2..4, from host rows 10 floats apart. */
+	g_assert_cmpint(loom_tensor_set_2d(t, host, 8 * 4 + 2 * 4, 3 * 4, 4,
+					   8 * 4, 10 * 4), ==, LOOM_OK);
+	loom_tensor_get(t, dev_all, 0, sizeof(dev_all));
+	for (r = 0; r < 5; r++)
+		for (i = 0; i < 8; i++) {
+			float want = 0;
+
+			if (r >= 1 && i >= 2 && i < 5)
+				want = host[(r - 1) * 10 + (i - 2)];
+			g_assert_cmpfloat(dev_all[r * 8 + i], ==, want);
+		}
+	memset(back, 0, sizeof(back));
+	g_assert_cmpint(loom_tensor_get_2d(t, back, 8 * 4 + 2 * 4, 3 * 4, 4,
+					   8 * 4, 6 * 4), ==, LOOM_OK);
+	for (r = 0; r < 4; r++)
+		for (i = 0; i < 3; i++)
+			g_assert_cmpfloat(back[r * 6 + i], ==, host[r * 10 + i]);
+	/* Out of bounds is the core's to refuse. */
+	g_assert_cmpint(loom_tensor_set_2d(t, host, 8 * 4, 8 * 4, 5, 8 * 4,
+					   8 * 4), !=, LOOM_OK);
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+	loom_unload_all();
+}
+
+/* The features entry point and the variant chosen for this CPU. */
+static void test_features(void)
+{
+	loom_reg_t *reg = load_cpu();
+	loom_get_features_fn get = (loom_get_features_fn)loom_reg_proc_address(
+		reg, LOOM_PROC_GET_FEATURES);
+	const struct loom_feature *f;
+	const char *variant = NULL;
+	bool avx512 = false, avx2 = false;
+	size_t i;
+
+	g_assert_nonnull(get);
+	g_assert_nonnull(loom_reg_proc_address(reg, LOOM_PROC_SET_N_THREADS));
+	g_assert_nonnull(loom_reg_proc_address(reg, LOOM_PROC_ALLREDUCE));
+	for (f = get(reg); f->name; f++) {
+		g_test_message("feature %s = %s", f->name, f->value);
+		if (!strcmp(f->name, "VARIANT"))
+			variant = f->value;
+		if (!strcmp(f->name, "AVX512BW"))
+			avx512 = !strcmp(f->value, "1");
+		if (!strcmp(f->name, "AVX2"))
+			avx2 = !strcmp(f->value, "1");
+	}
+	g_assert_nonnull(variant);
+#if defined(__x86_64__)
+	/* With every variant built, the loader takes the best that runs. */
+	for (i = 0; i < loom_plugin_count(); i++) {
+		struct loom_plugin_info info;
+
+		g_assert_cmpint(loom_plugin_info(i, &info), ==, LOOM_OK);
+		g_test_message("%s: %s %s", info.file,
+			       loom_plugin_state_name(info.state), info.reason);
+	}
+	if (avx512)
+		g_assert_cmpstr(variant, ==, "x86_64_v4");
+	else if (avx2)
+		g_assert_cmpstr(variant, ==, "x86_64_v3");
+#else
+	(void)avx512;
+	(void)avx2;
+	(void)i;
+#endif
+	loom_unload_all();
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/cpu/pool/threads", test_threads);
+	g_test_add_func("/cpu/pool/flat", test_flat);
+	g_test_add_func("/cpu/pool/async", test_async);
+	g_test_add_func("/cpu/data/2d", test_2d);
+	g_test_add_func("/cpu/features", test_features);
+	return g_test_run();
+}
