@@ -1,0 +1,360 @@
+/* loom-info.c - what the loader found and why: the search path, every
+ * candidate plugin file with its state and reason, and every device with
+ * its memory, capabilities and entry points.  Uses only the public API. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <loom/loom-plugin.h>
+
+static const char *const proc_names[] = {
+	LOOM_PROC_SET_TENSOR_2D,      LOOM_PROC_GET_TENSOR_2D,
+	LOOM_PROC_SET_TENSOR_2D_ASYNC, LOOM_PROC_GET_TENSOR_2D_ASYNC,
+	LOOM_PROC_ALLREDUCE,          LOOM_PROC_SPLIT_BUFFER_TYPE,
+	LOOM_PROC_HOST_BUFFER_TYPE,   LOOM_PROC_SET_N_THREADS,
+	LOOM_PROC_GET_FEATURES,       LOOM_PROC_META_DEVICE_NEW,
+	LOOM_PROC_META_CHECK,
+};
+
+static const struct {
+	uint32_t bit;
+	const char *name;
+} cap_names[] = {
+	{ LOOM_DEV_CAP_ASYNC, "async" },
+	{ LOOM_DEV_CAP_HOST_BUFFER, "host-buffer" },
+	{ LOOM_DEV_CAP_EVENTS, "events" },
+	{ LOOM_DEV_CAP_PEER_COPY, "peer-copy" },
+};
+
+#define N_OF(a) (sizeof(a) / sizeof(*(a)))
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: loom-info [--json] [--help]\n"
+		"\n"
+		"Shows where Loom looks for plugins, what it did with every\n"
+		"candidate file and why, and the devices the loaded plugins\n"
+		"bring.\n"
+		"\n"
+		"  --json   print one JSON object instead of text\n"
+		"  --help   print this help\n"
+		"\n"
+		"Environment: LOOM_PLUGIN_PATH (directories searched first,\n"
+		"colon-separated), LOOM_BACKENDS (\"a,b\" loads only those, in\n"
+		"that order; \"^a,b\" loads all but those), LOOM_LOG\n"
+		"(none, error, warn, info, debug).\n"
+		"\n"
+		"Exits with status 1 when a backend named in LOOM_BACKENDS\n"
+		"cannot be loaded.\n");
+}
+
+/* Formats n bytes with binary units ("15.6 GiB"). */
+static const char *human(size_t n, char *buf, size_t len)
+{
+	static const char *const units[] = { "B",   "KiB", "MiB",
+					     "GiB", "TiB", "PiB" };
+	double v = (double)n;
+	size_t u = 0;
+
+	while (v >= 1024.0 && u + 1 < N_OF(units)) {
+		v /= 1024.0;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%zu B", n);
+	else
+		snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
+}
+
+/* ------------------------------------------------------------------------
+ * JSON.
+ */
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		switch (c) {
+		case '"':
+			fputs("\\\"", stdout);
+			break;
+		case '\\':
+			fputs("\\\\", stdout);
+			break;
+		case '\n':
+			fputs("\\n", stdout);
+			break;
+		case '\t':
+			fputs("\\t", stdout);
+			break;
+		default:
+			if (c < 0x20)
+				printf("\\u%04x", c);
+			else
+				putchar(c);
+		}
+	}
+	putchar('"');
+}
+
+static void json_nullable(const char *s)
+{
+	if (s)
+		json_str(s);
+	else
+		fputs("null", stdout);
+}
+
+static void print_json(void)
+{
+	size_t n;
+
+	fputs("{\"plugins\": [", stdout);
+	n = loom_plugin_count();
+	for (size_t i = 0; i < n; i++) {
+		struct loom_plugin_info p;
+
+		if (loom_plugin_info(i, &p))
+			continue;
+		fputs(i ? ",\n  {" : "\n  {", stdout);
+		fputs("\"name\": ", stdout);
+		json_str(p.name);
+		fputs(", \"file\": ", stdout);
+		json_str(p.file);
+		fputs(", \"state\": ", stdout);
+		json_str(loom_plugin_state_name(p.state));
+		fputs(", \"reason\": ", stdout);
+		json_str(p.reason);
+		fputs(", \"version\": ", stdout);
+		json_nullable(p.version);
+		printf(", \"score\": %d}", p.score);
+	}
+	fputs(n ? "\n ],\n \"devices\": [" : "],\n \"devices\": [", stdout);
+	n = loom_dev_count();
+	for (size_t i = 0; i < n; i++) {
+		loom_dev_t *dev = loom_dev_get(i);
+		loom_reg_t *reg = loom_dev_reg(dev);
+		uint32_t caps = loom_dev_caps(dev);
+		size_t free_, total;
+		bool first = true;
+
+		loom_dev_memory(dev, &free_, &total);
+		fputs(i ? ",\n  {" : "\n  {", stdout);
+		fputs("\"name\": ", stdout);
+		json_str(loom_dev_name(dev));
+		fputs(", \"type\": ", stdout);
+		json_str(loom_dev_type_name(loom_dev_type(dev)));
+		fputs(", \"plugin\": ", stdout);
+		json_str(loom_reg_name(reg));
+		printf(", \"memory_total\": %zu, \"memory_free\": %zu", total,
+		       free_);
+		fputs(", \"description\": ", stdout);
+		json_str(loom_dev_description(dev));
+		fputs(", \"caps\": [", stdout);
+		for (size_t c = 0; c < N_OF(cap_names); c++) {
+			if (!(caps & cap_names[c].bit))
+				continue;
+			fputs(first ? "" : ", ", stdout);
+			json_str(cap_names[c].name);
+			first = false;
+		}
+		fputs("], \"entry_points\": [", stdout);
+		first = true;
+		for (size_t p = 0; p < N_OF(proc_names); p++) {
+			if (!loom_reg_proc_address(reg, proc_names[p]))
+				continue;
+			fputs(first ? "" : ", ", stdout);
+			json_str(proc_names[p]);
+			first = false;
+		}
+		fputs("]}", stdout);
+	}
+	fputs(n ? "\n ],\n \"search_path\": [" : "],\n \"search_path\": [",
+	      stdout);
+	n = loom_search_path_count();
+	for (size_t i = 0; i < n; i++) {
+		fputs(i ? ", " : "", stdout);
+		json_str(loom_search_path(i));
+	}
+	fputs("]}\n", stdout);
+}
+
+/* ------------------------------------------------------------------------
+ * Text.
+ */
+
+static void print_plugins(void)
+{
+	size_t n = loom_plugin_count();
+	int wname = 4, wstate = 5, wver = 7;
+
+	printf("Plugin files:\n");
+	if (n == 0) {
+		printf("  (none found)\n\n");
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct loom_plugin_info p;
+		int l;
+
+		if (loom_plugin_info(i, &p))
+			continue;
+		l = (int)strlen(p.name);
+		wname = l > wname ? l : wname;
+		l = (int)strlen(loom_plugin_state_name(p.state));
+		wstate = l > wstate ? l : wstate;
+		l = p.version ? (int)strlen(p.version) : 1;
+		wver = l > wver ? l : wver;
+	}
+	printf("  %-*s  %-*s  %-*s  %5s  %s\n", wname, "NAME", wstate,
+	       "STATE", wver, "VERSION", "SCORE", "FILE");
+	for (size_t i = 0; i < n; i++) {
+		struct loom_plugin_info p;
+
+		if (loom_plugin_info(i, &p))
+			continue;
+		printf("  %-*s  %-*s  %-*s  %5d  %s\n", wname, p.name, wstate,
+		       loom_plugin_state_name(p.state), wver,
+		       p.version ? p.version : "-", p.score, p.file);
+		if (p.reason && *p.reason)
+			printf("  %*s  %s\n", wname + wstate + wver + 9, "",
+			       p.reason);
+	}
+	printf("\n");
+}
+
+static void print_devices(void)
+{
+	size_t n = loom_dev_count();
+
+	printf("Devices (in priority order):\n");
+	if (n == 0) {
+		printf("  (none)\n");
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		loom_dev_t *dev = loom_dev_get(i);
+		loom_reg_t *reg = loom_dev_reg(dev);
+		uint32_t caps = loom_dev_caps(dev);
+		loom_get_features_fn features;
+		char b1[32], b2[32];
+		size_t free_, total;
+		bool any = false;
+
+		loom_dev_memory(dev, &free_, &total);
+		printf("  %s\n", loom_dev_name(dev));
+		printf("    %-14s %s\n", "type:",
+		       loom_dev_type_name(loom_dev_type(dev)));
+		printf("    %-14s %s %s\n", "plugin:", loom_reg_name(reg),
+		       loom_reg_version(reg));
+		printf("    %-14s %s\n", "description:",
+		       loom_dev_description(dev));
+		if (total)
+			printf("    %-14s %s free of %s\n", "memory:",
+			       human(free_, b1, sizeof(b1)),
+			       human(total, b2, sizeof(b2)));
+		else
+			printf("    %-14s unknown\n", "memory:");
+		printf("    %-14s", "capabilities:");
+		for (size_t c = 0; c < N_OF(cap_names); c++) {
+			if (!(caps & cap_names[c].bit))
+				continue;
+			printf("%s%s", any ? ", " : " ", cap_names[c].name);
+			any = true;
+		}
+		printf("%s\n", any ? "" : " none");
+		printf("    %-14s", "entry points:");
+		any = false;
+		for (size_t p = 0; p < N_OF(proc_names); p++) {
+			if (!loom_reg_proc_address(reg, proc_names[p]))
+				continue;
+			printf("%s%s", any ? ", " : " ", proc_names[p]);
+			any = true;
+		}
+		printf("%s\n", any ? "" : " none");
+		features = (loom_get_features_fn)loom_reg_proc_address(
+			reg, LOOM_PROC_GET_FEATURES);
+		if (features) {
+			const struct loom_feature *f = features(reg);
+
+			printf("    %-14s", "features:");
+			any = false;
+			for (; f && f->name; f++) {
+				printf("%s%s=%s", any ? ", " : " ", f->name,
+				       f->value ? f->value : "");
+				any = true;
+			}
+			printf("%s\n", any ? "" : " none");
+		}
+	}
+}
+
+static void print_text(void)
+{
+	size_t n = loom_search_path_count();
+
+	printf("Search path:\n");
+	for (size_t i = 0; i < n; i++)
+		printf("  %zu. %s\n", i + 1, loom_search_path(i));
+	printf("\n");
+	print_plugins();
+	print_devices();
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool json = false;
+	char *why = NULL;
+	int c, st;
+
+	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "loom-info: unexpected argument '%s'\n",
+			argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+
+	/* Every failure is in the report; the log repeats it only when the
+	 * user asks for a level. */
+	if (!loom_getenv("LOOM_LOG"))
+		loom_log_set_level(LOOM_LOG_ERROR);
+	st = loom_load_all();
+	/* loom_last_error() is per thread and later calls may replace it. */
+	if (st)
+		why = strdup(loom_last_error());
+
+	if (json)
+		print_json();
+	else
+		print_text();
+	if (st) {
+		fprintf(stderr, "loom-info: %s\n",
+			why && *why ? why : loom_strerror(st));
+		free(why);
+	}
+	loom_unload_all();
+	return st ? 1 : 0;
+}
