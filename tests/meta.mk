@@ -1,1 +1,13 @@
-# tests/meta.mk - (to be written)
+# tests/meta.mk - the meta device over CPU partitions: unit tests of
+# splits, data movement, allreduce and errors, and a decoder stack against
+# a single device.
+check_PROGRAMS += tests/test-meta tests/test-meta-llama
+TESTS += tests/test-meta tests/test-meta-llama
+
+tests_test_meta_SOURCES = tests/test-meta.c
+tests_test_meta_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_meta_LDADD = $(TEST_LIBS)
+
+tests_test_meta_llama_SOURCES = tests/test-meta-llama.c
+tests_test_meta_llama_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_meta_llama_LDADD = examples/libllama.la $(TEST_LIBS)
