@@ -7,7 +7,7 @@ tests_test_loader_SOURCES = tests/test-loader.c tests/fake-plugin.c \
 tests_test_loader_CPPFLAGS = $(TEST_CPPFLAGS) -DFAKE_STATIC \
 	-DFAKE_NAME=\"static\" -DFAKE_2D
 tests_test_loader_LDADD = $(TEST_LIBS)
-EXTRA_tests_test_loader_DEPENDENCIES = $(FAKE_PLUGINS)
+EXTRA_tests_test_loader_DEPENDENCIES = $(FAKE_PLUGINS) tools/loom-info
 
 # Test plugins: uninstalled modules (-rpath /nowhere makes libtool build
 # a shared object).  test-loader links their .libs/*.so into a temporary

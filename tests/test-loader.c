@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -548,6 +549,67 @@ static void test_reload(struct fixture *f, gconstpointer data)
 }
 
 /* ------------------------------------------------------------------------
+ * loom-info, run as a user would.
+ */
+
+static int run_info(const char *arg, char **out, char **err)
+{
+	const char *b = g_getenv("LOOM_TEST_BUILDDIR");
+	char *tool = g_build_filename(b ? b : ".", "tools", "loom-info", NULL);
+	char *argv[] = { tool, (char *)arg, NULL };
+	GError *error = NULL;
+	int status;
+
+	g_assert_true(g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL,
+				   NULL, out, err, &status, &error));
+	g_assert_no_error(error);
+	g_free(tool);
+	g_assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static void test_info(struct fixture *f, gconstpointer data)
+{
+	char *out, *err, *want;
+
+	add_plugin(f->dir, "good");
+	add_plugin(f->dir, "score0");
+	g_assert_cmpint(run_info("--json", &out, &err), ==, 0);
+	want = g_strdup_printf("{\"name\": \"good\", \"file\": \"%s/loom-good.so\", "
+			       "\"state\": \"loaded\", \"reason\": \"\"",
+			       f->dir);
+	g_assert_nonnull(strstr(out, want));
+	g_assert_nonnull(strstr(out, "\"state\": \"not-applicable\", "
+				     "\"reason\": \"no fake hardware here\""));
+	g_assert_nonnull(strstr(out, "{\"name\": \"good0\", \"type\": \"cpu\", "
+				     "\"plugin\": \"good\", "
+				     "\"memory_total\": 1073741824, "
+				     "\"memory_free\": 536870912"));
+	g_assert_nonnull(strstr(out, "\"entry_points\": [\"set_tensor_2d\", "
+				     "\"get_tensor_2d\"]"));
+	g_assert_nonnull(strstr(out, "\"search_path\": ["));
+	g_assert_cmpstr(err, ==, "");
+	g_free(want);
+	g_free(out);
+	g_free(err);
+
+	g_setenv("LOOM_BACKENDS", "^good", TRUE);
+	g_assert_cmpint(run_info("--json", &out, &err), ==, 0);
+	g_assert_nonnull(strstr(out, "\"state\": \"excluded\", "
+				     "\"reason\": \"excluded by LOOM_BACKENDS\""));
+	g_assert_null(strstr(out, "good0"));
+	g_free(out);
+	g_free(err);
+
+	g_setenv("LOOM_BACKENDS", "nosuch", TRUE);
+	g_assert_cmpint(run_info(NULL, &out, &err), ==, 1);
+	g_assert_nonnull(strstr(err, "backend 'nosuch' not found"));
+	g_assert_nonnull(strstr(out, "Search path:"));
+	g_free(out);
+	g_free(err);
+}
+
+/* ------------------------------------------------------------------------
  * Interfaces: constructors check required slots and copy at most size.
  */
 
@@ -979,6 +1041,7 @@ int main(int argc, char **argv)
 	F("/loader/backends/requested", test_requested);
 	F("/loader/secure", test_secure);
 	F("/loader/reload", test_reload);
+	F("/loader/loom-info", test_info);
 	g_test_add_func("/iface/tables", test_tables);
 	D("/iface/buffers", test_buffers);
 	D("/iface/set-get", test_set_get);
