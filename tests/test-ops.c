@@ -501,6 +501,22 @@ static void add_mul_mat_cases(void)
 		MM(all_a[i], 64, 9, 2, 1, LAYOUT_CONT, LOOM_TYPE_F32, 1, 4, 1,
 		   LAYOUT_CONT);
 	}
+	/* Around the CPU plugin's GEMV/GEMM switch and its cache blocks:
+	 * N = 8, 9, 26; K past one block of 384; M not a tile multiple. */
+	for (size_t i = 0; i < G_N_ELEMENTS(all_a); i++) {
+		MM(all_a[i], 416, 70, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 8, 1,
+		   1, LAYOUT_CONT);
+		MM(all_a[i], 416, 70, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 9, 1,
+		   1, LAYOUT_CONT);
+		MM(all_a[i], 416, 70, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 26, 1,
+		   1, LAYOUT_CONT);
+		MM(all_a[i], 64, 9, 2, 1, LAYOUT_CONT, LOOM_TYPE_F32, 13, 6, 2,
+		   LAYOUT_CONT);
+	}
+	MM(LOOM_TYPE_F16, 416, 70, 1, 1, LAYOUT_CONT, LOOM_TYPE_F16, 26, 1, 1,
+	   LAYOUT_CONT);
+	MM(LOOM_TYPE_BF16, 416, 70, 1, 1, LAYOUT_CONT, LOOM_TYPE_BF16, 26, 1,
+	   1, LAYOUT_CONT);
 	/* Non-contiguous operands, as attention makes them. */
 	MM(LOOM_TYPE_F32, 64, 9, 4, 1, LAYOUT_CONT, LOOM_TYPE_F32, 5, 4, 1,
 	   LAYOUT_PERMUTE);
@@ -533,6 +549,15 @@ static void add_mul_mat_id_cases(void)
 		case_in(c, all_a[i], k, m, n_expert, 1, LAYOUT_CONT);
 		case_in(c, LOOM_TYPE_F32, k, b1, n_tok, 1, LAYOUT_CONT);
 		case_ids(c, FILL_DISTINCT, n_expert, n_used, n_tok, 1);
+		case_add(c, NULL);
+	}
+	/* Enough tokens for a GEMM. */
+	for (size_t i = 0; i < G_N_ELEMENTS(all_a); i++) {
+		c = case_new(LOOM_OP_MUL_MAT_ID,
+			     mul_mat_nmse(all_a[i], LOOM_TYPE_F32));
+		case_in(c, all_a[i], k, m, n_expert, 1, LAYOUT_CONT);
+		case_in(c, LOOM_TYPE_F32, k, n_used, 33, 1, LAYOUT_CONT);
+		case_ids(c, FILL_DISTINCT, n_expert, n_used, 33, 1);
 		case_add(c, NULL);
 	}
 	/* More experts than used, a larger M, F16 input. */

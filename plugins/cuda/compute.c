@@ -15,16 +15,12 @@ static bool is_weight_type(enum loom_type type)
 	return is_float(type) || type == LOOM_TYPE_Q8_0;
 }
 
-/* Elements (or blocks) within a row must be packed: the kernels step
- * through dimension 0 by the type's size. */
-static bool packed_dim0(const struct loom_tensor *t)
+/* The kernels address every operand through its strides, so only the
+ * types matter. */
+static bool src_ok(const struct loom_tensor *t,
+		   bool (*type_ok)(enum loom_type))
 {
-	return t->nb[0] == loom_type_size(t->type);
-}
-
-static bool src_ok(const struct loom_tensor *t, bool (*type_ok)(enum loom_type))
-{
-	return t && type_ok(t->type) && packed_dim0(t);
+	return t && type_ok(t->type);
 }
 
 static bool is_i32(enum loom_type type)
@@ -41,7 +37,7 @@ static bool any_type(enum loom_type type)
 bool cuda_supports_op(const struct loom_tensor *t)
 {
 	const struct loom_tensor *a = t->src[0], *b = t->src[1];
-	bool dst_f32 = t->type == LOOM_TYPE_F32 && packed_dim0(t);
+	bool dst_f32 = t->type == LOOM_TYPE_F32;
 
 	switch (t->op) {
 	case LOOM_OP_NONE:
@@ -64,8 +60,8 @@ bool cuda_supports_op(const struct loom_tensor *t)
 		return dst_f32 && src_ok(a, is_float);
 	case LOOM_OP_SOFT_MAX:
 		return dst_f32 && src_ok(a, is_float) &&
-		       (!b || (packed_dim0(b) && (b->type == LOOM_TYPE_F32 ||
-						  b->type == LOOM_TYPE_F16)));
+		       (!b || b->type == LOOM_TYPE_F32 ||
+			b->type == LOOM_TYPE_F16);
 	case LOOM_OP_ROPE: {
 		int32_t mode = t->op_params[1];
 
@@ -82,13 +78,12 @@ bool cuda_supports_op(const struct loom_tensor *t)
 		return dst_f32 && src_ok(a, any_type) && src_ok(b, is_i32);
 	case LOOM_OP_SET_ROWS:
 		return src_ok(a, is_weight_type) && src_ok(b, is_float) &&
-		       src_ok(t->src[2], is_i32) && t->type == a->type &&
-		       packed_dim0(t);
+		       src_ok(t->src[2], is_i32) && t->type == a->type;
 	case LOOM_OP_CPY:
 	case LOOM_OP_CONT: {
 		enum loom_type st = a ? a->type : LOOM_TYPE_COUNT;
 
-		if (!src_ok(a, any_type) || !packed_dim0(t))
+		if (!src_ok(a, any_type))
 			return false;
 		if (st == t->type)
 			return true;
@@ -96,12 +91,10 @@ bool cuda_supports_op(const struct loom_tensor *t)
 	}
 	case LOOM_OP_CONCAT:
 		return src_ok(a, any_type) && src_ok(b, any_type) &&
-		       a->type == b->type && t->type == a->type &&
-		       packed_dim0(t);
+		       a->type == b->type && t->type == a->type;
 	case LOOM_OP_ARGMAX:
 	case LOOM_OP_TOP_K:
-		return t->type == LOOM_TYPE_I32 && packed_dim0(t) &&
-		       src_ok(a, is_float);
+		return t->type == LOOM_TYPE_I32 && src_ok(a, is_float);
 	default:
 		return false;
 	}

@@ -30,7 +30,7 @@ __global__ void binary_kernel(tview dst, tview a, tview b, int64_t n)
 			r = x / y;
 			break;
 		}
-		store_row(row_ptr(dst, i1, i2, i3), dst.type, i0, r);
+		store_row(row_ptr(dst, i1, i2, i3), dst, i0, r);
 	}
 }
 

@@ -98,22 +98,24 @@ __device__ __forceinline__ uint16_t float_to_bf16(float f)
 	return (uint16_t)(u >> 16);
 }
 
-/* Element i0 of the row at p (p already offset by dims 1..3). */
-__device__ __forceinline__ float load_row(const char *p, int type,
+/* Element i0 of v's row at p (p already offset by dimensions 1..3);
+ * dimension 0 steps by v.nb[0], per block for Q8_0. */
+__device__ __forceinline__ float load_row(const char *p, const tview &v,
 					  int64_t i0)
 {
-	switch (type) {
+	switch (v.type) {
 	case LOOM_TYPE_F32:
-		return ((const float *)p)[i0];
+		return *(const float *)(p + i0 * v.nb[0]);
 	case LOOM_TYPE_F16:
-		return half_to_float(((const uint16_t *)p)[i0]);
+		return half_to_float(*(const uint16_t *)(p + i0 * v.nb[0]));
 	case LOOM_TYPE_BF16:
-		return bf16_to_float(((const uint16_t *)p)[i0]);
+		return bf16_to_float(*(const uint16_t *)(p + i0 * v.nb[0]));
 	case LOOM_TYPE_I32:
-		return (float)((const int32_t *)p)[i0];
+		return (float)*(const int32_t *)(p + i0 * v.nb[0]);
 	case LOOM_TYPE_Q8_0: {
 		const struct loom_block_q8_0 *b =
-			(const struct loom_block_q8_0 *)p + i0 / LOOM_QK8_0;
+			(const struct loom_block_q8_0 *)(p + (i0 / LOOM_QK8_0) *
+								 v.nb[0]);
 
 		return half_to_float(b->d) * (float)b->qs[i0 % LOOM_QK8_0];
 	}
@@ -122,22 +124,23 @@ __device__ __forceinline__ float load_row(const char *p, int type,
 	}
 }
 
-/* Stores v as element i0 of the row at p (not Q8_0: see quantize). */
-__device__ __forceinline__ void store_row(char *p, int type, int64_t i0,
-					  float v)
+/* Stores x as element i0 of v's row at p (not Q8_0: see quantize). */
+__device__ __forceinline__ void store_row(char *p, const tview &v, int64_t i0,
+					  float x)
 {
-	switch (type) {
+	p += i0 * v.nb[0];
+	switch (v.type) {
 	case LOOM_TYPE_F32:
-		((float *)p)[i0] = v;
+		*(float *)p = x;
 		break;
 	case LOOM_TYPE_F16:
-		((uint16_t *)p)[i0] = float_to_half(v);
+		*(uint16_t *)p = float_to_half(x);
 		break;
 	case LOOM_TYPE_BF16:
-		((uint16_t *)p)[i0] = float_to_bf16(v);
+		*(uint16_t *)p = float_to_bf16(x);
 		break;
 	case LOOM_TYPE_I32:
-		((int32_t *)p)[i0] = (int32_t)v;
+		*(int32_t *)p = (int32_t)x;
 		break;
 	default:
 		break;
@@ -154,7 +157,7 @@ __device__ __forceinline__ char *row_ptr(const tview &v, int64_t i1,
 __device__ __forceinline__ float load_at(const tview &v, int64_t i0,
 					 int64_t i1, int64_t i2, int64_t i3)
 {
-	return load_row(row_ptr(v, i1, i2, i3), v.type, i0);
+	return load_row(row_ptr(v, i1, i2, i3), v, i0);
 }
 
 /* Splits a flat index over ne (dimension 0 fastest). */

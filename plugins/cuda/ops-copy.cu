@@ -52,7 +52,7 @@ __global__ void convert_kernel(tview dst, tview src, int64_t n)
 
 		unravel(i, src.ne, &i0, &i1, &i2, &i3);
 		unravel(i, dst.ne, &j0, &j1, &j2, &j3);
-		store_row(row_ptr(dst, j1, j2, j3), dst.type, j0,
+		store_row(row_ptr(dst, j1, j2, j3), dst, j0,
 			  load_at(src, i0, i1, i2, i3));
 	}
 }

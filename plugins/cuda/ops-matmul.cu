@@ -46,11 +46,11 @@ __global__ void dot_kernel(tview dst, tview a, tview b, tview ids, int mode,
 
 		if (ok)
 			for (int64_t k = threadIdx.x; k < K; k += blockDim.x)
-				acc += load_row(x, a.type, k) *
-				       load_row(y, b.type, k);
+				acc += load_row(x, a, k) *
+				       load_row(y, b, k);
 		acc = block_sum(acc, shm);
 		if (threadIdx.x == 0)
-			store_row(row_ptr(dst, j1, j2, j3), dst.type, m, acc);
+			store_row(row_ptr(dst, j1, j2, j3), dst, m, acc);
 	}
 }
 
@@ -102,7 +102,7 @@ __global__ void gemm_kernel(tview dst, tview a, tview b)
 					as[kk][mm] = m < M && k < K ?
 						load_row(row_ptr(a, m, i2 / r2,
 								 i3 / r3),
-							 a.type, k) : 0.0f;
+							 a, k) : 0.0f;
 				}
 				for (int l = threadIdx.x; l < GEMM_TK * GEMM_TN;
 				     l += GEMM_THREADS) {
@@ -111,7 +111,7 @@ __global__ void gemm_kernel(tview dst, tview a, tview b)
 
 					bs[kk][nn] = n < N && k < K ?
 						load_row(row_ptr(b, n, i2, i3),
-							 b.type, k) : 0.0f;
+							 b, k) : 0.0f;
 				}
 				__syncthreads();
 				for (int kk = 0; kk < GEMM_TK; kk++) {
@@ -138,7 +138,7 @@ __global__ void gemm_kernel(tview dst, tview a, tview b)
 					int64_t m = m0 + tx + 16 * i;
 
 					if (m < M)
-						store_row(y, dst.type, m,
+						store_row(y, dst, m,
 							  acc[i][j]);
 				}
 			}

@@ -28,20 +28,20 @@ __global__ void norm_kernel(tview dst, tview a, bool rms, float eps,
 
 		if (!rms) {
 			for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x)
-				acc += load_row(x, a.type, i);
+				acc += load_row(x, a, i);
 			mean = block_sum(acc, shm) / (float)ne0;
 			acc = 0.0f;
 		}
 		for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x) {
-			float v = load_row(x, a.type, i) - mean;
+			float v = load_row(x, a, i) - mean;
 
 			acc += v * v;
 		}
 		float scale = rsqrtf(block_sum(acc, shm) / (float)ne0 + eps);
 
 		for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x)
-			store_row(y, dst.type, i,
-				  (load_row(x, a.type, i) - mean) * scale);
+			store_row(y, dst, i,
+				  (load_row(x, a, i) - mean) * scale);
 	}
 }
 

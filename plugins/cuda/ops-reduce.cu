@@ -53,10 +53,10 @@ __global__ void reduce_kernel(tview dst, tview a, int op, int k,
 			float acc = 0.0f;
 
 			for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x)
-				acc += load_row(x, a.type, i);
+				acc += load_row(x, a, i);
 			acc = block_sum(acc, shv);
 			if (threadIdx.x == 0)
-				*(float *)y = acc;
+				*(float *)y = acc; /* element 0 */
 			continue;
 		}
 		if (op == LOOM_OP_ARGMAX) {
@@ -73,7 +73,7 @@ __global__ void reduce_kernel(tview dst, tview a, int op, int k,
 
 			for (int64_t i = threadIdx.x; i < ne0;
 			     i += blockDim.x) {
-				float v = load_row(x, a.type, i);
+				float v = load_row(x, a, i);
 
 				/* Only what comes after the last pick. */
 				if (pi >= 0 && !before(pv, pi, v, i))
@@ -87,7 +87,8 @@ __global__ void reduce_kernel(tview dst, tview a, int op, int k,
 			}
 			block_best(&bv, &bi, shv, shi);
 			if (threadIdx.x == 0)
-				((int32_t *)y)[n] = (int32_t)(bi < 0 ? 0 : bi);
+				*(int32_t *)(y + n * dst.nb[0]) =
+					(int32_t)(bi < 0 ? 0 : bi);
 			pv = bv;
 			pi = bi;
 		}

@@ -18,7 +18,7 @@ __global__ void rope_kernel(tview dst, tview a, const int32_t *pos,
 		char *y = row_ptr(dst, i1, i2, i3);
 
 		if (i0 >= n_dims) {
-			store_row(y, dst.type, i0, load_row(x, a.type, i0));
+			store_row(y, dst, i0, load_row(x, a, i0));
 			continue;
 		}
 		int64_t p, j0, j1;
@@ -38,9 +38,9 @@ __global__ void rope_kernel(tview dst, tview a, const int32_t *pos,
 		float theta = (float)pos[i2 * pos_stride] * freq_scale *
 			      powf(freq_base, -2.0f * (float)p / (float)n_dims);
 		float c = cosf(theta), s = sinf(theta);
-		float x0 = load_row(x, a.type, j0), x1 = load_row(x, a.type, j1);
+		float x0 = load_row(x, a, j0), x1 = load_row(x, a, j1);
 
-		store_row(y, dst.type, i0,
+		store_row(y, dst, i0,
 			  second ? x0 * s + x1 * c : x0 * c - x1 * s);
 	}
 }

@@ -25,7 +25,7 @@ __global__ void get_rows_kernel(tview dst, tview a, tview ids, int64_t n)
 
 		if (r >= 0 && r < a.ne[1])
 			v = load_at(a, i0, r, i2 % a.ne[2], i3 % a.ne[3]);
-		store_row(row_ptr(dst, i1, i2, i3), dst.type, i0, v);
+		store_row(row_ptr(dst, i1, i2, i3), dst, i0, v);
 	}
 }
 
@@ -63,11 +63,12 @@ __global__ void set_rows_kernel(tview dst, tview val, tview ids, int blck,
 			float tmp[LOOM_QK8_0];
 
 			for (int j = 0; j < LOOM_QK8_0; j++)
-				tmp[j] = load_row(x, val.type,
+				tmp[j] = load_row(x, val,
 						  u * LOOM_QK8_0 + j);
-			quantize_q8_0(tmp, (struct loom_block_q8_0 *)y + u);
+			quantize_q8_0(tmp, (struct loom_block_q8_0 *)(y +
+							      u * dst.nb[0]));
 		} else {
-			store_row(y, dst.type, u, load_row(x, val.type, u));
+			store_row(y, dst, u, load_row(x, val, u));
 		}
 	}
 }

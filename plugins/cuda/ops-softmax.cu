@@ -21,20 +21,20 @@ __global__ void softmax_kernel(tview dst, tview a, tview mask, bool has_mask,
 		float mx = -INFINITY, sum = 0.0f;
 
 		for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x) {
-			float v = load_row(x, a.type, i) * scale;
+			float v = load_row(x, a, i) * scale;
 
 			if (m)
-				v += load_row(m, mask.type, i);
+				v += load_row(m, mask, i);
 			mx = fmaxf(mx, v);
 		}
 		mx = block_max(mx, shm);
 		for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x) {
-			float v = load_row(x, a.type, i) * scale;
+			float v = load_row(x, a, i) * scale;
 
 			if (m)
-				v += load_row(m, mask.type, i);
+				v += load_row(m, mask, i);
 			v = mx == -INFINITY ? 0.0f : expf(v - mx);
-			store_row(y, dst.type, i, v);
+			store_row(y, dst, i, v);
 			sum += v;
 		}
 		sum = block_sum(sum, shm);
@@ -42,7 +42,7 @@ __global__ void softmax_kernel(tview dst, tview a, tview mask, bool has_mask,
 
 		/* Each thread rescales the values it wrote itself. */
 		for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x)
-			((float *)y)[i] *= inv;
+			*(float *)(y + i * dst.nb[0]) *= inv;
 	}
 }
 

@@ -27,7 +27,7 @@ __global__ void unary_kernel(tview dst, tview a, int op, float s, int64_t n)
 			    (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 			break;
 		}
-		store_row(row_ptr(dst, i1, i2, i3), dst.type, i0, r);
+		store_row(row_ptr(dst, i1, i2, i3), dst, i0, r);
 	}
 }
 
