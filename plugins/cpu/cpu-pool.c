@@ -18,6 +18,10 @@
 /* How long an idle worker spins for the next job before it sleeps. */
 #define CPU_SPIN_NS_DEFAULT 200000
 
+/* How long a caller waiting for its jobs spins before it sleeps: short,
+ * because that thread usually shares a core with a worker. */
+#define CPU_WAIT_SPIN_NS 30000
+
 /* Spins this many times between looks at the clock. */
 #define CPU_SPIN_CHECK 64
 
@@ -299,14 +303,15 @@ void cpu_pool_post_locked(struct cpu_pool *pool, const struct cpu_job *job)
 void cpu_pool_wait(struct cpu_pool *pool)
 {
 	uint32_t head = atomic_load(&pool->head);
+	int64_t spin = pool->spin_ns < CPU_WAIT_SPIN_NS ? pool->spin_ns
+							: CPU_WAIT_SPIN_NS;
 
 	for (;;) {
 		uint32_t done = atomic_load(&pool->done);
 
 		if ((int32_t)(head - done) <= 0)
 			return;
-		wait_change(&pool->done, done, &pool->done_sleepers,
-			    pool->spin_ns);
+		wait_change(&pool->done, done, &pool->done_sleepers, spin);
 	}
 }
 
