@@ -346,6 +346,7 @@ int cpu_devices_init(struct cpu_reg *cr)
 	n_cpus = allowed_cpus(&cpus);
 	if (n_cpus < 0)
 		return loom_set_error(LOOM_E_NOMEM, "cpu: out of memory");
+	cpu_set_core_count(n_cpus);
 	want = requested_devices();
 	if (want == 0) {
 		n = split_numa(cr, cpus, n_cpus);

@@ -25,7 +25,33 @@
 /* Spins this many times between looks at the clock. */
 #define CPU_SPIN_CHECK 64
 
+/* Spin budgets when there are more busy threads than cores: a spinning
+ * thread then takes time from one that has work, so wait briefly. */
+#define CPU_CROWDED_SPIN_NS 2000
+
 static _Thread_local const struct cpu_pool *current_pool;
+
+/* Worker threads alive in all pools, and the cores the process may use. */
+static _Atomic int live_threads;
+static _Atomic int n_cores = 1;
+
+void cpu_set_core_count(int n)
+{
+	atomic_store(&n_cores, n > 0 ? n : 1);
+}
+
+/* The spin budget for a wait by a thread that is (worker) or is not one of
+ * the live workers: full when every waiting thread has a core to itself,
+ * short when the spinner would share one. */
+static int64_t spin_budget(int64_t full, bool worker)
+{
+	int busy = atomic_load_explicit(&live_threads, memory_order_relaxed);
+
+	if (busy + !worker > atomic_load_explicit(&n_cores,
+						  memory_order_relaxed))
+		return full < CPU_CROWDED_SPIN_NS ? full : CPU_CROWDED_SPIN_NS;
+	return full;
+}
 
 int64_t cpu_now_ns(void)
 {
@@ -107,7 +133,7 @@ void cpu_bar_wait(struct cpu_bar *b)
 	}
 	/* Kernels are balanced: a short spin covers most waits, and sleeping
 	 * soon keeps oversubscribed partitions from burning their cores. */
-	wait_change(&b->phase, phase, &b->sleepers, 50000);
+	wait_change(&b->phase, phase, &b->sleepers, spin_budget(50000, true));
 }
 
 void cpu_barrier(const struct cpu_task *task)
@@ -151,13 +177,14 @@ static void *worker_main(void *p)
 
 	free(p);
 	current_pool = pool;
+	atomic_fetch_add(&live_threads, 1);
 	pin(pool, ith);
 	next = atomic_load(&pool->done);
 	for (;;) {
 		const struct cpu_job *job;
 
 		wait_change(&pool->head, next, &pool->head_sleepers,
-			    pool->spin_ns);
+			    spin_budget(pool->spin_ns, true));
 		job = &pool->jobs[next % CPU_POOL_QUEUE];
 		switch (job->kind) {
 		case CPU_JOB_GRAPH:
@@ -169,6 +196,7 @@ static void *worker_main(void *p)
 			break;
 		case CPU_JOB_STOP:
 			cpu_bar_wait(&pool->bar);
+			atomic_fetch_sub(&live_threads, 1);
 			if (ith == 0) {
 				atomic_store(&pool->done, next + 1);
 				wake(&pool->done, &pool->done_sleepers);
@@ -293,7 +321,7 @@ void cpu_pool_post_locked(struct cpu_pool *pool, const struct cpu_job *job)
 		if (head - done < CPU_POOL_QUEUE)
 			break;
 		wait_change(&pool->done, done, &pool->done_sleepers,
-			    pool->spin_ns);
+			    spin_budget(pool->spin_ns, false));
 	}
 	pool->jobs[head % CPU_POOL_QUEUE] = *job;
 	atomic_store(&pool->head, head + 1);
@@ -303,8 +331,9 @@ void cpu_pool_post_locked(struct cpu_pool *pool, const struct cpu_job *job)
 void cpu_pool_wait(struct cpu_pool *pool)
 {
 	uint32_t head = atomic_load(&pool->head);
-	int64_t spin = pool->spin_ns < CPU_WAIT_SPIN_NS ? pool->spin_ns
-							: CPU_WAIT_SPIN_NS;
+	int64_t spin = spin_budget(pool->spin_ns < CPU_WAIT_SPIN_NS
+					   ? pool->spin_ns
+					   : CPU_WAIT_SPIN_NS, false);
 
 	for (;;) {
 		uint32_t done = atomic_load(&pool->done);

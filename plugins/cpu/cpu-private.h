@@ -128,6 +128,9 @@ int cpu_pool_reserve(struct cpu_pool *pool, size_t size);
 void cpu_graph_run(struct cpu_pool *pool, loom_graph_t *g, int ith, int nth,
 		   void *wdata, size_t wsize);
 
+/* Tells the pools how many cores the process may use, so waits spin less
+ * when threads outnumber them. */
+void cpu_set_core_count(int n);
 /* Nanoseconds of a monotonic clock. */
 int64_t cpu_now_ns(void);
 /* Pauses the core briefly inside a spin loop. */
