@@ -100,6 +100,8 @@ struct test_data {
 static GPtrArray *all_cases;   /* of struct op_case */
 static GPtrArray *all_devs;    /* of struct test_dev */
 static GHashTable *case_names; /* "op/case" already used */
+static GPtrArray *all_tests;   /* of struct test_data, freed at exit even
+				* for tests that -p left out */
 
 /* ------------------------------------------------------------------------
  * Building cases.
@@ -1800,11 +1802,6 @@ static void fail_load(gconstpointer msg)
 	g_test_fail();
 }
 
-static void free_test_data(gpointer p)
-{
-	g_free(p);
-}
-
 static void free_case(gpointer p)
 {
 	struct op_case *c = p;
@@ -1836,6 +1833,7 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	all_cases = g_ptr_array_new_with_free_func(free_case);
 	all_devs = g_ptr_array_new_with_free_func(free_dev);
+	all_tests = g_ptr_array_new_with_free_func(g_free);
 	case_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
 					   NULL);
 
@@ -1885,16 +1883,17 @@ int main(int argc, char **argv)
 			td = g_new0(struct test_data, 1);
 			td->c = c;
 			td->d = d;
+			g_ptr_array_add(all_tests, td);
 			path = g_strdup_printf("/ops/%s/%s/%s", d->name,
 					       loom_op_name(c->op), c->name);
-			g_test_add_data_func_full(path, td, run_case,
-						  free_test_data);
+			g_test_add_data_func(path, td, run_case);
 			g_free(path);
 		}
 	}
 
 	ret = g_test_run();
 
+	g_ptr_array_free(all_tests, TRUE);
 	g_ptr_array_free(all_devs, TRUE);
 	g_ptr_array_free(all_cases, TRUE);
 	g_hash_table_destroy(case_names);
