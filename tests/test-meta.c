@@ -1,7 +1,718 @@
-/* test-meta.c - placeholder, filled in below. */
+/* test-meta.c - the meta device over CPU partitions: composition, slice
+ * sizes, set/get of split tensors with offsets, mul_mat splits with the
+ * allreduce through the CPU entry point and the generic path, memory per
+ * device, and the errors of bad callbacks and unsupported combinations.
+ * The decoder stack is in test-meta-llama.c.
+ */
 #include <glib.h>
+#include <math.h>
+#include <string.h>
+
+#include <loom/loom-plugin.h>
+
+static loom_dev_t *cpu[4];
+
+/* ---- a split callback driven by a table of names ---- */
+
+struct rule {
+	const char *name;
+	enum loom_split_state state;
+	int64_t granularity;
+	int n_seg;
+	int64_t seg[4];
+	int fail;
+};
+
+static int table_split(const struct loom_tensor *t, struct loom_split *out,
+		       void *userdata)
+{
+	const struct rule *r = userdata;
+
+	memset(out, 0, sizeof(*out));
+	out->state = LOOM_SPLIT_MIRRORED;
+	for (; r->name; r++) {
+		if (strcmp(r->name, t->name))
+			continue;
+		if (r->fail)
+			return loom_set_error(LOOM_E_INVAL, "refused");
+		out->state = r->state;
+		out->granularity = r->granularity;
+		out->n_segments = r->n_seg;
+		for (int s = 0; s < r->n_seg; s++)
+			out->segments[s] = r->seg[s];
+	}
+	return LOOM_OK;
+}
+
+static loom_dev_t *meta_new(int n, const struct rule *rules,
+			    const float *ratios, bool fallback)
+{
+	struct loom_meta_opts opts = {
+		.size = sizeof(opts),
+		.ratios = ratios,
+		.force_fallback = fallback,
+	};
+	loom_dev_t *dev = NULL;
+
+	if (loom_meta_dev_new(cpu, (size_t)n, table_split, (void *)rules,
+			      &opts, &dev))
+		g_error("meta device: %s", loom_last_error());
+	return dev;
+}
+
+static void fill(float *v, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		v[i] = (float)((seed >> 8) % 2001) / 1000.0f - 1.0f;
+	}
+}
+
+static size_t dev_sizes(loom_buffer_t *buf, size_t *sizes, size_t n)
+{
+	loom_meta_buffer_dev_sizes_fn fn = (loom_meta_buffer_dev_sizes_fn)
+		loom_reg_proc_address(loom_reg_by_name("meta"),
+				      LOOM_PROC_META_BUFFER_DEV_SIZES);
+	size_t sum = 0;
+
+	g_assert_nonnull(fn);
+	g_assert_cmpint(fn(buf, sizes, n), ==, LOOM_OK);
+	for (size_t j = 0; j < n; j++)
+		sum += sizes[j];
+	return sum;
+}
+
+/* ---- composition ---- */
+
+static void test_compose(void)
+{
+	loom_dev_t *meta = loom_dev_by_type(LOOM_DEV_TYPE_META);
+	loom_buffer_type_t *buft;
+	size_t f, t, f0, t0, f1, t1;
+
+	g_assert_nonnull(meta);
+	g_assert_cmpstr(loom_dev_name(meta), ==, "meta0");
+	g_assert_cmpstr(loom_dev_description(meta), ==, "meta(cpu0,cpu1)");
+	g_assert_true(loom_dev_by_name("meta0") == meta);
+	loom_dev_memory(meta, &f, &t);
+	loom_dev_memory(cpu[0], &f0, &t0);
+	loom_dev_memory(cpu[1], &f1, &t1);
+	g_assert_cmpuint(t, ==, t0 + t1);
+	buft = loom_dev_buffer_type(meta);
+	g_assert_cmpuint(loom_buft_alignment(buft), >=,
+			 loom_buft_alignment(loom_dev_buffer_type(cpu[0])));
+	g_assert_cmpuint(loom_buft_max_size(buft), <=,
+			 loom_buft_max_size(loom_dev_buffer_type(cpu[1])));
+}
+
+static gpointer make_same(gpointer data)
+{
+	loom_dev_t *dev = NULL;
+	static const float r[2] = { 2, 1 };
+	struct loom_meta_opts opts = { .size = sizeof(opts), .ratios = r };
+
+	if (loom_meta_dev_new(cpu, 2, table_split, data, &opts, &dev))
+		return NULL;
+	return dev;
+}
+
+static void test_dedup(void)
+{
+	static const struct rule none[] = { { .name = NULL } };
+	GThread *th[4];
+	gpointer got[4];
+
+	for (int i = 0; i < 4; i++)
+		th[i] = g_thread_new("meta", make_same, (gpointer)none);
+	for (int i = 0; i < 4; i++)
+		got[i] = g_thread_join(th[i]);
+	g_assert_nonnull(got[0]);
+	for (int i = 1; i < 4; i++)
+		g_assert_true(got[i] == got[0]);
+	g_assert_true(make_same((gpointer)none) == got[0]);
+	/* Other ratios, or a fallback option, make another device. */
+	g_assert_true(meta_new(2, none, NULL, false) != got[0]);
+	g_assert_true(meta_new(2, none, NULL, true) !=
+		      meta_new(2, none, NULL, false));
+}
+
+static void test_not_meta(void)
+{
+	loom_dev_t *dev = (loom_dev_t *)0x1;
+	loom_dev_t *twice[2];
+
+	g_assert_cmpint(loom_meta_dev_new(cpu, 0, NULL, NULL, NULL, &dev), ==,
+			LOOM_E_INVAL);
+	g_assert_null(dev);
+	twice[0] = cpu[0];
+	twice[1] = loom_dev_by_type(LOOM_DEV_TYPE_META);
+	g_assert_cmpint(loom_meta_dev_new(twice, 2, NULL, NULL, NULL, &dev),
+			==, LOOM_E_UNSUPPORTED);
+}
+
+/* ---- slices and data ---- */
+
+/* 7 columns over ratios 0.5/0.3/0.2: quotas 3.5, 2.1, 1.4; the one unit
+ * left goes to the largest remainder (device 0): 4, 2, 1. */
+static void test_largest_remainder(void)
+{
+	static const struct rule rules[] = {
+		{ .name = "w", .state = LOOM_SPLIT_DIM1 }, { .name = NULL }
+	};
+	static const float r[3] = { 0.5f, 0.3f, 0.2f };
+	loom_dev_t *meta = meta_new(3, rules, r, false);
+	loom_ctx_t *ctx;
+	loom_buffer_t *buf;
+	struct loom_tensor *w;
+	size_t sizes[3];
+	float in[10 * 7], out[10 * 7];
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	w = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 10, 7);
+	loom_set_name(w, "w");
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(meta),
+					       &buf), ==, LOOM_OK);
+	dev_sizes(buf, sizes, 3);
+	g_assert_cmpuint(sizes[0], >=, 4 * 40);
+	g_assert_cmpuint(sizes[0], <, 4 * 40 + 40);
+	g_assert_cmpuint(sizes[1], >=, 2 * 40);
+	g_assert_cmpuint(sizes[1], <, 2 * 40 + 40);
+	g_assert_cmpuint(sizes[2], >=, 1 * 40);
+	g_assert_cmpuint(sizes[2], <, 1 * 40 + 40);
+	fill(in, G_N_ELEMENTS(in), 1);
+	g_assert_cmpint(loom_tensor_set(w, in, 0, sizeof(in)), ==, LOOM_OK);
+	memset(out, 0, sizeof(out));
+	g_assert_cmpint(loom_tensor_get(w, out, 0, sizeof(out)), ==, LOOM_OK);
+	g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+}
+
+/* Round trips with offsets on row boundaries, for a split of dimension 1
+ * in two segments, a split of dimension 0, a MIRRORED and a PARTIAL
+ * tensor; a misaligned offset is refused. */
+static void test_set_get(void)
+{
+	static const struct rule rules[] = {
+		{ .name = "a", .state = LOOM_SPLIT_DIM1, .n_seg = 2, .seg = { 2, 3 } },
+		{ .name = "b", .state = LOOM_SPLIT_DIM0 },
+		{ .name = "p", .state = LOOM_SPLIT_PARTIAL },
+		{ .name = NULL }
+	};
+	static const float r[3] = { 1, 2, 1 };
+	loom_dev_t *meta = meta_new(3, rules, r, false);
+	loom_ctx_t *ctx;
+	loom_buffer_t *buf;
+	loom_backend_t *be;
+	struct loom_tensor *a, *b, *m, *p;
+	float ha[6 * 5 * 3], hb[9 * 4], hm[11], hp[13], o[6 * 5 * 3];
+	float row[6 * 5];
+	size_t unit_a = 6 * 5 * 4, unit_b = 9 * 4;
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	a = loom_new_tensor_3d(ctx, LOOM_TYPE_F32, 6, 5, 3);
+	b = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 9, 4);
+	m = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 11);
+	p = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 13);
+	loom_set_name(a, "a");
+	loom_set_name(b, "b");
+	loom_set_name(m, "m");
+	loom_set_name(p, "p");
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(meta),
+					       &buf), ==, LOOM_OK);
+	loom_buffer_set_usage(buf, LOOM_BUFFER_USAGE_WEIGHTS);
+
+	fill(ha, G_N_ELEMENTS(ha), 2);
+	fill(hb, G_N_ELEMENTS(hb), 3);
+	fill(hm, G_N_ELEMENTS(hm), 4);
+	fill(hp, G_N_ELEMENTS(hp), 5);
+	g_assert_cmpint(loom_tensor_set(a, ha, 0, sizeof(ha)), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_set(b, hb, 0, sizeof(hb)), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_set(m, hm, 0, sizeof(hm)), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_set(p, hp, 0, sizeof(hp)), ==, LOOM_OK);
+
+	g_assert_cmpint(loom_tensor_get(a, o, 0, sizeof(ha)), ==, LOOM_OK);
+	g_assert_cmpmem(o, sizeof(ha), ha, sizeof(ha));
+	g_assert_cmpint(loom_tensor_get(b, o, 0, sizeof(hb)), ==, LOOM_OK);
+	g_assert_cmpmem(o, sizeof(hb), hb, sizeof(hb));
+	g_assert_cmpint(loom_tensor_get(m, o, 0, sizeof(hm)), ==, LOOM_OK);
+	g_assert_cmpmem(o, sizeof(hm), hm, sizeof(hm));
+	/* PARTIAL: the value read is the sum of the summands. */
+	g_assert_cmpint(loom_tensor_get(p, o, 0, sizeof(hp)), ==, LOOM_OK);
+	g_assert_cmpmem(o, sizeof(hp), hp, sizeof(hp));
+
+	/* One row of a in the middle, then the last two rows of b. */
+	fill(row, G_N_ELEMENTS(row), 9);
+	memcpy(ha + 6 * 5, row, sizeof(row));
+	g_assert_cmpint(loom_tensor_set(a, row, unit_a, unit_a), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_get(a, o, 0, sizeof(ha)), ==, LOOM_OK);
+	g_assert_cmpmem(o, sizeof(ha), ha, sizeof(ha));
+	g_assert_cmpint(loom_tensor_get(a, o, 2 * unit_a, unit_a), ==,
+			LOOM_OK);
+	g_assert_cmpmem(o, unit_a, ha + 2 * 6 * 5, unit_a);
+	fill(hb + 2 * 9, 2 * 9, 10);
+	g_assert_cmpint(loom_tensor_set(b, hb + 2 * 9, 2 * unit_b, 2 * unit_b),
+			==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_get(b, o, unit_b, 3 * unit_b), ==,
+			LOOM_OK);
+	g_assert_cmpmem(o, 3 * unit_b, hb + 9, 3 * unit_b);
+	g_assert_cmpint(loom_tensor_get(b, o, 4, unit_b), ==, LOOM_E_INVAL);
+
+	/* The async path. */
+	g_assert_cmpint(loom_dev_init_backend(meta, NULL, &be), ==, LOOM_OK);
+	fill(hb, G_N_ELEMENTS(hb), 11);
+	g_assert_cmpint(loom_backend_tensor_set_async(be, b, hb, 0,
+						      sizeof(hb)), ==, LOOM_OK);
+	g_assert_cmpint(loom_backend_synchronize(be), ==, LOOM_OK);
+	memset(o, 0, sizeof(o));
+	g_assert_cmpint(loom_backend_tensor_get_async(be, b, o, unit_b,
+						      2 * unit_b), ==, LOOM_OK);
+	g_assert_cmpint(loom_backend_synchronize(be), ==, LOOM_OK);
+	g_assert_cmpmem(o, 2 * unit_b, hb + 9, 2 * unit_b);
+	loom_backend_free(be);
+
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+}
+
+/* ---- compute ---- */
+
+/* w1 [K, M] SPLIT(1) times x gives y SPLIT(0); w2 [M, N] SPLIT(0) times
+ * y gives z PARTIAL (read as its sum); silu(2 z) needs the allreduce. */
+#define K 10
+#define M 9
+#define N 7
+#define T 3
+
+static const struct rule mm_rules[] = {
+	{ .name = "w1", .state = LOOM_SPLIT_DIM1 },
+	{ .name = "w2", .state = LOOM_SPLIT_DIM0 },
+	{ .name = NULL }
+};
+
+struct mm_result {
+	float y[M * T], z[N * T], s[N * T];
+	size_t dev_compute[4];
+};
+
+static void mm_reference(const float *w1, const float *w2, const float *x,
+			 struct mm_result *r)
+{
+	for (int t = 0; t < T; t++) {
+		for (int i = 0; i < M; i++) {
+			double acc = 0;
+
+			for (int k = 0; k < K; k++)
+				acc += (double)w1[i * K + k] * x[t * K + k];
+			r->y[t * M + i] = (float)acc;
+		}
+		for (int i = 0; i < N; i++) {
+			double acc = 0, v;
+
+			for (int k = 0; k < M; k++)
+				acc += (double)w2[i * M + k] * r->y[t * M + k];
+			r->z[t * N + i] = (float)acc;
+			v = 2 * acc;
+			r->s[t * N + i] = (float)(v / (1 + exp(-v)));
+		}
+	}
+}
+
+static void mm_run(loom_dev_t *dev, const float *w1, const float *w2,
+		   const float *x, struct mm_result *r)
+{
+	loom_ctx_t *wctx, *gctx;
+	loom_buffer_t *wbuf;
+	loom_galloc_t *ga;
+	loom_graph_t *g;
+	loom_backend_t *be;
+	struct loom_tensor *tw1, *tw2, *tx, *y, *z, *s;
+	loom_meta_backend_dev_sizes_fn sizes_fn;
+
+	g_assert_cmpint(loom_ctx_new(0, &wctx), ==, LOOM_OK);
+	tw1 = loom_new_tensor_2d(wctx, LOOM_TYPE_F32, K, M);
+	tw2 = loom_new_tensor_2d(wctx, LOOM_TYPE_F32, M, N);
+	loom_set_name(tw1, "w1");
+	loom_set_name(tw2, "w2");
+	g_assert_cmpint(loom_ctx_alloc_tensors(wctx, loom_dev_buffer_type(dev),
+					       &wbuf), ==, LOOM_OK);
+	loom_buffer_set_usage(wbuf, LOOM_BUFFER_USAGE_WEIGHTS);
+	g_assert_cmpint(loom_tensor_set(tw1, w1, 0, sizeof(float) * K * M), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_tensor_set(tw2, w2, 0, sizeof(float) * M * N), ==,
+			LOOM_OK);
+
+	g_assert_cmpint(loom_ctx_new(0, &gctx), ==, LOOM_OK);
+	tx = loom_new_tensor_2d(gctx, LOOM_TYPE_F32, K, T);
+	loom_set_name(tx, "x");
+	loom_set_flags(tx, LOOM_TENSOR_INPUT);
+	y = loom_mul_mat(gctx, tw1, tx);
+	z = loom_mul_mat(gctx, tw2, y);
+	s = loom_silu(gctx, loom_scale(gctx, z, 2.0f));
+	g_assert_nonnull(s);
+	loom_set_name(y, "y");
+	loom_set_name(z, "z");
+	loom_set_name(s, "s");
+	loom_set_flags(y, LOOM_TENSOR_OUTPUT);
+	loom_set_flags(z, LOOM_TENSOR_OUTPUT);
+	loom_set_flags(s, LOOM_TENSOR_OUTPUT);
+	g_assert_cmpint(loom_graph_new(gctx, &g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, y), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, z), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, s), ==, LOOM_OK);
+	if (loom_dev_type(dev) == LOOM_DEV_TYPE_META)
+		g_assert_cmpint(loom_meta_check(dev, g), ==, LOOM_OK);
+
+	g_assert_cmpint(loom_galloc_new(loom_dev_buffer_type(dev), &ga), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_galloc_alloc_graph(ga, g), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_set(tx, x, 0, sizeof(float) * K * T), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
+	/* Twice: the second run reuses the cached plan. */
+	for (int i = 0; i < 2; i++)
+		if (loom_backend_graph_compute(be, g))
+			g_error("compute: %s", loom_last_error());
+	g_assert_cmpint(loom_tensor_get(y, r->y, 0, sizeof(r->y)), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_tensor_get(z, r->z, 0, sizeof(r->z)), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_tensor_get(s, r->s, 0, sizeof(r->s)), ==,
+			LOOM_OK);
+	memset(r->dev_compute, 0, sizeof(r->dev_compute));
+	sizes_fn = (loom_meta_backend_dev_sizes_fn)loom_reg_proc_address(
+		loom_reg_by_name("meta"), LOOM_PROC_META_BACKEND_DEV_SIZES);
+	if (loom_dev_type(dev) == LOOM_DEV_TYPE_META)
+		g_assert_cmpint(sizes_fn(be, r->dev_compute, 4), ==, LOOM_OK);
+
+	loom_backend_free(be);
+	loom_galloc_free(ga);
+	loom_ctx_free(gctx);
+	loom_buffer_free(wbuf);
+	loom_ctx_free(wctx);
+}
+
+static void assert_close(const float *ref, const float *x, size_t n)
+{
+	double num = 0, den = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double d = (double)x[i] - ref[i];
+
+		num += d * d;
+		den += (double)ref[i] * ref[i];
+	}
+	g_assert_cmpfloat(num, <=, 1e-10 * den);
+}
+
+static void test_mul_mat(void)
+{
+	static const float r3[3] = { 0.2f, 0.5f, 0.3f };
+	float w1[K * M], w2[M * N], x[K * T];
+	struct mm_result ref, got, fb;
+
+	fill(w1, G_N_ELEMENTS(w1), 21);
+	fill(w2, G_N_ELEMENTS(w2), 22);
+	fill(x, G_N_ELEMENTS(x), 23);
+	mm_reference(w1, w2, x, &ref);
+	for (int n = 2; n <= 4; n++) {
+		const float *ratios = n == 3 ? r3 : NULL;
+
+		mm_run(meta_new(n, mm_rules, ratios, false), w1, w2, x, &got);
+		mm_run(meta_new(n, mm_rules, ratios, true), w1, w2, x, &fb);
+		assert_close(ref.y, got.y, M * T);
+		assert_close(ref.z, got.z, N * T);
+		assert_close(ref.s, got.s, N * T);
+		/* The entry point and the generic allreduce agree. */
+		assert_close(got.s, fb.s, N * T);
+		for (int j = 0; j < n; j++)
+			g_assert_cmpuint(got.dev_compute[j], >, 0);
+	}
+}
+
+/* ---- memory ---- */
+
+static void test_memory(void)
+{
+	static const struct rule rules[] = {
+		{ .name = "big", .state = LOOM_SPLIT_DIM1 },
+		{ .name = "q", .state = LOOM_SPLIT_DIM0 },
+		{ .name = NULL }
+	};
+	static const float r[2] = { 3, 1 };
+	loom_dev_t *meta = meta_new(2, rules, r, false);
+	loom_ctx_t *ctx;
+	loom_buffer_t *buf;
+	struct loom_tensor *big, *q, *mir;
+	size_t sizes[2], whole_big = 64 * 256 * 4, whole_mir = 100 * 4;
+	size_t whole_q = 2 * 34 * 8, slack = 1024;
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	big = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 64, 256);
+	q = loom_new_tensor_2d(ctx, LOOM_TYPE_Q8_0, 64, 8);
+	mir = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 100);
+	loom_set_name(big, "big");
+	loom_set_name(q, "q");
+	loom_set_name(mir, "mirror");
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(meta),
+					       &buf), ==, LOOM_OK);
+	dev_sizes(buf, sizes, 2);
+	/* 3:1 of 256 columns; Q8_0 rows by whole blocks: 2 blocks at 3:1
+	 * have quotas 1.5 and 0.5, a tie the first device wins, so all of
+	 * q is on device 0; the mirrored vector is whole on both. */
+	g_assert_cmpuint(sizes[0], >=, whole_big * 3 / 4 + whole_q + whole_mir);
+	g_assert_cmpuint(sizes[0], <=, whole_big * 3 / 4 + whole_q +
+					       whole_mir + slack);
+	g_assert_cmpuint(sizes[1], >=, whole_big / 4 + whole_mir);
+	g_assert_cmpuint(sizes[1], <=, whole_big / 4 + whole_mir + slack);
+	g_test_message("per device: %zu + %zu bytes, whole %zu", sizes[0],
+		       sizes[1], whole_big + whole_q + whole_mir);
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+}
+
+/* Compute memory per device is about the slices: a wide SPLIT(0) result
+ * costs each of 2 devices half of what it costs whole. */
+static void test_compute_memory(void)
+{
+	static const struct rule rules[] = {
+		{ .name = "w1", .state = LOOM_SPLIT_DIM1 }, { .name = NULL }
+	};
+	loom_dev_t *meta = meta_new(2, rules, NULL, false);
+	loom_ctx_t *wctx, *gctx;
+	loom_buffer_t *wbuf;
+	loom_galloc_t *ga;
+	loom_graph_t *g;
+	loom_backend_t *be;
+	struct loom_tensor *w, *x, *y;
+	size_t sizes[2], whole;
+	loom_meta_backend_dev_sizes_fn fn = (loom_meta_backend_dev_sizes_fn)
+		loom_reg_proc_address(loom_reg_by_name("meta"),
+				      LOOM_PROC_META_BACKEND_DEV_SIZES);
+
+	g_assert_cmpint(loom_ctx_new(0, &wctx), ==, LOOM_OK);
+	w = loom_new_tensor_2d(wctx, LOOM_TYPE_F32, 16, 1024);
+	loom_set_name(w, "w1");
+	g_assert_cmpint(loom_ctx_alloc_tensors(wctx, loom_dev_buffer_type(meta),
+					       &wbuf), ==, LOOM_OK);
+	loom_buffer_clear(wbuf, 0);
+	g_assert_cmpint(loom_ctx_new(0, &gctx), ==, LOOM_OK);
+	x = loom_new_tensor_2d(gctx, LOOM_TYPE_F32, 16, 32);
+	loom_set_flags(x, LOOM_TENSOR_INPUT);
+	loom_set_name(x, "x");
+	y = loom_silu(gctx, loom_mul_mat(gctx, w, x));
+	loom_set_flags(y, LOOM_TENSOR_OUTPUT);
+	g_assert_cmpint(loom_graph_new(gctx, &g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, y), ==, LOOM_OK);
+	g_assert_cmpint(loom_galloc_new(loom_dev_buffer_type(meta), &ga), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_galloc_alloc_graph(ga, g), ==, LOOM_OK);
+	loom_tensor_memset(x, 0, 0, loom_nbytes(x));
+	g_assert_cmpint(loom_dev_init_backend(meta, NULL, &be), ==, LOOM_OK);
+	g_assert_cmpint(loom_backend_graph_compute(be, g), ==, LOOM_OK);
+	g_assert_cmpint(fn(be, sizes, 2), ==, LOOM_OK);
+	whole = 2 * 1024 * 32 * 4; /* the product and its silu */
+	g_test_message("compute per device: %zu, %zu; whole %zu", sizes[0],
+		       sizes[1], whole);
+	g_assert_cmpuint(sizes[0], <=, whole / 2 + 4096);
+	g_assert_cmpuint(sizes[1], <=, whole / 2 + 4096);
+	g_assert_cmpuint(sizes[0], >=, whole / 4);
+	loom_backend_free(be);
+	loom_galloc_free(ga);
+	loom_ctx_free(gctx);
+	loom_buffer_free(wbuf);
+	loom_ctx_free(wctx);
+}
+
+/* ---- errors ---- */
+
+static int alloc_one(loom_dev_t *meta, enum loom_type type, int64_t ne0,
+		     int64_t ne1, const char *name)
+{
+	loom_ctx_t *ctx;
+	loom_buffer_t *buf = NULL;
+	struct loom_tensor *t;
+	int rc;
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	t = loom_new_tensor_2d(ctx, type, ne0, ne1);
+	loom_set_name(t, name);
+	rc = loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(meta), &buf);
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+	return rc;
+}
+
+static void test_bad_callbacks(void)
+{
+	static const struct rule rules[] = {
+		{ .name = "sum", .state = LOOM_SPLIT_DIM1, .n_seg = 2,
+		  .seg = { 3, 3 } },
+		{ .name = "block", .state = LOOM_SPLIT_DIM0, .granularity = 16 },
+		{ .name = "gran", .state = LOOM_SPLIT_DIM1, .granularity = 4 },
+		{ .name = "refused", .state = LOOM_SPLIT_DIM1, .fail = 1 },
+		{ .name = "ok", .state = LOOM_SPLIT_DIM0, .granularity = 64 },
+		{ .name = NULL }
+	};
+	loom_dev_t *meta = meta_new(2, rules, NULL, false);
+
+	g_assert_cmpint(alloc_one(meta, LOOM_TYPE_F32, 4, 7, "sum"), ==,
+			LOOM_E_INVAL);
+	g_assert_nonnull(strstr(loom_last_error(), "add up"));
+	g_assert_cmpint(alloc_one(meta, LOOM_TYPE_Q8_0, 64, 2, "block"), ==,
+			LOOM_E_INVAL);
+	g_assert_nonnull(strstr(loom_last_error(), "block"));
+	g_assert_cmpint(alloc_one(meta, LOOM_TYPE_F32, 4, 6, "gran"), ==,
+			LOOM_E_INVAL);
+	g_assert_cmpint(alloc_one(meta, LOOM_TYPE_F32, 4, 6, "refused"), !=,
+			LOOM_OK);
+	g_assert_cmpint(alloc_one(meta, LOOM_TYPE_Q8_0, 128, 2, "ok"), ==,
+			LOOM_OK);
+}
+
+/* rms_norm of a SPLIT(0) value has no rule: the dry run and compute both
+ * say so, naming op, tensor and state. */
+static void test_unsupported(void)
+{
+	loom_dev_t *meta = meta_new(2, mm_rules, NULL, false);
+	loom_ctx_t *wctx, *gctx;
+	loom_buffer_t *wbuf;
+	loom_galloc_t *ga;
+	loom_graph_t *g;
+	loom_backend_t *be;
+	struct loom_tensor *w, *x, *y;
+
+	g_assert_cmpint(loom_ctx_new(0, &wctx), ==, LOOM_OK);
+	w = loom_new_tensor_2d(wctx, LOOM_TYPE_F32, K, M);
+	loom_set_name(w, "w1");
+	g_assert_cmpint(loom_ctx_alloc_tensors(wctx, loom_dev_buffer_type(meta),
+					       &wbuf), ==, LOOM_OK);
+	g_assert_cmpint(loom_ctx_new(0, &gctx), ==, LOOM_OK);
+	x = loom_new_tensor_2d(gctx, LOOM_TYPE_F32, K, T);
+	loom_set_flags(x, LOOM_TENSOR_INPUT);
+	y = loom_rms_norm(gctx, loom_mul_mat(gctx, w, x), 1e-5f);
+	loom_set_name(y, "normed");
+	g_assert_cmpint(loom_graph_new(gctx, &g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, y), ==, LOOM_OK);
+
+	g_assert_cmpint(loom_meta_check(meta, g), ==, LOOM_E_UNSUPPORTED);
+	g_assert_nonnull(strstr(loom_last_error(), "rms_norm"));
+	g_assert_nonnull(strstr(loom_last_error(), "normed"));
+	g_assert_nonnull(strstr(loom_last_error(), "SPLIT(0)"));
+
+	g_assert_cmpint(loom_galloc_new(loom_dev_buffer_type(meta), &ga), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_galloc_alloc_graph(ga, g), ==, LOOM_OK);
+	g_assert_cmpint(loom_dev_init_backend(meta, NULL, &be), ==, LOOM_OK);
+	g_assert_cmpint(loom_backend_graph_compute(be, g), ==,
+			LOOM_E_UNSUPPORTED);
+	g_assert_nonnull(strstr(loom_last_error(), "rms_norm"));
+	loom_backend_free(be);
+	loom_galloc_free(ga);
+	loom_ctx_free(gctx);
+	loom_buffer_free(wbuf);
+	loom_ctx_free(wctx);
+}
+
+/* ---- entry points ---- */
+
+static void test_split_buffer_type(void)
+{
+	loom_split_buffer_type_fn fn = (loom_split_buffer_type_fn)
+		loom_reg_proc_address(loom_reg_by_name("meta"),
+				      LOOM_PROC_SPLIT_BUFFER_TYPE);
+	static const float r[2] = { 1, 3 };
+	loom_buffer_type_t *buft;
+	loom_ctx_t *ctx;
+	loom_buffer_t *buf;
+	struct loom_tensor *w;
+	float in[8 * 12], out[8 * 12];
+	size_t sizes[2];
+
+	g_assert_nonnull(fn);
+	g_assert_cmpint(fn(cpu, 2, r, &buft), ==, LOOM_OK);
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	w = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 8, 12);
+	loom_set_name(w, "rows");
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, buft, &buf), ==, LOOM_OK);
+	dev_sizes(buf, sizes, 2);
+	g_assert_cmpuint(sizes[0], >=, 3 * 8 * 4);
+	g_assert_cmpuint(sizes[0], <, 3 * 8 * 4 + 64);
+	g_assert_cmpuint(sizes[1], >=, 9 * 8 * 4);
+	g_assert_cmpuint(sizes[1], <, 9 * 8 * 4 + 64);
+	fill(in, G_N_ELEMENTS(in), 31);
+	g_assert_cmpint(loom_tensor_set(w, in, 0, sizeof(in)), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_get(w, out, 0, sizeof(out)), ==, LOOM_OK);
+	g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+}
+
+/* The same device twice is a valid meta device (the generic allreduce
+ * serves it). */
+static void test_same_device_twice(void)
+{
+	loom_dev_t *twice[2] = { cpu[1], cpu[1] };
+	loom_dev_t *meta;
+	float w1[K * M], w2[M * N], x[K * T];
+	struct mm_result ref, got;
+
+	g_assert_cmpint(loom_meta_dev_new(twice, 2, table_split,
+					  (void *)mm_rules, NULL, &meta), ==,
+			LOOM_OK);
+	g_assert_cmpstr(loom_dev_description(meta), ==, "meta(cpu1,cpu1)");
+	fill(w1, G_N_ELEMENTS(w1), 41);
+	fill(w2, G_N_ELEMENTS(w2), 42);
+	fill(x, G_N_ELEMENTS(x), 43);
+	mm_reference(w1, w2, x, &ref);
+	mm_run(meta, w1, w2, x, &got);
+	assert_close(ref.s, got.s, N * T);
+}
+
 int main(int argc, char **argv)
 {
+	const char *path = g_getenv("LOOM_TEST_PLUGIN_PATH");
+	loom_dev_t *dev = NULL;
+	int ret;
+
 	g_test_init(&argc, &argv, NULL);
-	return g_test_run();
+
+	/* Without the meta plugin: a clear LOOM_E_NOT_FOUND. */
+	g_assert_cmpint(loom_meta_dev_new(cpu, 2, NULL, NULL, NULL, &dev), ==,
+			LOOM_E_NOT_FOUND);
+	g_assert_nonnull(strstr(loom_last_error(), "meta plugin"));
+	g_assert_cmpint(loom_meta_check(NULL, NULL), ==, LOOM_E_NOT_FOUND);
+
+	if (path)
+		g_setenv("LOOM_PLUGIN_PATH", path, TRUE);
+	g_setenv("LOOM_CPU_DEVICES", "4", TRUE);
+	g_setenv("LOOM_META_DEVICES", "cpu0,cpu1", TRUE);
+	g_setenv("LOOM_BACKENDS", "cpu,meta", TRUE);
+	if (loom_load_all() || !loom_reg_by_name("meta") ||
+	    !loom_dev_by_name("cpu3")) {
+		g_test_skip("no cpu and meta plugins with 4 partitions");
+		return g_test_run();
+	}
+	for (int j = 0; j < 4; j++) {
+		char name[8];
+
+		g_snprintf(name, sizeof(name), "cpu%d", j);
+		cpu[j] = loom_dev_by_name(name);
+	}
+
+	g_test_add_func("/meta/compose", test_compose);
+	g_test_add_func("/meta/dedup", test_dedup);
+	g_test_add_func("/meta/not-meta", test_not_meta);
+	g_test_add_func("/meta/largest-remainder", test_largest_remainder);
+	g_test_add_func("/meta/set-get", test_set_get);
+	g_test_add_func("/meta/mul-mat", test_mul_mat);
+	g_test_add_func("/meta/memory", test_memory);
+	g_test_add_func("/meta/compute-memory", test_compute_memory);
+	g_test_add_func("/meta/bad-callbacks", test_bad_callbacks);
+	g_test_add_func("/meta/unsupported", test_unsupported);
+	g_test_add_func("/meta/split-buffer-type", test_split_buffer_type);
+	g_test_add_func("/meta/same-device-twice", test_same_device_twice);
+	ret = g_test_run();
+	loom_unload_all();
+	return ret;
 }
