@@ -1770,6 +1770,128 @@ IN_SUBPROCESS(errors_compute, true)
 IN_SUBPROCESS(errors_misc, false)
 
 /* ------------------------------------------------------------------------
+ * The reference and the helpers checked on values worked out by hand, so
+ * that a device and the reference cannot agree on a misreading.
+ */
+
+static void reference_helpers(void)
+{
+	const double ref[3] = { 1, -2, 0 }, out[3] = { 1, -2, 0.5 };
+
+	g_assert_cmpfloat(loom_test_fp16_to_double(0x3c00), ==, 1.0);
+	g_assert_cmpfloat(loom_test_fp16_to_double(0xc000), ==, -2.0);
+	g_assert_cmpfloat(loom_test_fp16_to_double(0x0001), ==, ldexp(1, -24));
+	g_assert_cmpfloat(loom_test_fp16_to_double(0x7bff), ==, 65504.0);
+	g_assert_true(isinf(loom_test_fp16_to_double(0xfc00)));
+	g_assert_cmpfloat(loom_test_bf16_to_double(0x3f80), ==, 1.0);
+	g_assert_cmpfloat(loom_test_bf16_to_double(0xc040), ==, -3.0);
+	g_assert_cmpfloat(loom_test_nmse(ref, ref, 3), ==, 0.0);
+	g_assert_cmpfloat(fabs(loom_test_nmse(ref, out, 3) - 0.05), <, 1e-15);
+}
+
+static void reference_ops(void)
+{
+	const int64_t ne_rope[4] = { 4, 1, 2, 1 }, ne_pos[4] = { 2, 1, 1, 1 };
+	const int64_t ne_a[4] = { 2, 2, 1, 1 }, ne_b[4] = { 2, 1, 2, 1 };
+	const int64_t ne_row[4] = { 5, 1, 1, 1 }, ne_ids[4] = { 2, 1, 1, 1 };
+	struct ref_tensor x, pos, r, a, b, ids;
+
+	/* rope at position 1, n_dims 4: pair 0 turns by 1 radian, pair 1
+	 * by 1/base^(1/2).  Normal pairs (x0, x1); neox pairs (x0, x2). */
+	ref_tensor_init(&x, ne_rope);
+	ref_tensor_init(&pos, ne_pos);
+	for (int t = 0; t < 2; t++)
+		*ref_at(&x, 0, 0, t, 0) = 1;
+	pos.data[0] = 0;
+	pos.data[1] = 1;
+	ref_rope(&x, &pos, 4, LOOM_ROPE_NORMAL, 100, 1, &r);
+	g_assert_cmpfloat(*ref_at(&r, 0, 0, 0, 0), ==, 1);
+	g_assert_cmpfloat(*ref_at(&r, 1, 0, 0, 0), ==, 0);
+	g_assert_cmpfloat(fabs(*ref_at(&r, 0, 0, 1, 0) - cos(1)), <, 1e-15);
+	g_assert_cmpfloat(fabs(*ref_at(&r, 1, 0, 1, 0) - sin(1)), <, 1e-15);
+	ref_tensor_free(&r);
+	*ref_at(&x, 0, 0, 1, 0) = 0;
+	*ref_at(&x, 3, 0, 1, 0) = 1;
+	ref_rope(&x, &pos, 4, LOOM_ROPE_NEOX, 100, 0.5, &r);
+	/* (x1, x3) = (0, 1) turns by 0.5 / 10. */
+	g_assert_cmpfloat(fabs(*ref_at(&r, 1, 0, 1, 0) + sin(0.05)), <, 1e-15);
+	g_assert_cmpfloat(fabs(*ref_at(&r, 3, 0, 1, 0) - cos(0.05)), <, 1e-15);
+	ref_tensor_free(&r);
+	ref_tensor_free(&x);
+	ref_tensor_free(&pos);
+
+	/* mul_mat: a is one 2x2 matrix per batch, a2 = 1 broadcasts. */
+	ref_tensor_init(&a, ne_a);
+	ref_tensor_init(&b, ne_b);
+	a.data[0] = 1;
+	a.data[1] = 2;
+	a.data[2] = 3;
+	a.data[3] = 4;
+	b.data[0] = 1;
+	b.data[1] = 1;
+	b.data[2] = 1;
+	b.data[3] = -1;
+	ref_mul_mat(&a, &b, &r);
+	g_assert_cmpint(r.ne[0], ==, 2);
+	g_assert_cmpint(r.ne[2], ==, 2);
+	g_assert_cmpfloat(r.data[0], ==, 3);
+	g_assert_cmpfloat(r.data[1], ==, 7);
+	g_assert_cmpfloat(r.data[2], ==, -1);
+	g_assert_cmpfloat(r.data[3], ==, -1);
+	ref_tensor_free(&r);
+	ref_tensor_free(&b);
+
+	/* soft_max with a mask: -inf gives 0, the rest sums to 1. */
+	ref_tensor_init(&b, ne_a);
+	b.data[1] = -INFINITY;
+	b.data[2] = -INFINITY;
+	ref_soft_max(&a, &b, 2, &r);
+	g_assert_cmpfloat(r.data[0], ==, 1);
+	g_assert_cmpfloat(r.data[1], ==, 0);
+	g_assert_cmpfloat(r.data[2], ==, 0);
+	g_assert_cmpfloat(r.data[3], ==, 1);
+	ref_tensor_free(&r);
+	ref_tensor_free(&b);
+	ref_tensor_free(&a);
+
+	/* top_k and argmax on ties: lower index first. */
+	ref_tensor_init(&x, ne_row);
+	x.data[0] = 1;
+	x.data[1] = 3;
+	x.data[2] = 1;
+	x.data[3] = 3;
+	x.data[4] = 2;
+	ref_top_k(&x, 5, &r);
+	g_assert_cmpfloat(r.data[0], ==, 1);
+	g_assert_cmpfloat(r.data[1], ==, 3);
+	g_assert_cmpfloat(r.data[2], ==, 4);
+	g_assert_cmpfloat(r.data[3], ==, 0);
+	g_assert_cmpfloat(r.data[4], ==, 2);
+	ref_tensor_free(&r);
+	ref_argmax(&x, &r);
+	g_assert_cmpfloat(r.data[0], ==, 1);
+	ref_tensor_free(&r);
+
+	/* get_rows picks the rows ids name. */
+	ref_tensor_init(&ids, ne_ids);
+	ids.data[0] = 4;
+	ids.data[1] = 1;
+	{
+		const int64_t ne_col[4] = { 1, 5, 1, 1 };
+		struct ref_tensor col = { { 0 }, NULL };
+
+		ref_cpy(&x, ne_col, &col);
+		ref_get_rows(&col, &ids, &r);
+		g_assert_cmpfloat(r.data[0], ==, 2);
+		g_assert_cmpfloat(r.data[1], ==, 3);
+		ref_tensor_free(&r);
+		ref_tensor_free(&col);
+	}
+	ref_tensor_free(&ids);
+	ref_tensor_free(&x);
+}
+
+/* ------------------------------------------------------------------------
  * Registration.
  */
 
@@ -1849,6 +1971,8 @@ int main(int argc, char **argv)
 			g_test_message("%s", load_error);
 	}
 
+	g_test_add_func("/ops/reference/helpers", reference_helpers);
+	g_test_add_func("/ops/reference/ops", reference_ops);
 	g_test_add_func("/ops/errors/shapes", test_errors_shapes);
 	g_test_add_func("/ops/errors/data", test_errors_data);
 	g_test_add_func("/ops/errors/compute", test_errors_compute);
