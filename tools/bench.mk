@@ -1,1 +1,17 @@
-# tools/bench.mk - loom-bench (to be written)
+# tools/bench.mk - loom-bench: the model benchmark, the machine's limits
+# and the kernels measured against them.  One file per subcommand.
+bin_PROGRAMS += tools/loom-bench
+tools_loom_bench_SOURCES = \
+	tools/loom-bench.c \
+	tools/bench-util.h \
+	tools/bench-util.c \
+	tools/bench-model.c \
+	tools/bench-peak.c \
+	tools/bench-stream.c \
+	tools/bench-gemm.c \
+	tools/bench-gemv.c \
+	tools/bench-allreduce.c \
+	tools/bench-dispatch.c \
+	tools/bench-openblas.c
+tools_loom_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/llama
+tools_loom_bench_LDADD = examples/libllama.la libcore/libloom.la -lpthread -lm

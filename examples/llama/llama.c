@@ -33,6 +33,7 @@ struct llama_model {
 	struct loom_tensor *tok_embd, *output_norm, *output;
 	struct llama_layer *layers;
 	size_t weight_bytes, decode_bytes, cache_bytes;
+	int64_t n_params;
 
 	loom_galloc_t *galloc;
 
@@ -317,6 +318,7 @@ static int fill_weights(struct llama_model *m, uint64_t seed)
 			continue;
 		}
 		m->weight_bytes += bytes;
+		m->n_params += loom_nelements(t);
 		if (t == m->tok_embd)
 			m->decode_bytes += loom_row_size(t->type, t->ne[0]);
 		else if (strstr(t->name, "_exps"))
@@ -449,6 +451,21 @@ size_t llama_model_weight_bytes(const struct llama_model *m)
 size_t llama_model_decode_bytes(const struct llama_model *m)
 {
 	return m->decode_bytes;
+}
+
+int64_t llama_model_n_params(const struct llama_model *m)
+{
+	return m->n_params;
+}
+
+loom_buffer_t *llama_model_weight_buffer(const struct llama_model *m)
+{
+	return m->wbuf;
+}
+
+loom_buffer_t *llama_model_compute_buffer(const struct llama_model *m)
+{
+	return m->galloc ? loom_galloc_buffer(m->galloc) : NULL;
 }
 
 size_t llama_model_cache_bytes(const struct llama_model *m)

@@ -70,6 +70,13 @@ size_t llama_model_weight_bytes(const struct llama_model *m);
 /* Bytes of weights one decode token reads: every matrix but the
  * embedding table (one row) and, for MoE, only the experts used. */
 size_t llama_model_decode_bytes(const struct llama_model *m);
+/* Number of weight values (cache excluded). */
+int64_t llama_model_n_params(const struct llama_model *m);
+/* The buffer holding weights and cache, and the graph allocator's compute
+ * buffer (NULL before the first llama_eval or llama_model_reserve); both
+ * owned by m. */
+loom_buffer_t *llama_model_weight_buffer(const struct llama_model *m);
+loom_buffer_t *llama_model_compute_buffer(const struct llama_model *m);
 /* Bytes of the KV cache. */
 size_t llama_model_cache_bytes(const struct llama_model *m);
 /* Size of the compute buffer the graph allocator holds (0 before the

@@ -1,0 +1,244 @@
+/* bench-allreduce.c - `loom-bench allreduce`: the CPU plugin's allreduce
+ * entry point over N CPU partitions, latency and bandwidth from 16 B to
+ * 64 MiB as nccl-tests defines them (algbw = bytes / time, busbw = algbw *
+ * 2(n-1)/n), beside the STREAM bandwidth measured in the same run.
+ */
+#include "bench-util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <loom/loom-plugin.h>
+
+#define AR_MIN_BYTES 16
+#define AR_MAX_BYTES (64u << 20)
+#define AR_MAX_PARTS 64
+
+struct ar_run {
+	loom_allreduce_fn fn;
+	loom_backend_t *be[AR_MAX_PARTS];
+	struct loom_tensor *t[AR_MAX_PARTS];
+	size_t n;
+	int iters;
+	struct loom_allreduce_opts opts;
+};
+
+static int ar_once(struct ar_run *r)
+{
+	int ret = r->fn(r->be, r->t, r->n, &r->opts);
+
+	for (size_t i = 0; !ret && i < r->n; i++)
+		ret = loom_backend_synchronize(r->be[i]);
+	return ret;
+}
+
+static int ar_iters(void *p)
+{
+	struct ar_run *r = p;
+	int ret = 0;
+
+	for (int i = 0; !ret && i < r->iters; i++)
+		ret = ar_once(r);
+	return ret;
+}
+
+/* Sets partition j's tensor to j + 1, reduces once, and checks that every
+ * partition holds n (n + 1) / 2. */
+static int ar_check(struct ar_run *r, int64_t ne)
+{
+	float *v = malloc((size_t)ne * sizeof(*v));
+	float want = (float)(r->n * (r->n + 1) / 2);
+	int ret = 0;
+
+	if (!v)
+		return LOOM_E_NOMEM;
+	for (size_t j = 0; !ret && j < r->n; j++) {
+		for (int64_t i = 0; i < ne; i++)
+			v[i] = (float)(j + 1);
+		ret = loom_tensor_set(r->t[j], v, 0, (size_t)ne * sizeof(*v));
+	}
+	if (!ret)
+		ret = ar_once(r);
+	for (size_t j = 0; !ret && j < r->n; j++) {
+		ret = loom_tensor_get(r->t[j], v, 0, (size_t)ne * sizeof(*v));
+		for (int64_t i = 0; !ret && i < ne; i++)
+			if (v[i] != want)
+				ret = loom_set_error(LOOM_E_DEVICE,
+						     "allreduce gave %g, not %g "
+						     "(partition %zu, element "
+						     "%lld of %lld)", v[i], want,
+						     j, (long long)i,
+						     (long long)ne);
+	}
+	for (size_t j = 0; !ret && j < r->n; j++)
+		ret = loom_tensor_memset(r->t[j], 0, 0,
+					 (size_t)ne * sizeof(float));
+	free(v);
+	return ret;
+}
+
+struct ar_result {
+	size_t bytes;
+	double us, algbw, busbw;
+};
+
+int bench_cmd_allreduce(const struct bench_opts *o)
+{
+	static const char *const heads[] = { "allreduce", "bytes", "us",
+					     "algbw GB/s", "busbw GB/s",
+					     "busbw of copy" };
+	struct ar_result res[32];
+	int n_res = 0;
+	struct ar_run r = { .opts = { .size = sizeof(r.opts),
+				      .reduce_type = LOOM_TYPE_F32 } };
+	loom_ctx_t *ctx[AR_MAX_PARTS] = { 0 };
+	loom_buffer_t *buf[AR_MAX_PARTS] = { 0 };
+	struct bench_stream st = { 0 };
+	char parts[16];
+	loom_reg_t *reg;
+	int ret = 0, status = 1;
+
+	/* Partitions must exist before the CPU plugin loads. */
+	snprintf(parts, sizeof(parts), "%d", o->parts);
+	setenv("LOOM_CPU_DEVICES", parts, 0);
+	if (bench_load())
+		return 1;
+	reg = loom_reg_by_name("cpu");
+	if (!reg)
+		return bench_fail("the cpu plugin is not loaded",
+				  LOOM_E_NOT_FOUND);
+	r.n = loom_reg_dev_count(reg);
+	if (r.n < 2 || r.n > AR_MAX_PARTS) {
+		fprintf(stderr, "loom-bench: allreduce needs >= 2 CPU "
+				"partitions (LOOM_CPU_DEVICES=%s gave %zu)\n",
+			getenv("LOOM_CPU_DEVICES"), r.n);
+		return 1;
+	}
+	*(void **)&r.fn = loom_reg_proc_address(reg, LOOM_PROC_ALLREDUCE);
+	if (!r.fn)
+		return bench_fail("the cpu plugin has no allreduce",
+				  LOOM_E_UNSUPPORTED);
+	if (!o->no_limits) {
+		bench_progress("stream", 0, 1);
+		ret = bench_stream_measure(bench_limit_threads(o), o->reps,
+					   true, &st);
+		if (ret)
+			return bench_fail("stream", ret);
+	}
+
+	for (size_t i = 0; i < r.n; i++) {
+		loom_dev_t *dev = loom_reg_dev(reg, i);
+
+		ret = loom_ctx_new(0, &ctx[i]);
+		if (!ret) {
+			r.t[i] = loom_new_tensor_1d(ctx[i], LOOM_TYPE_F32,
+						    AR_MAX_BYTES / 4);
+			ret = r.t[i] ? loom_ctx_alloc_tensors(ctx[i],
+				       loom_dev_buffer_type(dev), &buf[i])
+				     : LOOM_E_NOMEM;
+		}
+		if (!ret)
+			ret = bench_backend(dev, o, &r.be[i]);
+		if (ret) {
+			bench_fail(loom_dev_name(dev), ret);
+			goto out;
+		}
+	}
+
+	for (size_t bytes = AR_MIN_BYTES; bytes <= AR_MAX_BYTES; bytes *= 4) {
+		int64_t ne = (int64_t)(bytes / 4);
+		struct loom_tensor *full[AR_MAX_PARTS];
+		double t;
+
+		bench_progress("allreduce", n_res, 12);
+		for (size_t i = 0; i < r.n; i++) {
+			full[i] = r.t[i];
+			r.t[i] = loom_view_1d(ctx[i], full[i], ne, 0);
+			ret = r.t[i] ? loom_tensor_init_view(r.t[i])
+				     : LOOM_E_NOMEM;
+			if (ret)
+				break;
+		}
+		if (!ret)
+			ret = ar_check(&r, ne);
+		r.iters = (int)(((size_t)8 << 20) / bytes);
+		if (r.iters < 1)
+			r.iters = 1;
+		if (r.iters > 2000)
+			r.iters = 2000;
+		if (!ret)
+			ret = bench_time(ar_iters, &r, o->reps, &t, NULL);
+		for (size_t i = 0; i < r.n; i++)
+			r.t[i] = full[i];
+		if (ret) {
+			bench_fail("allreduce", ret);
+			goto out;
+		}
+		t /= r.iters;
+		res[n_res].bytes = bytes;
+		res[n_res].us = t * 1e6;
+		res[n_res].algbw = (double)bytes / t * 1e-9;
+		res[n_res].busbw = res[n_res].algbw * 2.0 *
+				   (double)(r.n - 1) / (double)r.n;
+		n_res++;
+	}
+	bench_progress_end();
+
+	if (o->json) {
+		struct bench_json j;
+
+		bj_init(&j, stdout);
+		bj_obj_begin(&j, NULL);
+		bj_int(&j, "parts", (int64_t)r.n);
+		bj_str(&j, "plugin", "cpu");
+		if (st.read_gbps > 0) {
+			bj_num(&j, "stream_gbps", st.read_gbps);
+			bj_num(&j, "stream_copy_gbps", st.copy_gbps);
+		}
+		bj_arr_begin(&j, "allreduce");
+		for (int i = 0; i < n_res; i++) {
+			bj_obj_begin(&j, NULL);
+			bj_int(&j, "bytes", (int64_t)res[i].bytes);
+			bj_num(&j, "us", res[i].us);
+			bj_num(&j, "algbw", res[i].algbw);
+			bj_num(&j, "busbw", res[i].busbw);
+			bj_obj_end(&j);
+		}
+		bj_arr_end(&j);
+		bj_obj_end(&j);
+		bj_finish(&j);
+	} else {
+		struct bench_table *tab = bench_table_new(6, heads);
+		char title[128];
+
+		for (int i = 0; i < n_res; i++) {
+			char share[32] = "-";
+
+			if (st.copy_gbps > 0)
+				snprintf(share, sizeof(share), "%.0f%%",
+					 100 * res[i].busbw / st.copy_gbps);
+			bench_table_row(tab, "cpu x%zu\t%zu\t%.2f\t%.2f\t%.2f\t%s",
+					r.n, res[i].bytes, res[i].us,
+					res[i].algbw, res[i].busbw, share);
+		}
+		snprintf(title, sizeof(title),
+			 "allreduce over %zu CPU partitions (F32, in place)",
+			 r.n);
+		bench_table_print(tab, stdout, title);
+		if (st.read_gbps > 0)
+			printf("(STREAM read %.1f GB/s, copy %.1f GB/s; busbw = "
+			       "algbw * 2(n-1)/n)\n", st.read_gbps,
+			       st.copy_gbps);
+		bench_table_free(tab);
+	}
+	status = 0;
+out:
+	bench_progress_end();
+	for (size_t i = 0; i < r.n && i < AR_MAX_PARTS; i++) {
+		loom_backend_free(r.be[i]);
+		loom_buffer_free(buf[i]);
+		loom_ctx_free(ctx[i]);
+	}
+	return status;
+}

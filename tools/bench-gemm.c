@@ -1,0 +1,207 @@
+/* bench-gemm.c - the framework's matrix product through the public API
+ * (one mul_mat node on a device), `loom-bench gemm`: GFLOP/s beside the
+ * FMA peak measured in the same run, and beside OpenBLAS on request.
+ */
+#include "bench-util.h"
+
+#include <stdlib.h>
+
+struct mm_run {
+	loom_backend_t *be;
+	loom_graph_t *g;
+};
+
+static int mm_compute(void *p)
+{
+	struct mm_run *r = p;
+	int ret = loom_backend_graph_compute(r->be, r->g);
+
+	return ret ? ret : loom_backend_synchronize(r->be);
+}
+
+int bench_mm_time(loom_dev_t *dev, const struct bench_opts *o,
+		  enum loom_type type, int64_t m, int64_t n, int64_t k,
+		  double *median, size_t *a_bytes)
+{
+	loom_buffer_type_t *buft = loom_dev_buffer_type(dev);
+	struct mm_run r = { 0 };
+	struct loom_tensor *a, *b, *c;
+	loom_buffer_t *buf = NULL;
+	loom_galloc_t *ga = NULL;
+	loom_ctx_t *ctx;
+	int ret;
+
+	ret = loom_ctx_new(0, &ctx);
+	if (ret)
+		return ret;
+	a = loom_new_tensor_2d(ctx, type, k, m);
+	b = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, k, n);
+	if (!a || !b) {
+		ret = loom_set_error(LOOM_E_INVAL, "%s", loom_ctx_error(ctx));
+		goto out;
+	}
+	loom_set_name(a, "a");
+	loom_set_name(b, "b");
+	ret = loom_ctx_alloc_tensors(ctx, buft, &buf);
+	if (ret)
+		goto out;
+	loom_buffer_set_usage(buf, LOOM_BUFFER_USAGE_WEIGHTS);
+	ret = bench_fill_tensor(a, 1, 0.1f);
+	if (!ret)
+		ret = bench_fill_tensor(b, 2, 1.0f);
+	if (ret)
+		goto out;
+	c = loom_mul_mat(ctx, a, b);
+	if (!c) {
+		ret = loom_set_error(LOOM_E_INVAL, "%s", loom_ctx_error(ctx));
+		goto out;
+	}
+	loom_set_flags(c, LOOM_TENSOR_OUTPUT);
+	ret = loom_graph_new(ctx, &r.g);
+	if (!ret)
+		ret = loom_graph_expand(r.g, c);
+	if (!ret)
+		ret = loom_galloc_new(buft, &ga);
+	if (!ret)
+		ret = loom_galloc_alloc_graph(ga, r.g);
+	if (!ret)
+		ret = bench_backend(dev, o, &r.be);
+	if (!ret)
+		ret = bench_time(mm_compute, &r, o->reps, median, NULL);
+	if (a_bytes)
+		*a_bytes = loom_nbytes(a);
+out:
+	loom_backend_free(r.be);
+	loom_galloc_free(ga);
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+	return ret;
+}
+
+int bench_cmd_gemm(const struct bench_opts *o)
+{
+	static const char *const heads[] = { "GEMM", "type", "m=n=k",
+					     "ms", "GFLOP/s", "of peak",
+					     "vs OpenBLAS" };
+	int64_t s = o->size ? o->size : 2048;
+	double flops = 2.0 * (double)s * (double)s * (double)s;
+	struct bench_opts oo = *o;
+	struct bench_peak peak = { 0 };
+	struct bench_openblas ob;
+	double gflops[BENCH_MAX_TYPES] = { 0 }, ob_gflops = 0, t;
+	bool have_ob = false;
+	struct bench_table *tab;
+	loom_dev_t *dev;
+	int ret;
+
+	if (!oo.n_types) {
+		oo.n_types = 1;
+		oo.types[0] = LOOM_TYPE_F32;
+	}
+	if (bench_load())
+		return 1;
+	dev = bench_pick_device(&oo);
+	if (!dev)
+		return bench_fail("no such device", LOOM_E_NOT_FOUND);
+	if (!oo.no_limits) {
+		ret = bench_peak_measure(bench_limit_threads(&oo), oo.reps,
+					 &peak);
+		if (ret)
+			return bench_fail("peak", ret);
+	}
+	for (int i = 0; i < oo.n_types; i++) {
+		bench_progress("gemm", i, oo.n_types);
+		ret = bench_mm_time(dev, &oo, oo.types[i], s, s, s, &t, NULL);
+		if (ret)
+			return bench_fail(loom_type_name(oo.types[i]), ret);
+		gflops[i] = flops / t * 1e-9;
+	}
+	if (oo.compare_openblas) {
+		bench_progress("openblas", 0, 1);
+		ret = bench_openblas_load(bench_limit_threads(&oo), &ob);
+		if (!ret)
+			ret = bench_openblas_sgemm(&ob, s, s, s, oo.reps, &t);
+		if (ret) {
+			bench_progress_end();
+			fprintf(stderr, "loom-bench: %s\n", loom_last_error());
+		} else {
+			have_ob = true;
+			ob_gflops = flops / t * 1e-9;
+		}
+	}
+	bench_progress_end();
+
+	if (oo.json) {
+		struct bench_json j;
+
+		bj_init(&j, stdout);
+		bj_obj_begin(&j, NULL);
+		bj_str(&j, "device", loom_dev_name(dev));
+		bj_int(&j, "threads", bench_limit_threads(&oo));
+		bj_int(&j, "m", s);
+		bj_int(&j, "n", s);
+		bj_int(&j, "k", s);
+		bj_str(&j, "type", loom_type_name(oo.types[0]));
+		bj_num(&j, "gflops", gflops[0]);
+		if (peak.gflops > 0) {
+			bj_num(&j, "peak_gflops", peak.gflops);
+			bj_str(&j, "peak_isa", peak.isa);
+			bj_num(&j, "share_of_peak", gflops[0] / peak.gflops);
+		} else {
+			bj_null(&j, "peak_gflops");
+		}
+		if (have_ob) {
+			bj_num(&j, "openblas_gflops", ob_gflops);
+			bj_num(&j, "vs_openblas", gflops[0] / ob_gflops);
+			bj_str(&j, "openblas_core", ob.core);
+			bj_str(&j, "openblas_forced_core", ob.forced);
+		} else {
+			bj_null(&j, "openblas_gflops");
+		}
+		bj_arr_begin(&j, "types");
+		for (int i = 0; i < oo.n_types; i++) {
+			bj_obj_begin(&j, NULL);
+			bj_str(&j, "type", loom_type_name(oo.types[i]));
+			bj_num(&j, "gflops", gflops[i]);
+			bj_obj_end(&j);
+		}
+		bj_arr_end(&j);
+		bj_obj_end(&j);
+		bj_finish(&j);
+		return 0;
+	}
+
+	tab = bench_table_new(7, heads);
+	if (peak.gflops > 0)
+		bench_table_row(tab, "FMA peak (%s)\tf32\t-\t-\t%.1f\t100%%\t-",
+				peak.isa, peak.gflops);
+	for (int i = 0; i < oo.n_types; i++) {
+		char share[32] = "-", vs[32] = "-";
+
+		if (peak.gflops > 0)
+			snprintf(share, sizeof(share), "%.0f%%",
+				 100 * gflops[i] / peak.gflops);
+		if (have_ob)
+			snprintf(vs, sizeof(vs), "%.2fx", gflops[i] / ob_gflops);
+		bench_table_row(tab, "loom %s\t%s\t%lld\t%.1f\t%.1f\t%s\t%s",
+				loom_dev_name(dev), loom_type_name(oo.types[i]),
+				(long long)s, flops / gflops[i] * 1e-6,
+				gflops[i], share, vs);
+	}
+	if (have_ob) {
+		char share[32] = "-";
+
+		if (peak.gflops > 0)
+			snprintf(share, sizeof(share), "%.0f%%",
+				 100 * ob_gflops / peak.gflops);
+		bench_table_row(tab, "OpenBLAS (%s%s)\tf32\t%lld\t%.1f\t%.1f\t%s"
+				"\t1.00x", ob.core, ob.forced[0] ? ", forced" : "",
+				(long long)s, flops / ob_gflops * 1e-6,
+				ob_gflops, share);
+	}
+	bench_table_print(tab, stdout, NULL);
+	printf("(%d threads for the limits; median of %d runs after a "
+	       "warm-up)\n", bench_limit_threads(&oo), oo.reps);
+	bench_table_free(tab);
+	return 0;
+}

@@ -1,0 +1,693 @@
+/* bench-model.c - `loom-bench model`: the example Llama-style decoder
+ * (examples/llama) run as prefill then decode on the best single device
+ * and on a meta device, tokens/s beside the STREAM bandwidth, with the
+ * meta output checked against the single device.
+ */
+#define _GNU_SOURCE
+#include "bench-util.h"
+#include "llama.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MODEL_MAX_RUNS 8
+#define MODEL_MAX_MEMBERS 16
+/* Prefill repeats stop once this much time has gone by. */
+#define MODEL_PREFILL_BUDGET_S 8.0
+
+extern char **environ;
+
+struct model_run {
+	loom_dev_t *dev;
+	char name[LOOM_MAX_NAME];
+	char desc[160];
+	bool is_meta;
+	bool separate; /* measured by a child process on the whole CPU */
+	double build_s;
+	double prefill_tok_s, prefill_ms;
+	double decode_tok_s, decode_ms_median;
+	double gbps;
+	size_t weight_bytes, compute_bytes;
+	int n_members;
+	size_t dev_weights[MODEL_MAX_MEMBERS];
+	size_t dev_compute[MODEL_MAX_MEMBERS];
+	double nmse;
+	bool has_nmse;
+	float *logits; /* n_vocab * (1 + decode): prefill's last, each step */
+	int graph_nodes;
+	char note[160];
+};
+
+struct model_bench {
+	const struct bench_opts *o;
+	struct llama_hparams hp;
+	int32_t *tokens; /* prefill + decode */
+	int n_runs;
+	struct model_run runs[MODEL_MAX_RUNS];
+	struct bench_stream st;
+	size_t decode_bytes;
+	int64_t n_params;
+	char notes[4][200];
+	int n_notes;
+};
+
+static void add_note(struct model_bench *mb, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void add_note(struct model_bench *mb, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (mb->n_notes == 4)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(mb->notes[mb->n_notes++], sizeof(mb->notes[0]), fmt, ap);
+	va_end(ap);
+}
+
+/* Per-member bytes of a meta device's buffers and backend, through the
+ * meta plugin's entry points; a plain device is its own single member. */
+static void member_sizes(struct model_run *r, struct llama_model *m,
+			 loom_backend_t *be)
+{
+	loom_reg_t *reg = loom_dev_reg(r->dev);
+	loom_meta_buffer_dev_sizes_fn buf_sizes = NULL;
+	loom_meta_backend_dev_sizes_fn be_sizes = NULL;
+	size_t w[MODEL_MAX_MEMBERS] = { 0 }, c[MODEL_MAX_MEMBERS] = { 0 };
+	size_t extra[MODEL_MAX_MEMBERS] = { 0 };
+	loom_buffer_t *cbuf = llama_model_compute_buffer(m);
+
+	r->n_members = 1;
+	r->dev_weights[0] = loom_buffer_size(llama_model_weight_buffer(m));
+	r->dev_compute[0] = r->compute_bytes;
+	if (!r->is_meta || !reg)
+		return;
+	*(void **)&buf_sizes =
+		loom_reg_proc_address(reg, LOOM_PROC_META_BUFFER_DEV_SIZES);
+	*(void **)&be_sizes =
+		loom_reg_proc_address(reg, LOOM_PROC_META_BACKEND_DEV_SIZES);
+	if (!buf_sizes ||
+	    buf_sizes(llama_model_weight_buffer(m), w, MODEL_MAX_MEMBERS))
+		return;
+	if (cbuf)
+		buf_sizes(cbuf, c, MODEL_MAX_MEMBERS);
+	if (be_sizes)
+		be_sizes(be, extra, MODEL_MAX_MEMBERS);
+	r->n_members = 0;
+	for (int j = 0; j < MODEL_MAX_MEMBERS; j++) {
+		if (!w[j] && !c[j] && !extra[j])
+			continue;
+		r->dev_weights[r->n_members] = w[j];
+		r->dev_compute[r->n_members] = c[j] + extra[j];
+		r->n_members++;
+	}
+}
+
+/* One device: build, warm up, prefill (median of repeats), then decode
+ * token by token, keeping every logit vector for the comparison. */
+static int run_device(struct model_bench *mb, struct model_run *r)
+{
+	const struct bench_opts *o = mb->o;
+	int64_t V = mb->hp.n_vocab;
+	int P = o->prefill, D = o->decode;
+	struct llama_model *m = NULL;
+	loom_backend_t *be = NULL;
+	double t0, *tp = NULL, *td = NULL, sum = 0;
+	char what[96];
+	int n_p = 0, ret;
+
+	r->logits = calloc((size_t)(V * (1 + D)), sizeof(float));
+	tp = calloc((size_t)o->reps, sizeof(*tp));
+	td = calloc((size_t)(D + 1), sizeof(*td));
+	if (!r->logits || !tp || !td) {
+		ret = loom_set_error(LOOM_E_NOMEM, "no memory");
+		goto out;
+	}
+	snprintf(what, sizeof(what), "%s: building", r->name);
+	bench_progress(what, 0, 1);
+	t0 = bench_now();
+	ret = llama_model_new(&mb->hp, r->dev, o->seed, &m);
+	if (!ret)
+		ret = bench_backend(r->dev, o, &be);
+	if (!ret)
+		ret = llama_model_reserve(m, P);
+	if (ret)
+		goto out;
+	r->build_s = bench_now() - t0;
+	r->weight_bytes = llama_model_weight_bytes(m);
+	mb->decode_bytes = llama_model_decode_bytes(m);
+	mb->n_params = llama_model_n_params(m);
+
+	snprintf(what, sizeof(what), "%s: prefill", r->name);
+	bench_progress(what, 0, o->reps);
+	ret = llama_eval(m, be, mb->tokens, P, 0, false, r->logits);
+	t0 = bench_now();
+	for (n_p = 0; !ret && n_p < o->reps; n_p++) {
+		double t1 = bench_now();
+
+		ret = llama_eval(m, be, mb->tokens, P, 0, false, r->logits);
+		tp[n_p] = bench_now() - t1;
+		bench_progress(what, n_p + 1, o->reps);
+		if (bench_now() - t0 > MODEL_PREFILL_BUDGET_S) {
+			n_p++;
+			break;
+		}
+	}
+	if (ret)
+		goto out;
+	r->prefill_ms = bench_median(tp, n_p) * 1e3;
+	r->prefill_tok_s = P / (r->prefill_ms * 1e-3);
+
+	snprintf(what, sizeof(what), "%s: decode", r->name);
+	for (int i = 0; !ret && i < D; i++) {
+		double t1 = bench_now();
+
+		ret = llama_eval(m, be, &mb->tokens[P + i], 1, P + i, false,
+				 r->logits + V * (1 + i));
+		td[i] = bench_now() - t1;
+		sum += td[i];
+		if (i % 8 == 0)
+			bench_progress(what, i, D);
+	}
+	if (ret)
+		goto out;
+	if (D) {
+		r->decode_tok_s = D / sum;
+		r->decode_ms_median = bench_median(td, D) * 1e3;
+		r->gbps = (double)mb->decode_bytes * r->decode_tok_s * 1e-9;
+	}
+	r->compute_bytes = llama_model_compute_bytes(m);
+	r->graph_nodes = llama_model_graph_nodes(m);
+	member_sizes(r, m, be);
+out:
+	bench_progress_end();
+	loom_backend_free(be);
+	llama_model_free(m);
+	free(td);
+	free(tp);
+	return ret;
+}
+
+static double nmse(const float *x, const float *ref, size_t n)
+{
+	double num = 0, den = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double d = (double)x[i] - ref[i];
+
+		num += d * d;
+		den += (double)ref[i] * ref[i];
+	}
+	return den > 0 ? num / den : (num > 0 ? INFINITY : 0);
+}
+
+static struct model_run *add_run(struct model_bench *mb, loom_dev_t *dev)
+{
+	struct model_run *r;
+
+	if (mb->n_runs == MODEL_MAX_RUNS)
+		return NULL;
+	r = &mb->runs[mb->n_runs++];
+	memset(r, 0, sizeof(*r));
+	r->dev = dev;
+	r->is_meta = loom_dev_type(dev) == LOOM_DEV_TYPE_META;
+	snprintf(r->name, sizeof(r->name), "%s", loom_dev_name(dev));
+	snprintf(r->desc, sizeof(r->desc), "%s", loom_dev_description(dev));
+	return r;
+}
+
+/* The devices to run: --devices, else the best single device plus a meta
+ * device (the registered one, or one made over the CPU partitions). */
+static int plan_devices(struct model_bench *mb)
+{
+	/* The meta device keeps the pointer: it must outlive the run. */
+	static struct loom_meta_model shape;
+	const struct bench_opts *o = mb->o;
+	loom_dev_t *single, *meta;
+	loom_reg_t *cpu;
+
+	if (o->devices && *o->devices) {
+		char buf[256], *p, *save = NULL;
+
+		snprintf(buf, sizeof(buf), "%s", o->devices);
+		for (p = strtok_r(buf, ",", &save); p;
+		     p = strtok_r(NULL, ",", &save)) {
+			loom_dev_t *dev = loom_dev_by_name(p);
+
+			if (!dev)
+				return loom_set_error(LOOM_E_NOT_FOUND,
+						      "no device '%s' (see "
+						      "loom-info)", p);
+			add_run(mb, dev);
+		}
+		return LOOM_OK;
+	}
+	single = bench_pick_device(o);
+	if (!single)
+		return loom_set_error(LOOM_E_NOT_FOUND, "no device");
+	add_run(mb, single);
+	if (o->internal)
+		return LOOM_OK;
+
+	meta = loom_dev_by_type(LOOM_DEV_TYPE_META);
+	cpu = loom_reg_by_name("cpu");
+	if (!meta && cpu && loom_reg_dev_count(cpu) >= 2) {
+		loom_dev_t *devs[MODEL_MAX_MEMBERS];
+		size_t n = loom_reg_dev_count(cpu);
+		int ret;
+
+		if (n > MODEL_MAX_MEMBERS)
+			n = MODEL_MAX_MEMBERS;
+		for (size_t i = 0; i < n; i++)
+			devs[i] = loom_reg_dev(cpu, i);
+		llama_meta_model(&mb->hp, &shape);
+		ret = loom_meta_dev_new(devs, n, NULL, &shape, NULL, &meta);
+		if (ret) {
+			add_note(mb, "meta run skipped: %s", loom_last_error());
+			meta = NULL;
+		}
+	}
+	if (!meta && !(cpu && loom_reg_dev_count(cpu) >= 2))
+		add_note(mb, "no meta device: set LOOM_CPU_DEVICES=2 (and "
+			     "optionally LOOM_META_DEVICES=cpu0,cpu1)");
+	if (meta)
+		add_run(mb, meta);
+	return LOOM_OK;
+}
+
+/* With the CPU split in partitions the single device has only part of the
+ * cores; the same model on one device over all of them is measured in a
+ * child process without LOOM_CPU_DEVICES, for the tensor-parallel
+ * overhead at equal cores. */
+static void run_whole_cpu(struct model_bench *mb)
+{
+	const struct bench_opts *o = mb->o;
+	char path[] = "/tmp/loom-bench-XXXXXX";
+	char a_pre[16], a_dec[16], a_reps[16], a_seed[32], a_thr[16];
+	char a_type[16];
+	char *argv[32];
+	posix_spawn_file_actions_t fa;
+	struct model_run *r;
+	int argc = 0, fd, status;
+	pid_t pid;
+	FILE *f;
+
+	fd = mkstemp(path);
+	if (fd < 0)
+		return;
+	close(fd);
+	snprintf(a_pre, sizeof(a_pre), "%d", o->prefill);
+	snprintf(a_dec, sizeof(a_dec), "%d", o->decode);
+	snprintf(a_reps, sizeof(a_reps), "%d", o->reps);
+	snprintf(a_seed, sizeof(a_seed), "%llu", (unsigned long long)o->seed);
+	snprintf(a_thr, sizeof(a_thr), "%d", o->threads);
+	snprintf(a_type, sizeof(a_type), "%s", loom_type_name(mb->hp.wtype));
+	argv[argc++] = "loom-bench";
+	argv[argc++] = "model";
+	argv[argc++] = "--internal-single";
+	argv[argc++] = path;
+	argv[argc++] = "--preset";
+	argv[argc++] = (char *)o->preset;
+	argv[argc++] = "--type";
+	argv[argc++] = a_type;
+	argv[argc++] = "--prefill";
+	argv[argc++] = a_pre;
+	argv[argc++] = "--decode";
+	argv[argc++] = a_dec;
+	argv[argc++] = "--reps";
+	argv[argc++] = a_reps;
+	argv[argc++] = "--seed";
+	argv[argc++] = a_seed;
+	if (o->threads > 0) {
+		argv[argc++] = "--threads";
+		argv[argc++] = a_thr;
+	}
+	argv[argc] = NULL;
+
+	/* The child sees the whole CPU as one device. */
+	unsetenv("LOOM_CPU_DEVICES");
+	unsetenv("LOOM_META_DEVICES");
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null",
+					 O_WRONLY, 0);
+	if (posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ)) {
+		posix_spawn_file_actions_destroy(&fa);
+		unlink(path);
+		return;
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		add_note(mb, "whole-CPU reference run failed");
+		unlink(path);
+		return;
+	}
+	f = fopen(path, "r");
+	r = mb->n_runs < MODEL_MAX_RUNS ? &mb->runs[mb->n_runs] : NULL;
+	if (f && r) {
+		memset(r, 0, sizeof(*r));
+		if (fscanf(f, "%63s %lf %lf %lf %zu", r->name,
+			   &r->prefill_tok_s, &r->decode_tok_s,
+			   &r->decode_ms_median, &r->compute_bytes) == 5) {
+			r->separate = true;
+			r->gbps = (double)mb->decode_bytes * r->decode_tok_s *
+				  1e-9;
+			r->n_members = 1;
+			r->dev_compute[0] = r->compute_bytes;
+			r->dev_weights[0] = mb->runs[0].weight_bytes;
+			r->weight_bytes = mb->runs[0].weight_bytes;
+			snprintf(r->desc, sizeof(r->desc),
+				 "all cores, separate process");
+			mb->n_runs++;
+		}
+	}
+	if (f)
+		fclose(f);
+	unlink(path);
+}
+
+static void print_json(struct model_bench *mb)
+{
+	const struct bench_opts *o = mb->o;
+	const struct model_run *ref = NULL, *meta = NULL, *whole = NULL;
+	struct bench_json j;
+	double worst = -1;
+
+	for (int i = 0; i < mb->n_runs; i++) {
+		const struct model_run *r = &mb->runs[i];
+
+		if (r->separate)
+			whole = r;
+		else if (r->is_meta && !meta)
+			meta = r;
+		else if (!r->is_meta && !ref)
+			ref = r;
+		if (r->has_nmse && r->nmse > worst)
+			worst = r->nmse;
+	}
+	bj_init(&j, stdout);
+	bj_obj_begin(&j, NULL);
+	bj_str(&j, "preset", o->preset);
+	bj_str(&j, "type", loom_type_name(mb->hp.wtype));
+	bj_int(&j, "n_params", mb->n_params);
+	bj_int(&j, "n_layer", mb->hp.n_layer);
+	bj_int(&j, "n_expert", mb->hp.n_expert);
+	bj_int(&j, "prefill", o->prefill);
+	bj_int(&j, "decode", o->decode);
+	bj_int(&j, "decode_bytes_per_token", (int64_t)mb->decode_bytes);
+	if (mb->st.read_gbps > 0)
+		bj_num(&j, "stream_gbps", mb->st.read_gbps);
+	else
+		bj_null(&j, "stream_gbps");
+	bj_arr_begin(&j, "devices");
+	for (int i = 0; i < mb->n_runs; i++)
+		if (!mb->runs[i].separate)
+			bj_str(&j, NULL, mb->runs[i].name);
+	bj_arr_end(&j);
+	bj_obj_begin(&j, "prefill_tok_s");
+	for (int i = 0; i < mb->n_runs; i++)
+		if (!mb->runs[i].separate)
+			bj_num(&j, mb->runs[i].name, mb->runs[i].prefill_tok_s);
+	bj_obj_end(&j);
+	bj_obj_begin(&j, "decode_tok_s");
+	for (int i = 0; i < mb->n_runs; i++)
+		if (!mb->runs[i].separate)
+			bj_num(&j, mb->runs[i].name, mb->runs[i].decode_tok_s);
+	bj_obj_end(&j);
+	if (worst >= 0)
+		bj_num(&j, "nmse_vs_single", worst);
+	else
+		bj_null(&j, "nmse_vs_single");
+	bj_obj_begin(&j, "compute_bytes_per_device");
+	for (int i = 0; i < mb->n_runs; i++) {
+		const struct model_run *r = &mb->runs[i];
+
+		if (r->separate)
+			continue;
+		bj_arr_begin(&j, r->name);
+		for (int k = 0; k < r->n_members; k++)
+			bj_int(&j, NULL, (int64_t)r->dev_compute[k]);
+		bj_arr_end(&j);
+	}
+	bj_obj_end(&j);
+	bj_obj_begin(&j, "weight_bytes_per_device");
+	for (int i = 0; i < mb->n_runs; i++) {
+		const struct model_run *r = &mb->runs[i];
+
+		if (r->separate)
+			continue;
+		bj_arr_begin(&j, r->name);
+		for (int k = 0; k < r->n_members; k++)
+			bj_int(&j, NULL, (int64_t)r->dev_weights[k]);
+		bj_arr_end(&j);
+	}
+	bj_obj_end(&j);
+	if (meta && (whole || ref)) {
+		const struct model_run *base = whole ? whole : ref;
+
+		bj_obj_begin(&j, "tp_overhead");
+		bj_str(&j, "baseline", whole ? "whole cpu" : base->name);
+		bj_num(&j, "prefill", base->prefill_tok_s / meta->prefill_tok_s
+					      - 1);
+		if (o->decode)
+			bj_num(&j, "decode",
+			       base->decode_tok_s / meta->decode_tok_s - 1);
+		bj_obj_end(&j);
+	}
+	bj_arr_begin(&j, "runs");
+	for (int i = 0; i < mb->n_runs; i++) {
+		const struct model_run *r = &mb->runs[i];
+
+		bj_obj_begin(&j, NULL);
+		bj_str(&j, "device", r->name);
+		bj_str(&j, "description", r->desc);
+		bj_bool(&j, "meta", r->is_meta);
+		bj_bool(&j, "separate_process", r->separate);
+		bj_num(&j, "prefill_tok_s", r->prefill_tok_s);
+		bj_num(&j, "decode_tok_s", r->decode_tok_s);
+		bj_num(&j, "decode_ms_per_token", o->decode ?
+			   1e3 / r->decode_tok_s : 0);
+		bj_num(&j, "decode_ms_median", r->decode_ms_median);
+		bj_num(&j, "decode_gbps", r->gbps);
+		if (mb->st.read_gbps > 0)
+			bj_num(&j, "share_of_stream", r->gbps / mb->st.read_gbps);
+		bj_int(&j, "compute_bytes", (int64_t)r->compute_bytes);
+		if (r->has_nmse)
+			bj_num(&j, "nmse_vs_single", r->nmse);
+		bj_obj_end(&j);
+	}
+	bj_arr_end(&j);
+	bj_obj_end(&j);
+	bj_finish(&j);
+}
+
+static void fmt_mib_list(char *out, size_t size, const size_t *v, int n)
+{
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < n && len < size; i++)
+		len += (size_t)snprintf(out + len, size - len, "%s%.1f",
+					i ? " + " : "", v[i] / 1048576.0);
+}
+
+static void print_table(struct model_bench *mb)
+{
+	static const char *const heads[] = {
+		"device", "prefill tok/s", "decode tok/s", "ms/token",
+		"GB/s", "of STREAM", "weights MiB", "compute MiB",
+		"NMSE vs single",
+	};
+	const struct bench_opts *o = mb->o;
+	const struct llama_hparams *hp = &mb->hp;
+	const struct model_run *ref = NULL, *meta = NULL, *whole = NULL;
+	struct bench_table *t = bench_table_new(9, heads);
+	char title[320];
+
+	for (int i = 0; i < mb->n_runs; i++) {
+		const struct model_run *r = &mb->runs[i];
+		char share[16] = "-", nm[24] = "-", w[96], c[96], name[128];
+
+		if (r->separate)
+			whole = r;
+		else if (r->is_meta && !meta)
+			meta = r;
+		else if (!r->is_meta && !ref)
+			ref = r;
+		if (mb->st.read_gbps > 0 && o->decode)
+			snprintf(share, sizeof(share), "%.0f%%",
+				 100 * r->gbps / mb->st.read_gbps);
+		if (r->has_nmse)
+			snprintf(nm, sizeof(nm), "%.2e", r->nmse);
+		else if (r == ref && mb->n_runs > 1)
+			snprintf(nm, sizeof(nm), "(reference)");
+		fmt_mib_list(w, sizeof(w), r->dev_weights, r->n_members);
+		fmt_mib_list(c, sizeof(c), r->dev_compute, r->n_members);
+		if (r->separate)
+			snprintf(name, sizeof(name), "%s (all cores, own "
+				 "process)", r->name);
+		else
+			snprintf(name, sizeof(name), "%s", r->name);
+		bench_table_row(t, "%s\t%.1f\t%.2f\t%.2f\t%.1f\t%s\t%s\t%s\t%s",
+				name, r->prefill_tok_s, r->decode_tok_s,
+				o->decode ? 1e3 / r->decode_tok_s : 0, r->gbps,
+				share, w, c, nm);
+	}
+	snprintf(title, sizeof(title),
+		 "model %s: %s, %lld layers, n_embd %lld, heads %lld/%lld kv, "
+		 "n_ff %lld%s, %.1f M params (%.1f MiB); prefill %d, "
+		 "decode %d tokens", o->preset, loom_type_name(hp->wtype),
+		 (long long)hp->n_layer, (long long)hp->n_embd,
+		 (long long)hp->n_head, (long long)hp->n_head_kv,
+		 (long long)hp->n_ff, hp->n_expert ? ", MoE" : "",
+		 mb->n_params * 1e-6,
+		 mb->runs[0].weight_bytes / 1048576.0, o->prefill, o->decode);
+	bench_table_print(t, stdout, title);
+	bench_table_free(t);
+	for (int i = 0; i < mb->n_runs; i++)
+		printf("  %-8s %s\n", mb->runs[i].name, mb->runs[i].desc);
+	if (mb->st.read_gbps > 0)
+		printf("GB/s: %.1f MiB of weights read per decode token; STREAM "
+		       "read %.1f GB/s (%d threads, same run)\n",
+		       mb->decode_bytes / 1048576.0, mb->st.read_gbps,
+		       mb->st.threads);
+	if (meta && (whole || ref)) {
+		const struct model_run *base = whole ? whole : ref;
+
+		printf("tensor-parallel overhead of %s vs %s%s: prefill %+.1f%%",
+		       meta->name, base->name,
+		       whole ? " on all cores" : "",
+		       100 * (base->prefill_tok_s / meta->prefill_tok_s - 1));
+		if (o->decode)
+			printf(", decode %+.1f%%",
+			       100 * (base->decode_tok_s / meta->decode_tok_s -
+				      1));
+		printf("\n");
+	}
+	for (int i = 0; i < mb->n_notes; i++)
+		printf("note: %s\n", mb->notes[i]);
+}
+
+static int setup(struct model_bench *mb)
+{
+	const struct bench_opts *o = mb->o;
+	uint64_t s = o->seed * 0x9e3779b97f4a7c15ull + 7;
+	int ret;
+
+	ret = llama_hparams_preset(o->preset, &mb->hp);
+	if (ret)
+		return ret;
+	if (o->n_types)
+		mb->hp.wtype = o->types[0];
+	mb->hp.n_ctx = o->prefill + o->decode;
+	ret = llama_hparams_check(&mb->hp);
+	if (ret)
+		return ret;
+	mb->tokens = calloc((size_t)mb->hp.n_ctx, sizeof(*mb->tokens));
+	if (!mb->tokens)
+		return LOOM_E_NOMEM;
+	for (int64_t i = 0; i < mb->hp.n_ctx; i++) {
+		s ^= s << 13;
+		s ^= s >> 7;
+		s ^= s << 17;
+		mb->tokens[i] = (int32_t)(s % (uint64_t)mb->hp.n_vocab);
+	}
+	return LOOM_OK;
+}
+
+int bench_cmd_model(const struct bench_opts *o)
+{
+	struct model_bench *mb = calloc(1, sizeof(*mb));
+	const struct model_run *ref = NULL;
+	bool want_whole = false;
+	loom_reg_t *cpu;
+	int ret, status = 1;
+
+	if (!mb)
+		return 1;
+	mb->o = o;
+	ret = setup(mb);
+	if (ret) {
+		bench_fail("model", ret);
+		goto out;
+	}
+	if (bench_load())
+		goto out;
+	ret = plan_devices(mb);
+	if (ret) {
+		bench_fail("devices", ret);
+		goto out;
+	}
+	if (!o->no_limits && !o->internal) {
+		bench_progress("stream", 0, 1);
+		ret = bench_stream_measure(bench_limit_threads(o), 3, true,
+					   &mb->st);
+		if (ret) {
+			bench_fail("stream", ret);
+			goto out;
+		}
+	}
+	for (int i = 0; i < mb->n_runs; i++) {
+		struct model_run *r = &mb->runs[i];
+
+		ret = run_device(mb, r);
+		if (ret) {
+			bench_fail(r->name, ret);
+			goto out;
+		}
+		if (!r->is_meta && !ref)
+			ref = r;
+		else if (ref) {
+			r->has_nmse = true;
+			r->nmse = nmse(r->logits, ref->logits,
+				       (size_t)(mb->hp.n_vocab *
+						(1 + o->decode)));
+		}
+	}
+
+	if (o->internal) {
+		FILE *f = fopen(o->internal, "w");
+
+		if (!f)
+			goto out;
+		fprintf(f, "%s %.17g %.17g %.17g %zu\n", mb->runs[0].name,
+			mb->runs[0].prefill_tok_s, mb->runs[0].decode_tok_s,
+			mb->runs[0].decode_ms_median,
+			mb->runs[0].compute_bytes);
+		fclose(f);
+		status = 0;
+		goto out;
+	}
+
+	/* A meta device over CPU partitions: measure one device on all the
+	 * cores too, in a child process. */
+	cpu = loom_reg_by_name("cpu");
+	for (int i = 0; i < mb->n_runs; i++)
+		if (mb->runs[i].is_meta && ref &&
+		    loom_dev_type(ref->dev) == LOOM_DEV_TYPE_CPU && cpu &&
+		    loom_reg_dev_count(cpu) >= 2)
+			want_whole = true;
+	if (want_whole) {
+		bench_progress("whole-CPU reference run", 0, 1);
+		run_whole_cpu(mb);
+		bench_progress_end();
+	}
+
+	if (o->json)
+		print_json(mb);
+	else
+		print_table(mb);
+	status = 0;
+out:
+	for (int i = 0; i < mb->n_runs; i++)
+		free(mb->runs[i].logits);
+	free(mb->tokens);
+	free(mb);
+	return status;
+}

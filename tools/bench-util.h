@@ -1,0 +1,170 @@
+/* bench-util.h - what loom-bench's subcommands share: options, timing and
+ * medians, the machine's limits (FMA peak, STREAM), JSON and table
+ * printing, a progress line, and device/backend setup.
+ */
+#ifndef LOOM_BENCH_UTIL_H
+#define LOOM_BENCH_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* loom-plugin.h for the entry-point types (allreduce) and loom_set_error. */
+#include <loom/loom-plugin.h>
+
+#define BENCH_MAX_TYPES 8
+
+/* Options of every subcommand (each reads the ones it documents). */
+struct bench_opts {
+	int threads;          /* --threads; 0: not given */
+	bool json;            /* --json */
+	const char *devices;  /* --devices a,b / --device a */
+	int reps;             /* --reps, timed runs after the warm-up */
+	bool compare_openblas; /* --compare openblas */
+	int n_types;          /* --type t[,t...] */
+	enum loom_type types[BENCH_MAX_TYPES];
+	const char *preset;   /* --preset */
+	int prefill;          /* --prefill */
+	int decode;           /* --decode */
+	int64_t size;         /* --size: GEMM m = n = k, GEMV k */
+	int parts;            /* --parts: allreduce partitions */
+	uint64_t seed;        /* --seed */
+	bool no_limits;       /* --no-limits: skip peak/STREAM measurement */
+	bool quick;           /* --quick: shorter limit measurements */
+	const char *internal; /* --internal-single FILE (model, child run) */
+};
+
+/* Threads for the machine-limit measurements: --threads, else every CPU
+ * this process may run on. */
+int bench_limit_threads(const struct bench_opts *o);
+int bench_online_cpus(void);
+
+/* ---- timing ---- */
+double bench_now(void); /* seconds, monotonic */
+/* The median of v[0..n) (v is reordered). */
+double bench_median(double *v, int n);
+
+typedef int (*bench_fn)(void *arg);
+/* Runs fn once to warm up, then reps times; *median gets the median
+ * seconds of the timed runs, *min the fastest (either may be NULL). */
+int bench_time(bench_fn fn, void *arg, int reps, double *median,
+	       double *min);
+
+/* ---- machine limits ---- */
+struct bench_peak {
+	double gflops;   /* all threads, F32 FMA */
+	const char *isa; /* "avx512f", "avx2+fma", "scalar" */
+	int threads;
+};
+int bench_peak_measure(int threads, int reps, struct bench_peak *out);
+
+struct bench_stream {
+	double copy_gbps; /* STREAM copy: 2 x bytes moved / time */
+	double read_gbps; /* one read pass, summed in registers */
+	size_t bytes;     /* array size used */
+	int threads;
+};
+/* Arrays of at least 4x the last-level cache (2 GiB if unknown), capped
+ * to stay gentle on a shared machine; quick halves the size. */
+int bench_stream_measure(int threads, int reps, bool quick,
+			 struct bench_stream *out);
+size_t bench_llc_bytes(void);
+
+/* ---- pthread helpers for the limit kernels ---- */
+typedef void (*bench_thread_fn)(int ith, int nth, void *arg);
+/* Runs fn on nth threads (pinned to the CPUs this process may use), all
+ * starting together; returns the wall time of the slowest in seconds. */
+double bench_parallel(int nth, bench_thread_fn fn, void *arg);
+
+/* ---- output ---- */
+struct bench_json {
+	FILE *f;
+	int depth;
+	bool need_comma[16];
+};
+void bj_init(struct bench_json *j, FILE *f);
+void bj_obj_begin(struct bench_json *j, const char *key);
+void bj_obj_end(struct bench_json *j);
+void bj_arr_begin(struct bench_json *j, const char *key);
+void bj_arr_end(struct bench_json *j);
+void bj_num(struct bench_json *j, const char *key, double v);
+void bj_int(struct bench_json *j, const char *key, int64_t v);
+void bj_str(struct bench_json *j, const char *key, const char *v);
+void bj_bool(struct bench_json *j, const char *key, bool v);
+void bj_null(struct bench_json *j, const char *key);
+/* Ends the document with a newline. */
+void bj_finish(struct bench_json *j);
+
+/* A table of text cells: the first column left-aligned, the others right
+ * aligned, widths from the widest cell. */
+struct bench_table;
+struct bench_table *bench_table_new(int n_cols, const char *const *heads);
+/* Appends a row; cells are formatted with printf-style strings joined by
+ * '\t' in fmt's expansion. */
+void bench_table_row(struct bench_table *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void bench_table_print(struct bench_table *t, FILE *f, const char *title);
+void bench_table_free(struct bench_table *t);
+
+/* A progress line on stderr, only when it is a terminal. */
+void bench_progress(const char *what, int done, int total);
+void bench_progress_end(void);
+
+/* ---- devices ---- */
+/* Loads the plugins; a warning goes to stderr when some named in
+ * LOOM_BACKENDS failed. */
+int bench_load(void);
+/* Makes a backend on dev with --threads applied when given. */
+int bench_backend(loom_dev_t *dev, const struct bench_opts *o,
+		  loom_backend_t **out);
+/* The device named by --devices (first name), else the best device. */
+loom_dev_t *bench_pick_device(const struct bench_opts *o);
+/* Prints "loom-bench: what: message (status)" to stderr; returns 1. */
+int bench_fail(const char *what, int status);
+/* Fills a tensor with uniform values in [-scale, scale) in its own type. */
+int bench_fill_tensor(struct loom_tensor *t, uint64_t seed, float scale);
+
+/* ---- subcommands ---- */
+int bench_cmd_model(const struct bench_opts *o);
+int bench_cmd_peak(const struct bench_opts *o);
+int bench_cmd_stream(const struct bench_opts *o);
+int bench_cmd_gemm(const struct bench_opts *o);
+int bench_cmd_gemv(const struct bench_opts *o);
+int bench_cmd_allreduce(const struct bench_opts *o);
+int bench_cmd_dispatch(const struct bench_opts *o);
+
+/* Median seconds of mul_mat(a [k, m] of type, b [k, n] F32) on dev's
+ * backend, a filled with random values; *a_bytes gets a's size. */
+int bench_mm_time(loom_dev_t *dev, const struct bench_opts *o,
+		  enum loom_type type, int64_t m, int64_t n, int64_t k,
+		  double *median, size_t *a_bytes);
+
+/* The dispatch cost per op of the device's backend, in microseconds. */
+int bench_dispatch_measure(loom_dev_t *dev, const struct bench_opts *o,
+			   double *us_per_op, int *n_nodes);
+
+/* OpenBLAS loaded at run time. */
+struct bench_openblas {
+	void *handle;
+	char core[64];    /* openblas_get_corename() */
+	char config[160]; /* openblas_get_config() */
+	char forced[32];  /* OPENBLAS_CORETYPE we set, "" if none */
+	void (*sgemm)(int order, int ta, int tb, int m, int n, int k,
+		      float alpha, const float *a, int lda, const float *b,
+		      int ldb, float beta, float *c, int ldc);
+	void (*sgemv)(int order, int ta, int m, int n, float alpha,
+		      const float *a, int lda, const float *x, int incx,
+		      float beta, float *y, int incy);
+};
+/* Loads libopenblas.so.0 with threads set; LOOM_E_NOT_FOUND when absent
+ * (the message says why). */
+int bench_openblas_load(int threads, struct bench_openblas *out);
+/* Median seconds of an M x N x K SGEMM (row-major C = A * B^T, as Loom's
+ * mul_mat). */
+int bench_openblas_sgemm(struct bench_openblas *ob, int64_t m, int64_t n,
+			 int64_t k, int reps, double *median);
+int bench_openblas_sgemv(struct bench_openblas *ob, int64_t m, int64_t k,
+			 int reps, double *median);
+
+#endif

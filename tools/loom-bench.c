@@ -1,0 +1,242 @@
+/* loom-bench.c - the command line: options, help, and the dispatch to one
+ * subcommand (bench-<name>.c).  `model` is the default.
+ */
+#include "bench-util.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct command {
+	const char *name;
+	int (*run)(const struct bench_opts *o);
+	const char *help;
+};
+
+static const struct command commands[] = {
+	{ "model", bench_cmd_model,
+	  "Llama-style decoder: prefill and decode tokens/s, single device "
+	  "and meta" },
+	{ "peak", bench_cmd_peak, "F32 FMA peak of this CPU" },
+	{ "stream", bench_cmd_stream, "memory bandwidth (STREAM copy, read)" },
+	{ "gemm", bench_cmd_gemm, "mul_mat GFLOP/s against the FMA peak" },
+	{ "gemv", bench_cmd_gemv,
+	  "decode mul_mat GB/s per weight type against STREAM" },
+	{ "allreduce", bench_cmd_allreduce,
+	  "CPU partitions' allreduce: latency, algbw, busbw" },
+	{ "dispatch", bench_cmd_dispatch,
+	  "the backend's cost per op on a graph of tiny ops" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: loom-bench [COMMAND] [OPTIONS]\n"
+		"\nCommands (default: model):\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+	fprintf(f,
+		"\nOptions:\n"
+		"  --threads N         threads per device and for the limits\n"
+		"  --devices A[,B]     devices to run on (model: the single "
+		"device, and\n"
+		"                      meta when a meta device is named)\n"
+		"  --json              one JSON object on stdout\n"
+		"  --reps N            timed runs after a warm-up (default 5)\n"
+		"  --type T[,T...]     f32|f16|bf16|q8_0 (gemv: all four)\n"
+		"  --compare openblas  gemm, gemv: OpenBLAS in the same table\n"
+		"  --preset P          model: tiny|tiny-moe|small|small-moe|"
+		"7b-layer\n"
+		"  --prefill N         model: prompt tokens (default 512)\n"
+		"  --decode N          model: generated tokens (default 128)\n"
+		"  --size N            gemm: m = n = k (default 2048); "
+		"gemv: k\n"
+		"  --parts N           allreduce: CPU partitions (default 2)\n"
+		"  --seed N            weights' seed\n"
+		"  --quick             shorter limit measurements\n"
+		"  --no-limits         skip the FMA peak and STREAM runs\n"
+		"\nEnvironment: LOOM_CPU_DEVICES=N splits the CPU into N devices;"
+		"\nLOOM_META_DEVICES=cpu0,cpu1 composes a meta device "
+		"(see loom-info).\n");
+}
+
+static int parse_types(const char *s, struct bench_opts *o)
+{
+	char buf[128], *p, *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	o->n_types = 0;
+	for (p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		if (o->n_types == BENCH_MAX_TYPES ||
+		    loom_type_from_name(p, &o->types[o->n_types])) {
+			fprintf(stderr, "loom-bench: unknown type '%s'\n", p);
+			return -1;
+		}
+		o->n_types++;
+	}
+	return 0;
+}
+
+static int parse_int(const char *s, long long lo, long long hi,
+		     long long *out)
+{
+	char *end;
+	long long v = strtoll(s, &end, 10);
+
+	if (*s == '\0' || *end != '\0' || v < lo || v > hi) {
+		fprintf(stderr, "loom-bench: bad number '%s'\n", s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+enum {
+	OPT_THREADS = 256, OPT_DEVICES, OPT_JSON, OPT_REPS, OPT_TYPE,
+	OPT_COMPARE, OPT_PRESET, OPT_PREFILL, OPT_DECODE, OPT_SIZE,
+	OPT_PARTS, OPT_SEED, OPT_QUICK, OPT_NO_LIMITS, OPT_INTERNAL,
+	OPT_HELP,
+};
+
+static const struct option long_opts[] = {
+	{ "threads", required_argument, NULL, OPT_THREADS },
+	{ "devices", required_argument, NULL, OPT_DEVICES },
+	{ "device", required_argument, NULL, OPT_DEVICES },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "reps", required_argument, NULL, OPT_REPS },
+	{ "type", required_argument, NULL, OPT_TYPE },
+	{ "compare", required_argument, NULL, OPT_COMPARE },
+	{ "preset", required_argument, NULL, OPT_PRESET },
+	{ "prefill", required_argument, NULL, OPT_PREFILL },
+	{ "decode", required_argument, NULL, OPT_DECODE },
+	{ "size", required_argument, NULL, OPT_SIZE },
+	{ "parts", required_argument, NULL, OPT_PARTS },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "quick", no_argument, NULL, OPT_QUICK },
+	{ "no-limits", no_argument, NULL, OPT_NO_LIMITS },
+	{ "internal-single", required_argument, NULL, OPT_INTERNAL },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int parse(int argc, char **argv, struct bench_opts *o)
+{
+	long long v;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "ht:j", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+		case OPT_THREADS:
+			if (parse_int(optarg, 1, 4096, &v))
+				return -1;
+			o->threads = (int)v;
+			break;
+		case OPT_DEVICES:
+			o->devices = optarg;
+			break;
+		case 'j':
+		case OPT_JSON:
+			o->json = true;
+			break;
+		case OPT_REPS:
+			if (parse_int(optarg, 1, 1000, &v))
+				return -1;
+			o->reps = (int)v;
+			break;
+		case OPT_TYPE:
+			if (parse_types(optarg, o))
+				return -1;
+			break;
+		case OPT_COMPARE:
+			if (strcmp(optarg, "openblas")) {
+				fprintf(stderr, "loom-bench: can only compare "
+						"with openblas\n");
+				return -1;
+			}
+			o->compare_openblas = true;
+			break;
+		case OPT_PRESET:
+			o->preset = optarg;
+			break;
+		case OPT_PREFILL:
+			if (parse_int(optarg, 1, 1 << 20, &v))
+				return -1;
+			o->prefill = (int)v;
+			break;
+		case OPT_DECODE:
+			if (parse_int(optarg, 0, 1 << 20, &v))
+				return -1;
+			o->decode = (int)v;
+			break;
+		case OPT_SIZE:
+			if (parse_int(optarg, 32, 1 << 20, &v))
+				return -1;
+			o->size = v;
+			break;
+		case OPT_PARTS:
+			if (parse_int(optarg, 2, 64, &v))
+				return -1;
+			o->parts = (int)v;
+			break;
+		case OPT_SEED:
+			if (parse_int(optarg, 0, INT64_MAX, &v))
+				return -1;
+			o->seed = (uint64_t)v;
+			break;
+		case OPT_QUICK:
+			o->quick = true;
+			break;
+		case OPT_NO_LIMITS:
+			o->no_limits = true;
+			break;
+		case OPT_INTERNAL:
+			o->internal = optarg;
+			break;
+		case 'h':
+		case OPT_HELP:
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "loom-bench: unexpected '%s'\n", argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct bench_opts o = {
+		.reps = 5, .preset = "small", .prefill = 512, .decode = 128,
+		.seed = 42, .parts = 2,
+	};
+	const struct command *cmd = &commands[0];
+	int ret;
+
+	if (argc > 1 && argv[1][0] != '-') {
+		cmd = NULL;
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]);
+		     i++)
+			if (!strcmp(argv[1], commands[i].name))
+				cmd = &commands[i];
+		if (!cmd) {
+			fprintf(stderr, "loom-bench: unknown command '%s'\n",
+				argv[1]);
+			usage(stderr);
+			return 2;
+		}
+		argv[1] = argv[0];
+		argc--;
+		argv++;
+	}
+	if (parse(argc, argv, &o))
+		return 2;
+	ret = cmd->run(&o);
+	loom_unload_all();
+	return ret;
+}
