@@ -101,7 +101,8 @@ void ref_gelu(const struct ref_tensor *a, struct ref_tensor *out)
 	for (int64_t i = 0; i < ref_nelements(a); i++) {
 		double x = a->data[i];
 
-		out->data[i] = 0.5 * x * (1 + tanh(c * (x + 0.044715 * x * x * x)));
+		out->data[i] = 0.5 * x *
+			       (1 + tanh(c * (x + 0.044715 * x * x * x)));
 	}
 }
 
@@ -178,7 +179,7 @@ void ref_rope(const struct ref_tensor *a, const struct ref_tensor *pos,
 {
 	ref_tensor_init(out, a->ne);
 	memcpy(out->data, a->data, ref_nelements(a) * sizeof(*a->data));
-	/* a is [head_dim, n_head, n_tokens, 1]; token t is at position pos[t]. */
+	/* a is [head_dim, n_head, n_tokens, 1]; token t is at pos[t]. */
 	for (int64_t t = 0; t < a->ne[2]; t++)
 	for (int64_t h = 0; h < a->ne[1]; h++)
 	for (int i = 0; i < n_dims / 2; i++) {
@@ -301,7 +302,8 @@ void ref_argmax(const struct ref_tensor *a, struct ref_tensor *out)
 		int64_t best = 0;
 
 		for (int64_t i0 = 1; i0 < a->ne[0]; i0++)
-			if (*ref_at(a, i0, i1, 0, 0) > *ref_at(a, best, i1, 0, 0))
+			if (*ref_at(a, i0, i1, 0, 0) >
+			    *ref_at(a, best, i1, 0, 0))
 				best = i0;
 		out->data[i1] = best;
 	}

@@ -1239,11 +1239,11 @@ static void compare(const struct op_case *c, const char *dev,
 			    (isnan(out[i]) && isnan(ref->data[i])))
 				continue;
 			if (shown++ < 8)
-				g_test_message("%s %s/%s: element %" G_GINT64_FORMAT
-					       " is %.9g, expected %.9g",
-					       dev, loom_op_name(c->op),
-					       c->name, i, out[i],
-					       ref->data[i]);
+				g_test_message("%s %s/%s: element %"
+					       G_GINT64_FORMAT " is %.9g, "
+					       "expected %.9g", dev,
+					       loom_op_name(c->op), c->name,
+					       i, out[i], ref->data[i]);
 		}
 		if (shown) {
 			g_test_message("%s %s/%s: %d of %" G_GINT64_FORMAT
@@ -1980,19 +1980,21 @@ int main(int argc, char **argv)
 
 	make_cases();
 	for (size_t i = 0; i < loom_dev_count(); i++) {
+		loom_dev_t *dev = loom_dev_get(i);
 		struct test_dev *d;
 
-		if (!selected("LOOM_TEST_DEVICES", loom_dev_name(loom_dev_get(i))))
+		if (!selected("LOOM_TEST_DEVICES", loom_dev_name(dev)))
 			continue;
 		d = g_new0(struct test_dev, 1);
-		d->dev = loom_dev_get(i);
-		d->name = loom_dev_name(d->dev);
+		d->dev = dev;
+		d->name = loom_dev_name(dev);
 		g_ptr_array_add(all_devs, d);
 	}
 	if (!all_devs->len)
 		g_test_add_data_func("/ops/no-device",
-				     "no device selected (see LOOM_PLUGIN_PATH, "
-				     "LOOM_BACKENDS, LOOM_TEST_DEVICES)",
+				     "no device selected (see "
+				     "LOOM_PLUGIN_PATH, LOOM_BACKENDS, "
+				     "LOOM_TEST_DEVICES)",
 				     skip_with);
 	for (guint i = 0; i < all_devs->len; i++) {
 		struct test_dev *d = all_devs->pdata[i];
