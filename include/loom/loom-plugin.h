@@ -171,7 +171,10 @@ struct loom_plugin_desc {
 	uint32_t abi_minor; /* must not exceed the core's */
 	const char *name;   /* "cpu"; the file is loom-<name>[-<variant>].so */
 	const char *version;
-	/* required: make the registry entry with loom_reg_new() */
+	/* required: make the registry entry with loom_reg_new().  Return
+	 * LOOM_E_NOT_APPLICABLE, with loom_set_error() saying why, when the
+	 * hardware or driver is absent: the file is then "not-applicable",
+	 * not "failed".  A reg with zero devices is loaded as is. */
 	int (*init)(loom_reg_t **out);
 	/* optional: 0 when the plugin cannot run here (then *why says so);
 	 * among variants of one name the highest wins.  NULL means 1. */
