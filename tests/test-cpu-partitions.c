@@ -122,12 +122,47 @@ static void test_partitions(void)
 	check_partitions(allowed_count() + 1);
 }
 
+/* One device per NUMA node; big buffers there prefer their node. */
 static void test_numa(void)
 {
 	loom_reg_t *reg = load_cpu("numa");
+	const int64_t ne = 1 << 20;
+	float *v = g_new(float, ne), *back = g_new(float, ne);
+	size_t i, free, total;
 
 	g_assert_cmpuint(loom_reg_dev_count(reg), >=, 1);
 	g_test_message("numa: %zu devices", loom_reg_dev_count(reg));
+	for (i = 0; i < (size_t)ne; i++)
+		v[i] = (float)i;
+	for (i = 0; i < loom_reg_dev_count(reg); i++) {
+		loom_dev_t *dev = loom_reg_dev(reg, i);
+		loom_ctx_t *ctx;
+		loom_buffer_t *buf;
+		struct loom_tensor *t;
+
+		g_test_message("%s: %s", loom_dev_name(dev),
+			       loom_dev_description(dev));
+		loom_dev_memory(dev, &free, &total);
+		g_assert_cmpuint(total, >, 0);
+		g_assert_cmpuint(free, <=, total);
+		g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+		t = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, ne);
+		g_assert_cmpint(loom_ctx_alloc_tensors(
+					ctx, loom_dev_buffer_type(dev), &buf),
+				==, LOOM_OK);
+		g_assert_cmpint(loom_tensor_set(t, v, 0, ne * sizeof(float)),
+				==, LOOM_OK);
+		memset(back, 0, ne * sizeof(float));
+		g_assert_cmpint(loom_tensor_get(t, back, 0,
+						ne * sizeof(float)), ==,
+				LOOM_OK);
+		g_assert_cmpmem(v, ne * sizeof(float), back,
+				ne * sizeof(float));
+		loom_buffer_free(buf);
+		loom_ctx_free(ctx);
+	}
+	g_free(v);
+	g_free(back);
 	loom_unload_all();
 }
 

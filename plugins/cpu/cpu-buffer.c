@@ -2,13 +2,20 @@
  * (64-byte aligned, plain malloc'd memory) and its buffers, plus the 2D
  * set/get entry points.
  */
+#include <linux/mempolicy.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "cpu-private.h"
 
 #define CPU_BUFFER_ALIGN 64
+/* Buffers from this size on, on a NUMA partition, are page aligned and
+ * prefer the partition's node. */
+#define CPU_NUMA_MIN (1u << 20)
+#define CPU_PAGE 4096
 
 static void buf_free(loom_buffer_t *buf)
 {
@@ -111,9 +118,26 @@ static const char *buft_get_name(loom_buffer_type_t *buft)
 	return cd->name;
 }
 
+/* Asks the kernel to place the pages of [mem, mem + size) on node when
+ * first touched.  Failure (no NUMA support, a cpuset) costs only
+ * locality. */
+static void prefer_node(void *mem, size_t size, int node)
+{
+	unsigned long mask[4] = { 0 };
+
+	if (node < 0 || node >= (int)(8 * sizeof(mask)))
+		return;
+	mask[node / (8 * sizeof(long))] = 1ul << (node % (8 * sizeof(long)));
+	if (syscall(SYS_mbind, mem, size, MPOL_PREFERRED, mask,
+		    8 * sizeof(mask) + 1, 0))
+		loom_log(LOOM_LOG_DEBUG, "cpu: cannot bind %zu bytes to "
+			 "NUMA node %d", size, node);
+}
+
 static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 			     loom_buffer_t **out)
 {
+	struct cpu_device *cd = loom_buft_context(buft);
 	size_t padded;
 	void *mem;
 	int err;
@@ -125,7 +149,15 @@ static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 	padded = (size + CPU_BUFFER_ALIGN - 1) & ~(size_t)(CPU_BUFFER_ALIGN - 1);
 	if (!padded)
 		padded = CPU_BUFFER_ALIGN;
-	mem = aligned_alloc(CPU_BUFFER_ALIGN, padded);
+	if (cd->numa_node >= 0 && padded >= CPU_NUMA_MIN &&
+	    padded <= SIZE_MAX - CPU_PAGE) {
+		padded = (padded + CPU_PAGE - 1) & ~(size_t)(CPU_PAGE - 1);
+		mem = aligned_alloc(CPU_PAGE, padded);
+		if (mem)
+			prefer_node(mem, padded, cd->numa_node);
+	} else {
+		mem = aligned_alloc(CPU_BUFFER_ALIGN, padded);
+	}
 	if (!mem)
 		return loom_set_error(LOOM_E_NOMEM,
 				      "cpu: cannot allocate %zu bytes", size);

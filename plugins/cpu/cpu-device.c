@@ -188,12 +188,48 @@ static const char *dev_get_description(loom_dev_t *dev)
 	return cd->description;
 }
 
-/* The machine's memory, shared evenly by the partitions. */
+/* A NUMA node's "Node N Key: M kB" line, in bytes; 0 if absent. */
+static size_t node_meminfo(int node, const char *key)
+{
+	char path[96], line[256], prefix[64];
+	size_t plen, v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/meminfo",
+		 node);
+	snprintf(prefix, sizeof(prefix), "Node %d %s:", node, key);
+	plen = strlen(prefix);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, prefix, plen)) {
+			v = (size_t)strtoull(line + plen, NULL, 10) * 1024;
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+/* A NUMA partition's node memory; otherwise the machine's memory shared
+ * evenly by the partitions. */
 static void dev_get_memory(loom_dev_t *dev, size_t *free, size_t *total)
 {
 	struct cpu_device *cd = loom_dev_context(dev);
 	size_t t = meminfo("MemTotal");
 	size_t a = meminfo("MemAvailable");
+
+	if (cd->numa_node >= 0) {
+		size_t nt = node_meminfo(cd->numa_node, "MemTotal");
+		size_t nf = node_meminfo(cd->numa_node, "MemFree");
+
+		if (nt) {
+			*total = nt;
+			*free = nf < nt ? nf : nt;
+			return;
+		}
+	}
 
 	if (!a)
 		a = meminfo("MemFree");
