@@ -82,6 +82,15 @@ static void name_after(struct loom_tensor *t, const struct loom_tensor *src,
 	memcpy(t->name + n, suffix, m + 1);
 }
 
+/* A view of a tensor that is already placed gets its data now, as it
+ * would at placement. */
+static struct loom_tensor *view_data(loom_ctx_t *ctx, struct loom_tensor *t)
+{
+	if (t->view_src->data && loom_tensor_init_view(t))
+		return bad(ctx, t->op, "%s: %s", t->name, loom_last_error());
+	return t;
+}
+
 /* A new node of op with a contiguous result. */
 static struct loom_tensor *new_node(loom_ctx_t *ctx, enum loom_op op,
 				    enum loom_type type,
@@ -117,7 +126,7 @@ static struct loom_tensor *new_dst_view(loom_ctx_t *ctx, enum loom_op op,
 	t->view_src = loom__owner(dst);
 	t->view_offs = dst->view_offs;
 	name_after(t, dst, op == LOOM_OP_CPY ? " (copy)" : " (set rows)");
-	return t;
+	return view_data(ctx, t);
 }
 
 /* ------------------------------------------------------------------------
@@ -561,8 +570,8 @@ struct loom_tensor *loom_top_k(loom_ctx_t *ctx, struct loom_tensor *a, int k)
 
 /* ------------------------------------------------------------------------
  * Views.  A view's view_src is the tensor that owns the data (never
- * another view) and view_offs its byte offset there; data stays NULL
- * until the owner is placed and loom_tensor_init_view() runs.
+ * another view) and view_offs its byte offset there.  Data comes from
+ * loom_tensor_init_view(): now when the owner is placed, else when it is.
  */
 static struct loom_tensor *new_view(loom_ctx_t *ctx, enum loom_op op,
 				    struct loom_tensor *a,
@@ -606,7 +615,7 @@ static struct loom_tensor *new_view(loom_ctx_t *ctx, enum loom_op op,
 			 op == LOOM_OP_RESHAPE   ? " (reshaped)" :
 			 op == LOOM_OP_PERMUTE   ? " (permuted)" :
 						   " (transposed)");
-	return t;
+	return view_data(ctx, t);
 }
 
 struct loom_tensor *loom_view_4d(loom_ctx_t *ctx, struct loom_tensor *a,

@@ -441,6 +441,11 @@ static void test_views_keep_alive(void)
 	cache = loom_new_tensor_2d(wctx, LOOM_TYPE_F16, 64, 16);
 	g_assert_cmpint(loom_ctx_alloc_tensors(wctx, host_buft, &wbuf), ==,
 			LOOM_OK);
+	/* A view of a placed tensor has its data at once. */
+	v = loom_view_1d(ctx, cache, 64, cache->nb[1]);
+	g_assert_true((char *)v->data == (char *)cache->data + cache->nb[1]);
+	g_assert_true(v->buffer == wbuf);
+
 	x = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 64, 4);
 	ids = loom_new_tensor_1d(ctx, LOOM_TYPE_I32, 4);
 	h = loom_silu(ctx, x);
