@@ -140,8 +140,9 @@ static int list_push(struct tensor_list *l, struct loom_tensor *t)
 {
 	if (l->n == l->cap) {
 		int cap = l->cap ? 2 * l->cap : 64;
-		struct loom_tensor **v = realloc(l->v, (size_t)cap * sizeof(*v));
+		struct loom_tensor **v;
 
+		v = realloc(l->v, (size_t)cap * sizeof(*v));
 		if (!v)
 			return LOOM_E_NOMEM;
 		l->v = v;

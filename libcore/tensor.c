@@ -60,7 +60,8 @@ int loom_ctx_new(size_t max_tensors, loom_ctx_t **out)
 	loom_ctx_t *ctx;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL, "loom_ctx_new: out is NULL");
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_ctx_new: out is NULL");
 	*out = NULL;
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)

@@ -16,8 +16,9 @@ struct type_traits {
 };
 
 static const struct type_traits type_traits[LOOM_TYPE_COUNT] = {
-#define X_(name_, str, blck, size) \
-	[LOOM_TYPE_##name_] = { .name = str, .block_size = blck, .type_size = size },
+#define X_(name_, str, blck, size)                                    \
+	[LOOM_TYPE_##name_] = { .name = str, .block_size = blck,     \
+				.type_size = size },
 	LOOM_TYPE_MAP(X_)
 #undef X_
 };

@@ -191,24 +191,24 @@ static void test_q8_0(void)
 		g_assert_cmpint(loom_convert(LOOM_TYPE_Q8_0, q, LOOM_TYPE_F32,
 					     y, N), ==, LOOM_OK);
 		for (int b = 0; b < N / 32; b++) {
-			double amax = 0, d = ref_decode(q[b].d, 5, 10);
+			double amax = 0, d = ref_decode(q[b].d, 5, 10), bound;
 
 			for (int i = 0; i < 32; i++)
 				amax = fmax(amax, fabs(x[b * 32 + i]));
 			/* d is amax / 127 to half precision. */
 			g_assert_cmpfloat(fabs(d - amax / 127), <=,
 					  amax / 127 * 0x1p-11 + 0x1p-25);
+			/* Half a step, or the clamp at 127 when d rounded
+			 * down. */
+			bound = fmax(0.5 * d, amax - 127 * d);
 			for (int i = 0; i < 32; i++) {
 				double v = d * q[b].qs[i];
 
 				g_assert_cmpint(abs(q[b].qs[i]), <=, 127);
 				g_assert_cmpfloat((double)y[b * 32 + i], ==,
 						  (double)(float)v);
-				/* Half a step, or the clamp at 127 when d
-				 * rounded down. */
 				g_assert_cmpfloat(fabs(x[b * 32 + i] - v), <=,
-						  fmax(0.5 * d, amax - 127 * d) +
-							  1e-6 * amax);
+						  bound + 1e-6 * amax);
 			}
 		}
 	}

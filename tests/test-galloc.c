@@ -231,7 +231,8 @@ static size_t check_no_overlap(loom_graph_t *g, loom_buffer_t *buf)
 
 		g_assert_true(xs >= base && xe <= base + size);
 		g_assert_cmpuint((size_t)(xs - base) % ALIGN, ==, 0);
-		if (!xl || (x->flags & (LOOM_TENSOR_INPUT | LOOM_TENSOR_OUTPUT)))
+		if (!xl || (x->flags & (LOOM_TENSOR_INPUT |
+					LOOM_TENSOR_OUTPUT)))
 			xl = n + 1;
 		sum += loom_nbytes(x);
 		for (guint b = 0; b < owners->len; b++) {
@@ -282,17 +283,29 @@ static void model_build(struct model *m, int layers)
 	loom_set_name(x, "x");
 	loom_set_flags(x, LOOM_TENSOR_INPUT);
 	for (int l = 0; l < layers; l++) {
-		struct loom_tensor *w, *b, *h, *r;
+		struct loom_tensor *w, *b, *up, *gate, *down, *h, *r;
 
 		w = loom_new_tensor_2d(m->wctx, LOOM_TYPE_F16, D, D);
 		b = loom_new_tensor_1d(m->wctx, LOOM_TYPE_F32, 2 * D);
+		up = loom_new_tensor_2d(m->wctx, LOOM_TYPE_Q8_0, D, 4 * D);
+		gate = loom_new_tensor_2d(m->wctx, LOOM_TYPE_Q8_0, D, 4 * D);
+		down = loom_new_tensor_2d(m->wctx, LOOM_TYPE_F16, 4 * D, D);
 		loom_set_name_fmt(w, "w%d", l);
 		loom_set_name_fmt(b, "b%d", l);
+
+		/* A mixer that goes through views of its intermediates. */
 		h = loom_mul_mat(m->ctx, w, loom_rms_norm(m->ctx, x, 1e-5f));
 		r = loom_reshape_2d(m->ctx, h, 2 * D, T / 2);
 		h = loom_silu(m->ctx, loom_add(m->ctx, r, b));
 		h = loom_reshape_2d(m->ctx, h, D, T);
 		x = loom_add(m->ctx, x, loom_scale(m->ctx, h, 0.5f));
+
+		/* A feed-forward block four times wider than x. */
+		h = loom_rms_norm(m->ctx, x, 1e-5f);
+		h = loom_mul(m->ctx, loom_silu(m->ctx, loom_mul_mat(m->ctx, gate,
+								    h)),
+			     loom_mul_mat(m->ctx, up, h));
+		x = loom_add(m->ctx, x, loom_mul_mat(m->ctx, down, h));
 		loom_set_name_fmt(x, "x%d", l);
 	}
 	g_assert_nonnull(x);
@@ -313,7 +326,7 @@ static void model_free(struct model *m)
 
 static void test_layers(void)
 {
-	static const int layer_counts[] = { 2, 8, 32 };
+	static const int layer_counts[] = { 2, 8, 32, 256 };
 	size_t first_size = 0;
 
 	for (size_t k = 0; k < G_N_ELEMENTS(layer_counts); k++) {
