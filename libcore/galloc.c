@@ -202,7 +202,10 @@ static void plan_free_all(struct plan *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* The record of the tensor owning t's data, made on first sight. */
+/* The record of the tensor owning t's data, made on first sight.  The
+ * plan owns tensors without data and tensors already in this allocator's
+ * buffer (placed by an earlier call: the same graph plans the same way, so
+ * they stay where they are, and a grown graph cannot overlap them). */
 static struct rec *rec_get(loom_galloc_t *ga, struct plan *p,
 			   struct loom_tensor *t)
 {
@@ -226,7 +229,7 @@ static struct rec *rec_get(loom_galloc_t *ga, struct plan *p,
 	r = &p->recs[p->n_recs++];
 	memset(r, 0, sizeof(*r));
 	r->t = o;
-	r->ours = o->data == NULL;
+	r->ours = !o->data || (ga->buffer && o->buffer == ga->buffer);
 	r->keep = o->flags & (LOOM_TENSOR_INPUT | LOOM_TENSOR_OUTPUT);
 	if (r->ours) {
 		size_t size = loom_buft_alloc_size(ga->buft, o);
@@ -376,6 +379,15 @@ int loom_galloc_reserve(loom_galloc_t *ga, loom_graph_t *g)
 	return err;
 }
 
+/* A view needs (new) data when it has none or when its owner lives in
+ * the compute buffer, where it may just have moved. */
+static bool needs_view(loom_galloc_t *ga, struct loom_tensor *v)
+{
+	struct loom_tensor *o = loom__owner(v);
+
+	return o->data && (!v->data || o->buffer == ga->buffer);
+}
+
 int loom_galloc_alloc_graph(loom_galloc_t *ga, loom_graph_t *g)
 {
 	struct plan p = { 0 };
@@ -398,13 +410,13 @@ int loom_galloc_alloc_graph(loom_galloc_t *ga, loom_graph_t *g)
 	for (int i = 0; i < loom_graph_n_nodes(g) && !err; i++) {
 		struct loom_tensor *n = loom_graph_node(g, i);
 
-		if (n->view_src && !n->data && n->view_src->data)
+		if (n->view_src && needs_view(ga, n))
 			err = loom_tensor_init_view(n);
 	}
 	for (int i = 0; i < loom_graph_n_leafs(g) && !err; i++) {
 		struct loom_tensor *l = loom_graph_leaf(g, i);
 
-		if (l->view_src && !l->data && l->view_src->data)
+		if (l->view_src && needs_view(ga, l))
 			err = loom_tensor_init_view(l);
 	}
 out:

@@ -408,6 +408,23 @@ static void test_leaves_outputs_growth(void)
 				      ks + loom_nbytes(keep) <= ns);
 	}
 
+	/* The same graph, grown after it was placed: it moves into the
+	 * grown buffer whole, and nothing overlaps. */
+	{
+		struct loom_tensor *w = loom_new_tensor_2d(ctx, LOOM_TYPE_F32,
+							   512, 16);
+
+		w = loom_add(ctx, loom_silu(ctx, w), loom_sum_rows(ctx, w));
+		w = loom_add(ctx, loom_scale(ctx, w, 2), loom_sum_rows(ctx, y));
+		g_assert_cmpint(loom_graph_expand(g, w), ==, LOOM_OK);
+		g_assert_cmpint(loom_galloc_alloc_graph(ga, g), ==, LOOM_OK);
+		g_assert_cmpuint(loom_galloc_buffer_size(ga), >, small);
+		check_no_overlap(g, loom_galloc_buffer(ga));
+		g_assert_nonnull(y->data);
+		g_assert_true(y->buffer == loom_galloc_buffer(ga));
+		small = loom_galloc_buffer_size(ga);
+	}
+
 	/* A wider graph in a new context needs more: alloc_graph grows. */
 	{
 		loom_ctx_t *ctx2;
