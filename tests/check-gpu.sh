@@ -1,0 +1,71 @@
+#!/bin/sh
+# check-gpu.sh BUILDDIR [DEVICE] - the GPU check behind `make check-gpu`:
+# the GPU plugin's own tests, the op suite on DEVICE (default cuda0) with
+# the BLAS and with the plugin's own GEMM, a meta device over DEVICE twice,
+# and loom-bench's BF16 GEMM, GEMV and bandwidth runs.  Each step has a
+# time limit; the whole stays under 8 minutes on one GPU.  Ends with
+# "N passed, N failed"; exits non-zero when a step failed.
+set -u
+b=${1:?usage: check-gpu.sh BUILDDIR [DEVICE]}
+dev=${2:-cuda0}
+plugin=${dev%%[0-9]*}
+
+unset LOOM_BACKENDS LOOM_LOG LOOM_CPU_DEVICES LOOM_CPU_THREADS \
+	LOOM_META_DEVICES LOOM_CUDA_ALLREDUCE LOOM_CUDA_GEMM LOOM_TEST_OPS \
+	LOOM_TEST_DEVICES
+LOOM_TEST_BUILDDIR=$b
+LOOM_TEST_PLUGIN_PATH=$b/plugins/cpu/.libs:$b/plugins/meta/.libs:$b/plugins/cuda/.libs:$b/plugins/hip/.libs
+LOOM_PLUGIN_PATH=$LOOM_TEST_PLUGIN_PATH
+export LOOM_TEST_BUILDDIR LOOM_TEST_PLUGIN_PATH LOOM_PLUGIN_PATH
+
+if ! "$b/tools/loom-info" --json 2>/dev/null | grep -q "\"$dev\""; then
+	echo "check-gpu: no device $dev here:"
+	"$b/tools/loom-info" 2>&1 | grep -E "^ *($plugin) " -A1
+	echo "0 passed, 0 failed (skipped: no $dev)"
+	exit 0
+fi
+"$b/tools/loom-info"
+
+passed=0
+failed=0
+# step NAME LIMIT_S COMMAND... - runs one step under a time limit.
+step() {
+	name=$1
+	limit=$2
+	shift 2
+	echo
+	echo "=== $name (limit ${limit}s)"
+	start=$(date +%s)
+	timeout "$limit" "$@"
+	rc=$?
+	echo "=== $name: exit $rc after $(($(date +%s) - start))s"
+	if [ $rc -eq 0 ]; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+	fi
+}
+
+step "test-gpu" 60 "$b/tests/test-gpu"
+step "op suite on $dev" 150 \
+	env LOOM_TEST_DEVICES="$dev" "$b/tests/test-ops"
+step "op suite on $dev, own GEMM" 60 \
+	env LOOM_TEST_DEVICES="$dev" LOOM_TEST_OPS=mul_mat,mul_mat_id \
+	LOOM_CUDA_GEMM=own "$b/tests/test-ops"
+# The same GPU twice: the plugin's allreduce declines, the meta device's
+# own reduce runs; results are checked against the same reference.
+step "op suite on meta($dev,$dev)" 120 \
+	env LOOM_META_DEVICES="$dev,$dev" LOOM_TEST_DEVICES=meta0 \
+	"$b/tests/test-ops"
+if [ -x "$b/tests/test-meta" ]; then
+	step "meta tests over $dev twice" 60 \
+		env LOOM_META_DEVICES="$dev,$dev" "$b/tests/test-meta"
+fi
+step "bench gemm bf16" 45 \
+	"$b/tools/loom-bench" gemm --devices "$dev" --type bf16
+step "bench gemv" 45 "$b/tools/loom-bench" gemv --devices "$dev"
+step "bench stream" 30 "$b/tools/loom-bench" stream --devices "$dev"
+
+echo
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
