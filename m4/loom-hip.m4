@@ -1,5 +1,5 @@
-dnl loom-hip.m4 - finds hipcc, the HIP runtime, and optionally rocBLAS,
-dnl hipBLAS and RCCL.  Options default to "check".
+dnl loom-hip.m4 - finds hipcc, the HIP runtime, and optionally hipBLAS
+dnl (which runs on rocBLAS) and RCCL.  Options default to "check".
 dnl
 dnl Sets HIPCC, HIP_CPPFLAGS, HIP_LDFLAGS, HIP_LIBS, HIP_ARCHS,
 dnl HIP_ARCH_FLAGS, ROCBLAS_LIBS, RCCL_LIBS and the conditionals HAVE_HIP,
@@ -15,7 +15,7 @@ AC_ARG_WITH([hip-archs],
     [offload archs, e.g. "gfx90a gfx1100" (default: "gfx90a gfx942 gfx1030 gfx1100")])],
   [HIP_ARCHS="$withval"], [HIP_ARCHS="gfx90a gfx942 gfx1030 gfx1100"])
 AC_ARG_WITH([rocblas],
-  [AS_HELP_STRING([--with-rocblas], [use rocBLAS/hipBLAS for GEMM (default: check)])],
+  [AS_HELP_STRING([--with-rocblas], [use hipBLAS (on rocBLAS) for GEMM (default: check)])],
   [], [with_rocblas=check])
 AC_ARG_WITH([rccl],
   [AS_HELP_STRING([--with-rccl], [use RCCL for the HIP allreduce (default: check)])],
@@ -36,30 +36,37 @@ AS_IF([test "x$with_hip" != xno], [
   AS_IF([test -z "$HIPCC"], [loom_hip_summary="no (hipcc not found)"], [
     HIP_HOME=`dirname "$HIPCC"`; HIP_HOME=`dirname "$HIP_HOME"`
     AS_IF([test "x$HIP_HOME" != x/usr], [
-      HIP_CPPFLAGS="-I$HIP_HOME/include"
+      HIP_CPPFLAGS="-isystem $HIP_HOME/include"
       HIP_LDFLAGS="-L$HIP_HOME/lib -Wl,-rpath,$HIP_HOME/lib"])
     HIP_CPPFLAGS="$HIP_CPPFLAGS -D__HIP_PLATFORM_AMD__"
     loom_save_CPPFLAGS="$CPPFLAGS"; loom_save_LDFLAGS="$LDFLAGS"; loom_save_LIBS="$LIBS"
     CPPFLAGS="$CPPFLAGS $HIP_CPPFLAGS"; LDFLAGS="$LDFLAGS $HIP_LDFLAGS"
     AC_CHECK_LIB([amdhip64], [hipGetDeviceCount], [
       have_hip=yes; HIP_LIBS="-lamdhip64"; loom_hip_summary="yes ($HIPCC)"
+      dnl The plugin calls BLAS through hipBLAS (which runs on rocBLAS).
       AS_IF([test "x$with_rocblas" != xno], [
-        AC_CHECK_LIB([rocblas], [rocblas_create_handle],
-          [have_rocblas=yes; ROCBLAS_LIBS="-lrocblas"; loom_rocblas_summary="yes"],
-          [loom_rocblas_summary="no (librocblas not found; own GEMM kernel)"])])
+        AC_CHECK_HEADER([hipblas/hipblas.h], [
+          AC_CHECK_LIB([hipblas], [hipblasGemmStridedBatchedEx],
+            [have_rocblas=yes; ROCBLAS_LIBS="-lhipblas"
+             loom_rocblas_summary="yes (hipBLAS)"],
+            [loom_rocblas_summary="no (libhipblas not found; own GEMM kernel)"],
+            [-lamdhip64])
+        ], [loom_rocblas_summary="no (hipblas/hipblas.h not found; own GEMM kernel)"])])
       AS_IF([test "x$with_rccl" != xno], [
-        AC_CHECK_LIB([rccl], [ncclCommInitRank],
-          [have_rccl=yes; RCCL_LIBS="-lrccl"; loom_rccl_summary="yes"],
-          [loom_rccl_summary="no (librccl not found)"])])
+        AC_CHECK_HEADER([rccl/rccl.h], [
+          AC_CHECK_LIB([rccl], [ncclCommInitAll],
+            [have_rccl=yes; RCCL_LIBS="-lrccl"; loom_rccl_summary="yes"],
+            [loom_rccl_summary="no (librccl not found)"], [-lamdhip64])
+        ], [loom_rccl_summary="no (rccl/rccl.h not found)"])])
     ], [loom_hip_summary="no (libamdhip64 not found)"])
     CPPFLAGS="$loom_save_CPPFLAGS"; LDFLAGS="$loom_save_LDFLAGS"; LIBS="$loom_save_LIBS"
   ])
   AS_IF([test "x$have_hip" != xyes && test "x$with_hip" != xcheck],
     [AC_MSG_ERROR([--with-hip was given but HIP cannot be used: $loom_hip_summary])])
   AS_IF([test "x$with_rocblas" = xyes && test "x$have_rocblas" != xyes],
-    [AC_MSG_ERROR([--with-rocblas was given but rocBLAS was not found])])
+    [AC_MSG_ERROR([--with-rocblas was given but hipBLAS/rocBLAS cannot be used: $loom_rocblas_summary])])
   AS_IF([test "x$with_rccl" = xyes && test "x$have_rccl" != xyes],
-    [AC_MSG_ERROR([--with-rccl was given but RCCL was not found])])
+    [AC_MSG_ERROR([--with-rccl was given but RCCL cannot be used: $loom_rccl_summary])])
 ])
 HIP_ARCH_FLAGS=""
 for a in $HIP_ARCHS; do HIP_ARCH_FLAGS="$HIP_ARCH_FLAGS --offload-arch=$a"; done
