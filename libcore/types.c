@@ -303,7 +303,7 @@ int loom_convert(enum loom_type src_type, const void *src,
 				      loom_type_name(dst_type));
 	if (src_type == dst_type) {
 		if (n > 0)
-			memcpy(dst, src, loom_row_size(src_type, n));
+			memmove(dst, src, loom_row_size(src_type, n));
 		return LOOM_OK;
 	}
 	if (!float_like(src_type) || !float_like(dst_type))
