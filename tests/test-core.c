@@ -511,6 +511,12 @@ static void test_binary_unary(void)
 		expect_fail(ctx, bin[i](ctx, a, NULL), name);
 		expect_fail(ctx, bin[i](ctx, NULL, a), name);
 	}
+	/* The message names the shapes too. */
+	g_assert_null(loom_add(ctx, a, bad3));
+	g_assert_nonnull(strstr(loom_ctx_error(ctx), "[3, 1, 1, 1] f32"));
+	g_assert_nonnull(strstr(loom_ctx_error(ctx), "[8, 4, 2, 1] f16"));
+	loom_ctx_clear_error(ctx);
+
 	/* A failed call's NULL fails the next one, with its own message. */
 	expect_fail(ctx, loom_silu(ctx, loom_add(ctx, a, bad3)), "silu");
 
