@@ -44,7 +44,9 @@ enum layout {
 	LAYOUT_CONT,      /* the leaf itself */
 	LAYOUT_TRANSPOSE, /* loom_transpose of a [ne1, ne0, ...] leaf */
 	LAYOUT_PERMUTE,   /* loom_permute(0, 2, 1, 3) of [ne0, ne2, ne1, ..] */
-	LAYOUT_PAD,       /* a view skipping the first row of a wider leaf */
+	LAYOUT_PAD,       /* a view skipping the first row of a wider leaf
+			   * (loom_view_1d/2d/3d/4d by the input's dims) */
+	LAYOUT_RESHAPE,   /* loom_reshape_4d of a [ne0 * ne1, ne2, ne3] leaf */
 };
 
 static const char *const layout_tags[] = {
@@ -52,6 +54,7 @@ static const char *const layout_tags[] = {
 	[LAYOUT_TRANSPOSE] = ".T",
 	[LAYOUT_PERMUTE] = ".P",
 	[LAYOUT_PAD] = ".V",
+	[LAYOUT_RESHAPE] = ".R",
 };
 
 enum fill {
@@ -249,6 +252,12 @@ static void add_binary_cases(enum loom_op op)
 	    LOOM_TYPE_F32, 16, 5, 1, 3, LAYOUT_PAD);
 	BIN(LOOM_TYPE_F16, 17, 3, 2, 1, LAYOUT_PAD,
 	    LOOM_TYPE_F32, 1, 3, 2, 1, LAYOUT_PERMUTE);
+	BIN(LOOM_TYPE_F32, 17, 1, 1, 1, LAYOUT_PAD,
+	    LOOM_TYPE_F32, 17, 1, 1, 1, LAYOUT_PAD);
+	BIN(LOOM_TYPE_F32, 17, 3, 1, 1, LAYOUT_PAD,
+	    LOOM_TYPE_F32, 17, 3, 1, 1, LAYOUT_RESHAPE);
+	BIN(LOOM_TYPE_F32, 16, 5, 4, 3, LAYOUT_RESHAPE,
+	    LOOM_TYPE_F32, 16, 5, 1, 3, LAYOUT_CONT);
 #undef BIN
 }
 
@@ -532,6 +541,10 @@ static void add_mul_mat_cases(void)
 	   LAYOUT_PAD);
 	MM(LOOM_TYPE_BF16, 64, 9, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 1, 4, 1,
 	   LAYOUT_PERMUTE);
+	MM(LOOM_TYPE_F32, 64, 9, 2, 1, LAYOUT_RESHAPE, LOOM_TYPE_F32, 5, 2, 3,
+	   LAYOUT_RESHAPE);
+	MM(LOOM_TYPE_F32, 17, 9, 1, 1, LAYOUT_PAD, LOOM_TYPE_F32, 17, 1, 1,
+	   LAYOUT_PAD);
 #undef MM
 }
 
@@ -761,6 +774,8 @@ static void add_cont_cases(void)
 	CONT(LOOM_TYPE_F32, 1, 1, 1, 1, LAYOUT_CONT);
 	CONT(LOOM_TYPE_F32, 1023, 3, 1, 1, LAYOUT_TRANSPOSE);
 	CONT(LOOM_TYPE_Q8_0, 64, 3, 2, 1, LAYOUT_PAD);
+	CONT(LOOM_TYPE_F32, 17, 3, 2, 1, LAYOUT_RESHAPE);
+	CONT(LOOM_TYPE_F16, 17, 1, 1, 1, LAYOUT_PAD);
 #undef CONT
 }
 
@@ -907,11 +922,19 @@ static void leaf_shape(const struct input *in, int64_t ne[4])
 				 loom_type_block_size(in->type) : 3;
 		ne[1] += 1;
 		break;
+	case LAYOUT_RESHAPE:
+		ne[0] = in->ne[0] * in->ne[1];
+		ne[1] = in->ne[2];
+		ne[2] = in->ne[3];
+		ne[3] = 1;
+		break;
 	}
 }
 
-/* Where element i of the view lies in the leaf. */
-static void leaf_index(enum layout layout, const int64_t i[4], int64_t j[4])
+/* Where element i of the view lies in the leaf (layout_ne0 is the
+ * view's ne0). */
+static void leaf_index(enum layout layout, int64_t layout_ne0,
+		       const int64_t i[4], int64_t j[4])
 {
 	memcpy(j, i, 4 * sizeof(*i));
 	switch (layout) {
@@ -928,6 +951,12 @@ static void leaf_index(enum layout layout, const int64_t i[4], int64_t j[4])
 	case LAYOUT_PAD:
 		j[1] = i[1] + 1;
 		break;
+	case LAYOUT_RESHAPE:
+		j[0] = i[0] + i[1] * layout_ne0;
+		j[1] = i[2];
+		j[2] = i[3];
+		j[3] = 0;
+		break;
 	}
 }
 
@@ -942,9 +971,23 @@ static struct loom_tensor *make_view(loom_ctx_t *ctx, struct loom_tensor *leaf,
 	case LAYOUT_PERMUTE:
 		return loom_permute(ctx, leaf, 0, 2, 1, 3);
 	case LAYOUT_PAD:
+		/* Each view constructor for the dims it can express. */
+		if (in->ne[1] == 1 && in->ne[2] == 1 && in->ne[3] == 1)
+			return loom_view_1d(ctx, leaf, in->ne[0],
+					    leaf->nb[1]);
+		if (in->ne[2] == 1 && in->ne[3] == 1)
+			return loom_view_2d(ctx, leaf, in->ne[0], in->ne[1],
+					    leaf->nb[1], leaf->nb[1]);
+		if (in->ne[3] == 1)
+			return loom_view_3d(ctx, leaf, in->ne[0], in->ne[1],
+					    in->ne[2], leaf->nb[1],
+					    leaf->nb[2], leaf->nb[1]);
 		return loom_view_4d(ctx, leaf, in->ne[0], in->ne[1], in->ne[2],
 				    in->ne[3], leaf->nb[1], leaf->nb[2],
 				    leaf->nb[3], leaf->nb[1]);
+	case LAYOUT_RESHAPE:
+		return loom_reshape_4d(ctx, leaf, in->ne[0], in->ne[1],
+				       in->ne[2], in->ne[3]);
 	}
 	return NULL;
 }
@@ -1020,7 +1063,7 @@ static void view_values(const struct input *in, const struct ref_tensor *leaf,
 	for (int64_t i0 = 0; i0 < in->ne[0]; i0++) {
 		int64_t i[4] = { i0, i1, i2, i3 }, j[4];
 
-		leaf_index(in->layout, i, j);
+		leaf_index(in->layout, in->ne[0], i, j);
 		*ref_at(out, i0, i1, i2, i3) =
 			*ref_at(leaf, j[0], j[1], j[2], j[3]);
 	}
@@ -1036,7 +1079,7 @@ static void scatter_view(const struct input *in, const struct ref_tensor *view,
 	for (int64_t i0 = 0; i0 < in->ne[0]; i0++) {
 		int64_t i[4] = { i0, i1, i2, i3 }, j[4];
 
-		leaf_index(in->layout, i, j);
+		leaf_index(in->layout, in->ne[0], i, j);
 		*ref_at(leaf, j[0], j[1], j[2], j[3]) =
 			*ref_at(view, i0, i1, i2, i3);
 	}
