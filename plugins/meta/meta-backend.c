@@ -14,7 +14,6 @@
 struct meta_backend {
 	struct meta_dev *md;
 	loom_backend_t *be[META_MAX_DEVS];
-	bool distinct;       /* no member device repeats */
 	struct meta_plan *plans[META_MAX_PLANS];
 	uint64_t stamp[META_MAX_PLANS];
 	uint64_t clock;
@@ -159,6 +158,14 @@ static int allreduce(struct meta_backend *mb, struct meta_reduce *r)
 	int rc;
 
 	for (int j = 0; j < md->n; j++) {
+		if (r->zfill[j]) {
+			rc = sync_members(mb);
+			if (rc)
+				return rc;
+			break;
+		}
+	}
+	for (int j = 0; j < md->n; j++) {
 		ts[j] = r->mt->dev_t[j];
 		if (!ts[j] || !loom_is_contiguous(ts[j]) ||
 		    ts[j]->type != LOOM_TYPE_F32)
@@ -190,64 +197,30 @@ static int allreduce(struct meta_backend *mb, struct meta_reduce *r)
 				return rc;
 		}
 	}
+	rc = sync_members(mb);
+	if (rc)
+		return rc;
 	return reduce_generic(mb, ts, nbytes, bf16);
 }
 
 /* ---- running a plan ---- */
 
-struct job {
-	loom_backend_t *be;
-	loom_graph_t *g;
-	int rc;
-	char msg[256];
-	pthread_t thread;
-	bool started;
-};
-
-static void *job_run(void *arg)
-{
-	struct job *jb = arg;
-
-	jb->rc = loom_backend_graph_compute(jb->be, jb->g);
-	if (jb->rc)
-		snprintf(jb->msg, sizeof(jb->msg), "%s", loom_last_error());
-	return NULL;
-}
-
-/* Runs one piece on every device: concurrently, one thread per extra
- * device, when no device repeats; in turn otherwise. */
+/* Runs one piece: every device's graph is queued first, so that devices
+ * whose backends compute asynchronously work at the same time. */
 static int run_piece(struct meta_backend *mb, struct meta_piece *p)
 {
-	struct job jobs[META_MAX_DEVS];
-	int n = mb->md->n, rc = LOOM_OK;
+	for (int j = 0; j < mb->md->n; j++) {
+		int rc;
 
-	memset(jobs, 0, sizeof(jobs));
-	for (int j = 0; j < n; j++) {
-		jobs[j].be = mb->be[j];
-		jobs[j].g = p->g[j];
-	}
-	for (int j = 1; j < n; j++) {
 		if (!p->n_nodes[j])
 			continue;
-		if (mb->distinct &&
-		    !pthread_create(&jobs[j].thread, NULL, job_run, &jobs[j])) {
-			jobs[j].started = true;
-			continue;
-		}
-		job_run(&jobs[j]);
+		rc = loom_backend_graph_compute_async(mb->be[j], p->g[j]);
+		if (rc)
+			return loom_set_error(rc, "meta: device %s: %s",
+					      loom_dev_name(mb->md->members[j]),
+					      loom_last_error());
 	}
-	if (p->n_nodes[0])
-		job_run(&jobs[0]);
-	for (int j = 0; j < n; j++) {
-		if (jobs[j].started)
-			pthread_join(jobs[j].thread, NULL);
-		if (jobs[j].rc && !rc) {
-			rc = loom_set_error(jobs[j].rc, "meta: device %s: %s",
-					    loom_dev_name(mb->md->members[j]),
-					    jobs[j].msg);
-		}
-	}
-	return rc;
+	return LOOM_OK;
 }
 
 static int run_plan(struct meta_backend *mb, struct meta_plan *pl)
@@ -263,10 +236,10 @@ static int run_plan(struct meta_backend *mb, struct meta_plan *pl)
 				return rc;
 		}
 		rc = run_piece(mb, p);
-		if (!rc)
-			rc = sync_members(mb);
-		if (rc)
+		if (rc) {
+			sync_members(mb);
 			return rc;
+		}
 	}
 	return LOOM_OK;
 }
@@ -295,6 +268,9 @@ static int get_plan(struct meta_backend *mb, loom_graph_t *g,
 	rc = meta_plan_build(mb->md, g, false, &mb->plans[victim]);
 	if (rc)
 		return rc;
+	loom_log(LOOM_LOG_DEBUG, "meta: %s: planned a graph of %d nodes in "
+		 "%d pieces", mb->md->name, loom_graph_n_nodes(g),
+		 mb->plans[victim]->n_pieces);
 	mb->stamp[victim] = ++mb->clock;
 	*out = mb->plans[victim];
 	return LOOM_OK;
@@ -335,11 +311,7 @@ int meta_backend_new(struct meta_dev *md, loom_backend_t **out)
 	if (!mb)
 		return loom_set_error(LOOM_E_NOMEM, "meta backend: no memory");
 	mb->md = md;
-	mb->distinct = true;
 	for (int j = 0; j < md->n; j++) {
-		for (int k = 0; k < j; k++)
-			if (md->members[k] == md->members[j])
-				mb->distinct = false;
 		rc = loom_dev_init_backend(md->members[j], NULL, &mb->be[j]);
 		if (rc)
 			goto err_free;

@@ -2,6 +2,8 @@
  * devices (made at load from LOOM_META_DEVICES or the GPUs, and later by
  * the "meta_device_new" entry point), and "split_buffer_type".
  */
+#include <config.h>
+
 #include "meta.h"
 
 #include <math.h>
@@ -480,4 +482,4 @@ static int meta_init(loom_reg_t **out)
 	return LOOM_OK;
 }
 
-LOOM_PLUGIN_DEFINE("meta", "1.0", meta_init, NULL);
+LOOM_PLUGIN_DEFINE("meta", PACKAGE_VERSION, meta_init, NULL);
