@@ -198,6 +198,7 @@ void cpu_graph_run(struct cpu_pool *pool, loom_graph_t *g, int ith, int nth,
 		.pool = pool,
 	};
 	int i, n = loom_graph_n_nodes(g);
+	bool ran = false;
 
 	for (i = 0; i < n; i++) {
 		struct loom_tensor *node = loom_graph_node(g, i);
@@ -205,10 +206,15 @@ void cpu_graph_run(struct cpu_pool *pool, loom_graph_t *g, int ith, int nth,
 		if (is_noop(node))
 			continue;
 		compute_node(&task, node);
+		ran = true;
 		/* The next node may read anything this one wrote. */
 		if (nth > 1)
 			cpu_bar_wait(&pool->bar);
 	}
+	/* A job ends with every thread past a barrier (the pool reuses its
+	 * slot then), even when no node ran. */
+	if (nth > 1 && !ran)
+		cpu_bar_wait(&pool->bar);
 }
 
 /* Checks what the kernels rely on and returns the work size g needs. */
