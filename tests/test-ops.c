@@ -874,6 +874,78 @@ static void add_top_k_cases(void)
 	}
 }
 
+/* Shapes with many rows, so that every thread of a device has several
+ * and the last has a remainder. */
+static void add_many_rows_cases(void)
+{
+	struct op_case *c;
+	struct input *in;
+
+	c = case_new(LOOM_OP_ADD, NMSE_F32);
+	case_in(c, LOOM_TYPE_F32, 17, 1023, 1, 1, LAYOUT_CONT);
+	case_in(c, LOOM_TYPE_F32, 17, 1, 1, 1, LAYOUT_CONT);
+	case_add(c, "rows");
+	c = case_new(LOOM_OP_MUL, NMSE_F32);
+	case_in(c, LOOM_TYPE_F16, 1023, 37, 1, 1, LAYOUT_TRANSPOSE);
+	case_in(c, LOOM_TYPE_F32, 1023, 37, 1, 1, LAYOUT_CONT);
+	case_add(c, "rows");
+	c = case_new(LOOM_OP_SILU, NMSE_F32_ACC);
+	case_in(c, LOOM_TYPE_F32, 4099, 7, 1, 1, LAYOUT_CONT);
+	case_add(c, "rows");
+	c = case_new(LOOM_OP_RMS_NORM, NMSE_F32);
+	case_in(c, LOOM_TYPE_F32, 64, 333, 1, 1, LAYOUT_CONT);
+	c->fp[0] = 1e-6;
+	case_add(c, "rows");
+	c = case_new(LOOM_OP_NORM, NMSE_F32);
+	case_in(c, LOOM_TYPE_F32, 4099, 3, 1, 1, LAYOUT_CONT);
+	c->fp[0] = 1e-5;
+	case_add(c, "rows");
+	c = case_new(LOOM_OP_SOFT_MAX, NMSE_F32_ACC);
+	case_in(c, LOOM_TYPE_F32, 33, 257, 3, 1, LAYOUT_CONT);
+	in = case_in(c, LOOM_TYPE_F16, 33, 264, 1, 1, LAYOUT_CONT);
+	in->fill = FILL_MASK;
+	c->fp[0] = 0.125;
+	case_add(c, "rows");
+	c = case_new(LOOM_OP_ROPE, NMSE_F32_ACC);
+	case_in(c, LOOM_TYPE_F32, 64, 7, 37, 1, LAYOUT_CONT);
+	case_ids(c, FILL_IDS, 512, 37, 1, 1);
+	c->ip[0] = 64;
+	c->ip[1] = LOOM_ROPE_NEOX;
+	c->fp[0] = 10000;
+	c->fp[1] = 1;
+	case_add(c, "rows");
+	c = case_new(LOOM_OP_GET_ROWS, NMSE_EXACT);
+	case_in(c, LOOM_TYPE_Q8_0, 64, 50, 1, 1, LAYOUT_CONT);
+	case_ids(c, FILL_IDS, 50, 300, 1, 1);
+	case_add(c, "rows");
+	c = case_new(LOOM_OP_SET_ROWS, NMSE_F16 / 10);
+	case_in(c, LOOM_TYPE_F16, 33, 300, 1, 1, LAYOUT_CONT);
+	case_in(c, LOOM_TYPE_F32, 33, 200, 1, 1, LAYOUT_CONT);
+	case_ids(c, FILL_DISTINCT, 300, 200, 1, 1);
+	c->result_in = 0;
+	case_add(c, "rows");
+	c = case_new(LOOM_OP_CPY, NMSE_F16 / 10);
+	case_in(c, LOOM_TYPE_F32, 1023, 33, 1, 1, LAYOUT_TRANSPOSE);
+	case_in(c, LOOM_TYPE_F16, 1023, 33, 1, 1, LAYOUT_CONT);
+	c->result_in = 1;
+	case_add(c, "rows");
+	c = case_new(LOOM_OP_SUM_ROWS, NMSE_F32);
+	case_in(c, LOOM_TYPE_F32, 17, 1023, 1, 1, LAYOUT_CONT);
+	case_add(c, "rows");
+	c = case_new(LOOM_OP_ARGMAX, NMSE_EXACT);
+	case_in(c, LOOM_TYPE_F32, 1023, 33, 1, 1, LAYOUT_CONT);
+	case_add(c, "rows");
+	c = case_new(LOOM_OP_TOP_K, NMSE_EXACT);
+	case_in(c, LOOM_TYPE_F32, 64, 129, 1, 1, LAYOUT_CONT);
+	c->ip[0] = 5;
+	case_add(c, "rows_k5");
+	c = case_new(LOOM_OP_CONCAT, NMSE_EXACT);
+	case_in(c, LOOM_TYPE_F32, 17, 300, 1, 1, LAYOUT_CONT);
+	case_in(c, LOOM_TYPE_F32, 17, 200, 1, 1, LAYOUT_CONT);
+	c->ip[0] = 1;
+	case_add(c, "rows_dim1");
+}
+
 static void make_cases(void)
 {
 	add_binary_cases(LOOM_OP_ADD);
@@ -897,6 +969,7 @@ static void make_cases(void)
 	add_row_cases(LOOM_OP_SUM_ROWS);
 	add_argmax_cases();
 	add_top_k_cases();
+	add_many_rows_cases();
 }
 
 /* ------------------------------------------------------------------------
