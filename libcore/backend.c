@@ -341,10 +341,12 @@ int loom_event_new(loom_dev_t *dev, loom_event_t **out)
 	int st = LOOM_OK;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL, "loom_event_new: out is NULL");
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_event_new: out is NULL");
 	*out = NULL;
 	if (!dev || dev->magic != DEV_MAGIC)
-		return loom_set_error(LOOM_E_INVAL, "loom_event_new: no device");
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_event_new: no device");
 	ev = calloc(1, sizeof(*ev));
 	if (!ev)
 		return loom_set_error(LOOM_E_NOMEM, "out of memory");

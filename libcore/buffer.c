@@ -48,14 +48,16 @@ int loom_buft_new(loom_reg_t *reg, loom_dev_t *dev,
 	int st;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL, "loom_buft_new: out is NULL");
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_buft_new: out is NULL");
 	*out = NULL;
 	if (!reg || reg->magic != REG_MAGIC)
 		return loom_set_error(LOOM_E_INVAL,
 				      "loom_buft_new: reg is not a loom reg");
 	if (dev && (dev->magic != DEV_MAGIC || dev->reg != reg))
 		return loom_set_error(LOOM_E_INVAL,
-				      "loom_buft_new: dev is not a device of reg");
+				      "loom_buft_new: dev is not a device "
+				      "of reg");
 	buft = calloc(1, sizeof(*buft));
 	if (!buft)
 		return loom_set_error(LOOM_E_NOMEM, "out of memory");
@@ -70,10 +72,11 @@ int loom_buft_new(loom_reg_t *reg, loom_dev_t *dev,
 	else if (!buft->iface.get_alignment)
 		slot = "get_alignment";
 	if (slot) {
-		st = loom__missing_method(
-			"buffer type",
-			buft->iface.get_name ? buft->iface.get_name(buft) : NULL,
-			slot);
+		const char *name = NULL;
+
+		if (buft->iface.get_name)
+			name = buft->iface.get_name(buft);
+		st = loom__missing_method("buffer type", name, slot);
 		goto err_free;
 	}
 	buft->magic = BUFT_MAGIC;
@@ -612,8 +615,9 @@ int loom_tensor_copy(const struct loom_tensor *src, struct loom_tensor *dst)
 
 static int init_tensor(loom_buffer_t *buf, struct loom_tensor *t)
 {
-	int (*f)(loom_buffer_t *, struct loom_tensor *) = buf->iface.init_tensor;
+	int (*f)(loom_buffer_t *, struct loom_tensor *);
 
+	f = buf->iface.init_tensor;
 	return f ? f(buf, t) : LOOM_OK;
 }
 

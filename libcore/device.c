@@ -47,7 +47,8 @@ int loom_reg_new(const struct loom_reg_iface *iface, void *context,
 	int st;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL, "loom_reg_new: out is NULL");
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_reg_new: out is NULL");
 	*out = NULL;
 	reg = calloc(1, sizeof(*reg));
 	if (!reg)
@@ -180,7 +181,8 @@ int loom_dev_new(loom_reg_t *reg, const struct loom_dev_iface *iface,
 	int st;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL, "loom_dev_new: out is NULL");
+		return loom_set_error(LOOM_E_INVAL,
+				      "loom_dev_new: out is NULL");
 	*out = NULL;
 	if (!reg_valid(reg))
 		return loom_set_error(LOOM_E_INVAL,

@@ -290,9 +290,11 @@ static void explain_dlerror(struct loom__plugin *p, const char *err)
 				 (int)strcspn(s, " ,"), s);
 		return;
 	}
-	if (strncmp(err, p->file, flen) == 0 && strncmp(err + flen, ": ", 2) == 0)
+	if (strncmp(err, p->file, flen) == 0 &&
+	    strncmp(err + flen, ": ", 2) == 0)
 		err += flen + 2;
-	if (strstr(err, "invalid ELF header") || strstr(err, "file too short") ||
+	if (strstr(err, "invalid ELF header") ||
+	    strstr(err, "file too short") ||
 	    strstr(err, "ELF load command") || strstr(err, "ET_DYN"))
 		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
 				 "not a shared library (%s)", err);

@@ -281,10 +281,10 @@ int loom__plugin_score(struct loom__plugin *p)
 	if (p->score < 0)
 		p->score = 0;
 	if (p->score == 0) {
+		if (!why || !*why)
+			why = "not applicable on this machine";
 		loom__plugin_set(p, LOOM_PLUGIN_NOT_APPLICABLE,
-				 LOOM_E_NOT_APPLICABLE, "%s",
-				 why && *why ? why
-					     : "not applicable on this machine");
+				 LOOM_E_NOT_APPLICABLE, "%s", why);
 		return p->status;
 	}
 	return LOOM_OK;
@@ -713,10 +713,13 @@ void loom_unload_all(void)
 	for (;;) {
 		struct loom__plugin *last = NULL;
 
-		for (size_t i = 0; i < n_plugins; i++)
-			if (plugins[i]->reg &&
-			    (!last || plugins[i]->init_order > last->init_order))
-				last = plugins[i];
+		for (size_t i = 0; i < n_plugins; i++) {
+			struct loom__plugin *p = plugins[i];
+
+			if (p->reg &&
+			    (!last || p->init_order > last->init_order))
+				last = p;
+		}
 		if (!last)
 			break;
 		last->reg->registered = false;

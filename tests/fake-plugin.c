@@ -121,8 +121,10 @@ static int buf_get(loom_buffer_t *buf, const struct loom_tensor *t,
 	return LOOM_OK;
 }
 
-__attribute__((unused)) static int buf_memset(loom_buffer_t *buf, struct loom_tensor *t,
-		      uint8_t value, size_t offset, size_t size)
+/* Unused in the FAKE_NO_MEMSET build. */
+__attribute__((unused)) static int
+buf_memset(loom_buffer_t *buf, struct loom_tensor *t, uint8_t value,
+	   size_t offset, size_t size)
 {
 	control.n_memset++;
 	memset((char *)t->data + offset, value, size);
@@ -279,7 +281,9 @@ static loom_buffer_type_t *dev_buft(loom_dev_t *dev)
 	return fake.buft;
 }
 
-__attribute__((unused)) static bool dev_supports_op(loom_dev_t *dev, const struct loom_tensor *op)
+/* Unused in the FAKE_MISSING_METHOD build. */
+__attribute__((unused)) static bool
+dev_supports_op(loom_dev_t *dev, const struct loom_tensor *op)
 {
 	return false;
 }

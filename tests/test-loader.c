@@ -27,12 +27,14 @@ extern const struct loom_plugin_desc fake_static_desc;
  */
 static int pretend_secure;
 
-__attribute__((visibility("default"))) char *secure_getenv(const char *name)
+__attribute__((visibility("default"))) char *
+secure_getenv(const char *name)
 {
 	return pretend_secure ? NULL : getenv(name);
 }
 
-__attribute__((visibility("default"))) unsigned long getauxval(unsigned long type)
+__attribute__((visibility("default"))) unsigned long
+getauxval(unsigned long type)
 {
 	static unsigned long (*real)(unsigned long);
 
@@ -575,7 +577,8 @@ static void test_info(struct fixture *f, gconstpointer data)
 	add_plugin(f->dir, "good");
 	add_plugin(f->dir, "score0");
 	g_assert_cmpint(run_info("--json", &out, &err), ==, 0);
-	want = g_strdup_printf("{\"name\": \"good\", \"file\": \"%s/loom-good.so\", "
+	want = g_strdup_printf("{\"name\": \"good\", "
+			       "\"file\": \"%s/loom-good.so\", "
 			       "\"state\": \"loaded\", \"reason\": \"\"",
 			       f->dir);
 	g_assert_nonnull(strstr(out, want));
@@ -596,7 +599,8 @@ static void test_info(struct fixture *f, gconstpointer data)
 	g_setenv("LOOM_BACKENDS", "^good", TRUE);
 	g_assert_cmpint(run_info("--json", &out, &err), ==, 0);
 	g_assert_nonnull(strstr(out, "\"state\": \"excluded\", "
-				     "\"reason\": \"excluded by LOOM_BACKENDS\""));
+				     "\"reason\": "
+				     "\"excluded by LOOM_BACKENDS\""));
 	g_assert_null(strstr(out, "good0"));
 	g_free(out);
 	g_free(err);
@@ -776,7 +780,8 @@ static void test_set_get(struct data_fixture *d, gconstpointer unused)
 	/* Unplaced. */
 	g_assert_cmpint(loom_tensor_set(t, in, 0, 4), ==, LOOM_E_STATE);
 	g_assert_cmpstr(loom_last_error(), ==,
-			"loom_tensor_set: tensor 't' is not placed in a buffer");
+			"loom_tensor_set: tensor 't' is not placed in a "
+			"buffer");
 	g_assert_cmpint(loom_tensor_get(t, out, 0, 4), ==, LOOM_E_STATE);
 	g_assert_cmpint(loom_tensor_set(NULL, in, 0, 4), ==, LOOM_E_INVAL);
 
