@@ -162,11 +162,17 @@ int bench_cmd_allreduce(const struct bench_opts *o)
 		}
 		if (!ret)
 			ret = ar_check(&r, ne);
-		r.iters = (int)(((size_t)8 << 20) / bytes);
-		if (r.iters < 1)
-			r.iters = 1;
-		if (r.iters > 2000)
-			r.iters = 2000;
+		/* Enough calls per sample for about 20 ms. */
+		r.iters = 1;
+		if (!ret) {
+			double t1 = bench_now();
+
+			ret = ar_iters(&r);
+			t1 = bench_now() - t1;
+			r.iters = t1 > 0 ? (int)(0.02 / t1) : 2000;
+			r.iters = r.iters < 1 ? 1 : r.iters > 2000 ? 2000
+								    : r.iters;
+		}
 		if (!ret)
 			ret = bench_time(ar_iters, &r, o->reps, &t, NULL);
 		for (size_t i = 0; i < r.n; i++)

@@ -7,6 +7,7 @@
 #include "bench-util.h"
 #include "llama.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <spawn.h>
@@ -19,7 +20,8 @@
 #define MODEL_MAX_RUNS 8
 #define MODEL_MAX_MEMBERS 16
 /* Prefill repeats stop once this much time has gone by. */
-#define MODEL_PREFILL_BUDGET_S 8.0
+#define MODEL_PREFILL_BUDGET_S 6.0
+#define MODEL_PREFILL_REPS 3
 
 extern char **environ;
 
@@ -51,10 +53,11 @@ struct model_bench {
 	int n_runs;
 	struct model_run runs[MODEL_MAX_RUNS];
 	struct bench_stream st;
-	size_t decode_bytes;
+	size_t decode_bytes, weight_bytes;
 	int64_t n_params;
 	char notes[4][200];
 	int n_notes;
+	bool whole_ref; /* the reference is the whole CPU in a child */
 };
 
 static void add_note(struct model_bench *mb, const char *fmt, ...)
@@ -120,6 +123,7 @@ static int run_device(struct model_bench *mb, struct model_run *r)
 	loom_backend_t *be = NULL;
 	double t0, *tp = NULL, *td = NULL, sum = 0;
 	char what[96];
+	int reps = o->reps < MODEL_PREFILL_REPS ? o->reps : MODEL_PREFILL_REPS;
 	int n_p = 0, ret;
 
 	r->logits = calloc((size_t)(V * (1 + D)), sizeof(float));
@@ -142,18 +146,21 @@ static int run_device(struct model_bench *mb, struct model_run *r)
 	r->build_s = bench_now() - t0;
 	r->weight_bytes = llama_model_weight_bytes(m);
 	mb->decode_bytes = llama_model_decode_bytes(m);
+	mb->weight_bytes = r->weight_bytes;
 	mb->n_params = llama_model_n_params(m);
 
+	/* Warm up on a short batch: every weight is read once. */
 	snprintf(what, sizeof(what), "%s: prefill", r->name);
-	bench_progress(what, 0, o->reps);
-	ret = llama_eval(m, be, mb->tokens, P, 0, false, r->logits);
+	bench_progress(what, 0, reps);
+	ret = llama_eval(m, be, mb->tokens, P < 32 ? P : 32, 0, false,
+			 r->logits);
 	t0 = bench_now();
-	for (n_p = 0; !ret && n_p < o->reps; n_p++) {
+	for (n_p = 0; !ret && n_p < reps; n_p++) {
 		double t1 = bench_now();
 
 		ret = llama_eval(m, be, mb->tokens, P, 0, false, r->logits);
 		tp[n_p] = bench_now() - t1;
-		bench_progress(what, n_p + 1, o->reps);
+		bench_progress(what, n_p + 1, reps);
 		if (bench_now() - t0 > MODEL_PREFILL_BUDGET_S) {
 			n_p++;
 			break;
@@ -222,6 +229,31 @@ static struct model_run *add_run(struct model_bench *mb, loom_dev_t *dev)
 	return r;
 }
 
+/* The members of a composed meta device, read from its description
+ * "meta(cpu0,cpu1)"; 0 when it does not read that way. */
+static size_t meta_members(loom_dev_t *meta, loom_dev_t **devs, size_t max)
+{
+	const char *d = loom_dev_description(meta);
+	char buf[256], *p, *end, *save = NULL;
+	size_t n = 0;
+
+	if (!d || strncmp(d, "meta(", 5))
+		return 0;
+	snprintf(buf, sizeof(buf), "%s", d + 5);
+	end = strchr(buf, ')');
+	if (!end)
+		return 0;
+	*end = '\0';
+	for (p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		while (*p == ' ')
+			p++;
+		if (n == max || !(devs[n] = loom_dev_by_name(p)))
+			return 0;
+		n++;
+	}
+	return n;
+}
+
 /* The devices to run: --devices, else the best single device plus a meta
  * device (the registered one, or one made over the CPU partitions). */
 static int plan_devices(struct model_bench *mb)
@@ -251,13 +283,24 @@ static int plan_devices(struct model_bench *mb)
 	single = bench_pick_device(o);
 	if (!single)
 		return loom_set_error(LOOM_E_NOT_FOUND, "no device");
-	add_run(mb, single);
-	if (o->internal)
+	if (o->internal) {
+		add_run(mb, single);
 		return LOOM_OK;
+	}
 
 	meta = loom_dev_by_type(LOOM_DEV_TYPE_META);
 	cpu = loom_reg_by_name("cpu");
-	if (!meta && cpu && loom_reg_dev_count(cpu) >= 2) {
+	llama_meta_model(&mb->hp, &shape);
+	if (meta) {
+		/* The composed device splits without knowing the heads; the
+		 * same members with the model's shape split by whole heads. */
+		loom_dev_t *devs[MODEL_MAX_MEMBERS], *own;
+		size_t n = meta_members(meta, devs, MODEL_MAX_MEMBERS);
+
+		if (n >= 2 && !loom_meta_dev_new(devs, n, NULL, &shape, NULL,
+						 &own))
+			meta = own;
+	} else if (cpu && loom_reg_dev_count(cpu) >= 2) {
 		loom_dev_t *devs[MODEL_MAX_MEMBERS];
 		size_t n = loom_reg_dev_count(cpu);
 		int ret;
@@ -266,7 +309,6 @@ static int plan_devices(struct model_bench *mb)
 			n = MODEL_MAX_MEMBERS;
 		for (size_t i = 0; i < n; i++)
 			devs[i] = loom_reg_dev(cpu, i);
-		llama_meta_model(&mb->hp, &shape);
 		ret = loom_meta_dev_new(devs, n, NULL, &shape, NULL, &meta);
 		if (ret) {
 			add_note(mb, "meta run skipped: %s", loom_last_error());
@@ -276,31 +318,42 @@ static int plan_devices(struct model_bench *mb)
 	if (!meta && !(cpu && loom_reg_dev_count(cpu) >= 2))
 		add_note(mb, "no meta device: set LOOM_CPU_DEVICES=2 (and "
 			     "optionally LOOM_META_DEVICES=cpu0,cpu1)");
+	/* A meta device over CPU partitions is compared with one device on
+	 * all of their cores (a child process), not with one partition. */
+	mb->whole_ref = meta && cpu && loom_reg_dev_count(cpu) >= 2 &&
+			loom_dev_type(single) == LOOM_DEV_TYPE_CPU;
+	if (!mb->whole_ref)
+		add_run(mb, single);
 	if (meta)
 		add_run(mb, meta);
 	return LOOM_OK;
 }
 
-/* With the CPU split in partitions the single device has only part of the
- * cores; the same model on one device over all of them is measured in a
- * child process without LOOM_CPU_DEVICES, for the tensor-parallel
- * overhead at equal cores. */
-static void run_whole_cpu(struct model_bench *mb)
+/* With the CPU split in partitions no device has all the cores; the
+ * same model on one device over all of them runs in a child process
+ * without LOOM_CPU_DEVICES.  It is the reference, for the logits and for
+ * the tensor-parallel overhead at equal cores. */
+static int run_whole_cpu(struct model_bench *mb)
 {
 	const struct bench_opts *o = mb->o;
 	char path[] = "/tmp/loom-bench-XXXXXX";
 	char a_pre[16], a_dec[16], a_reps[16], a_seed[32], a_thr[16];
 	char a_type[16];
 	char *argv[32];
+	size_t n_logits = (size_t)(mb->hp.n_vocab * (1 + o->decode));
 	posix_spawn_file_actions_t fa;
 	struct model_run *r;
-	int argc = 0, fd, status;
+	int argc = 0, fd, status, ret = LOOM_E_IO;
 	pid_t pid;
 	FILE *f;
 
+	if (mb->n_runs == MODEL_MAX_RUNS)
+		return LOOM_E_RANGE;
+	r = &mb->runs[mb->n_runs];
+	memset(r, 0, sizeof(*r));
 	fd = mkstemp(path);
 	if (fd < 0)
-		return;
+		return loom_set_error(LOOM_E_IO, "mkstemp: %s", strerror(errno));
 	close(fd);
 	snprintf(a_pre, sizeof(a_pre), "%d", o->prefill);
 	snprintf(a_dec, sizeof(a_dec), "%d", o->decode);
@@ -330,46 +383,72 @@ static void run_whole_cpu(struct model_bench *mb)
 	}
 	argv[argc] = NULL;
 
-	/* The child sees the whole CPU as one device. */
+	/* The child sees the whole CPU as one device; its progress line
+	 * shares our terminal. */
 	unsetenv("LOOM_CPU_DEVICES");
 	unsetenv("LOOM_META_DEVICES");
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null",
 					 O_WRONLY, 0);
-	if (posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ)) {
-		posix_spawn_file_actions_destroy(&fa);
-		unlink(path);
-		return;
-	}
+	fd = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
+	if (fd) {
+		unlink(path);
+		return loom_set_error(LOOM_E_IO, "cannot run a child: %s",
+				      strerror(fd));
+	}
 	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
 	    WEXITSTATUS(status)) {
-		add_note(mb, "whole-CPU reference run failed");
 		unlink(path);
-		return;
+		return loom_set_error(LOOM_E_DEVICE,
+				      "the whole-CPU reference run failed");
 	}
+	r->logits = malloc(n_logits * sizeof(float));
 	f = fopen(path, "r");
-	r = mb->n_runs < MODEL_MAX_RUNS ? &mb->runs[mb->n_runs] : NULL;
-	if (f && r) {
-		memset(r, 0, sizeof(*r));
-		if (fscanf(f, "%63s %lf %lf %lf %zu", r->name,
-			   &r->prefill_tok_s, &r->decode_tok_s,
-			   &r->decode_ms_median, &r->compute_bytes) == 5) {
-			r->separate = true;
-			r->gbps = (double)mb->decode_bytes * r->decode_tok_s *
-				  1e-9;
-			r->n_members = 1;
-			r->dev_compute[0] = r->compute_bytes;
-			r->dev_weights[0] = mb->runs[0].weight_bytes;
-			r->weight_bytes = mb->runs[0].weight_bytes;
-			snprintf(r->desc, sizeof(r->desc),
-				 "all cores, separate process");
-			mb->n_runs++;
-		}
+	if (f && r->logits &&
+	    fscanf(f, "%63s %lf %lf %lf %lf %zu %zu", r->name,
+		   &r->prefill_tok_s, &r->prefill_ms, &r->decode_tok_s,
+		   &r->decode_ms_median, &r->compute_bytes,
+		   &r->weight_bytes) == 7 &&
+	    fgetc(f) == '\n' &&
+	    fread(r->logits, sizeof(float), n_logits, f) == n_logits) {
+		r->separate = true;
+		r->n_members = 1;
+		r->dev_compute[0] = r->compute_bytes;
+		r->dev_weights[0] = r->weight_bytes;
+		snprintf(r->desc, sizeof(r->desc),
+			 "one device on all cores (separate process)");
+		mb->n_runs++;
+		ret = LOOM_OK;
+	} else {
+		free(r->logits);
+		r->logits = NULL;
+		ret = loom_set_error(LOOM_E_IO, "bad reference run output");
 	}
 	if (f)
 		fclose(f);
 	unlink(path);
+	return ret;
+}
+
+/* The child's side of run_whole_cpu(). */
+static int write_internal(struct model_bench *mb, const char *path)
+{
+	const struct model_run *r = &mb->runs[0];
+	size_t n = (size_t)(mb->hp.n_vocab * (1 + mb->o->decode));
+	FILE *f = fopen(path, "w");
+	int ok;
+
+	if (!f)
+		return loom_set_error(LOOM_E_IO, "%s: %s", path,
+				      strerror(errno));
+	fprintf(f, "%s %.17g %.17g %.17g %.17g %zu %zu\n", r->name,
+		r->prefill_tok_s, r->prefill_ms, r->decode_tok_s,
+		r->decode_ms_median, r->compute_bytes, r->dev_weights[0]);
+	ok = fwrite(r->logits, sizeof(float), n, f) == n;
+	ok = !fclose(f) && ok;
+	return ok ? LOOM_OK : loom_set_error(LOOM_E_IO, "%s: short write",
+					     path);
 }
 
 static void print_json(struct model_bench *mb)
@@ -525,7 +604,7 @@ static void print_table(struct model_bench *mb)
 				 100 * r->gbps / mb->st.read_gbps);
 		if (r->has_nmse)
 			snprintf(nm, sizeof(nm), "%.2e", r->nmse);
-		else if (r == ref && mb->n_runs > 1)
+		else if (i == 0 && !r->is_meta && mb->n_runs > 1)
 			snprintf(nm, sizeof(nm), "(reference)");
 		fmt_mib_list(w, sizeof(w), r->dev_weights, r->n_members);
 		fmt_mib_list(c, sizeof(c), r->dev_compute, r->n_members);
@@ -546,8 +625,8 @@ static void print_table(struct model_bench *mb)
 		 (long long)hp->n_layer, (long long)hp->n_embd,
 		 (long long)hp->n_head, (long long)hp->n_head_kv,
 		 (long long)hp->n_ff, hp->n_expert ? ", MoE" : "",
-		 mb->n_params * 1e-6,
-		 mb->runs[0].weight_bytes / 1048576.0, o->prefill, o->decode);
+		 mb->n_params * 1e-6, mb->weight_bytes / 1048576.0,
+		 o->prefill, o->decode);
 	bench_table_print(t, stdout, title);
 	bench_table_free(t);
 	for (int i = 0; i < mb->n_runs; i++)
@@ -605,8 +684,6 @@ int bench_cmd_model(const struct bench_opts *o)
 {
 	struct model_bench *mb = calloc(1, sizeof(*mb));
 	const struct model_run *ref = NULL;
-	bool want_whole = false;
-	loom_reg_t *cpu;
 	int ret, status = 1;
 
 	if (!mb)
@@ -633,50 +710,55 @@ int bench_cmd_model(const struct bench_opts *o)
 			goto out;
 		}
 	}
+	if (mb->whole_ref) {
+		int n = mb->n_runs;
+
+		/* The reference goes first; the planned runs move up. */
+		bench_progress("reference: one device on all cores", 0, 1);
+		ret = run_whole_cpu(mb);
+		bench_progress_end();
+		if (ret) {
+			bench_fail("reference", ret);
+			goto out;
+		}
+		if (n) {
+			struct model_run tmp = mb->runs[n];
+
+			memmove(&mb->runs[1], &mb->runs[0],
+				(size_t)n * sizeof(mb->runs[0]));
+			mb->runs[0] = tmp;
+		}
+		ref = &mb->runs[0];
+	}
 	for (int i = 0; i < mb->n_runs; i++) {
 		struct model_run *r = &mb->runs[i];
 
+		if (r->separate)
+			continue;
 		ret = run_device(mb, r);
 		if (ret) {
 			bench_fail(r->name, ret);
 			goto out;
 		}
-		if (!r->is_meta && !ref)
+		if (!r->is_meta && !ref) {
 			ref = r;
-		else if (ref) {
+		} else if (ref) {
 			r->has_nmse = true;
 			r->nmse = nmse(r->logits, ref->logits,
 				       (size_t)(mb->hp.n_vocab *
 						(1 + o->decode)));
 		}
 	}
-
-	if (o->internal) {
-		FILE *f = fopen(o->internal, "w");
-
-		if (!f)
-			goto out;
-		fprintf(f, "%s %.17g %.17g %.17g %zu\n", mb->runs[0].name,
-			mb->runs[0].prefill_tok_s, mb->runs[0].decode_tok_s,
-			mb->runs[0].decode_ms_median,
-			mb->runs[0].compute_bytes);
-		fclose(f);
-		status = 0;
-		goto out;
-	}
-
-	/* A meta device over CPU partitions: measure one device on all the
-	 * cores too, in a child process. */
-	cpu = loom_reg_by_name("cpu");
 	for (int i = 0; i < mb->n_runs; i++)
-		if (mb->runs[i].is_meta && ref &&
-		    loom_dev_type(ref->dev) == LOOM_DEV_TYPE_CPU && cpu &&
-		    loom_reg_dev_count(cpu) >= 2)
-			want_whole = true;
-	if (want_whole) {
-		bench_progress("whole-CPU reference run", 0, 1);
-		run_whole_cpu(mb);
-		bench_progress_end();
+		if (mb->runs[i].separate)
+			mb->runs[i].gbps = (double)mb->decode_bytes *
+					   mb->runs[i].decode_tok_s * 1e-9;
+	if (o->internal) {
+		ret = write_internal(mb, o->internal);
+		if (ret)
+			bench_fail("reference", ret);
+		status = ret ? 1 : 0;
+		goto out;
 	}
 
 	if (o->json)
