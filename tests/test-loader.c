@@ -611,6 +611,21 @@ static void test_info(struct fixture *f, gconstpointer data)
 	g_assert_nonnull(strstr(out, "Search path:"));
 	g_free(out);
 	g_free(err);
+
+	/* LOOM_LOG: the default callback writes to stderr from its level. */
+	g_unsetenv("LOOM_BACKENDS");
+	g_setenv("LOOM_LOG", "info", TRUE);
+	g_assert_cmpint(run_info(NULL, &out, &err), ==, 0);
+	g_assert_nonnull(strstr(err, "loom: info: plugin good: loaded from "));
+	g_assert_null(strstr(err, "loom: debug:"));
+	g_free(out);
+	g_free(err);
+	g_setenv("LOOM_LOG", "none", TRUE);
+	g_assert_cmpint(run_info(NULL, &out, &err), ==, 0);
+	g_assert_cmpstr(err, ==, "");
+	g_free(out);
+	g_free(err);
+	g_unsetenv("LOOM_LOG");
 }
 
 /* ------------------------------------------------------------------------
