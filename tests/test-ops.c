@@ -575,6 +575,17 @@ static void add_mul_mat_id_cases(void)
 		case_ids(c, FILL_DISTINCT, n_expert, n_used, 33, 1);
 		case_add(c, NULL);
 	}
+	/* b a view with padded rows, as a slice of a larger activation. */
+	c = case_new(LOOM_OP_MUL_MAT_ID, NMSE_LOW);
+	case_in(c, LOOM_TYPE_Q8_0, k, m, n_expert, 1, LAYOUT_CONT);
+	case_in(c, LOOM_TYPE_F32, k, n_used, 5, 1, LAYOUT_PAD);
+	case_ids(c, FILL_DISTINCT, n_expert, n_used, 5, 1);
+	case_add(c, NULL);
+	c = case_new(LOOM_OP_MUL_MAT_ID, NMSE_F32_ACC);
+	case_in(c, LOOM_TYPE_F32, k, m, n_expert, 1, LAYOUT_CONT);
+	case_in(c, LOOM_TYPE_F32, k, 1, 5, 1, LAYOUT_PERMUTE);
+	case_ids(c, FILL_DISTINCT, n_expert, n_used, 5, 1);
+	case_add(c, NULL);
 	/* More experts than used, a larger M, F16 input. */
 	c = case_new(LOOM_OP_MUL_MAT_ID, NMSE_F16);
 	case_in(c, LOOM_TYPE_F16, 96, 33, 8, 1, LAYOUT_CONT);
@@ -632,6 +643,10 @@ static void add_get_rows_cases(void)
 	c = case_new(LOOM_OP_GET_ROWS, NMSE_EXACT);
 	case_in(c, LOOM_TYPE_F16, 17, 10, 3, 1, LAYOUT_PAD);
 	case_ids(c, FILL_IDS, 10, 4, 3, 1);
+	case_add(c, NULL);
+	c = case_new(LOOM_OP_GET_ROWS, NMSE_EXACT);
+	case_in(c, LOOM_TYPE_Q8_0, 64, 10, 1, 1, LAYOUT_PAD);
+	case_ids(c, FILL_IDS, 10, 4, 1, 1);
 	case_add(c, NULL);
 }
 
@@ -717,6 +732,10 @@ static void add_cpy_cases(void)
 			    dst_types[j], 64, 3, 2, 1, LAYOUT_CONT);
 	CPY(LOOM_TYPE_Q8_0, 64, 3, 2, 1, LAYOUT_CONT,
 	    LOOM_TYPE_F32, 64, 3, 2, 1, LAYOUT_CONT);
+	CPY(LOOM_TYPE_Q8_0, 64, 3, 2, 1, LAYOUT_CONT,
+	    LOOM_TYPE_F16, 64, 3, 2, 1, LAYOUT_CONT);
+	CPY(LOOM_TYPE_Q8_0, 64, 3, 2, 1, LAYOUT_PAD,
+	    LOOM_TYPE_Q8_0, 64, 3, 2, 1, LAYOUT_CONT);
 	c = case_new(LOOM_OP_CPY, NMSE_EXACT);
 	a = case_in(c, LOOM_TYPE_I32, 17, 3, 1, 1, LAYOUT_CONT);
 	a->fill = FILL_IDS;
@@ -805,7 +824,14 @@ static void add_concat_cases(void)
 	CAT(LOOM_TYPE_F32, LAYOUT_TRANSPOSE, LAYOUT_CONT, 2, 17, 3, 2, 1, 2);
 	CAT(LOOM_TYPE_F32, LAYOUT_CONT, LAYOUT_PAD, 0, 17, 3, 2, 1, 3);
 	CAT(LOOM_TYPE_F32, LAYOUT_PERMUTE, LAYOUT_PERMUTE, 1, 16, 5, 4, 3, 2);
+	CAT(LOOM_TYPE_Q8_0, LAYOUT_CONT, LAYOUT_CONT, 1, 64, 3, 2, 1, 2);
+	CAT(LOOM_TYPE_Q8_0, LAYOUT_CONT, LAYOUT_CONT, 0, 64, 3, 2, 1, 32);
 #undef CAT
+	c = case_new(LOOM_OP_CONCAT, NMSE_EXACT);
+	case_ids(c, FILL_IDS, 1000000, 5, 3, 1);
+	case_ids(c, FILL_IDS, 1000000, 5, 2, 1);
+	c->ip[0] = 1;
+	case_add(c, "dim1");
 }
 
 static void add_argmax_cases(void)
