@@ -614,6 +614,203 @@ static void test_unsupported(void)
 	loom_ctx_free(wctx);
 }
 
+/* ---- op rules against one device ---- */
+
+#define OPS_K 12
+#define OPS_H 10 /* per segment of the fused weight */
+#define OPS_T 5
+#define OPS_V 11
+
+static const struct rule ops_rules[] = {
+	{ .name = "w1", .state = LOOM_SPLIT_DIM1 },
+	{ .name = "w2", .state = LOOM_SPLIT_DIM0 },
+	{ .name = "qkv", .state = LOOM_SPLIT_DIM1, .n_seg = 3,
+	  .seg = { OPS_H, OPS_H, OPS_H } },
+	{ .name = "table", .state = LOOM_SPLIT_DIM0 },
+	{ .name = "dst", .state = LOOM_SPLIT_DIM0 },
+	{ .name = "xs", .state = LOOM_SPLIT_DIM1 },
+	{ .name = NULL }
+};
+
+enum { OPS_OUT = 12 };
+
+struct ops_graph {
+	loom_ctx_t *wctx, *gctx;
+	loom_buffer_t *wbuf;
+	struct loom_tensor *w[8], *in[2], *out[OPS_OUT];
+	int n_w;
+};
+
+static struct loom_tensor *weight(struct ops_graph *o, enum loom_type type,
+				  int64_t ne0, int64_t ne1, const char *name)
+{
+	struct loom_tensor *t = loom_new_tensor_2d(o->wctx, type, ne0, ne1);
+
+	loom_set_name(t, name);
+	o->w[o->n_w++] = t;
+	return t;
+}
+
+/* One graph touching the rules of META.md beyond the decoder stack:
+ * broadcast and full-size MIRRORED operands of split values, the linear
+ * ops a PARTIAL value passes through, views of segments, get_rows of a
+ * split table, argmax of a split, concat, cpy into a split destination. */
+static void ops_build(struct ops_graph *o, loom_dev_t *dev)
+{
+	struct loom_tensor *w1, *w2, *qkv, *table, *bias, *gain, *dst, *xs;
+	struct loom_tensor *wv, *x, *ids, *y, *z, *p, *f, *q, *k, *r, *e;
+	loom_ctx_t *c;
+
+	memset(o, 0, sizeof(*o));
+	g_assert_cmpint(loom_ctx_new(0, &o->wctx), ==, LOOM_OK);
+	w1 = weight(o, LOOM_TYPE_F32, OPS_K, 9, "w1");
+	w2 = weight(o, LOOM_TYPE_F32, 9, 7, "w2");
+	qkv = weight(o, LOOM_TYPE_F32, OPS_K, 3 * OPS_H, "qkv");
+	table = weight(o, LOOM_TYPE_F32, 13, OPS_V, "table");
+	bias = weight(o, LOOM_TYPE_F32, 9, 1, "bias");
+	gain = weight(o, LOOM_TYPE_F32, 7, 1, "gain");
+	dst = weight(o, LOOM_TYPE_F32, 9, OPS_T, "dst");
+	xs = weight(o, LOOM_TYPE_F32, OPS_K, OPS_T, "xs");
+	wv = weight(o, LOOM_TYPE_F32, OPS_K, OPS_V, "wv");
+	(void)wv;
+	g_assert_cmpint(loom_ctx_alloc_tensors(o->wctx,
+					       loom_dev_buffer_type(dev),
+					       &o->wbuf), ==, LOOM_OK);
+	loom_buffer_set_usage(o->wbuf, LOOM_BUFFER_USAGE_WEIGHTS);
+	for (int i = 0; i < o->n_w; i++) {
+		size_t n = (size_t)loom_nelements(o->w[i]);
+		float *v = g_new(float, n);
+
+		fill(v, n, 100u + (unsigned)i);
+		g_assert_cmpint(loom_tensor_set(o->w[i], v, 0, n * 4), ==,
+				LOOM_OK);
+		g_free(v);
+	}
+
+	g_assert_cmpint(loom_ctx_new(0, &o->gctx), ==, LOOM_OK);
+	c = o->gctx;
+	x = loom_new_tensor_2d(c, LOOM_TYPE_F32, OPS_K, OPS_T);
+	ids = loom_new_tensor_1d(c, LOOM_TYPE_I32, 4);
+	loom_set_name(x, "x");
+	loom_set_name(ids, "ids");
+	loom_set_flags(x, LOOM_TENSOR_INPUT);
+	loom_set_flags(ids, LOOM_TENSOR_INPUT);
+	o->in[0] = x;
+	o->in[1] = ids;
+
+	/* SPLIT(0) with a broadcast bias, then a full-size MIRRORED gain. */
+	y = loom_add(c, loom_mul_mat(c, w1, x), bias);
+	y = loom_scale(c, loom_silu(c, y), 0.5f);
+	o->out[0] = y;
+	/* PARTIAL through linear ops; sum_rows of a PARTIAL; the sync. */
+	z = loom_mul_mat(c, w2, y);
+	p = loom_sub(c, loom_add(c, z, z), loom_scale(c, z, 0.25f));
+	p = loom_div(c, loom_mul(c, p, gain), gain);
+	p = loom_mul(c, p, gain);
+	o->out[1] = p;
+	o->out[2] = loom_sum_rows(c, p);
+	o->out[3] = loom_norm(c, loom_cont(c, loom_transpose(c, p)), 1e-5f);
+	/* Segments: views of q and k of a fused projection. */
+	f = loom_mul_mat(c, qkv, x);
+	q = loom_view_2d(c, f, OPS_H, OPS_T, f->nb[1], 0);
+	k = loom_view_2d(c, f, OPS_H, OPS_T, f->nb[1], OPS_H * f->nb[0]);
+	o->out[4] = loom_cont(c, loom_mul(c, q, k));
+	/* get_rows of a table split by its columns' rows. */
+	o->out[5] = loom_get_rows(c, table, ids);
+	/* A token-split input: SPLIT(1) through mul_mat, argmax, top_k. */
+	r = loom_mul_mat(c, wv, xs);
+	o->out[6] = loom_argmax(c, r);
+	o->out[7] = loom_soft_max(c, r, NULL, 0.7f);
+	/* concat of two SPLIT(0) values along dimension 1. */
+	o->out[8] = loom_concat(c, y, loom_gelu(c, y), 1);
+	/* cpy into a split destination; rms_norm of a MIRRORED value. */
+	e = loom_cpy(c, y, dst);
+	o->out[9] = e;
+	o->out[10] = loom_rms_norm(c, loom_mul_mat(c, w2, e), 1e-5f);
+	o->out[11] = loom_top_k(c, r, 3);
+	for (int i = 0; i < OPS_OUT; i++) {
+		if (!o->out[i])
+			g_error("out%d: %s", i, loom_ctx_error(c));
+		loom_set_name_fmt(o->out[i], "out%d", i);
+		loom_set_flags(o->out[i], LOOM_TENSOR_OUTPUT);
+	}
+}
+
+/* Runs the graph on dev; returns the outputs as F32 (I32 converted). */
+static GArray *ops_run(loom_dev_t *dev)
+{
+	struct ops_graph o;
+	loom_graph_t *g;
+	loom_galloc_t *ga;
+	loom_backend_t *be;
+	GArray *res = g_array_new(FALSE, FALSE, sizeof(float));
+	float x[OPS_K * OPS_T];
+	int32_t ids[4] = { 3, 0, 10, 3 };
+
+	ops_build(&o, dev);
+	g_assert_cmpint(loom_graph_new(o.gctx, &g), ==, LOOM_OK);
+	for (int i = 0; i < OPS_OUT; i++)
+		g_assert_cmpint(loom_graph_expand(g, o.out[i]), ==, LOOM_OK);
+	if (loom_dev_type(dev) == LOOM_DEV_TYPE_META &&
+	    loom_meta_check(dev, g))
+		g_error("check: %s", loom_last_error());
+	g_assert_cmpint(loom_galloc_new(loom_dev_buffer_type(dev), &ga), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_galloc_alloc_graph(ga, g), ==, LOOM_OK);
+	fill(x, G_N_ELEMENTS(x), 7);
+	g_assert_cmpint(loom_tensor_set(o.in[0], x, 0, sizeof(x)), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_set(o.in[1], ids, 0, sizeof(ids)), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
+	if (loom_backend_graph_compute(be, g))
+		g_error("compute on %s: %s", loom_dev_name(dev),
+			loom_last_error());
+	for (int i = 0; i < OPS_OUT; i++) {
+		struct loom_tensor *t = o.out[i];
+		size_t n = (size_t)loom_nelements(t);
+		void *v = g_malloc(n * 4);
+
+		if (loom_tensor_get(t, v, 0, n * 4))
+			g_error("get %s: %s", t->name, loom_last_error());
+		for (size_t j = 0; j < n; j++) {
+			float f = t->type == LOOM_TYPE_I32
+					  ? (float)((int32_t *)v)[j]
+					  : ((float *)v)[j];
+
+			g_array_append_val(res, f);
+		}
+		g_free(v);
+	}
+	loom_backend_free(be);
+	loom_galloc_free(ga);
+	loom_ctx_free(o.gctx);
+	loom_buffer_free(o.wbuf);
+	loom_ctx_free(o.wctx);
+	return res;
+}
+
+static void test_op_rules(void)
+{
+	static const float r3[3] = { 0.45f, 0.2f, 0.35f };
+	static const float r4[4] = { 1, 0, 2, 1 }; /* a device with nothing */
+	GArray *ref = ops_run(cpu[0]);
+
+	for (int n = 2; n <= 4; n++) {
+		const float *ratios = n == 3 ? r3 : n == 4 ? r4 : NULL;
+
+		for (int fb = 0; fb < 2; fb++) {
+			GArray *got = ops_run(meta_new(n, ops_rules, ratios,
+						       fb));
+
+			g_assert_cmpuint(got->len, ==, ref->len);
+			assert_close((float *)ref->data, (float *)got->data,
+				     ref->len);
+			g_array_free(got, TRUE);
+		}
+	}
+	g_array_free(ref, TRUE);
+}
+
 /* ---- entry points ---- */
 
 static void test_split_buffer_type(void)
@@ -706,6 +903,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/meta/largest-remainder", test_largest_remainder);
 	g_test_add_func("/meta/set-get", test_set_get);
 	g_test_add_func("/meta/mul-mat", test_mul_mat);
+	g_test_add_func("/meta/op-rules", test_op_rules);
 	g_test_add_func("/meta/memory", test_memory);
 	g_test_add_func("/meta/compute-memory", test_compute_memory);
 	g_test_add_func("/meta/bad-callbacks", test_bad_callbacks);
