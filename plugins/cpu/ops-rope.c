@@ -2,6 +2,9 @@
  * neox (pairs half a rotation apart).  The angles of a token are computed
  * once, in double, and reused for all its heads.
  */
+#define _GNU_SOURCE
+#include <math.h>
+
 #include "cpu-ops.h"
 
 void cpu_op_rope(const struct cpu_task *task, struct loom_tensor *dst)
@@ -16,9 +19,15 @@ void cpu_op_rope(const struct cpu_task *task, struct loom_tensor *dst)
 	int64_t cached = -1;
 	float *cs = cpu_scratch(task, dst, 2);
 	float *sn = cs + half;
+	/* Each pair's frequency, once per node (half doubles fit in a
+	 * scratch row of at least n_dims floats). */
+	double *freq = (double *)cpu_scratch(task, dst, 3);
 	int64_t r, r0, r1, i;
 
 	cpu_split_rows(task, loom_nrows(dst), &r0, &r1);
+	if (r0 < r1)
+		for (i = 0; i < half; i++)
+			freq[i] = fscale * pow(base, -2.0 * i / n_dims);
 	for (r = r0; r < r1; r++) {
 		int64_t i1, i2, i3;
 		const float *x;
@@ -31,11 +40,11 @@ void cpu_op_rope(const struct cpu_task *task, struct loom_tensor *dst)
 			memcpy(&p, (const char *)pos->data + i2 * pos->nb[0],
 			       sizeof(p));
 			for (i = 0; i < half; i++) {
-				double theta = p * fscale *
-					       pow(base, -2.0 * i / n_dims);
+				double s, c;
 
-				cs[i] = (float)cos(theta);
-				sn[i] = (float)sin(theta);
+				sincos(p * freq[i], &s, &c);
+				cs[i] = (float)c;
+				sn[i] = (float)s;
 			}
 			cached = i2;
 		}
