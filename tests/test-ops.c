@@ -17,6 +17,11 @@
  *     LOOM_TEST_DEVICES=yours0,cpu0   devices by name (comma list)
  *     LOOM_TEST_OPS=mul_mat,add       ops by name (as loom_op_name says)
  * and the usual GLib options (-p /ops/yours0/mul_mat, --verbose, -l).
+ * A failing case prints its NMSE and bound, or the first elements that
+ * differ; --verbose prints every case's NMSE.  On a machine with a GPU,
+ * LOOM_TEST_DEVICES=cuda0 runs the suite on that device alone;
+ * LOOM_CPU_DEVICES=2 LOOM_META_DEVICES=cpu0,cpu1 adds CPU partitions and
+ * a meta device over them.
  * Under `make check`, LOOM_TEST_PLUGIN_PATH points at the uninstalled
  * plugins and is searched after LOOM_PLUGIN_PATH.
  */
@@ -124,9 +129,10 @@ static struct input *case_in(struct op_case *c, enum loom_type type,
 			     int64_t ne0, int64_t ne1, int64_t ne2,
 			     int64_t ne3, enum layout layout)
 {
-	struct input *in = &c->in[c->n_in++];
+	struct input *in;
 
-	g_assert(c->n_in <= MAX_INPUTS);
+	g_assert(c->n_in < MAX_INPUTS);
+	in = &c->in[c->n_in++];
 	in->type = type;
 	in->ne[0] = ne0;
 	in->ne[1] = ne1;
