@@ -1,17 +1,72 @@
 /* ops-matmul.c - the CPU plugin's mul_mat and mul_mat_id kernels.
  *
- * This first version is a plain, correct reference: b is converted to
- * contiguous F32 rows in the work buffer, then each thread computes whole
- * rows of dst with scalar dot products.
+ * Two paths: a blocked GEMM (b packed once into panels, a packed per
+ * cache block into F32 panels, a register-blocked micro-kernel) for wide
+ * b, and a streaming GEMV (each row of a read once, against a few rows of
+ * b) for decode-sized b.  The SIMD flavour is chosen at compile time; the
+ * plugin is built once per instruction set.
  */
 #include <stdint.h>
 #include <string.h>
 
+#if defined(__AVX2__) || defined(__AVX512F__) || defined(__F16C__)
+#include <immintrin.h>
+#endif
+
 #include "cpu-kernels.h"
 
-/* Half-precision to single, with subnormals, infinities and NaN. */
+/* Micro-kernel tile (MR rows of a by NR rows of b) and cache blocks. */
+#if defined(__AVX512F__)
+#define MR 32
+#define NR 12
+#ifndef KC
+#define KC 384
+#endif
+#ifndef MC
+#define MC 768
+#endif
+#ifndef NC
+#define NC 960
+#endif
+#elif defined(__AVX2__) && defined(__FMA__)
+#define MR 16
+#define NR 6
+#define KC 256
+#define MC 512
+#else
+#define MR 8
+#define NR 4
+#define KC 256
+#define MC 256
+#endif
+
+/* Rows of b up to which the streaming GEMV beats packing for the GEMM. */
+#define GEMV_NB 8
+
+#define ALIGN 64
+
+/* Fully unrolls a loop of constant trip count. */
+#define UNROLL _Pragma("GCC unroll 16")
+
+static inline size_t align_up(size_t n)
+{
+	return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+}
+
+static inline int64_t div_up(int64_t a, int64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+/* ------------------------------------------------------------------------
+ * Scalar conversions.
+ */
+
 static inline float fp16_to_fp32(uint16_t h)
 {
+#if defined(__F16C__)
+	return _cvtsh_ss(h);
+#else
 	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
 	uint32_t exp = (h >> 10) & 0x1f;
 	uint32_t mant = h & 0x3ff;
@@ -35,6 +90,7 @@ static inline float fp16_to_fp32(uint16_t h)
 	}
 	memcpy(&f, &bits, sizeof(f));
 	return f;
+#endif
 }
 
 static inline float bf16_to_fp32(uint16_t h)
@@ -46,154 +102,1059 @@ static inline float bf16_to_fp32(uint16_t h)
 	return f;
 }
 
-/* Converts n values of b's type at src (elements nb0 bytes apart) to F32. */
-static void row_to_f32(enum loom_type type, const char *src, size_t nb0,
-		       float *dst, int64_t n)
+/* Converts n values of type at src (elements nb0 bytes apart; for Q8_0
+ * whole contiguous blocks) to F32. */
+static void to_f32(enum loom_type type, const void *src, size_t nb0,
+		   float *restrict dst, int64_t n)
 {
-	int64_t i;
+	const char *s = src;
+	int64_t i = 0;
 
 	switch (type) {
 	case LOOM_TYPE_F32:
-		for (i = 0; i < n; i++)
-			memcpy(&dst[i], src + i * nb0, sizeof(float));
-		break;
+		if (nb0 == sizeof(float)) {
+			memcpy(dst, src, n * sizeof(float));
+			return;
+		}
+		for (; i < n; i++)
+			memcpy(&dst[i], s + i * nb0, sizeof(float));
+		return;
 	case LOOM_TYPE_F16:
-		for (i = 0; i < n; i++) {
+		if (nb0 == sizeof(uint16_t)) {
+			const uint16_t *h = src;
+#if defined(__AVX512F__)
+			for (; i + 16 <= n; i += 16)
+				_mm512_storeu_ps(dst + i, _mm512_cvtph_ps(
+					_mm256_loadu_si256((const void *)(h + i))));
+#elif defined(__F16C__)
+			for (; i + 8 <= n; i += 8)
+				_mm256_storeu_ps(dst + i, _mm256_cvtph_ps(
+					_mm_loadu_si128((const void *)(h + i))));
+#endif
+			for (; i < n; i++)
+				dst[i] = fp16_to_fp32(h[i]);
+			return;
+		}
+		for (; i < n; i++) {
 			uint16_t h;
 
-			memcpy(&h, src + i * nb0, sizeof(h));
+			memcpy(&h, s + i * nb0, sizeof(h));
 			dst[i] = fp16_to_fp32(h);
 		}
-		break;
+		return;
 	case LOOM_TYPE_BF16:
-		for (i = 0; i < n; i++) {
+		if (nb0 == sizeof(uint16_t)) {
+			const uint16_t *h = src;
+#if defined(__AVX512F__)
+			for (; i + 16 <= n; i += 16) {
+				__m512i v = _mm512_cvtepu16_epi32(
+					_mm256_loadu_si256((const void *)(h + i)));
+
+				_mm512_storeu_ps(dst + i, _mm512_castsi512_ps(
+					_mm512_slli_epi32(v, 16)));
+			}
+#elif defined(__AVX2__)
+			for (; i + 8 <= n; i += 8) {
+				__m256i v = _mm256_cvtepu16_epi32(
+					_mm_loadu_si128((const void *)(h + i)));
+
+				_mm256_storeu_ps(dst + i, _mm256_castsi256_ps(
+					_mm256_slli_epi32(v, 16)));
+			}
+#endif
+			for (; i < n; i++)
+				dst[i] = bf16_to_fp32(h[i]);
+			return;
+		}
+		for (; i < n; i++) {
 			uint16_t h;
 
-			memcpy(&h, src + i * nb0, sizeof(h));
+			memcpy(&h, s + i * nb0, sizeof(h));
 			dst[i] = bf16_to_fp32(h);
 		}
-		break;
-	default:
-		memset(dst, 0, n * sizeof(*dst));
-		break;
-	}
-}
-
-/* The dot product of a row of a (its type, contiguous) and F32 x. */
-static float dot_row(enum loom_type type, const void *row, const float *x,
-		     int64_t k)
-{
-	double sum = 0.0;
-	int64_t i;
-
-	switch (type) {
-	case LOOM_TYPE_F32: {
-		const float *a = row;
-
-		for (i = 0; i < k; i++)
-			sum += (double)a[i] * x[i];
-		break;
-	}
-	case LOOM_TYPE_F16: {
-		const uint16_t *a = row;
-
-		for (i = 0; i < k; i++)
-			sum += (double)fp16_to_fp32(a[i]) * x[i];
-		break;
-	}
-	case LOOM_TYPE_BF16: {
-		const uint16_t *a = row;
-
-		for (i = 0; i < k; i++)
-			sum += (double)bf16_to_fp32(a[i]) * x[i];
-		break;
-	}
+		return;
 	case LOOM_TYPE_Q8_0: {
-		const struct loom_block_q8_0 *blk = row;
-		int64_t nblk = k / LOOM_QK8_0;
+		const struct loom_block_q8_0 *blk = src;
 
-		for (i = 0; i < nblk; i++) {
+		for (; i < n / LOOM_QK8_0; i++) {
 			float d = fp16_to_fp32(blk[i].d);
-			double s = 0.0;
+			float *o = dst + i * LOOM_QK8_0;
 			int j;
 
 			for (j = 0; j < LOOM_QK8_0; j++)
-				s += (double)blk[i].qs[j] * x[i * LOOM_QK8_0 + j];
-			sum += d * s;
+				o[j] = d * blk[i].qs[j];
 		}
-		break;
+		return;
 	}
+	default:
+		memset(dst, 0, n * sizeof(*dst));
+		return;
+	}
+}
+
+/* Byte offset of element k of a row (k on a block boundary). */
+static inline size_t row_offset(enum loom_type type, int64_t k, size_t nb0)
+{
+	if (type == LOOM_TYPE_Q8_0)
+		return (size_t)(k / LOOM_QK8_0) * sizeof(struct loom_block_q8_0);
+	return (size_t)k * nb0;
+}
+
+/* ------------------------------------------------------------------------
+ * GEMV: out[j][m] = dot(row m of a, bv[j]) for a few F32 vectors bv[j],
+ * reading each row of a once.  A few rows of a go together, so that
+ * several streams are in flight and each load of b serves them all.
+ */
+
+#if defined(__AVX512F__)
+#define VF __m512
+#define VLEN 16
+#define vzero() _mm512_setzero_ps()
+#define vfma(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define vload(p) _mm512_loadu_ps(p)
+#define vhsum(v) _mm512_reduce_add_ps(v)
+static inline VF vload_f16(const uint16_t *p)
+{
+	return _mm512_cvtph_ps(_mm256_loadu_si256((const void *)p));
+}
+
+static inline VF vload_bf16(const uint16_t *p)
+{
+	__m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const void *)p));
+
+	return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+
+/* Eight or sixteen int8 values, scaled by d. */
+static inline VF vload_q8(const int8_t *q, VF d)
+{
+	return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+		_mm_loadu_si128((const void *)q))));
+}
+#define vset1(x) _mm512_set1_ps(x)
+#elif defined(__AVX2__) && defined(__FMA__)
+#define VF __m256
+#define VLEN 8
+#define vzero() _mm256_setzero_ps()
+#define vfma(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define vload(p) _mm256_loadu_ps(p)
+static inline float vhsum(__m256 v)
+{
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v),
+			      _mm256_extractf128_ps(v, 1));
+
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+static inline VF vload_f16(const uint16_t *p)
+{
+#if defined(__F16C__)
+	return _mm256_cvtph_ps(_mm_loadu_si128((const void *)p));
+#else
+	float t[8];
+	int i;
+
+	for (i = 0; i < 8; i++)
+		t[i] = fp16_to_fp32(p[i]);
+	return _mm256_loadu_ps(t);
+#endif
+}
+
+static inline VF vload_bf16(const uint16_t *p)
+{
+	__m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const void *)p));
+
+	return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+static inline VF vload_q8(const int8_t *q, VF d)
+{
+	return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+		_mm_loadl_epi64((const void *)q))));
+}
+#define vset1(x) _mm256_set1_ps(x)
+#endif
+
+/* Rows of a that go together against nb vectors of b. */
+#if defined(VF)
+#define GEMV_ROWS(nb) ((nb) <= 2 * 16 / VLEN ? 4 : (nb) <= 4 ? 2 : 1)
+#else
+#define GEMV_ROWS(nb) 1
+#endif
+
+/* res[r * GEMV_NB + j] = dot(row r of a, bv[j]) for nr rows of type,
+ * arow bytes apart.  type, nr and nb are compile-time constants at every
+ * call, so the loops unroll and the accumulators stay in registers. */
+static inline __attribute__((always_inline)) void
+dot_rows(const enum loom_type type, const char *a, size_t arow, const int nr,
+	 const float *const *bv, const int nb, int64_t k, float *res)
+{
+	int64_t i = 0;
+	int r, j;
+
+#if defined(VF)
+	VF acc[4][GEMV_NB];
+
+	UNROLL
+	for (r = 0; r < nr; r++)
+		UNROLL
+		for (j = 0; j < nb; j++)
+			acc[r][j] = vzero();
+	if (type == LOOM_TYPE_Q8_0) {
+		const struct loom_block_q8_0 *blk[4];
+
+		UNROLL
+		for (r = 0; r < nr; r++)
+			blk[r] = (const void *)(a + r * arow);
+		for (; i < k; i += LOOM_QK8_0) {
+			UNROLL
+			for (r = 0; r < nr; r++) {
+				const struct loom_block_q8_0 *q = blk[r]++;
+				VF d = vset1(fp16_to_fp32(q->d));
+				VF av[LOOM_QK8_0 / VLEN];
+				int h;
+
+				UNROLL
+				for (h = 0; h < LOOM_QK8_0 / VLEN; h++)
+					av[h] = vload_q8(q->qs + h * VLEN, d);
+				UNROLL
+				for (j = 0; j < nb; j++)
+					UNROLL
+					for (h = 0; h < LOOM_QK8_0 / VLEN; h++)
+						acc[r][j] = vfma(av[h],
+							vload(bv[j] + i + h * VLEN),
+							acc[r][j]);
+			}
+		}
+	} else {
+		for (; i + VLEN <= k; i += VLEN) {
+			VF bb[GEMV_NB];
+
+			UNROLL
+			for (j = 0; j < nb; j++)
+				bb[j] = vload(bv[j] + i);
+			UNROLL
+			for (r = 0; r < nr; r++) {
+				const char *row = a + r * arow;
+				VF av;
+
+				if (type == LOOM_TYPE_F32)
+					av = vload((const float *)row + i);
+				else if (type == LOOM_TYPE_F16)
+					av = vload_f16((const uint16_t *)row + i);
+				else
+					av = vload_bf16((const uint16_t *)row + i);
+				UNROLL
+				for (j = 0; j < nb; j++)
+					acc[r][j] = vfma(av, bb[j], acc[r][j]);
+			}
+		}
+	}
+	UNROLL
+	for (r = 0; r < nr; r++)
+		UNROLL
+		for (j = 0; j < nb; j++)
+			res[r * GEMV_NB + j] = vhsum(acc[r][j]);
+#else
+	UNROLL
+	for (r = 0; r < nr; r++)
+		UNROLL
+		for (j = 0; j < nb; j++)
+			res[r * GEMV_NB + j] = 0.0f;
+	if (type == LOOM_TYPE_Q8_0) {
+		UNROLL
+		for (r = 0; r < nr; r++) {
+			const struct loom_block_q8_0 *q =
+				(const void *)(a + r * arow);
+
+			for (i = 0; i < k; i += LOOM_QK8_0, q++) {
+				float d = fp16_to_fp32(q->d);
+
+				UNROLL
+				for (j = 0; j < nb; j++) {
+					float s = 0.0f;
+					int h;
+
+					UNROLL
+					for (h = 0; h < LOOM_QK8_0; h++)
+						s += q->qs[h] * bv[j][i + h];
+					res[r * GEMV_NB + j] += d * s;
+				}
+			}
+		}
+	} else if (type == LOOM_TYPE_F32) {
+		UNROLL
+		for (r = 0; r < nr; r++) {
+			const float *row = (const float *)(a + r * arow);
+
+			UNROLL
+			for (j = 0; j < nb; j++) {
+				float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+				int64_t q;
+
+				for (q = 0; q + 4 <= k; q += 4) {
+					s0 += row[q] * bv[j][q];
+					s1 += row[q + 1] * bv[j][q + 1];
+					s2 += row[q + 2] * bv[j][q + 2];
+					s3 += row[q + 3] * bv[j][q + 3];
+				}
+				res[r * GEMV_NB + j] = (s0 + s1) + (s2 + s3);
+			}
+		}
+		i = k & ~(int64_t)3;
+	}
+#endif
+	/* The tail the vector loops left (never for Q8_0). */
+	for (; i < k; i++) {
+		UNROLL
+		for (r = 0; r < nr; r++) {
+			const char *row = a + r * arow;
+			float av;
+
+			if (type == LOOM_TYPE_F32)
+				av = ((const float *)row)[i];
+			else if (type == LOOM_TYPE_F16)
+				av = fp16_to_fp32(((const uint16_t *)row)[i]);
+			else
+				av = bf16_to_fp32(((const uint16_t *)row)[i]);
+			UNROLL
+			for (j = 0; j < nb; j++)
+				res[r * GEMV_NB + j] += av * bv[j][i];
+		}
+	}
+}
+
+/* Rows [m0, m1) of one type against nb (constant) vectors. */
+static inline __attribute__((always_inline)) void
+gemv_typed(const enum loom_type type, const char *a, size_t arow,
+	   int64_t m0, int64_t m1, int64_t k, const float *const *bv,
+	   const int nb, float *const *out)
+{
+	const int nr = GEMV_ROWS(nb);
+	float res[4 * GEMV_NB];
+	int64_t m = m0;
+	int r, j;
+
+	for (; m + nr <= m1; m += nr) {
+		dot_rows(type, a + m * arow, arow, nr, bv, nb, k, res);
+		for (r = 0; r < nr; r++)
+			for (j = 0; j < nb; j++)
+				out[j][m + r] = res[r * GEMV_NB + j];
+	}
+	for (; m < m1; m++) {
+		dot_rows(type, a + m * arow, arow, 1, bv, nb, k, res);
+		for (j = 0; j < nb; j++)
+			out[j][m] = res[j];
+	}
+}
+
+static inline __attribute__((always_inline)) void
+gemv_nb(enum loom_type type, const char *a, size_t arow, int64_t m0,
+	int64_t m1, int64_t k, const float *const *bv, const int nb,
+	float *const *out)
+{
+	switch (type) {
+	case LOOM_TYPE_F32:
+		gemv_typed(LOOM_TYPE_F32, a, arow, m0, m1, k, bv, nb, out);
+		break;
+	case LOOM_TYPE_F16:
+		gemv_typed(LOOM_TYPE_F16, a, arow, m0, m1, k, bv, nb, out);
+		break;
+	case LOOM_TYPE_BF16:
+		gemv_typed(LOOM_TYPE_BF16, a, arow, m0, m1, k, bv, nb, out);
+		break;
+	case LOOM_TYPE_Q8_0:
+		gemv_typed(LOOM_TYPE_Q8_0, a, arow, m0, m1, k, bv, nb, out);
+		break;
 	default:
 		break;
 	}
-	return (float)sum;
 }
 
-/* Bytes of b converted to contiguous F32 rows. */
-static size_t b_f32_size(const struct loom_tensor *b)
+/* out[j][m] = dot(a row m, bv[j]) for m in [m0, m1), j < nb <= GEMV_NB.
+ * Rows of a are arow bytes apart and contiguous along dimension 0. */
+static void gemv_rows(enum loom_type type, const char *a, size_t arow,
+		      int64_t m0, int64_t m1, int64_t k,
+		      const float *const *bv, int nb, float *const *out)
 {
-	return (size_t)b->ne[0] * b->ne[1] * b->ne[2] * b->ne[3] *
-	       sizeof(float);
+	switch (nb) {
+#define CASE_NB(n)                                                       \
+	case n:                                                          \
+		gemv_nb(type, a, arow, m0, m1, k, bv, n, out);           \
+		break;
+	CASE_NB(1) CASE_NB(2) CASE_NB(3) CASE_NB(4)
+	CASE_NB(5) CASE_NB(6) CASE_NB(7) CASE_NB(8)
+#undef CASE_NB
+	default:
+		break;
+	}
 }
+
+/* ------------------------------------------------------------------------
+ * GEMM micro-kernel: the MR x NR tile c[j][i] (+)= sum over kc of
+ * a[k][i] * b[k][j], from packed panels a (kc x MR) and b (kc x NR).  Only
+ * the first mr rows and nr columns are written; acc adds to c.
+ */
+
+#if defined(__AVX512F__)
+static void ukernel(int64_t kc, const float *restrict a,
+		    const float *restrict b, float *const *c, int mr, int nr,
+		    int acc)
+{
+	__m512 c0_0 = _mm512_setzero_ps(), c0_1 = c0_0, c1_0 = c0_0,
+	       c1_1 = c0_0, c2_0 = c0_0, c2_1 = c0_0, c3_0 = c0_0,
+	       c3_1 = c0_0, c4_0 = c0_0, c4_1 = c0_0, c5_0 = c0_0,
+	       c5_1 = c0_0, c6_0 = c0_0, c6_1 = c0_0, c7_0 = c0_0,
+	       c7_1 = c0_0, c8_0 = c0_0, c8_1 = c0_0, c9_0 = c0_0,
+	       c9_1 = c0_0, c10_0 = c0_0, c10_1 = c0_0, c11_0 = c0_0,
+	       c11_1 = c0_0;
+	__mmask16 k0, k1;
+	int64_t k;
+	int j;
+
+	/* The tile's rows of dst are far apart: fetch them early. */
+	for (j = 0; j < nr; j++) {
+		_mm_prefetch((const char *)c[j], _MM_HINT_T0);
+		_mm_prefetch((const char *)(c[j] + 16), _MM_HINT_T0);
+	}
+	for (k = 0; k < kc; k++) {
+		__m512 a0 = _mm512_load_ps(a);
+		__m512 a1 = _mm512_load_ps(a + 16);
+		__m512 bb;
+
+		_mm_prefetch((const char *)(a + 8 * MR), _MM_HINT_T0);
+#define STEP(j)                                                      \
+		bb = _mm512_set1_ps(b[j]);                          \
+		c##j##_0 = _mm512_fmadd_ps(a0, bb, c##j##_0);       \
+		c##j##_1 = _mm512_fmadd_ps(a1, bb, c##j##_1);
+		STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5)
+		STEP(6) STEP(7) STEP(8) STEP(9) STEP(10) STEP(11)
+#undef STEP
+		a += MR;
+		b += NR;
+	}
+
+	k0 = mr >= 16 ? 0xffff : (__mmask16)((1u << mr) - 1);
+	k1 = mr >= 32 ? 0xffff : mr <= 16 ? 0 :
+	     (__mmask16)((1u << (mr - 16)) - 1);
+#define STORE(j)                                                         \
+	if (j < nr) {                                                    \
+		float *p = c[j];                                         \
+		if (acc) {                                               \
+			c##j##_0 = _mm512_add_ps(c##j##_0,               \
+				_mm512_maskz_loadu_ps(k0, p));          \
+			c##j##_1 = _mm512_add_ps(c##j##_1,               \
+				_mm512_maskz_loadu_ps(k1, p + 16));     \
+		}                                                        \
+		_mm512_mask_storeu_ps(p, k0, c##j##_0);                  \
+		_mm512_mask_storeu_ps(p + 16, k1, c##j##_1);             \
+	}
+	STORE(0) STORE(1) STORE(2) STORE(3) STORE(4) STORE(5)
+	STORE(6) STORE(7) STORE(8) STORE(9) STORE(10) STORE(11)
+#undef STORE
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+static void ukernel(int64_t kc, const float *restrict a,
+		    const float *restrict b, float *const *c, int mr, int nr,
+		    int acc)
+{
+	__m256 c0_0 = _mm256_setzero_ps(), c0_1 = c0_0, c1_0 = c0_0,
+	       c1_1 = c0_0, c2_0 = c0_0, c2_1 = c0_0, c3_0 = c0_0,
+	       c3_1 = c0_0, c4_0 = c0_0, c4_1 = c0_0, c5_0 = c0_0,
+	       c5_1 = c0_0;
+	float tile[2 * 8];
+	int64_t k;
+	int j, i;
+
+	for (k = 0; k < kc; k++) {
+		__m256 a0 = _mm256_load_ps(a);
+		__m256 a1 = _mm256_load_ps(a + 8);
+		__m256 bb;
+
+#define STEP(j)                                                      \
+		bb = _mm256_broadcast_ss(b + j);                    \
+		c##j##_0 = _mm256_fmadd_ps(a0, bb, c##j##_0);       \
+		c##j##_1 = _mm256_fmadd_ps(a1, bb, c##j##_1);
+		STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5)
+#undef STEP
+		a += MR;
+		b += NR;
+	}
+
+#define STORE(j)                                                         \
+	if (j < nr) {                                                    \
+		float *p = c[j];                                         \
+		if (mr == MR) {                                          \
+			if (acc) {                                       \
+				c##j##_0 = _mm256_add_ps(c##j##_0,       \
+					_mm256_loadu_ps(p));            \
+				c##j##_1 = _mm256_add_ps(c##j##_1,       \
+					_mm256_loadu_ps(p + 8));        \
+			}                                                \
+			_mm256_storeu_ps(p, c##j##_0);                   \
+			_mm256_storeu_ps(p + 8, c##j##_1);               \
+		} else {                                                 \
+			_mm256_storeu_ps(tile, c##j##_0);                \
+			_mm256_storeu_ps(tile + 8, c##j##_1);            \
+			for (i = 0; i < mr; i++)                         \
+				p[i] = acc ? p[i] + tile[i] : tile[i];   \
+		}                                                        \
+	}
+	STORE(0) STORE(1) STORE(2) STORE(3) STORE(4) STORE(5)
+#undef STORE
+	(void)j;
+}
+#else
+static void ukernel(int64_t kc, const float *restrict a,
+		    const float *restrict b, float *const *c, int mr, int nr,
+		    int acc)
+{
+	float t[NR][MR] = { { 0 } };
+	int64_t k;
+	int i, j;
+
+	for (k = 0; k < kc; k++) {
+		for (j = 0; j < NR; j++)
+			for (i = 0; i < MR; i++)
+				t[j][i] += a[i] * b[j];
+		a += MR;
+		b += NR;
+	}
+	for (j = 0; j < nr; j++)
+		for (i = 0; i < mr; i++)
+			c[j][i] = acc ? c[j][i] + t[j][i] : t[j][i];
+}
+#endif
+
+#if defined(__AVX512F__)
+/* Transposes the 16 x 16 block r in place: r[i] becomes column i. */
+static inline void transpose16(__m512 r[16])
+{
+	__m512 t[16];
+	int i;
+
+	UNROLL
+	for (i = 0; i < 8; i++) {
+		t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+		t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+	}
+	UNROLL
+	for (i = 0; i < 4; i++) {
+		__m512d t0 = _mm512_castps_pd(t[4 * i]);
+		__m512d t1 = _mm512_castps_pd(t[4 * i + 1]);
+		__m512d t2 = _mm512_castps_pd(t[4 * i + 2]);
+		__m512d t3 = _mm512_castps_pd(t[4 * i + 3]);
+
+		r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+		r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+		r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+		r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+	}
+	/* r[4g + j] now holds, in 128-bit lane l, column 4l + j of rows
+	 * 4g..4g+3. */
+	UNROLL
+	for (i = 0; i < 4; i++) {
+		__m512 u0 = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);
+		__m512 u1 = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xdd);
+		__m512 u2 = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);
+		__m512 u3 = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xdd);
+
+		t[i] = _mm512_shuffle_f32x4(u0, u2, 0x88);
+		t[8 + i] = _mm512_shuffle_f32x4(u0, u2, 0xdd);
+		t[4 + i] = _mm512_shuffle_f32x4(u1, u3, 0x88);
+		t[12 + i] = _mm512_shuffle_f32x4(u1, u3, 0xdd);
+	}
+	UNROLL
+	for (i = 0; i < 16; i++)
+		r[i] = t[i];
+}
+#endif
+
+/* dst[i * ld + q] = rows[q][i] for q < nr, i < n, and zero for
+ * nr <= q < ncols (nr <= ncols <= 16): a block of rows becomes a panel. */
+static void transpose_rows(const float *const *rows, int nr, int64_t n,
+			   float *restrict dst, int ld, int ncols)
+{
+	int64_t i = 0;
+	int q;
+
+#if defined(__AVX512F__)
+	__mmask16 cm = (__mmask16)((1u << ncols) - 1);
+
+	for (; i < n; i += 16) {
+		int cnt = n - i < 16 ? (int)(n - i) : 16;
+		__mmask16 lm = (__mmask16)((1u << cnt) - 1);
+		__m512 r[16];
+
+		for (q = 0; q < 16; q++)
+			r[q] = q < nr ? _mm512_maskz_loadu_ps(lm, rows[q] + i) :
+					_mm512_setzero_ps();
+		transpose16(r);
+		for (q = 0; q < cnt; q++)
+			_mm512_mask_storeu_ps(dst + (i + q) * ld, cm, r[q]);
+	}
+#else
+	for (; i < n; i++) {
+		for (q = 0; q < nr; q++)
+			dst[i * ld + q] = rows[q][i];
+		for (; q < ncols; q++)
+			dst[i * ld + q] = 0.0f;
+	}
+#endif
+}
+
+/* Packs nv rows of b (any type; row j at rows[j], elements nb0 bytes
+ * apart) into the panel p laid out [k][NR], zero-padded.  tmp holds
+ * NR x k floats for rows that need converting. */
+static void pack_b_panel(enum loom_type type, const char *const *rows,
+			 size_t nb0, int nv, int64_t k, float *restrict p,
+			 float *restrict tmp)
+{
+	const float *src[NR];
+	int j;
+
+	for (j = 0; j < nv; j++) {
+		if (type == LOOM_TYPE_F32 && nb0 == sizeof(float)) {
+			src[j] = (const float *)rows[j];
+		} else {
+			to_f32(type, rows[j], nb0, tmp + j * k, k);
+			src[j] = tmp + j * k;
+		}
+	}
+	transpose_rows(src, nv, k, p, NR, NR);
+}
+
+/* Packs rows [m0, m0 + mc) x columns [k0, k0 + kc) of a into MR-row
+ * panels laid out [panel][k][MR], zero-padded past mc.  tmp holds MR x kc
+ * floats for rows that need converting. */
+static void pack_a_block(enum loom_type type, const char *a, size_t arow,
+			 size_t nb0, int64_t m0, int64_t mc, int64_t k0,
+			 int64_t kc, float *restrict p, float *restrict tmp)
+{
+	bool direct = type == LOOM_TYPE_F32 && nb0 == sizeof(float);
+	int64_t r0;
+
+	for (r0 = 0; r0 < mc; r0 += MR) {
+		int nr = mc - r0 < MR ? (int)(mc - r0) : MR;
+		const float *src[MR];
+		int q, h;
+
+		for (q = 0; q < nr; q++) {
+			const char *row = a + (m0 + r0 + q) * arow +
+					  row_offset(type, k0, nb0);
+
+			if (direct) {
+				src[q] = (const float *)row;
+			} else {
+				to_f32(type, row, nb0, tmp + q * kc, kc);
+				src[q] = tmp + q * kc;
+			}
+		}
+		for (h = 0; h < MR; h += 16) {
+			int n = nr - h < 0 ? 0 : nr - h > 16 ? 16 : nr - h;
+
+			transpose_rows(src + h, n, kc, p + r0 * kc + h, MR,
+				       MR < 16 ? MR : 16);
+		}
+	}
+}
+
+/* Where the GEMM writes: column j (a row of dst) starts at base +
+ * offs[j] bytes, or base + j * stride when offs is NULL. */
+struct cols {
+	char *base;
+	size_t stride;
+	const int64_t *offs;
+};
+
+static inline float *col_at(const struct cols *c, int64_t j)
+{
+	return (float *)(c->base + (c->offs ? (size_t)c->offs[j] :
+					       (size_t)j * c->stride));
+}
+
+/* Scratch of one thread: an a block in packing and a row in conversion. */
+struct scratch {
+	float *ap;  /* MC x KC */
+	float *tmp; /* rows in conversion, see scratch_floats() */
+};
+
+/* dst column j, rows [m0, m1) = a rows times b row j, for every b row of
+ * the packed panels bp (nb rows, NR per panel, each k x NR). */
+#ifndef LOOP2
+static void gemm_rows(enum loom_type type, const char *a, size_t arow,
+		      size_t nb0, int64_t m0, int64_t m1, int64_t k,
+		      const float *bp, int64_t nb, const struct cols *c,
+		      const struct scratch *s)
+{
+	int64_t pc, ic, jr, ir;
+
+	for (ic = m0; ic < m1; ic += MC) {
+		int64_t mc = m1 - ic < MC ? m1 - ic : MC;
+
+		for (pc = 0; pc < k; pc += KC) {
+			int64_t kc = k - pc < KC ? k - pc : KC;
+
+			pack_a_block(type, a, arow, nb0, ic, mc, pc, kc, s->ap,
+				     s->tmp);
+			for (jr = 0; jr < nb; jr += NR) {
+				const float *bpanel = bp + jr * k + pc * NR;
+				int nr = nb - jr < NR ? (int)(nb - jr) : NR;
+				float *cp[NR];
+				int j;
+
+				for (j = 0; j < nr; j++)
+					cp[j] = col_at(c, jr + j) + ic;
+				for (ir = 0; ir < mc; ir += MR) {
+					int mr = mc - ir < MR ? (int)(mc - ir) : MR;
+
+					ukernel(kc, s->ap + ir * kc, bpanel, cp,
+						mr, nr, pc > 0);
+					for (j = 0; j < nr; j++)
+						cp[j] += MR;
+				}
+			}
+		}
+	}
+}
+#else
+/* The packed a micro-panel stays in L1 while the b block (KC x NC) it
+ * meets streams from L2. */
+static void gemm_rows(enum loom_type type, const char *a, size_t arow,
+		      size_t nb0, int64_t m0, int64_t m1, int64_t k,
+		      const float *bp, int64_t nb, const struct cols *c,
+		      const struct scratch *s)
+{
+	int64_t jc, pc, jr, ir;
+
+	for (jc = 0; jc < nb; jc += NC) {
+		int64_t nc = nb - jc < NC ? nb - jc : NC;
+
+		for (pc = 0; pc < k; pc += KC) {
+			int64_t kc = k - pc < KC ? k - pc : KC;
+
+			for (ir = m0; ir < m1; ir += MR) {
+				int mr = m1 - ir < MR ? (int)(m1 - ir) : MR;
+
+				pack_a_block(type, a, arow, nb0, ir, mr, pc, kc,
+					     s->ap, s->tmp);
+				for (jr = jc; jr < jc + nc; jr += NR) {
+					const float *bpanel = bp + jr * k +
+							      pc * NR;
+					int nr = jc + nc - jr < NR ?
+						 (int)(jc + nc - jr) : NR;
+					float *cp[NR];
+					int j;
+
+					for (j = 0; j < nr; j++)
+						cp[j] = col_at(c, jr + j) + ir;
+					ukernel(kc, s->ap, bpanel, cp, mr, nr,
+						pc > 0);
+				}
+			}
+		}
+	}
+}
+#endif
+
+/* ------------------------------------------------------------------------
+ * Work division and the work buffer.
+ */
+
+/* Splits [0, n) into parts aligned to gran; returns part i of parts. */
+static void split_range(int64_t n, int64_t gran, int64_t parts, int64_t i,
+			int64_t *start, int64_t *end)
+{
+	int64_t units = div_up(n, gran);
+	int64_t s = units * i / parts * gran;
+	int64_t e = units * (i + 1) / parts * gran;
+
+	*start = s < n ? s : n;
+	*end = e < n ? e : n;
+}
+
+/* Whether a's rows are contiguous along dimension 0, as the row kernels
+ * read them. */
+static bool a_rows_contiguous(const struct loom_tensor *a)
+{
+	return a->type == LOOM_TYPE_Q8_0 ||
+	       (a->type == LOOM_TYPE_F32 ? a->nb[0] == sizeof(float) :
+					   a->nb[0] == sizeof(uint16_t));
+}
+
+/* The GEMM pays for packing once b has enough rows to reuse it. */
+static bool use_gemm(const struct loom_tensor *a, int64_t n)
+{
+	return n > GEMV_NB && a->ne[1] >= MR / 2;
+}
+
+static bool b_is_f32_rows(const struct loom_tensor *b)
+{
+	return b->type == LOOM_TYPE_F32 && b->nb[0] == sizeof(float);
+}
+
+/* Floats of tmp: NR rows of b, MR rows of an a block, or one a row. */
+static size_t scratch_floats(int64_t k)
+{
+	size_t nb = (size_t)NR * k, na = (size_t)MR * KC;
+
+	return nb > na ? nb : na;
+}
+
+static size_t scratch_size(int64_t k)
+{
+	return align_up((size_t)MC * KC * sizeof(float)) +
+	       align_up(scratch_floats(k) * sizeof(float));
+}
+
+/* A cursor over the work buffer: hands out aligned pieces. */
+static void *take(char **cursor, size_t bytes)
+{
+	char *p = *cursor;
+
+	*cursor += align_up(bytes);
+	return p;
+}
+
+static char *work_base(const struct cpu_task *task)
+{
+	uintptr_t p = (uintptr_t)task->wdata;
+
+	return (char *)((p + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1));
+}
+
+/* Takes this thread's scratch from the nth that follow the cursor. */
+static void take_scratch(const struct cpu_task *task, char **cursor,
+			 int64_t k, struct scratch *s)
+{
+	char *p = *cursor + (size_t)task->ith * scratch_size(k);
+
+	s->ap = take(&p, (size_t)MC * KC * sizeof(float));
+	s->tmp = take(&p, scratch_floats(k) * sizeof(float));
+	*cursor += (size_t)task->nth * scratch_size(k);
+}
+
+/* The address of row i1 of batch (i2, i3) of t. */
+static inline const char *row_at(const struct loom_tensor *t, int64_t i1,
+				 int64_t i2, int64_t i3)
+{
+	return (const char *)t->data + i1 * t->nb[1] + i2 * t->nb[2] +
+	       i3 * t->nb[3];
+}
+
+/* GEMV over rows [m0, m1) of a (at base) for any a: rows that are not
+ * contiguous along dimension 0 are converted to F32 first. */
+static void gemv_any(const struct loom_tensor *a, const char *base,
+		     int64_t m0, int64_t m1, const float *const *bv, int nb,
+		     float *const *out, float *tmp)
+{
+	int64_t m;
+	int j;
+
+	if (a_rows_contiguous(a)) {
+		gemv_rows(a->type, base, a->nb[1], m0, m1, a->ne[0], bv, nb,
+			  out);
+		return;
+	}
+	for (m = m0; m < m1; m++) {
+		float *o[GEMV_NB];
+
+		to_f32(a->type, base + m * a->nb[1], a->nb[0], tmp, a->ne[0]);
+		for (j = 0; j < nb; j++)
+			o[j] = out[j] + m;
+		gemv_rows(LOOM_TYPE_F32, (const char *)tmp, 0, 0, 1, a->ne[0],
+			  bv, nb, o);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * mul_mat.
+ */
+
+/* Bytes of b as GEMM panels (gemm) or as contiguous F32 rows. */
+static size_t b_size(const struct loom_tensor *b, bool gemm)
+{
+	int64_t batches = b->ne[2] * b->ne[3];
+	int64_t rows = gemm ? div_up(b->ne[1], NR) * NR : b->ne[1];
+
+	return align_up((size_t)batches * rows * b->ne[0] * sizeof(float));
+}
+
+static size_t mul_mat_id_lists_size(const struct loom_tensor *dst);
 
 size_t cpu_mul_mat_work_size(const struct loom_tensor *dst, int nth)
 {
-	(void)nth;
-	return b_f32_size(dst->src[1]) + 64;
-}
+	const struct loom_tensor *a = dst->src[0];
+	const struct loom_tensor *b = dst->src[1];
+	int64_t k = a->ne[0];
+	size_t size = ALIGN;
 
-/* Converts b into contiguous F32 rows in wdata; thread ith of nth takes
- * every nth row.  Returns the rows. */
-static float *convert_b(const struct cpu_task *task,
-			const struct loom_tensor *b)
-{
-	float *out = task->wdata;
-	int64_t k = b->ne[0];
-	int64_t nrows = b->ne[1] * b->ne[2] * b->ne[3];
-	int64_t r;
+	if (nth < 1)
+		nth = 1;
+	if (dst->op == LOOM_OP_MUL_MAT_ID) {
+		const struct loom_tensor *ids = dst->src[2];
+		int64_t pairs = ids->ne[0] * ids->ne[1];
 
-	for (r = task->ith; r < nrows; r += task->nth) {
-		int64_t i1 = r % b->ne[1];
-		int64_t i2 = (r / b->ne[1]) % b->ne[2];
-		int64_t i3 = r / (b->ne[1] * b->ne[2]);
-		const char *src = (const char *)b->data + i1 * b->nb[1] +
-				  i2 * b->nb[2] + i3 * b->nb[3];
+		/* The grouped pairs, then every expert's gathered rows or
+		 * panels. */
+		size += mul_mat_id_lists_size(dst);
+		size += align_up((size_t)(pairs + a->ne[2] * NR) * k *
+				 sizeof(float));
+	} else {
+		bool gemm = use_gemm(a, b->ne[1]);
 
-		row_to_f32(b->type, src, b->nb[0], out + r * k, k);
+		if (gemm || !b_is_f32_rows(b))
+			size += b_size(b, gemm);
 	}
-	cpu_barrier(task);
-	return out;
+	return size + (size_t)nth * scratch_size(k);
 }
 
 void cpu_op_mul_mat(const struct cpu_task *task, struct loom_tensor *dst)
 {
 	const struct loom_tensor *a = dst->src[0];
 	const struct loom_tensor *b = dst->src[1];
-	int64_t k = a->ne[0];
-	int64_t m = a->ne[1];
-	int64_t nrows = b->ne[1] * b->ne[2] * b->ne[3];
-	const float *bf = convert_b(task, b);
-	int64_t r;
+	int64_t k = a->ne[0], m = a->ne[1], n = b->ne[1];
+	int64_t b2 = b->ne[2], b3 = b->ne[3];
+	int64_t r2 = b2 / a->ne[2], r3 = b3 / a->ne[3];
+	int64_t batches = b2 * b3;
+	bool gemm = use_gemm(a, n);
+	int64_t per = gemm ? div_up(n, NR) : n;
+	int64_t stride = per * (gemm ? NR : 1) * k;
+	char *cursor = work_base(task);
+	float *bw = NULL;
+	struct scratch s;
+	int64_t ngroups, mparts, items, it, it1, r;
 
-	/* Each dst row (one row of b) belongs to one thread. */
-	for (r = task->ith; r < nrows; r += task->nth) {
-		int64_t n = r % b->ne[1];
-		int64_t i2 = (r / b->ne[1]) % b->ne[2];
-		int64_t i3 = r / (b->ne[1] * b->ne[2]);
-		int64_t a2 = i2 / (b->ne[2] / a->ne[2]);
-		int64_t a3 = i3 / (b->ne[3] / a->ne[3]);
-		const char *abase = (const char *)a->data + a2 * a->nb[2] +
-				    a3 * a->nb[3];
-		char *d = (char *)dst->data + n * dst->nb[1] + i2 * dst->nb[2] +
-			  i3 * dst->nb[3];
-		int64_t i;
+	if (gemm || !b_is_f32_rows(b))
+		bw = take(&cursor, b_size(b, gemm));
+	take_scratch(task, &cursor, k, &s);
 
-		for (i = 0; i < m; i++) {
-			float v = dot_row(a->type, abase + i * a->nb[1],
-					  bf + r * k, k);
+	/* Shared phase: b becomes panels (GEMM) or F32 rows (GEMV). */
+	if (bw) {
+		for (r = task->ith; r < batches * per; r += task->nth) {
+			int64_t z = r / per, i1 = r % per;
+			int64_t i2 = z % b2, i3 = z / b2;
+			float *o = bw + z * stride;
 
-			memcpy(d + i * dst->nb[0], &v, sizeof(v));
+			if (gemm) {
+				const char *rows[NR];
+				int64_t n0 = i1 * NR;
+				int j, nv = n - n0 < NR ? (int)(n - n0) : NR;
+
+				for (j = 0; j < nv; j++)
+					rows[j] = row_at(b, n0 + j, i2, i3);
+				pack_b_panel(b->type, rows, b->nb[0], nv, k,
+					     o + n0 * k, s.tmp);
+			} else {
+				to_f32(b->type, row_at(b, i1, i2, i3),
+				       b->nb[0], o + i1 * k, k);
+			}
 		}
+		cpu_barrier(task);
+	}
+
+	/* Items: batches x groups of b rows x parts of m, in contiguous
+	 * runs per thread. */
+	ngroups = gemm ? 1 : div_up(n, GEMV_NB);
+	mparts = batches * ngroups < 4 * task->nth ? task->nth : 1;
+	items = batches * ngroups * mparts;
+	it = items * task->ith / task->nth;
+	it1 = items * (task->ith + 1) / task->nth;
+	for (; it < it1; it++) {
+		int64_t z = it / (ngroups * mparts);
+		int64_t g = it / mparts % ngroups;
+		int64_t i2 = z % b2, i3 = z / b2;
+		const char *abase = row_at(a, 0, i2 / r2, i3 / r3);
+		char *dbase = (char *)dst->data + i2 * dst->nb[2] +
+			      i3 * dst->nb[3];
+		int64_t m0, m1;
+
+		split_range(m, gemm ? MR : 16, mparts, it % mparts, &m0, &m1);
+		if (m0 >= m1)
+			continue;
+		if (gemm) {
+			struct cols c = { .base = dbase, .stride = dst->nb[1] };
+
+			gemm_rows(a->type, abase, a->nb[1], a->nb[0], m0, m1, k,
+				  bw + z * stride, n, &c, &s);
+		} else {
+			const float *bv[GEMV_NB];
+			float *out[GEMV_NB];
+			int j, nb = n - g * GEMV_NB < GEMV_NB ?
+				    (int)(n - g * GEMV_NB) : GEMV_NB;
+
+			for (j = 0; j < nb; j++) {
+				int64_t i1 = g * GEMV_NB + j;
+
+				bv[j] = bw ? bw + z * stride + i1 * k :
+				        (const float *)row_at(b, i1, i2, i3);
+				out[j] = (float *)(dbase + i1 * dst->nb[1]);
+			}
+			gemv_any(a, abase, m0, m1, bv, nb, out, s.tmp);
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * mul_mat_id: the (slot, token) pairs are grouped by expert, so that each
+ * expert's weights stream once for all the tokens that chose it.
+ */
+
+struct id_lists {
+	int64_t *count; /* pairs per expert */
+	int64_t *first; /* index of each expert's first pair in pairs[] */
+	int64_t *pos;   /* where the next pair of each expert goes */
+	int64_t *pairs; /* e + n_used * t, grouped by expert */
+	int64_t *offs;  /* the byte offset in dst of each pair's row */
+};
+
+static size_t mul_mat_id_lists_size(const struct loom_tensor *dst)
+{
+	const struct loom_tensor *ids = dst->src[2];
+
+	return align_up((size_t)(3 * dst->src[0]->ne[2] +
+				 2 * ids->ne[0] * ids->ne[1]) *
+			sizeof(int64_t));
+}
+
+static int32_t expert_of(const struct loom_tensor *ids, int64_t p)
+{
+	int32_t x;
+
+	memcpy(&x, (const char *)ids->data + (p % ids->ne[0]) * ids->nb[0] +
+		   (p / ids->ne[0]) * ids->nb[1], sizeof(x));
+	return x;
+}
+
+/* Groups the pairs by expert with a counting sort, so tokens stay in
+ * order within an expert. */
+static void group_pairs(const struct loom_tensor *dst, struct id_lists *l)
+{
+	const struct loom_tensor *ids = dst->src[2];
+	int64_t n_expert = dst->src[0]->ne[2], n_used = ids->ne[0];
+	int64_t pairs = n_used * ids->ne[1];
+	int64_t x, p, next = 0;
+
+	memset(l->count, 0, n_expert * sizeof(int64_t));
+	for (p = 0; p < pairs; p++) {
+		x = expert_of(ids, p);
+		if (x >= 0 && x < n_expert)
+			l->count[x]++;
+	}
+	for (x = 0; x < n_expert; x++) {
+		l->first[x] = next;
+		l->pos[x] = next;
+		next += l->count[x];
+	}
+	for (p = 0; p < pairs; p++) {
+		x = expert_of(ids, p);
+		if (x < 0 || x >= n_expert)
+			continue;
+		l->pairs[l->pos[x]] = p;
+		l->offs[l->pos[x]++] = p % n_used * dst->nb[1] +
+				       p / n_used * dst->nb[2];
 	}
 }
 
@@ -202,32 +1163,99 @@ void cpu_op_mul_mat_id(const struct cpu_task *task, struct loom_tensor *dst)
 	const struct loom_tensor *as = dst->src[0];
 	const struct loom_tensor *b = dst->src[1];
 	const struct loom_tensor *ids = dst->src[2];
-	int64_t k = as->ne[0];
-	int64_t m = as->ne[1];
-	int64_t n_used = ids->ne[0];
-	int64_t n_tokens = ids->ne[1];
-	const float *bf = convert_b(task, b);
-	int64_t r;
+	int64_t k = as->ne[0], m = as->ne[1], n_expert = as->ne[2];
+	int64_t n_used = ids->ne[0], pairs = n_used * ids->ne[1];
+	char *cursor = work_base(task);
+	struct id_lists l;
+	int64_t *space;
+	float *bw;
+	struct scratch s;
+	int64_t x, r;
 
-	for (r = task->ith; r < n_used * n_tokens; r += task->nth) {
-		int64_t e = r % n_used;
-		int64_t t = r / n_used;
-		int32_t ex;
-		const char *abase;
-		const float *x;
-		char *d;
-		int64_t i;
+	space = take(&cursor, mul_mat_id_lists_size(dst));
+	l.count = space;
+	l.first = space + n_expert;
+	l.pos = space + 2 * n_expert;
+	l.pairs = space + 3 * n_expert;
+	l.offs = l.pairs + pairs;
+	bw = take(&cursor, (size_t)(pairs + n_expert * NR) * k *
+			   sizeof(float));
+	take_scratch(task, &cursor, k, &s);
 
-		memcpy(&ex, (const char *)ids->data + e * ids->nb[0] +
-			     t * ids->nb[1], sizeof(ex));
-		abase = (const char *)as->data + ex * as->nb[2];
-		x = bf + ((e % b->ne[1]) + t * b->ne[1]) * k;
-		d = (char *)dst->data + e * dst->nb[1] + t * dst->nb[2];
-		for (i = 0; i < m; i++) {
-			float v = dot_row(as->type, abase + i * as->nb[1], x,
-					  k);
+	if (task->ith == 0)
+		group_pairs(dst, &l);
+	cpu_barrier(task);
 
-			memcpy(d + i * dst->nb[0], &v, sizeof(v));
+	/* Shared phase: each expert's b rows become GEMM panels or
+	 * gathered F32 rows, at offset (first + x * NR) * k. */
+	for (x = 0, r = 0; x < n_expert; x++) {
+		int64_t cnt = l.count[x];
+		const int64_t *px = l.pairs + l.first[x];
+		bool gemm = use_gemm(as, cnt);
+		float *o = bw + (l.first[x] + x * NR) * k;
+		int64_t u, nu = gemm ? div_up(cnt, NR) : cnt;
+
+		for (u = 0; u < nu; u++, r++) {
+			const char *rows[NR];
+			int j, nv;
+
+			if (r % task->nth != task->ith)
+				continue;
+			if (!gemm) {
+				to_f32(b->type, row_at(b, px[u] % n_used %
+						       b->ne[1],
+						       px[u] / n_used, 0),
+				       b->nb[0], o + u * k, k);
+				continue;
+			}
+			nv = cnt - u * NR < NR ? (int)(cnt - u * NR) : NR;
+			for (j = 0; j < nv; j++) {
+				int64_t pr = px[u * NR + j];
+
+				rows[j] = row_at(b, pr % n_used % b->ne[1],
+						 pr / n_used, 0);
+			}
+			pack_b_panel(b->type, rows, b->nb[0], nv, k,
+				     o + u * NR * k, s.tmp);
+		}
+	}
+	cpu_barrier(task);
+
+	/* Every thread takes its share of the rows of each expert. */
+	for (x = 0; x < n_expert; x++) {
+		int64_t cnt = l.count[x];
+		const int64_t *offs = l.offs + l.first[x];
+		const float *o = bw + (l.first[x] + x * NR) * k;
+		const char *abase = (const char *)as->data + x * as->nb[2];
+		int64_t m0, m1, g;
+
+		if (!cnt)
+			continue;
+		if (use_gemm(as, cnt)) {
+			struct cols c = { .base = dst->data, .offs = offs };
+
+			split_range(m, MR, task->nth, task->ith, &m0, &m1);
+			if (m0 < m1)
+				gemm_rows(as->type, abase, as->nb[1],
+					  as->nb[0], m0, m1, k, o, cnt, &c,
+					  &s);
+			continue;
+		}
+		split_range(m, 16, task->nth, task->ith, &m0, &m1);
+		if (m0 >= m1)
+			continue;
+		for (g = 0; g < cnt; g += GEMV_NB) {
+			const float *bv[GEMV_NB];
+			float *out[GEMV_NB];
+			int j, nb = cnt - g < GEMV_NB ? (int)(cnt - g) :
+							GEMV_NB;
+
+			for (j = 0; j < nb; j++) {
+				bv[j] = o + (g + j) * k;
+				out[j] = (float *)((char *)dst->data +
+						   offs[g + j]);
+			}
+			gemv_any(as, abase, m0, m1, bv, nb, out, s.tmp);
 		}
 	}
 }
