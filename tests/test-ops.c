@@ -1097,46 +1097,48 @@ static struct loom_tensor *make_view(loom_ctx_t *ctx, struct loom_tensor *leaf,
 	return NULL;
 }
 
+/* Fills one row of ids: uniform in [0, range), or with distinct values
+ * (the first n entries of a shuffled 0 .. range - 1). */
+static void fill_ids_row(int32_t *p, int64_t n, const struct input *in,
+			 struct loom_test_rng *rng)
+{
+	int32_t *perm;
+
+	if (in->fill != FILL_DISTINCT) {
+		for (int64_t i = 0; i < n; i++)
+			p[i] = (int32_t)loom_test_rng_int(rng, in->range);
+		return;
+	}
+	perm = g_new(int32_t, in->range);
+	for (int64_t i = 0; i < in->range; i++)
+		perm[i] = (int32_t)i;
+	for (int64_t i = 0; i < n; i++) {
+		int64_t j = i + loom_test_rng_int(rng, in->range - i);
+		int32_t tmp = perm[i];
+
+		perm[i] = perm[j];
+		perm[j] = tmp;
+		p[i] = perm[i];
+	}
+	g_free(perm);
+}
+
 /* Fills a placed leaf as the input asks. */
 static int fill_leaf(struct loom_tensor *leaf, const struct input *in,
 		     struct loom_test_rng *rng)
 {
 	int64_t n = loom_nelements(leaf);
 	int64_t row = leaf->ne[0];
+	int32_t *ids;
 	float *v;
 	int st;
 
 	if (in->fill == FILL_UNIFORM)
 		return loom_test_fill_uniform(leaf, rng, in->lo, in->hi);
 	if (leaf->type == LOOM_TYPE_I32) {
-		int32_t *ids = g_new(int32_t, n);
-
-		for (int64_t r = 0; r < n / row; r++) {
-			int32_t *p = ids + r * row;
-
-			for (int64_t i = 0; i < row; i++)
-				p[i] = (int32_t)loom_test_rng_int(rng,
-								  in->range);
-			if (in->fill != FILL_DISTINCT)
-				continue;
-			/* The first row entries of a shuffled 0..range-1. */
-			{
-				int32_t *perm = g_new(int32_t, in->range);
-
-				for (int64_t i = 0; i < in->range; i++)
-					perm[i] = (int32_t)i;
-				for (int64_t i = 0; i < row; i++) {
-					int64_t j = i + loom_test_rng_int(
-						rng, in->range - i);
-					int32_t tmp = perm[i];
-
-					perm[i] = perm[j];
-					perm[j] = tmp;
-					p[i] = perm[i];
-				}
-				g_free(perm);
-			}
-		}
+		ids = g_new(int32_t, n);
+		for (int64_t r = 0; r < n / row; r++)
+			fill_ids_row(ids + r * row, row, in, rng);
 		st = loom_test_set_i32(leaf, ids);
 		g_free(ids);
 		return st;
