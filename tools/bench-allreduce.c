@@ -64,12 +64,11 @@ static int ar_check(struct ar_run *r, int64_t ne)
 		ret = loom_tensor_get(r->t[j], v, 0, (size_t)ne * sizeof(*v));
 		for (int64_t i = 0; !ret && i < ne; i++)
 			if (v[i] != want)
-				ret = loom_set_error(LOOM_E_DEVICE,
-						     "allreduce gave %g, not %g "
-						     "(partition %zu, element "
-						     "%lld of %lld)", v[i], want,
-						     j, (long long)i,
-						     (long long)ne);
+				ret = loom_set_error(
+					LOOM_E_DEVICE,
+					"allreduce gave %g, not %g (partition "
+					"%zu, element %lld of %lld)", v[i],
+					want, j, (long long)i, (long long)ne);
 	}
 	for (size_t j = 0; !ret && j < r->n; j++)
 		ret = loom_tensor_memset(r->t[j], 0, 0,
@@ -224,7 +223,8 @@ int bench_cmd_allreduce(const struct bench_opts *o)
 			if (st.copy_gbps > 0)
 				snprintf(share, sizeof(share), "%.0f%%",
 					 100 * res[i].busbw / st.copy_gbps);
-			bench_table_row(tab, "cpu x%zu\t%zu\t%.2f\t%.2f\t%.2f\t%s",
+			bench_table_row(tab,
+					"cpu x%zu\t%zu\t%.2f\t%.2f\t%.2f\t%s",
 					r.n, res[i].bytes, res[i].us,
 					res[i].algbw, res[i].busbw, share);
 		}
@@ -233,8 +233,8 @@ int bench_cmd_allreduce(const struct bench_opts *o)
 			 r.n);
 		bench_table_print(tab, stdout, title);
 		if (st.read_gbps > 0)
-			printf("(STREAM read %.1f GB/s, copy %.1f GB/s; busbw = "
-			       "algbw * 2(n-1)/n)\n", st.read_gbps,
+			printf("(STREAM read %.1f GB/s, copy %.1f GB/s; "
+			       "busbw = algbw * 2(n-1)/n)\n", st.read_gbps,
 			       st.copy_gbps);
 		bench_table_free(tab);
 	}

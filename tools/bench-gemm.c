@@ -182,7 +182,8 @@ int bench_cmd_gemm(const struct bench_opts *o)
 			snprintf(share, sizeof(share), "%.0f%%",
 				 100 * gflops[i] / peak.gflops);
 		if (have_ob)
-			snprintf(vs, sizeof(vs), "%.2fx", gflops[i] / ob_gflops);
+			snprintf(vs, sizeof(vs), "%.2fx",
+				 gflops[i] / ob_gflops);
 		bench_table_row(tab, "loom %s\t%s\t%lld\t%.1f\t%.1f\t%s\t%s",
 				loom_dev_name(dev), loom_type_name(oo.types[i]),
 				(long long)s, flops / gflops[i] * 1e-6,
@@ -194,8 +195,10 @@ int bench_cmd_gemm(const struct bench_opts *o)
 		if (peak.gflops > 0)
 			snprintf(share, sizeof(share), "%.0f%%",
 				 100 * ob_gflops / peak.gflops);
-		bench_table_row(tab, "OpenBLAS (%s%s)\tf32\t%lld\t%.1f\t%.1f\t%s"
-				"\t1.00x", ob.core, ob.forced[0] ? ", forced" : "",
+		bench_table_row(tab,
+				"OpenBLAS (%s%s)\tf32\t%lld\t%.1f\t%.1f\t%s"
+				"\t1.00x", ob.core,
+				ob.forced[0] ? ", forced" : "",
 				(long long)s, flops / ob_gflops * 1e-6,
 				ob_gflops, share);
 	}

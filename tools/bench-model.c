@@ -353,7 +353,8 @@ static int run_whole_cpu(struct model_bench *mb)
 	memset(r, 0, sizeof(*r));
 	fd = mkstemp(path);
 	if (fd < 0)
-		return loom_set_error(LOOM_E_IO, "mkstemp: %s", strerror(errno));
+		return loom_set_error(LOOM_E_IO, "mkstemp: %s",
+				      strerror(errno));
 	close(fd);
 	snprintf(a_pre, sizeof(a_pre), "%d", o->prefill);
 	snprintf(a_dec, sizeof(a_dec), "%d", o->decode);
@@ -555,7 +556,8 @@ static void print_json(struct model_bench *mb)
 		bj_num(&j, "decode_ms_median", r->decode_ms_median);
 		bj_num(&j, "decode_gbps", r->gbps);
 		if (mb->st.read_gbps > 0)
-			bj_num(&j, "share_of_stream", r->gbps / mb->st.read_gbps);
+			bj_num(&j, "share_of_stream",
+			       r->gbps / mb->st.read_gbps);
 		bj_int(&j, "compute_bytes", (int64_t)r->compute_bytes);
 		if (r->has_nmse)
 			bj_num(&j, "nmse_vs_single", r->nmse);
@@ -580,7 +582,7 @@ static void print_table(struct model_bench *mb)
 {
 	static const char *const heads[] = {
 		"device", "prefill tok/s", "decode tok/s", "ms/token",
-		"GB/s", "of STREAM", "weights MiB", "compute MiB",
+		"GB/s", "of STREAM", "weights+KV MiB", "compute MiB",
 		"NMSE vs single",
 	};
 	const struct bench_opts *o = mb->o;
@@ -632,15 +634,15 @@ static void print_table(struct model_bench *mb)
 	for (int i = 0; i < mb->n_runs; i++)
 		printf("  %-8s %s\n", mb->runs[i].name, mb->runs[i].desc);
 	if (mb->st.read_gbps > 0)
-		printf("GB/s: %.1f MiB of weights read per decode token; STREAM "
-		       "read %.1f GB/s (%d threads, same run)\n",
+		printf("GB/s: %.1f MiB of weights read per decode token; "
+		       "STREAM read %.1f GB/s (%d threads, same run)\n",
 		       mb->decode_bytes / 1048576.0, mb->st.read_gbps,
 		       mb->st.threads);
 	if (meta && (whole || ref)) {
 		const struct model_run *base = whole ? whole : ref;
 
-		printf("tensor-parallel overhead of %s vs %s%s: prefill %+.1f%%",
-		       meta->name, base->name,
+		printf("tensor-parallel overhead of %s vs %s%s: "
+		       "prefill %+.1f%%", meta->name, base->name,
 		       whole ? " on all cores" : "",
 		       100 * (base->prefill_tok_s / meta->prefill_tok_s - 1));
 		if (o->decode)

@@ -196,8 +196,9 @@ int bench_cmd_peak(const struct bench_opts *o)
 		bj_obj_end(&j);
 		bj_finish(&j);
 	} else {
-		static const char *const heads[] = { "FMA peak (f32)", "threads",
-						     "GFLOP/s", "per thread" };
+		static const char *const heads[] = {
+			"FMA peak (f32)", "threads", "GFLOP/s", "per thread",
+		};
 		struct bench_table *t = bench_table_new(4, heads);
 
 		bench_table_row(t, "%s\t%d\t%.1f\t%.1f", one.isa, 1,

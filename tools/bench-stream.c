@@ -243,8 +243,8 @@ int bench_cmd_stream(const struct bench_opts *o)
 				all.bytes / 1048576.0, all.copy_gbps,
 				all.read_gbps);
 		bench_table_print(t, stdout, NULL);
-		printf("(last-level cache %.0f MiB; copy counts read + write)\n",
-		       bench_llc_bytes() / 1048576.0);
+		printf("(last-level cache %.0f MiB; copy counts read + "
+		       "write)\n", bench_llc_bytes() / 1048576.0);
 		bench_table_free(t);
 	}
 	return 0;

@@ -424,7 +424,8 @@ int bench_load(void)
 		fprintf(stderr, "loom-bench: warning: %s\n",
 			loom_last_error());
 	if (!loom_dev_count()) {
-		fprintf(stderr, "loom-bench: no device found (see loom-info)\n");
+		fprintf(stderr,
+			"loom-bench: no device found (see loom-info)\n");
 		return LOOM_E_NOT_FOUND;
 	}
 	return LOOM_OK;

@@ -55,8 +55,8 @@ static void usage(FILE *f)
 		"  --seed N            weights' seed\n"
 		"  --quick             shorter limit measurements\n"
 		"  --no-limits         skip the FMA peak and STREAM runs\n"
-		"\nEnvironment: LOOM_CPU_DEVICES=N splits the CPU into N devices;"
-		"\nLOOM_META_DEVICES=cpu0,cpu1 composes a meta device "
+		"\nEnvironment: LOOM_CPU_DEVICES=N splits the CPU into N "
+		"devices;\nLOOM_META_DEVICES=cpu0,cpu1 composes a meta device "
 		"(see loom-info).\n");
 }
 

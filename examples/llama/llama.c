@@ -132,7 +132,8 @@ int llama_hparams_check(const struct llama_hparams *hp)
 	if (hp->wtype == LOOM_TYPE_I32 || hp->wtype >= LOOM_TYPE_COUNT)
 		return loom_set_error(LOOM_E_INVAL, "llama: bad weight type");
 	bs = loom_type_block_size(hp->wtype);
-	if (hp->n_embd % bs || hp->n_ff % bs || (hp->n_head * hp->head_dim) % bs)
+	if (hp->n_embd % bs || hp->n_ff % bs ||
+	    (hp->n_head * hp->head_dim) % bs)
 		return loom_set_error(LOOM_E_INVAL,
 				      "llama: n_embd, n_ff and n_head*head_dim "
 				      "must be multiples of %lld for %s",
@@ -255,7 +256,8 @@ static int create_tensors(struct llama_model *m)
 
 		W(l->attn_norm, LOOM_TYPE_F32, 1, hp->n_embd, 1, 1,
 		  "blk.%lld.attn_norm.weight", li);
-		W(l->wq, wt, 2, hp->n_embd, n_q, 1, "blk.%lld.attn_q.weight", li);
+		W(l->wq, wt, 2, hp->n_embd, n_q, 1, "blk.%lld.attn_q.weight",
+		  li);
 		W(l->wk, wt, 2, hp->n_embd, n_kv, 1, "blk.%lld.attn_k.weight",
 		  li);
 		W(l->wv, wt, 2, hp->n_embd, n_kv, 1, "blk.%lld.attn_v.weight",

@@ -51,7 +51,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "run: warning: %s\n", loom_last_error());
 	dev = dev_name ? loom_dev_by_name(dev_name) : loom_dev_get(0);
 	if (!dev) {
-		fprintf(stderr, "run: no device %s\n", dev_name ? dev_name : "");
+		fprintf(stderr, "run: no device %s\n",
+			dev_name ? dev_name : "");
 		goto out_unload;
 	}
 
