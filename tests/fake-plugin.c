@@ -231,10 +231,59 @@ static int be_compute(loom_backend_t *be, loom_graph_t *g)
 	return LOOM_OK;
 }
 
+#ifdef FAKE_ASYNC
+/* "Async" methods that copy at once and count, so the tests see which
+ * path the core took. */
+static int be_set_async(loom_backend_t *be, struct loom_tensor *t,
+			const void *data, size_t offset, size_t size)
+{
+	control.n_set_async++;
+	memcpy((char *)t->data + offset, data, size);
+	return LOOM_OK;
+}
+
+static int be_get_async(loom_backend_t *be, const struct loom_tensor *t,
+			void *data, size_t offset, size_t size)
+{
+	control.n_get_async++;
+	memcpy(data, (const char *)t->data + offset, size);
+	return LOOM_OK;
+}
+
+static int be_cpy_async(loom_backend_t *be_src, loom_backend_t *be_dst,
+			const struct loom_tensor *src, struct loom_tensor *dst)
+{
+	if (control.decline_cpy)
+		return LOOM_E_DECLINED;
+	control.n_cpy_async++;
+	memcpy(dst->data, src->data, loom_nbytes(src));
+	return LOOM_OK;
+}
+
+static int be_event_record(loom_backend_t *be, loom_event_t *ev)
+{
+	control.n_event_record++;
+	return LOOM_OK;
+}
+
+static int be_event_wait(loom_backend_t *be, loom_event_t *ev)
+{
+	control.n_event_wait++;
+	return LOOM_OK;
+}
+#endif
+
 static const struct loom_backend_iface backend_iface = {
 	.size = sizeof(struct loom_backend_iface),
 	.get_name = be_name,
 	.free = be_free,
+#ifdef FAKE_ASYNC
+	.set_tensor_async = be_set_async,
+	.get_tensor_async = be_get_async,
+	.cpy_tensor_async = be_cpy_async,
+	.event_record = be_event_record,
+	.event_wait = be_event_wait,
+#endif
 	.synchronize = be_sync,
 	.graph_compute = be_compute,
 };
@@ -288,6 +337,31 @@ dev_supports_op(loom_dev_t *dev, const struct loom_tensor *op)
 	return false;
 }
 
+#ifdef FAKE_ASYNC
+static int dev_event_new(loom_dev_t *dev, loom_event_t *ev)
+{
+	control.n_event_new++;
+	loom_event_set_context(ev, &control);
+	return LOOM_OK;
+}
+
+static void dev_event_free(loom_dev_t *dev, loom_event_t *ev)
+{
+	control.n_event_free++;
+}
+
+static int dev_event_sync(loom_dev_t *dev, loom_event_t *ev)
+{
+	control.n_event_sync++;
+	return loom_event_context(ev) == &control ? LOOM_OK : LOOM_E_STATE;
+}
+
+static uint32_t dev_caps(loom_dev_t *dev)
+{
+	return LOOM_DEV_CAP_ASYNC | LOOM_DEV_CAP_EVENTS;
+}
+#endif
+
 static const struct loom_dev_iface dev_iface = {
 	.size = sizeof(struct loom_dev_iface),
 	.get_name = dev_name,
@@ -298,6 +372,12 @@ static const struct loom_dev_iface dev_iface = {
 	.get_buffer_type = dev_buft,
 #ifndef FAKE_MISSING_METHOD
 	.supports_op = dev_supports_op,
+#endif
+#ifdef FAKE_ASYNC
+	.get_caps = dev_caps,
+	.event_new = dev_event_new,
+	.event_free = dev_event_free,
+	.event_synchronize = dev_event_sync,
 #endif
 };
 

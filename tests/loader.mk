@@ -38,7 +38,7 @@ CLEANFILES += tests/fakedep/libloom-fakedep.so
 check_LTLIBRARIES += tests/fake/loom-good.la
 FAKE_PLUGINS += tests/fake/loom-good.la
 tests_fake_loom_good_la_SOURCES = tests/fake-plugin.c
-tests_fake_loom_good_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_2D
+tests_fake_loom_good_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_2D -DFAKE_ASYNC
 tests_fake_loom_good_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
 tests_fake_loom_good_la_LIBADD = $(PLUGIN_LINK_LIBS)
 

@@ -550,6 +550,97 @@ static void test_reload(struct fixture *f, gconstpointer data)
 	}
 }
 
+/* The plugin's own async and event methods are used when it has them;
+ * events of another plugin are waited for on the host. */
+static void test_async_events(struct fixture *f, gconstpointer data)
+{
+	struct fake_control *ctl;
+	loom_dev_t *good, *gpu;
+	loom_backend_t *be, *be_gpu;
+	loom_event_t *ev, *ev_gpu;
+	loom_buffer_t *buf;
+	loom_ctx_t *ctx;
+	struct loom_tensor *a, *b;
+	float in[8], out[8];
+
+	add_plugin(f->dir, "good");
+	add_plugin(f->dir, "fgpu");
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	good = loom_dev_by_name("good0");
+	gpu = loom_dev_by_name("fgpu0");
+	g_assert_nonnull(good);
+	g_assert_nonnull(gpu);
+	ctl = ((fake_control_fn)loom_reg_proc_address(loom_dev_reg(good),
+						       FAKE_CONTROL))();
+	g_assert_cmpuint(loom_dev_caps(good), ==,
+			 LOOM_DEV_CAP_ASYNC | LOOM_DEV_CAP_EVENTS);
+	g_assert_cmpuint(loom_dev_caps(gpu), ==, 0);
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	a = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 8);
+	b = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 8);
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(good),
+					       &buf),
+			==, LOOM_OK);
+	g_assert_cmpint(loom_dev_init_backend(good, NULL, &be), ==, LOOM_OK);
+	g_assert_cmpint(loom_dev_init_backend(gpu, NULL, &be_gpu), ==,
+			LOOM_OK);
+	for (int i = 0; i < 8; i++)
+		in[i] = 1.0f / (float)(i + 1);
+
+	g_assert_cmpint(loom_backend_tensor_set_async(be, a, in, 0,
+						      sizeof(in)),
+			==, LOOM_OK);
+	g_assert_cmpint(ctl->n_set_async, ==, 1);
+	/* No 2D async entry point: a loop of the plugin's 1D async copies. */
+	g_assert_cmpint(loom_backend_tensor_set_2d_async(be, b, in, 0, 8, 4, 8,
+							 8),
+			==, LOOM_OK);
+	g_assert_cmpint(ctl->n_set_async, ==, 5);
+	g_assert_cmpint(loom_backend_tensor_copy_async(be, be, a, b), ==,
+			LOOM_OK);
+	g_assert_cmpint(ctl->n_cpy_async, ==, 1);
+	ctl->decline_cpy = 1;
+	g_assert_cmpint(loom_backend_tensor_copy_async(be, be, a, b), ==,
+			LOOM_OK);
+	g_assert_cmpint(ctl->n_cpy_async, ==, 1);
+	ctl->decline_cpy = 0;
+	g_assert_cmpint(loom_backend_tensor_get_async(be, b, out, 0,
+						      sizeof(out)),
+			==, LOOM_OK);
+	g_assert_cmpint(ctl->n_get_async, ==, 1);
+	g_assert_cmpint(loom_backend_synchronize(be), ==, LOOM_OK);
+	g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
+
+	/* Real events on good0, emulated ones on fgpu0. */
+	g_assert_cmpint(loom_event_new(good, &ev), ==, LOOM_OK);
+	g_assert_cmpint(ctl->n_event_new, ==, 1);
+	g_assert_cmpint(loom_event_record(ev, be), ==, LOOM_OK);
+	g_assert_cmpint(ctl->n_event_record, ==, 1);
+	g_assert_cmpint(loom_event_wait(be, ev), ==, LOOM_OK);
+	g_assert_cmpint(ctl->n_event_wait, ==, 1);
+	g_assert_cmpint(loom_event_wait(be_gpu, ev), ==, LOOM_OK);
+	g_assert_cmpint(ctl->n_event_wait, ==, 1);
+	g_assert_cmpint(ctl->n_event_sync, ==, 1);
+	g_assert_cmpint(loom_event_synchronize(ev), ==, LOOM_OK);
+	g_assert_cmpint(ctl->n_event_sync, ==, 2);
+	g_assert_cmpint(loom_event_record(ev, be_gpu), ==, LOOM_E_INVAL);
+
+	g_assert_cmpint(loom_event_new(gpu, &ev_gpu), ==, LOOM_OK);
+	g_assert_cmpint(loom_event_record(ev_gpu, be_gpu), ==, LOOM_OK);
+	g_assert_cmpint(loom_event_wait(be, ev_gpu), ==, LOOM_OK);
+	g_assert_cmpint(ctl->n_event_wait, ==, 1);
+	g_assert_cmpint(loom_event_synchronize(ev_gpu), ==, LOOM_OK);
+	loom_event_free(ev_gpu);
+	loom_event_free(ev);
+	g_assert_cmpint(ctl->n_event_free, ==, 1);
+
+	loom_backend_free(be);
+	loom_backend_free(be_gpu);
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+}
+
 /* ------------------------------------------------------------------------
  * loom-info, run as a user would.
  */
@@ -1062,6 +1153,7 @@ int main(int argc, char **argv)
 	F("/loader/secure", test_secure);
 	F("/loader/reload", test_reload);
 	F("/loader/loom-info", test_info);
+	F("/iface/async-events", test_async_events);
 	g_test_add_func("/iface/tables", test_tables);
 	D("/iface/buffers", test_buffers);
 	D("/iface/set-get", test_set_get);
