@@ -3,18 +3,27 @@
  */
 #include "ops-common.cuh"
 
-template <int op>
+/* flat: every tensor packed and b's shape a prefix of a's, so b's element
+ * is the flat index modulo b's size (no index arithmetic per dimension). */
+template <int op, bool flat>
 __global__ void binary_kernel(tview dst, tview a, tview b, int64_t n)
 {
+	const int64_t nb_el = view_nelements(b);
+
 	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
 	     i += (int64_t)gridDim.x * blockDim.x) {
 		int64_t i0, i1, i2, i3;
+		float x, y, r;
 
-		unravel(i, dst.ne, &i0, &i1, &i2, &i3);
-		float x = load_at(a, i0, i1, i2, i3);
-		float y = load_at(b, i0 % b.ne[0], i1 % b.ne[1], i2 % b.ne[2],
-				  i3 % b.ne[3]);
-		float r;
+		if (flat) {
+			x = load_row(a.data, a, i);
+			y = load_row(b.data, b, nb_el == n ? i : i % nb_el);
+		} else {
+			unravel(i, dst.ne, &i0, &i1, &i2, &i3);
+			x = load_at(a, i0, i1, i2, i3);
+			y = load_at(b, i0 % b.ne[0], i1 % b.ne[1],
+				    i2 % b.ne[2], i3 % b.ne[3]);
+		}
 
 		switch (op) {
 		case LOOM_OP_ADD:
@@ -30,8 +39,36 @@ __global__ void binary_kernel(tview dst, tview a, tview b, int64_t n)
 			r = x / y;
 			break;
 		}
-		store_row(row_ptr(dst, i1, i2, i3), dst, i0, r);
+		if (flat)
+			store_row(dst.data, dst, i, r);
+		else
+			store_row(row_ptr(dst, i1, i2, i3), dst, i0, r);
 	}
+}
+
+/* True when b's shape equals a's up to some dimension and is 1 after. */
+static bool prefix_shape(const tview &b, const tview &a)
+{
+	int d = 0;
+
+	while (d < 4 && b.ne[d] == a.ne[d])
+		d++;
+	for (; d < 4; d++)
+		if (b.ne[d] != 1)
+			return false;
+	return true;
+}
+
+template <int op>
+static void launch(const struct cuda_backend *be, const tview &dst,
+		   const tview &a, const tview &b, int64_t n, bool flat)
+{
+	if (flat)
+		binary_kernel<op, true><<<grid_for(n), OPS_BLOCK, 0,
+					  be->stream>>>(dst, a, b, n);
+	else
+		binary_kernel<op, false><<<grid_for(n), OPS_BLOCK, 0,
+					   be->stream>>>(dst, a, b, n);
 }
 
 extern "C" int cuda_op_binary(struct cuda_backend *be, struct loom_tensor *t)
@@ -39,24 +76,21 @@ extern "C" int cuda_op_binary(struct cuda_backend *be, struct loom_tensor *t)
 	tview dst = make_view(t), a = make_view(t->src[0]),
 	      b = make_view(t->src[1]);
 	int64_t n = view_nelements(dst);
-	unsigned int grid = grid_for(n);
+	bool flat = view_is_flat(dst) && view_is_flat(a) && view_is_flat(b) &&
+		    prefix_shape(b, a);
 
 	switch (t->op) {
 	case LOOM_OP_ADD:
-		binary_kernel<LOOM_OP_ADD><<<grid, OPS_BLOCK, 0, be->stream>>>(
-			dst, a, b, n);
+		launch<LOOM_OP_ADD>(be, dst, a, b, n, flat);
 		break;
 	case LOOM_OP_SUB:
-		binary_kernel<LOOM_OP_SUB><<<grid, OPS_BLOCK, 0, be->stream>>>(
-			dst, a, b, n);
+		launch<LOOM_OP_SUB>(be, dst, a, b, n, flat);
 		break;
 	case LOOM_OP_MUL:
-		binary_kernel<LOOM_OP_MUL><<<grid, OPS_BLOCK, 0, be->stream>>>(
-			dst, a, b, n);
+		launch<LOOM_OP_MUL>(be, dst, a, b, n, flat);
 		break;
 	default:
-		binary_kernel<LOOM_OP_DIV><<<grid, OPS_BLOCK, 0, be->stream>>>(
-			dst, a, b, n);
+		launch<LOOM_OP_DIV>(be, dst, a, b, n, flat);
 		break;
 	}
 	return launch_status(be, loom_op_name(t->op));

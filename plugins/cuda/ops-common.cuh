@@ -41,7 +41,7 @@ static inline tview make_view(const struct loom_tensor *t)
 	return v;
 }
 
-static inline int64_t view_nelements(const tview &v)
+__host__ __device__ static inline int64_t view_nelements(const tview &v)
 {
 	return v.ne[0] * v.ne[1] * v.ne[2] * v.ne[3];
 }
@@ -49,6 +49,17 @@ static inline int64_t view_nelements(const tview &v)
 static inline int64_t view_nrows(const tview &v)
 {
 	return v.ne[1] * v.ne[2] * v.ne[3];
+}
+
+/* True when v's elements are packed in logical order, so element i of
+ * the flattened tensor is element i of a row starting at v.data. */
+static inline bool view_is_flat(const tview &v)
+{
+	int64_t blck = loom_type_block_size((enum loom_type)v.type);
+	int64_t size = (int64_t)loom_type_size((enum loom_type)v.type);
+
+	return v.nb[0] == size && v.nb[1] == size * (v.ne[0] / blck) &&
+	       v.nb[2] == v.nb[1] * v.ne[1] && v.nb[3] == v.nb[2] * v.ne[2];
 }
 
 static inline unsigned int grid_for(int64_t n, int block = OPS_BLOCK)

@@ -43,13 +43,18 @@ __global__ void copy_same_kernel(tview dst, tview src, int blck, int size,
 		copy_unit(unit_ptr(dst, i, blck), unit_ptr(src, i, blck), size);
 }
 
-/* Element-wise conversion into a non-quantized type. */
-__global__ void convert_kernel(tview dst, tview src, int64_t n)
+/* Element-wise conversion into a non-quantized type; flat when both are
+ * packed. */
+__global__ void convert_kernel(tview dst, tview src, bool flat, int64_t n)
 {
 	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
 	     i += (int64_t)gridDim.x * blockDim.x) {
 		int64_t i0, i1, i2, i3, j0, j1, j2, j3;
 
+		if (flat) {
+			store_row(dst.data, dst, i, load_row(src.data, src, i));
+			continue;
+		}
 		unravel(i, src.ne, &i0, &i1, &i2, &i3);
 		unravel(i, dst.ne, &j0, &j1, &j2, &j3);
 		store_row(row_ptr(dst, j1, j2, j3), dst, j0,
@@ -89,11 +94,19 @@ static int copy_view(const struct cuda_backend *be, const tview &dst,
 		return loom_set_error(LOOM_E_INVAL,
 				      "%s: copy: rows do not fill whole blocks",
 				      be->name);
+	bool flat = view_is_flat(src) && view_is_flat(dst);
+
+	if (src.type == dst.type && flat) {
+		cudaError_t err = cudaMemcpyAsync(
+			dst.data, src.data,
+			(size_t)(n / sb) * loom_type_size((enum loom_type)src.type),
+			cudaMemcpyDeviceToDevice, be->stream);
+
+		return err == cudaSuccess ? LOOM_OK : cuda_error(err, "copy");
+	}
 	if (src.type == dst.type) {
 		int size = (int)loom_type_size((enum loom_type)src.type);
 
-		if (sb != 1 && n % sb)
-			return LOOM_E_INVAL;
 		copy_same_kernel<<<grid_for(n / sb), OPS_BLOCK, 0,
 				   be->stream>>>(dst, src, sb, size, n / sb);
 	} else if (dst.type == LOOM_TYPE_Q8_0) {
@@ -101,7 +114,7 @@ static int copy_view(const struct cuda_backend *be, const tview &dst,
 			dst, src, n / db);
 	} else {
 		convert_kernel<<<grid_for(n), OPS_BLOCK, 0, be->stream>>>(
-			dst, src, n);
+			dst, src, flat, n);
 	}
 	return launch_status(be, "copy");
 }

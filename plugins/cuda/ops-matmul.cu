@@ -20,6 +20,9 @@ __global__ void dot_kernel(tview dst, tview a, tview b, tview ids, int mode,
 {
 	__shared__ float shm[DOT_BLOCK];
 	const int64_t K = a.ne[0];
+	const bool q8_f32 = a.type == LOOM_TYPE_Q8_0 &&
+			    a.nb[0] == sizeof(struct loom_block_q8_0) &&
+			    b.type == LOOM_TYPE_F32 && b.nb[0] == sizeof(float);
 
 	for (int64_t o = blockIdx.x; o < n_out; o += gridDim.x) {
 		int64_t m, j1, j2, j3;
@@ -44,10 +47,28 @@ __global__ void dot_kernel(tview dst, tview a, tview b, tview ids, int mode,
 		}
 		float acc = 0.0f;
 
-		if (ok)
+		if (!ok) {
+			/* An expert id out of range gives zeros. */
+		} else if (q8_f32) {
+			/* A thread per block: its scale once, 32 products. */
+			const struct loom_block_q8_0 *blk =
+				(const struct loom_block_q8_0 *)x;
+			const float *yv = (const float *)y;
+
+			for (int64_t kb = threadIdx.x; kb < K / LOOM_QK8_0;
+			     kb += blockDim.x) {
+				const float *yb = yv + kb * LOOM_QK8_0;
+				float s = 0.0f;
+
+#pragma unroll
+				for (int j = 0; j < LOOM_QK8_0; j++)
+					s += (float)blk[kb].qs[j] * yb[j];
+				acc += half_to_float(blk[kb].d) * s;
+			}
+		} else {
 			for (int64_t k = threadIdx.x; k < K; k += blockDim.x)
-				acc += load_row(x, a, k) *
-				       load_row(y, b, k);
+				acc += load_row(x, a, k) * load_row(y, b, k);
+		}
 		acc = block_sum(acc, shm);
 		if (threadIdx.x == 0)
 			store_row(row_ptr(dst, j1, j2, j3), dst, m, acc);
