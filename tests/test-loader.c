@@ -111,9 +111,9 @@ static void fixture_setup(struct fixture *f, gconstpointer data)
 	f->dir2 = g_dir_make_tmp("loom-loader-XXXXXX", &err);
 	g_assert_no_error(err);
 	f->marker = g_build_filename(f->dir2, "marker", NULL);
-	g_setenv("LOOM_PLUGIN_PATH", f->dir, TRUE);
-	g_unsetenv("LOOM_BACKENDS");
-	g_setenv("LOOM_TEST_MARKER", f->marker, TRUE);
+	setenv("LOOM_PLUGIN_PATH", f->dir, 1);
+	unsetenv("LOOM_BACKENDS");
+	setenv("LOOM_TEST_MARKER", f->marker, 1);
 	logged = g_string_new("");
 	loom_log_set_callback(capture_log, NULL);
 	pretend_secure = 0;
@@ -143,9 +143,9 @@ static void fixture_teardown(struct fixture *f, gconstpointer data)
 	loom_log_set_callback(NULL, NULL);
 	g_string_free(logged, TRUE);
 	logged = NULL;
-	g_unsetenv("LOOM_PLUGIN_PATH");
-	g_unsetenv("LOOM_BACKENDS");
-	g_unsetenv("LOOM_TEST_MARKER");
+	unsetenv("LOOM_PLUGIN_PATH");
+	unsetenv("LOOM_BACKENDS");
+	unsetenv("LOOM_TEST_MARKER");
 	remove_dir(f->dir);
 	remove_dir(f->dir2);
 	g_free(f->dir);
@@ -313,7 +313,7 @@ static void test_load_path(struct fixture *f, gconstpointer data)
 	add_plugin(f->dir, "score0");
 	add_plugin(f->dir2, "good");
 	/* Loads whatever LOOM_BACKENDS says. */
-	g_setenv("LOOM_BACKENDS", "^good", TRUE);
+	setenv("LOOM_BACKENDS", "^good", 1);
 	g_assert_cmpint(loom_load_path(good, &reg), ==, LOOM_OK);
 	g_assert_nonnull(reg);
 	g_assert_true(loom_reg_by_name("good") == reg);
@@ -357,7 +357,7 @@ static void test_override(struct fixture *f, gconstpointer data)
 	add_plugin(f->dir, "good");
 	add_plugin(f->dir2, "good");
 	add_plugin(f->dir2, "fgpu");
-	g_setenv("LOOM_PLUGIN_PATH", path, TRUE);
+	setenv("LOOM_PLUGIN_PATH", path, 1);
 	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
 	assert_record(f->dir, "good", LOOM_PLUGIN_LOADED, "");
 	assert_record(f->dir2, "good", LOOM_PLUGIN_SKIPPED, want);
@@ -436,7 +436,7 @@ static void test_order(struct fixture *f, gconstpointer data)
 	loom_unload_all();
 
 	/* An include list loads only those, in its order. */
-	g_setenv("LOOM_BACKENDS", "good , fgpu", TRUE);
+	setenv("LOOM_BACKENDS", "good , fgpu", 1);
 	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
 	assert_dev_order(only, 2);
 	assert_record(f->dir, "fmeta", LOOM_PLUGIN_EXCLUDED,
@@ -454,7 +454,7 @@ static void test_exclude(struct fixture *f, gconstpointer data)
 	g_unlink(f->marker);
 	g_assert_false(marked(f, "good"));
 
-	g_setenv("LOOM_BACKENDS", "^good", TRUE);
+	setenv("LOOM_BACKENDS", "^good", 1);
 	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
 	assert_record(f->dir, "good", LOOM_PLUGIN_EXCLUDED,
 		      "excluded by LOOM_BACKENDS");
@@ -474,7 +474,7 @@ static void test_requested(struct fixture *f, gconstpointer data)
 	add_plugin(f->dir, "good");
 	add_plugin(f->dir, "initfail");
 	add_plugin(f->dir, "score0");
-	g_setenv("LOOM_BACKENDS", "nosuch,good", TRUE);
+	setenv("LOOM_BACKENDS", "nosuch,good", 1);
 	g_assert_cmpint(loom_load_all(), ==, LOOM_E_NOT_FOUND);
 	want = g_strdup_printf("LOOM_BACKENDS: backend 'nosuch' not found in "
 			       "%s:%s",
@@ -487,7 +487,7 @@ static void test_requested(struct fixture *f, gconstpointer data)
 	g_assert_nonnull(strstr(loom_last_error(), "'nosuch' not found"));
 	loom_unload_all();
 
-	g_setenv("LOOM_BACKENDS", "initfail", TRUE);
+	setenv("LOOM_BACKENDS", "initfail", 1);
 	g_assert_cmpint(loom_load_all(), ==, LOOM_E_DEVICE);
 	want = g_strdup_printf("LOOM_BACKENDS: backend 'initfail' cannot be "
 			       "loaded: init failed: fake device did not "
@@ -497,7 +497,7 @@ static void test_requested(struct fixture *f, gconstpointer data)
 	g_free(want);
 	loom_unload_all();
 
-	g_setenv("LOOM_BACKENDS", "score0", TRUE);
+	setenv("LOOM_BACKENDS", "score0", 1);
 	g_assert_cmpint(loom_load_all(), ==, LOOM_E_NOT_APPLICABLE);
 	g_assert_nonnull(strstr(loom_last_error(), "no fake hardware here"));
 	g_free(initfail);
@@ -506,8 +506,8 @@ static void test_requested(struct fixture *f, gconstpointer data)
 static void test_secure(struct fixture *f, gconstpointer data)
 {
 	add_plugin(f->dir, "good");
-	g_setenv("LOOM_BACKENDS", "nosuch", TRUE);
-	g_setenv("LOOM_CPU_THREADS", "3", TRUE);
+	setenv("LOOM_BACKENDS", "nosuch", 1);
+	setenv("LOOM_CPU_THREADS", "3", 1);
 	loom_log_set_level(LOOM_LOG_INFO);
 	pretend_secure = 1;
 
@@ -523,10 +523,10 @@ static void test_secure(struct fixture *f, gconstpointer data)
 
 	pretend_secure = 0;
 	g_assert_cmpstr(loom_getenv("LOOM_CPU_THREADS"), ==, "3");
-	g_unsetenv("LOOM_BACKENDS");
+	unsetenv("LOOM_BACKENDS");
 	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
 	g_assert_nonnull(loom_reg_by_name("good"));
-	g_unsetenv("LOOM_CPU_THREADS");
+	unsetenv("LOOM_CPU_THREADS");
 	loom_log_set_level(LOOM_LOG_WARN);
 }
 
@@ -641,6 +641,32 @@ static void test_async_events(struct fixture *f, gconstpointer data)
 	loom_ctx_free(ctx);
 }
 
+static gpointer load_in_thread(gpointer data)
+{
+	for (int i = 0; i < 50; i++) {
+		if (loom_load_all() != LOOM_OK || !loom_dev_by_name("good0") ||
+		    loom_dev_count() != 2)
+			return GINT_TO_POINTER(1);
+	}
+	return GINT_TO_POINTER(0);
+}
+
+/* Threads loading at once register each plugin once. */
+static void test_threads(struct fixture *f, gconstpointer data)
+{
+	GThread *threads[4];
+
+	add_plugin(f->dir, "good");
+	add_plugin(f->dir, "fgpu");
+	for (size_t i = 0; i < G_N_ELEMENTS(threads); i++)
+		threads[i] = g_thread_new("load", load_in_thread, NULL);
+	for (size_t i = 0; i < G_N_ELEMENTS(threads); i++)
+		g_assert_cmpint(GPOINTER_TO_INT(g_thread_join(threads[i])), ==,
+				0);
+	g_assert_cmpuint(loom_reg_count(), ==, 2);
+	g_assert_cmpuint(loom_plugin_count(), ==, 2);
+}
+
 /* ------------------------------------------------------------------------
  * loom-info, run as a user would.
  */
@@ -687,7 +713,7 @@ static void test_info(struct fixture *f, gconstpointer data)
 	g_free(out);
 	g_free(err);
 
-	g_setenv("LOOM_BACKENDS", "^good", TRUE);
+	setenv("LOOM_BACKENDS", "^good", 1);
 	g_assert_cmpint(run_info("--json", &out, &err), ==, 0);
 	g_assert_nonnull(strstr(out, "\"state\": \"excluded\", "
 				     "\"reason\": "
@@ -696,7 +722,7 @@ static void test_info(struct fixture *f, gconstpointer data)
 	g_free(out);
 	g_free(err);
 
-	g_setenv("LOOM_BACKENDS", "nosuch", TRUE);
+	setenv("LOOM_BACKENDS", "nosuch", 1);
 	g_assert_cmpint(run_info(NULL, &out, &err), ==, 1);
 	g_assert_nonnull(strstr(err, "backend 'nosuch' not found"));
 	g_assert_nonnull(strstr(out, "Search path:"));
@@ -704,19 +730,19 @@ static void test_info(struct fixture *f, gconstpointer data)
 	g_free(err);
 
 	/* LOOM_LOG: the default callback writes to stderr from its level. */
-	g_unsetenv("LOOM_BACKENDS");
-	g_setenv("LOOM_LOG", "info", TRUE);
+	unsetenv("LOOM_BACKENDS");
+	setenv("LOOM_LOG", "info", 1);
 	g_assert_cmpint(run_info(NULL, &out, &err), ==, 0);
 	g_assert_nonnull(strstr(err, "loom: info: plugin good: loaded from "));
 	g_assert_null(strstr(err, "loom: debug:"));
 	g_free(out);
 	g_free(err);
-	g_setenv("LOOM_LOG", "none", TRUE);
+	setenv("LOOM_LOG", "none", 1);
 	g_assert_cmpint(run_info(NULL, &out, &err), ==, 0);
 	g_assert_cmpstr(err, ==, "");
 	g_free(out);
 	g_free(err);
-	g_unsetenv("LOOM_LOG");
+	unsetenv("LOOM_LOG");
 }
 
 /* ------------------------------------------------------------------------
@@ -1153,6 +1179,7 @@ int main(int argc, char **argv)
 	F("/loader/secure", test_secure);
 	F("/loader/reload", test_reload);
 	F("/loader/loom-info", test_info);
+	F("/loader/threads", test_threads);
 	F("/iface/async-events", test_async_events);
 	g_test_add_func("/iface/tables", test_tables);
 	D("/iface/buffers", test_buffers);
