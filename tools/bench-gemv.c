@@ -163,8 +163,9 @@ int bench_cmd_gemv(const struct bench_opts *o)
 				ob_gbps, share);
 	}
 	bench_table_print(tab, stdout, NULL);
-	printf("(%d threads for the limits; median of %d runs after a "
-	       "warm-up)\n", bench_limit_threads(&oo), oo.reps);
+	printf("(limits: best of %d runs on %d threads; kernels: median of "
+	       "%d runs after a warm-up)\n", oo.reps,
+	       bench_limit_threads(&oo), oo.reps);
 	bench_table_free(tab);
 	return 0;
 }

@@ -40,6 +40,15 @@ double bench_median(double *v, int n)
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double bench_min(const double *v, int n)
+{
+	double m = INFINITY;
+
+	for (int i = 0; i < n; i++)
+		m = v[i] < m ? v[i] : m;
+	return m;
+}
+
 int bench_time(bench_fn fn, void *arg, int reps, double *median,
 	       double *min)
 {

@@ -44,6 +44,8 @@ int bench_online_cpus(void);
 double bench_now(void); /* seconds, monotonic */
 /* The median of v[0..n) (v is reordered). */
 double bench_median(double *v, int n);
+/* The smallest of v[0..n). */
+double bench_min(const double *v, int n);
 
 typedef int (*bench_fn)(void *arg);
 /* Runs fn once to warm up, then reps times; *median gets the median
@@ -51,7 +53,9 @@ typedef int (*bench_fn)(void *arg);
 int bench_time(bench_fn fn, void *arg, int reps, double *median,
 	       double *min);
 
-/* ---- machine limits ---- */
+/* ---- machine limits ----
+ * A limit is the best of its runs (as STREAM reports it): what the
+ * machine can do, against which the kernels' medians are put. */
 struct bench_peak {
 	double gflops;   /* all threads, F32 FMA */
 	const char *isa; /* "avx512f", "avx2+fma", "scalar" */
