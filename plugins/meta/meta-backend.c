@@ -14,6 +14,13 @@
 struct meta_backend {
 	struct meta_dev *md;
 	loom_backend_t *be[META_MAX_DEVS];
+	/* One graph allocator per member, shared by the cached plans: each
+	 * plan is placed again when the buffer grew since it was placed
+	 * (the generation counts growths). */
+	loom_galloc_t *ga[META_MAX_DEVS];
+	uint64_t ga_gen[META_MAX_DEVS];
+	loom_buffer_t *ga_buf[META_MAX_DEVS];
+	size_t ga_size[META_MAX_DEVS];
 	struct meta_plan *plans[META_MAX_PLANS];
 	uint64_t stamp[META_MAX_PLANS];
 	uint64_t clock;
@@ -34,8 +41,10 @@ static void be_free(loom_backend_t *be)
 
 	for (int i = 0; i < META_MAX_PLANS; i++)
 		meta_plan_free(mb->plans[i]);
-	for (int j = 0; j < mb->md->n; j++)
+	for (int j = 0; j < mb->md->n; j++) {
+		loom_galloc_free(mb->ga[j]);
 		loom_backend_free(mb->be[j]);
+	}
 	free(mb->scratch);
 	free(mb);
 }
@@ -276,6 +285,45 @@ static int get_plan(struct meta_backend *mb, loom_graph_t *g,
 	return LOOM_OK;
 }
 
+/* Makes sure device j's graph of pl has its memory in the shared
+ * allocator's current buffer: placed once, and again (from scratch) when
+ * the buffer was replaced since. */
+static int place_plan(struct meta_backend *mb, struct meta_plan *pl, int j)
+{
+	loom_graph_t *full = pl->full[j];
+	loom_buffer_t *buf;
+	int rc;
+
+	if (pl->placed_in[j] && pl->placed_gen[j] == mb->ga_gen[j])
+		return LOOM_OK;
+	if (pl->placed_in[j]) {
+		for (int i = 0; i < loom_graph_n_nodes(full); i++) {
+			struct loom_tensor *t = loom_graph_node(full, i);
+
+			if (t->buffer == pl->placed_in[j]) {
+				t->data = NULL;
+				t->buffer = NULL;
+			}
+		}
+	}
+	rc = loom_galloc_alloc_graph(mb->ga[j], full);
+	if (rc)
+		return rc;
+	loom_log(LOOM_LOG_DEBUG, "meta: %s: placed a graph on %s (%zu bytes)",
+		 mb->md->name, loom_dev_name(mb->md->members[j]),
+		 loom_galloc_buffer_size(mb->ga[j]));
+	buf = loom_galloc_buffer(mb->ga[j]);
+	if (buf != mb->ga_buf[j] ||
+	    loom_galloc_buffer_size(mb->ga[j]) != mb->ga_size[j]) {
+		mb->ga_gen[j]++;
+		mb->ga_buf[j] = buf;
+		mb->ga_size[j] = loom_galloc_buffer_size(mb->ga[j]);
+	}
+	pl->placed_in[j] = buf;
+	pl->placed_gen[j] = mb->ga_gen[j];
+	return LOOM_OK;
+}
+
 static int be_graph_compute(loom_backend_t *be, loom_graph_t *g)
 {
 	struct meta_backend *mb = loom_backend_context(be);
@@ -285,6 +333,11 @@ static int be_graph_compute(loom_backend_t *be, loom_graph_t *g)
 	rc = get_plan(mb, g, &pl);
 	if (rc)
 		return rc;
+	for (int j = 0; j < mb->md->n; j++) {
+		rc = place_plan(mb, pl, j);
+		if (rc)
+			return rc;
+	}
 	meta_plan_publish(pl);
 	rc = run_plan(mb, pl);
 	if (rc)
@@ -313,6 +366,9 @@ int meta_backend_new(struct meta_dev *md, loom_backend_t **out)
 	mb->md = md;
 	for (int j = 0; j < md->n; j++) {
 		rc = loom_dev_init_backend(md->members[j], NULL, &mb->be[j]);
+		if (!rc)
+			rc = loom_galloc_new(loom_dev_buffer_type(md->members[j]),
+					     &mb->ga[j]);
 		if (rc)
 			goto err_free;
 	}
@@ -322,8 +378,10 @@ int meta_backend_new(struct meta_dev *md, loom_backend_t **out)
 	return LOOM_OK;
 
 err_free:
-	for (int j = 0; j < md->n; j++)
+	for (int j = 0; j < md->n; j++) {
+		loom_galloc_free(mb->ga[j]);
 		loom_backend_free(mb->be[j]);
+	}
 	free(mb);
 	return rc;
 }
@@ -362,13 +420,11 @@ int meta_backend_dev_sizes(loom_backend_t *be, size_t *sizes, size_t n)
 		sizes[j] = 0;
 		if (j >= (size_t)mb->md->n)
 			continue;
+		sizes[j] = loom_galloc_buffer_size(mb->ga[j]);
 		for (int i = 0; i < META_MAX_PLANS; i++) {
 			struct meta_plan *pl = mb->plans[i];
 
-			if (!pl)
-				continue;
-			sizes[j] += loom_galloc_buffer_size(pl->ga[j]);
-			if (pl->zbuf[j])
+			if (pl && pl->zbuf[j])
 				sizes[j] += loom_buffer_size(pl->zbuf[j]);
 		}
 	}

@@ -64,7 +64,6 @@ void meta_plan_free(struct meta_plan *pl)
 	if (!pl)
 		return;
 	for (int j = 0; j < pl->md->n; j++) {
-		loom_galloc_free(pl->ga[j]);
 		loom_buffer_free(pl->zbuf[j]);
 		loom_ctx_free(pl->zctx[j]);
 		loom_ctx_free(pl->ctx[j]);
@@ -988,8 +987,8 @@ done:
 	return LOOM_OK;
 }
 
-/* Gives the zero-filled summands and every device's graph their memory. */
-static int allocate(struct meta_plan *pl)
+/* Gives the zero-filled summands their memory. */
+static int allocate_zeros(struct meta_plan *pl)
 {
 	struct meta_dev *md = pl->md;
 	int rc;
@@ -997,16 +996,9 @@ static int allocate(struct meta_plan *pl)
 	for (int j = 0; j < md->n; j++) {
 		loom_buffer_type_t *buft = loom_dev_buffer_type(md->members[j]);
 
-		if (pl->zctx[j]) {
-			rc = loom_ctx_alloc_tensors(pl->zctx[j], buft,
-						    &pl->zbuf[j]);
-			if (rc)
-				return rc;
-		}
-		rc = loom_galloc_new(buft, &pl->ga[j]);
-		if (rc)
-			return rc;
-		rc = loom_galloc_alloc_graph(pl->ga[j], pl->full[j]);
+		if (!pl->zctx[j])
+			continue;
+		rc = loom_ctx_alloc_tensors(pl->zctx[j], buft, &pl->zbuf[j]);
 		if (rc)
 			return rc;
 	}
@@ -1057,7 +1049,7 @@ int meta_plan_build(struct meta_dev *md, loom_graph_t *g, bool dry,
 			goto err_free;
 	}
 	if (!dry) {
-		rc = allocate(pl);
+		rc = allocate_zeros(pl);
 		if (rc)
 			goto err_free;
 	}

@@ -35,7 +35,10 @@ struct meta_plan {
 	loom_ctx_t *ctx[META_MAX_DEVS];
 	loom_ctx_t *zctx[META_MAX_DEVS];     /* zero-filled summands */
 	loom_buffer_t *zbuf[META_MAX_DEVS];
-	loom_galloc_t *ga[META_MAX_DEVS];
+	/* Where device j's graph was last placed: the backend's shared
+	 * allocator's buffer then, and its generation (see meta-backend.c). */
+	loom_buffer_t *placed_in[META_MAX_DEVS];
+	uint64_t placed_gen[META_MAX_DEVS];
 	loom_graph_t *full[META_MAX_DEVS];
 	int n_pieces, cap_pieces;
 	struct meta_piece *pieces;
@@ -47,8 +50,9 @@ struct meta_plan {
 	struct meta_reduce *pending;
 };
 
-/* Builds (dry: only checks) the plan of g on md.  The caller frees *out
- * with meta_plan_free(). */
+/* Builds (dry: only checks) the plan of g on md.  The per-device graphs
+ * get their memory later, from meta_backend's allocators.  The caller
+ * frees *out with meta_plan_free(). */
 int meta_plan_build(struct meta_dev *md, loom_graph_t *g, bool dry,
 		    struct meta_plan **out);
 void meta_plan_free(struct meta_plan *pl);
