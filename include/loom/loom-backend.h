@@ -317,8 +317,19 @@ struct loom_meta_model {
  *       (and their *_exps forms)            SPLIT(1) by whole heads/GQA groups
  *   *attn_output*, *ffn_down*, *ffn_down_exps* SPLIT(0)
  *   *cache_k*, *cache_v*                    split by heads
- *   output                                  SPLIT(1)
+ *   output, output.weight                   SPLIT(1)
  *   everything else (norms, token_embd)     MIRRORED
+ * Names containing "norm", and *ffn_gate_inp* (the MoE router), are
+ * MIRRORED.  Granularities: attn_q and attn_output by whole GQA groups
+ * (head_dim * n_head / n_head_kv), attn_k and attn_v by whole heads, so
+ * that each device holds the query heads of its key/value heads; a fused
+ * attn_qkv is three segments (q, k, v) when its width matches the model;
+ * FFN slices are multiples of 32 when n_ff allows (so up/gate and down
+ * agree for any weight type).  The cache is split on the dimension of
+ * size n_head_kv, or on a dimension of head_dim * n_head_kv by whole
+ * heads.  Without a model the head width is guessed (128, else 64, else
+ * 1), which can give slices that do not line up: the meta device then
+ * reports an error rather than a wrong result.  Pass the model for GQA.
  */
 LOOM_API int loom_meta_split_default(const struct loom_tensor *t,
 				     struct loom_split *out, void *userdata);
