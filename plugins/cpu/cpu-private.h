@@ -87,7 +87,7 @@ struct cpu_job {
 	int part;              /* this pool's index in ar */
 };
 
-#define CPU_POOL_QUEUE 64
+#define CPU_POOL_QUEUE 256
 
 struct cpu_pool {
 	int n_threads;
