@@ -15,7 +15,7 @@ AM_TESTS_ENVIRONMENT = \
 TEST_CPPFLAGS = $(AM_CPPFLAGS) $(GLIB_CFLAGS) -I$(top_srcdir)/tests
 TEST_LIBS = libcore/libloom.la $(GLIB_LIBS) -lm
 
-EXTRA_DIST += tests/tap-test
+
 
 if HAVE_GLIB
 include tests/core.mk
