@@ -289,7 +289,8 @@ static void test_2d(void)
 					   8 * 4, 6 * 4), ==, LOOM_OK);
 	for (r = 0; r < 4; r++)
 		for (i = 0; i < 3; i++)
-			g_assert_cmpfloat(back[r * 6 + i], ==, host[r * 10 + i]);
+			g_assert_cmpfloat(back[r * 6 + i], ==,
+					  host[r * 10 + i]);
 	/* Out of bounds is the core's to refuse. */
 	g_assert_cmpint(loom_tensor_set_2d(t, host, 8 * 4, 8 * 4, 5, 8 * 4,
 					   8 * 4), !=, LOOM_OK);

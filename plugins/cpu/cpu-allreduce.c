@@ -108,7 +108,8 @@ static const char *check(loom_backend_t *const *backends,
 		if (!loom_is_contiguous(t) ||
 		    !loom_are_same_shape(t, tensors[0]))
 			return "tensors of different shapes or layouts";
-		if (t->buffer && !loom_buft_is_host(loom_buffer_type(t->buffer)))
+		if (t->buffer &&
+		    !loom_buft_is_host(loom_buffer_type(t->buffer)))
 			return "a tensor outside host memory";
 		for (j = 0; j < i; j++) {
 			if (cbs[j] == cbs[i])

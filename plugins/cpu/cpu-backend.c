@@ -231,7 +231,8 @@ static int check_graph(loom_graph_t *g, int nth, size_t *wsize)
 			continue;
 		if (!cpu_supports_op(node))
 			return loom_set_error(LOOM_E_UNSUPPORTED,
-					      "cpu: %s (%s, %s) is not supported",
+					      "cpu: %s (%s, %s) is not "
+					      "supported",
 					      loom_op_name(node->op),
 					      node->name,
 					      loom_type_name(node->type));

@@ -146,7 +146,8 @@ static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 	if (size > SIZE_MAX - CPU_BUFFER_ALIGN)
 		return loom_set_error(LOOM_E_NOMEM,
 				      "cpu: cannot allocate %zu bytes", size);
-	padded = (size + CPU_BUFFER_ALIGN - 1) & ~(size_t)(CPU_BUFFER_ALIGN - 1);
+	padded = (size + CPU_BUFFER_ALIGN - 1) &
+		 ~(size_t)(CPU_BUFFER_ALIGN - 1);
 	if (!padded)
 		padded = CPU_BUFFER_ALIGN;
 	if (cd->numa_node >= 0 && padded >= CPU_NUMA_MIN &&
