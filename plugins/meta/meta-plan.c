@@ -160,6 +160,11 @@ static int record_of(struct meta_plan *pl, const struct loom_tensor *t,
 	return LOOM_OK;
 }
 
+static struct loom_tensor *make_view(loom_ctx_t *ctx, struct loom_tensor *base,
+				     struct loom_tensor *dep,
+				     const int64_t *ne, const size_t *nb,
+				     size_t offs, const char *name);
+
 /* Makes src's value whole before its consumer runs: queues an allreduce
  * and records the tensor as MIRRORED from here on. */
 static int sync_src(struct meta_plan *pl, const struct loom_tensor *t,
@@ -170,6 +175,31 @@ static int sync_src(struct meta_plan *pl, const struct loom_tensor *t,
 
 	if (mt->st.state != LOOM_SPLIT_PARTIAL)
 		return LOOM_OK;
+	if (t->view_src && t->view_src->op != LOOM_OP_NONE &&
+	    map_get(pl, t->view_src)) {
+		/* A view of a PARTIAL node: reduce the node once, so that no
+		 * region is summed twice through two views.  Devices that
+		 * skipped the node view its zero-filled summand. */
+		struct meta_tensor *rmt = map_get(pl, t->view_src);
+		int rc = sync_src(pl, t->view_src, rmt);
+
+		if (rc)
+			return rc;
+		for (int j = 0; j < n && !pl->dry; j++) {
+			if (!mt->zero[j] && mt->dev_t[j])
+				continue;
+			mt->dev_t[j] = make_view(pl->ctx[j], rmt->dev_t[j], NULL,
+						 t->ne, t->nb, t->view_offs,
+						 t->name);
+			if (!mt->dev_t[j])
+				return loom_set_error(
+					LOOM_E_INVAL, "meta: %s: %s", t->name,
+					loom_ctx_error(pl->ctx[j]));
+			mt->zero[j] = false;
+		}
+		meta_state_whole(&mt->st, LOOM_SPLIT_MIRRORED);
+		return LOOM_OK;
+	}
 	if (t->op == LOOM_OP_NONE)
 		return loom_set_error(LOOM_E_UNSUPPORTED,
 				      "meta: PARTIAL leaf %s would need an "
