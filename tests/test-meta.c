@@ -430,6 +430,41 @@ static void test_mul_mat(void)
 	}
 }
 
+/* Reducing in BF16 from a size on stays within BF16 precision, through
+ * the entry point and the generic path alike. */
+static void test_bf16_reduce(void)
+{
+	float w1[K * M], w2[M * N], x[K * T];
+	struct mm_result ref, got;
+
+	fill(w1, G_N_ELEMENTS(w1), 51);
+	fill(w2, G_N_ELEMENTS(w2), 52);
+	fill(x, G_N_ELEMENTS(x), 53);
+	mm_reference(w1, w2, x, &ref);
+	for (int fb = 0; fb < 2; fb++) {
+		struct loom_meta_opts opts = {
+			.size = sizeof(opts),
+			.reduce_type = LOOM_TYPE_BF16,
+			.bf16_min_bytes = 0,
+			.force_fallback = fb,
+		};
+		loom_dev_t *meta;
+		double num = 0, den = 0;
+
+		g_assert_cmpint(loom_meta_dev_new(cpu, 2, table_split,
+						  (void *)mm_rules, &opts,
+						  &meta), ==, LOOM_OK);
+		mm_run(meta, w1, w2, x, &got);
+		for (int i = 0; i < N * T; i++) {
+			double d = (double)got.s[i] - ref.s[i];
+
+			num += d * d;
+			den += (double)ref.s[i] * ref.s[i];
+		}
+		g_assert_cmpfloat(num, <=, 1e-4 * den);
+	}
+}
+
 /* ---- memory ---- */
 
 static void test_memory(void)
@@ -922,6 +957,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/meta/largest-remainder", test_largest_remainder);
 	g_test_add_func("/meta/set-get", test_set_get);
 	g_test_add_func("/meta/mul-mat", test_mul_mat);
+	g_test_add_func("/meta/bf16-reduce", test_bf16_reduce);
 	g_test_add_func("/meta/op-rules", test_op_rules);
 	g_test_add_func("/meta/memory", test_memory);
 	g_test_add_func("/meta/compute-memory", test_compute_memory);
