@@ -4,7 +4,8 @@
 noinst_LTLIBRARIES += examples/libllama.la
 examples_libllama_la_SOURCES = \
 	examples/llama/llama.h \
-	examples/llama/llama.c
+	examples/llama/llama.c \
+	examples/llama/reference.c
 examples_libllama_la_LIBADD = libcore/libloom.la -lm
 
 noinst_PROGRAMS += examples/llama/run

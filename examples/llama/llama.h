@@ -102,6 +102,13 @@ int llama_eval(struct llama_model *m, loom_backend_t *be,
 	       const int32_t *tokens, int n_tokens, int n_past,
 	       bool all_logits, float *logits);
 
+/* The logits of tokens at positions 0..n_tokens-1 (n_vocab * n_tokens
+ * doubles, token-major) computed plainly on the host in double precision
+ * from the model's weights as read back from its device: a reference to
+ * check llama_eval against.  Slow; meant for small presets. */
+int llama_reference_eval(struct llama_model *m, const int32_t *tokens,
+			 int n_tokens, double *logits);
+
 #ifdef __cplusplus
 }
 #endif

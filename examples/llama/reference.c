@@ -1,0 +1,332 @@
+/* reference.c - the example model computed plainly in double precision on
+ * the host, from the weights read back from the device: an independent
+ * check of llama_eval's graph (attention, cache, RoPE, norms, experts).
+ */
+#include "llama.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <loom/loom-plugin.h>
+
+struct ref {
+	const struct llama_hparams *hp;
+	loom_ctx_t *ctx;
+};
+
+/* Reads a weight back as doubles; NULL (with the error set) on failure.
+ * The caller frees the result. */
+static double *read_weight(struct ref *r, const char *name)
+{
+	struct loom_tensor *t = loom_ctx_get_tensor(r->ctx, name);
+	int64_t n;
+	size_t bytes;
+	void *raw = NULL;
+	float *f = NULL;
+	double *d = NULL;
+
+	if (!t) {
+		loom_set_error(LOOM_E_NOT_FOUND, "reference: no %s", name);
+		return NULL;
+	}
+	n = loom_nelements(t);
+	bytes = loom_nbytes(t);
+	raw = malloc(bytes);
+	f = malloc((size_t)n * sizeof(*f));
+	d = malloc((size_t)n * sizeof(*d));
+	if (!raw || !f || !d || loom_tensor_get(t, raw, 0, bytes) ||
+	    loom_convert(t->type, raw, LOOM_TYPE_F32, f, n)) {
+		free(d);
+		d = NULL;
+	} else {
+		for (int64_t i = 0; i < n; i++)
+			d[i] = f[i];
+	}
+	free(f);
+	free(raw);
+	return d;
+}
+
+static double *read_layer(struct ref *r, int64_t layer, const char *what)
+{
+	char name[LOOM_MAX_NAME];
+
+	snprintf(name, sizeof(name), "blk.%lld.%s.weight", (long long)layer,
+		 what);
+	return read_weight(r, name);
+}
+
+/* y = W x with W [k, m] as Loom lays it out (rows of k). */
+static void matvec(const double *w, const double *x, double *y, int64_t k,
+		   int64_t m)
+{
+	for (int64_t i = 0; i < m; i++) {
+		double s = 0;
+
+		for (int64_t j = 0; j < k; j++)
+			s += w[i * k + j] * x[j];
+		y[i] = s;
+	}
+}
+
+static void rms_norm(const double *x, const double *w, double *y, int64_t n,
+		     double eps)
+{
+	double s = 0;
+
+	for (int64_t i = 0; i < n; i++)
+		s += x[i] * x[i];
+	s = 1.0 / sqrt(s / (double)n + eps);
+	for (int64_t i = 0; i < n; i++)
+		y[i] = x[i] * s * w[i];
+}
+
+/* LOOM_ROPE_NORMAL: pairs (2i, 2i + 1) turn by pos * base^(-2i / n). */
+static void rope(double *v, int64_t hd, int64_t pos, double base)
+{
+	for (int64_t i = 0; i < hd; i += 2) {
+		double th = (double)pos * pow(base, -(double)i / (double)hd);
+		double c = cos(th), s = sin(th), a = v[i], b = v[i + 1];
+
+		v[i] = a * c - b * s;
+		v[i + 1] = a * s + b * c;
+	}
+}
+
+static double silu(double x)
+{
+	return x / (1.0 + exp(-x));
+}
+
+/* Causal attention of every token over the tokens before it; query head h
+ * reads key/value head h / (n_head / n_head_kv). */
+static void attend(const struct llama_hparams *hp, const double *q,
+		   const double *k, const double *v, int64_t n, double *out,
+		   double *score)
+{
+	int64_t hd = hp->head_dim, nq = hp->n_head * hd, nkv = hp->n_head_kv *
+							       hd;
+	int64_t group = hp->n_head / hp->n_head_kv;
+
+	for (int64_t t = 0; t < n; t++) {
+		for (int64_t h = 0; h < hp->n_head; h++) {
+			const double *qh = q + t * nq + h * hd;
+			int64_t kh = h / group;
+			double mx = -INFINITY, sum = 0;
+
+			for (int64_t j = 0; j <= t; j++) {
+				double s = 0;
+
+				for (int64_t d = 0; d < hd; d++)
+					s += qh[d] * k[j * nkv + kh * hd + d];
+				score[j] = s / sqrt((double)hd);
+				mx = score[j] > mx ? score[j] : mx;
+			}
+			for (int64_t j = 0; j <= t; j++) {
+				score[j] = exp(score[j] - mx);
+				sum += score[j];
+			}
+			for (int64_t d = 0; d < hd; d++) {
+				double s = 0;
+
+				for (int64_t j = 0; j <= t; j++)
+					s += score[j] * v[j * nkv + kh * hd + d];
+				out[t * nq + h * hd + d] = s / sum;
+			}
+		}
+	}
+}
+
+/* Router softmax, the top n_expert_used experts (lower index first on
+ * ties), weights renormalized over them, SwiGLU experts. */
+static int moe(struct ref *r, int64_t layer, const double *x, double *out,
+	       double *g, double *u)
+{
+	const struct llama_hparams *hp = r->hp;
+	int64_t e_n = hp->n_expert, k = hp->n_expert_used, f = hp->n_ff;
+	int64_t e_dim = hp->n_embd * f;
+	double *gi = read_layer(r, layer, "ffn_gate_inp");
+	double *ge = read_layer(r, layer, "ffn_gate_exps");
+	double *ue = read_layer(r, layer, "ffn_up_exps");
+	double *de = read_layer(r, layer, "ffn_down_exps");
+	double *p = calloc((size_t)e_n, sizeof(*p));
+	bool *used = calloc((size_t)e_n, sizeof(*used));
+	double *dn = calloc((size_t)hp->n_embd, sizeof(*dn));
+	double mx = -INFINITY, sum = 0, wsum = 0;
+	int ret = LOOM_E_NOMEM;
+
+	if (!gi || !ge || !ue || !de || !p || !used || !dn)
+		goto out;
+	matvec(gi, x, p, hp->n_embd, e_n);
+	for (int64_t e = 0; e < e_n; e++)
+		mx = p[e] > mx ? p[e] : mx;
+	for (int64_t e = 0; e < e_n; e++) {
+		p[e] = exp(p[e] - mx);
+		sum += p[e];
+	}
+	for (int64_t s = 0; s < k; s++) {
+		int64_t best = -1;
+
+		for (int64_t e = 0; e < e_n; e++)
+			if (!used[e] && (best < 0 || p[e] > p[best]))
+				best = e;
+		used[best] = true;
+		wsum += p[best] / sum;
+	}
+	memset(out, 0, (size_t)hp->n_embd * sizeof(*out));
+	for (int64_t e = 0; e < e_n; e++) {
+		if (!used[e])
+			continue;
+		matvec(ge + e * e_dim, x, g, hp->n_embd, f);
+		matvec(ue + e * e_dim, x, u, hp->n_embd, f);
+		for (int64_t i = 0; i < f; i++)
+			g[i] = silu(g[i]) * u[i];
+		matvec(de + e * e_dim, g, dn, f, hp->n_embd);
+		for (int64_t i = 0; i < hp->n_embd; i++)
+			out[i] += dn[i] * (p[e] / sum) / wsum;
+	}
+	ret = LOOM_OK;
+out:
+	free(dn);
+	free(used);
+	free(p);
+	free(de);
+	free(ue);
+	free(ge);
+	free(gi);
+	return ret;
+}
+
+static int dense(struct ref *r, int64_t layer, const double *x, double *out,
+		 double *g, double *u)
+{
+	const struct llama_hparams *hp = r->hp;
+	double *wg = read_layer(r, layer, "ffn_gate");
+	double *wu = read_layer(r, layer, "ffn_up");
+	double *wd = read_layer(r, layer, "ffn_down");
+	int ret = LOOM_E_NOMEM;
+
+	if (wg && wu && wd) {
+		matvec(wg, x, g, hp->n_embd, hp->n_ff);
+		matvec(wu, x, u, hp->n_embd, hp->n_ff);
+		for (int64_t i = 0; i < hp->n_ff; i++)
+			g[i] = silu(g[i]) * u[i];
+		matvec(wd, g, out, hp->n_ff, hp->n_embd);
+		ret = LOOM_OK;
+	}
+	free(wd);
+	free(wu);
+	free(wg);
+	return ret;
+}
+
+/* One layer over all n tokens, x updated in place. */
+static int layer_forward(struct ref *r, int64_t l, double *x, int64_t n,
+			 double *buf[8])
+{
+	const struct llama_hparams *hp = r->hp;
+	int64_t e = hp->n_embd, hd = hp->head_dim;
+	int64_t nq = hp->n_head * hd, nkv = hp->n_head_kv * hd;
+	double *an = read_layer(r, l, "attn_norm");
+	double *wq = read_layer(r, l, "attn_q");
+	double *wk = read_layer(r, l, "attn_k");
+	double *wv = read_layer(r, l, "attn_v");
+	double *wo = read_layer(r, l, "attn_output");
+	double *fn = read_layer(r, l, "ffn_norm");
+	double *cur = buf[0], *q = buf[1], *k = buf[2], *v = buf[3];
+	double *att = buf[4], *score = buf[5], *g = buf[6], *u = buf[7];
+	int ret = LOOM_E_NOMEM;
+
+	if (!an || !wq || !wk || !wv || !wo || !fn)
+		goto out;
+	for (int64_t t = 0; t < n; t++) {
+		rms_norm(x + t * e, an, cur, e, hp->eps);
+		matvec(wq, cur, q + t * nq, e, nq);
+		matvec(wk, cur, k + t * nkv, e, nkv);
+		matvec(wv, cur, v + t * nkv, e, nkv);
+		for (int64_t h = 0; h < hp->n_head; h++)
+			rope(q + t * nq + h * hd, hd, t, hp->rope_base);
+		for (int64_t h = 0; h < hp->n_head_kv; h++)
+			rope(k + t * nkv + h * hd, hd, t, hp->rope_base);
+	}
+	attend(hp, q, k, v, n, att, score);
+	for (int64_t t = 0; t < n; t++) {
+		matvec(wo, att + t * nq, cur, nq, e);
+		for (int64_t i = 0; i < e; i++)
+			x[t * e + i] += cur[i];
+	}
+	for (int64_t t = 0; t < n; t++) {
+		double *o = q; /* free now: reused for the FFN output */
+
+		rms_norm(x + t * e, fn, cur, e, hp->eps);
+		ret = hp->n_expert && hp->n_expert_used ?
+			      moe(r, l, cur, o, g, u) :
+			      dense(r, l, cur, o, g, u);
+		if (ret)
+			goto out;
+		for (int64_t i = 0; i < e; i++)
+			x[t * e + i] += o[i];
+	}
+	ret = LOOM_OK;
+out:
+	free(fn);
+	free(wo);
+	free(wv);
+	free(wk);
+	free(wq);
+	free(an);
+	return ret;
+}
+
+int llama_reference_eval(struct llama_model *m, const int32_t *tokens,
+			 int n_tokens, double *logits)
+{
+	const struct llama_hparams *hp = llama_model_hparams(m);
+	struct ref r = { .hp = hp, .ctx = llama_model_ctx(m) };
+	int64_t e = hp->n_embd, n = n_tokens;
+	int64_t nq = hp->n_head * hp->head_dim;
+	int64_t big = nq > hp->n_ff ? nq : hp->n_ff;
+	size_t sizes[8] = {
+		(size_t)e, (size_t)(n * (nq > e ? nq : e)), (size_t)(n * nq),
+		(size_t)(n * nq), (size_t)(n * nq), (size_t)n, (size_t)big,
+		(size_t)big,
+	};
+	double *buf[8] = { 0 }, *x = NULL, *emb = NULL, *onorm = NULL;
+	double *out = NULL;
+	int ret = LOOM_E_NOMEM;
+
+	if (!m || !tokens || !logits || n_tokens < 1)
+		return loom_set_error(LOOM_E_INVAL, "reference: bad argument");
+	for (int i = 0; i < 8; i++)
+		if (!(buf[i] = malloc(sizes[i] * sizeof(double))))
+			goto out;
+	x = malloc((size_t)(n * e) * sizeof(*x));
+	emb = read_weight(&r, "token_embd.weight");
+	onorm = read_weight(&r, "output_norm.weight");
+	out = read_weight(&r, "output.weight");
+	if (!x || !emb || !onorm || !out)
+		goto out;
+	for (int64_t t = 0; t < n; t++)
+		memcpy(x + t * e, emb + (int64_t)tokens[t] * e,
+		       (size_t)e * sizeof(*x));
+	for (int64_t l = 0; l < hp->n_layer; l++) {
+		ret = layer_forward(&r, l, x, n, buf);
+		if (ret)
+			goto out;
+	}
+	for (int64_t t = 0; t < n; t++) {
+		rms_norm(x + t * e, onorm, buf[0], e, hp->eps);
+		matvec(out, buf[0], logits + t * hp->n_vocab, e, hp->n_vocab);
+	}
+	ret = LOOM_OK;
+out:
+	free(out);
+	free(onorm);
+	free(emb);
+	free(x);
+	for (int i = 0; i < 8; i++)
+		free(buf[i]);
+	return ret;
+}
