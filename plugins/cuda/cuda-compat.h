@@ -17,6 +17,8 @@
 #endif
 #define LOOM_GPU_NAME "cuda"
 #define LOOM_GPU_VENDOR "CUDA"
+#define LOOM_GPU_BLAS "cuBLAS"
+#define LOOM_GPU_CCL "NCCL"
 #endif
 
 #endif /* LOOM_CUDA_COMPAT_H */

@@ -45,6 +45,8 @@ struct cuda_dev {
 
 struct cuda_comm_group;
 
+#define CUDA_MAX_FEATURES (8 + 2 * CUDA_MAX_DEVICES)
+
 struct cuda_reg {
 	loom_reg_t *reg;
 	int n_dev;
@@ -52,6 +54,9 @@ struct cuda_reg {
 	loom_buffer_type_t *host_buft;
 	pthread_mutex_t lock;          /* guards comm_groups */
 	struct cuda_comm_group *comm_groups;
+	/* "get_features": name/value pairs, NULL-terminated. */
+	struct loom_feature features[CUDA_MAX_FEATURES + 1];
+	char feature_text[CUDA_MAX_FEATURES][2][48];
 };
 
 /* Device and pinned host buffers share this context. */

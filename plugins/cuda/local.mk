@@ -44,7 +44,7 @@ am__v_NVCC_1 =
 if HAVE_CUDA
 plugin_LTLIBRARIES += plugins/cuda/loom-cuda.la
 
-cuda_defs = -DLOOM_HAVE_BLAS
+cuda_defs = -DLOOM_HAVE_BLAS -DLOOM_GPU_ARCHS='"$(CUDA_ARCHS)"'
 if HAVE_NCCL
 cuda_defs += -DLOOM_HAVE_NCCL
 endif

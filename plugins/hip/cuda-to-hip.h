@@ -20,6 +20,8 @@
 
 #define LOOM_GPU_NAME "hip"
 #define LOOM_GPU_VENDOR "HIP"
+#define LOOM_GPU_BLAS "hipBLAS"
+#define LOOM_GPU_CCL "RCCL"
 
 /* Runtime. */
 #define cudaError_t hipError_t
@@ -39,6 +41,13 @@
 #define cudaDeviceCanAccessPeer hipDeviceCanAccessPeer
 #define cudaDeviceEnablePeerAccess hipDeviceEnablePeerAccess
 #define cudaDriverGetVersion hipDriverGetVersion
+#define cudaRuntimeGetVersion hipRuntimeGetVersion
+#define cudaDeviceGetAttribute hipDeviceGetAttribute
+#define cudaDeviceAttr hipDeviceAttribute_t
+#define cudaDevAttrMemoryClockRate hipDeviceAttributeMemoryClockRate
+#define cudaDevAttrGlobalMemoryBusWidth hipDeviceAttributeMemoryBusWidth
+#define cudaDevAttrClockRate hipDeviceAttributeClockRate
+#define cudaDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
 #define cudaMemGetInfo hipMemGetInfo
 #define cudaMalloc hipMalloc
 #define cudaFree hipFree

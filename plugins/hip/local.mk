@@ -19,7 +19,7 @@ hip_kernel_sources = \
 EXTRA_DIST += $(hip_kernel_sources)
 SUFFIXES += .hip
 
-hip_defs = -DLOOM_HIP
+hip_defs = -DLOOM_HIP -DLOOM_GPU_ARCHS='"$(HIP_ARCHS)"'
 if HAVE_ROCBLAS
 hip_defs += -DLOOM_HAVE_BLAS
 endif
