@@ -107,7 +107,7 @@ static int be_get_async(loom_backend_t *be, const struct loom_tensor *t,
 static float *scratch(struct meta_backend *mb, size_t n)
 {
 	if (mb->scratch_n < n) {
-		float *p = realloc(mb->scratch, 2 * n * sizeof(float));
+		float *p = realloc(mb->scratch, n * sizeof(float));
 
 		if (!p)
 			return NULL;
@@ -122,38 +122,47 @@ static float round_bf16(float v)
 	return loom_bf16_to_fp32(loom_fp32_to_bf16(v));
 }
 
-/* The generic allreduce: every summand through host memory, summed in F32
- * (or from BF16-rounded summands when asked), written back to all. */
+/* The generic allreduce, for any mix of plugins: every summand comes to
+ * host memory by async copies on all devices at once, is summed in F32
+ * (from BF16-rounded summands when asked), and goes back to all. */
 static int reduce_generic(struct meta_backend *mb,
 			  struct loom_tensor *const *ts, size_t nbytes,
 			  bool bf16)
 {
+	int n_dev = mb->md->n, rc;
 	size_t n = nbytes / sizeof(float);
-	float *acc = scratch(mb, n), *tmp;
-	int rc;
+	float *host = scratch(mb, n * (size_t)n_dev), *acc = host;
 
-	if (!acc)
+	if (!host)
 		return loom_set_error(LOOM_E_NOMEM, "meta: allreduce: no "
 				      "memory");
-	tmp = acc + n;
-	for (int j = 0; j < mb->md->n; j++) {
-		rc = loom_tensor_get(ts[j], j ? tmp : acc, 0, nbytes);
+	for (int j = 0; j < n_dev; j++) {
+		rc = loom_backend_tensor_get_async(mb->be[j], ts[j],
+						   host + n * (size_t)j, 0,
+						   nbytes);
 		if (rc)
 			return rc;
+	}
+	rc = sync_members(mb);
+	if (rc)
+		return rc;
+	for (int j = 0; j < n_dev; j++) {
+		float *v = host + n * (size_t)j;
+
 		if (bf16)
 			for (size_t i = 0; i < n; i++)
-				(j ? tmp : acc)[i] =
-					round_bf16((j ? tmp : acc)[i]);
+				v[i] = round_bf16(v[i]);
 		if (j)
 			for (size_t i = 0; i < n; i++)
-				acc[i] += tmp[i];
+				acc[i] += v[i];
 	}
-	for (int j = 0; j < mb->md->n; j++) {
-		rc = loom_tensor_set(ts[j], acc, 0, nbytes);
+	for (int j = 0; j < n_dev; j++) {
+		rc = loom_backend_tensor_set_async(mb->be[j], ts[j], acc, 0,
+						   nbytes);
 		if (rc)
 			return rc;
 	}
-	return LOOM_OK;
+	return sync_members(mb);
 }
 
 static int allreduce(struct meta_backend *mb, struct meta_reduce *r)
