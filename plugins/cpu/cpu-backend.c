@@ -258,6 +258,32 @@ static int check_graph(loom_graph_t *g, int nth, size_t *wsize)
 	return LOOM_OK;
 }
 
+/* check_graph, remembered per graph version and thread count. */
+static int check_graph_cached(struct cpu_backend *cb, loom_graph_t *g,
+			      int nth, size_t *wsize)
+{
+	uint64_t version = loom_graph_version(g);
+	struct cpu_checked *c;
+	int i, err;
+
+	for (i = 0; i < CPU_CHECKED_GRAPHS; i++) {
+		c = &cb->checked[i];
+		if (c->g == g && c->version == version && c->nth == nth) {
+			*wsize = c->wsize;
+			return LOOM_OK;
+		}
+	}
+	err = check_graph(g, nth, wsize);
+	if (err)
+		return err;
+	c = &cb->checked[cb->next_checked++ % CPU_CHECKED_GRAPHS];
+	c->g = g;
+	c->version = version;
+	c->nth = nth;
+	c->wsize = *wsize;
+	return LOOM_OK;
+}
+
 static const char *be_get_name(loom_backend_t *be)
 {
 	struct cpu_backend *cb = loom_backend_context(be);
@@ -309,7 +335,7 @@ static int be_graph_compute(loom_backend_t *be, loom_graph_t *g)
 		err = check_graph(g, 1, &wsize);
 		return err ? err : run_inline(cb, g, wsize);
 	}
-	err = check_graph(g, pool->n_threads, &wsize);
+	err = check_graph_cached(cb, g, pool->n_threads, &wsize);
 	if (err)
 		return err;
 	pthread_mutex_lock(&pool->lock);

@@ -147,11 +147,24 @@ static inline void cpu_relax(void)
 
 /* ---- backends (cpu-backend.c) ---- */
 
+/* Graphs already checked, so a graph run again (a decode step, the meta
+ * device's pieces) is queued without walking its nodes. */
+#define CPU_CHECKED_GRAPHS 16
+
+struct cpu_checked {
+	loom_graph_t *g;
+	uint64_t version;      /* loom_graph_version: unique per change */
+	int nth;
+	size_t wsize;
+};
+
 struct cpu_backend {
 	struct cpu_device *cd;
 	loom_backend_t *be;
 	char name[CPU_NAME_MAX];
 	struct cpu_pool *pool;
+	struct cpu_checked checked[CPU_CHECKED_GRAPHS];
+	unsigned int next_checked;
 };
 
 int cpu_backend_init(struct cpu_device *cd, const char *params,
