@@ -299,6 +299,37 @@ static void test_2d(void)
 	loom_unload_all();
 }
 
+/* Caller mistakes come back as errors, never a crash: a graph whose
+ * tensors have no memory, and bad thread counts or parameters. */
+static void test_errors(void)
+{
+	loom_reg_t *reg = load_cpu();
+	loom_dev_t *dev = loom_reg_dev(reg, 0);
+	loom_ctx_t *ctx;
+	loom_graph_t *g;
+	loom_backend_t *be;
+	struct loom_tensor *a, *b;
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	a = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 8);
+	b = loom_silu(ctx, a);
+	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, b), ==, LOOM_OK);
+	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
+	g_assert_cmpint(loom_backend_graph_compute(be, g), ==, LOOM_E_STATE);
+	g_assert_cmpstr(loom_last_error(), !=, "");
+	g_assert_cmpint(loom_backend_set_n_threads(be, 0), ==, LOOM_E_INVAL);
+	g_assert_cmpint(loom_backend_set_n_threads(be, 3), ==, LOOM_OK);
+	loom_backend_free(be);
+	g_assert_cmpint(loom_dev_init_backend(dev, "threads=x", &be), ==,
+			LOOM_E_INVAL);
+	g_assert_cmpint(loom_dev_init_backend(dev, "threads=2", &be), ==,
+			LOOM_OK);
+	loom_backend_free(be);
+	loom_ctx_free(ctx);
+	loom_unload_all();
+}
+
 /* The features entry point and the variant chosen for this CPU. */
 static void test_features(void)
 {
@@ -351,6 +382,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/cpu/pool/flat", test_flat);
 	g_test_add_func("/cpu/pool/async", test_async);
 	g_test_add_func("/cpu/data/2d", test_2d);
+	g_test_add_func("/cpu/errors", test_errors);
 	g_test_add_func("/cpu/features", test_features);
 	return g_test_run();
 }
