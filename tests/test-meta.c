@@ -194,7 +194,8 @@ static void test_largest_remainder(void)
 static void test_set_get(void)
 {
 	static const struct rule rules[] = {
-		{ .name = "a", .state = LOOM_SPLIT_DIM1, .n_seg = 2, .seg = { 2, 3 } },
+		{ .name = "a", .state = LOOM_SPLIT_DIM1, .n_seg = 2,
+		  .seg = { 2, 3 } },
 		{ .name = "b", .state = LOOM_SPLIT_DIM0 },
 		{ .name = "p", .state = LOOM_SPLIT_PARTIAL },
 		{ .name = NULL }
@@ -583,7 +584,8 @@ static void test_bad_callbacks(void)
 	static const struct rule rules[] = {
 		{ .name = "sum", .state = LOOM_SPLIT_DIM1, .n_seg = 2,
 		  .seg = { 3, 3 } },
-		{ .name = "block", .state = LOOM_SPLIT_DIM0, .granularity = 16 },
+		{ .name = "block", .state = LOOM_SPLIT_DIM0,
+		  .granularity = 16 },
 		{ .name = "gran", .state = LOOM_SPLIT_DIM1, .granularity = 4 },
 		{ .name = "refused", .state = LOOM_SPLIT_DIM1, .fail = 1 },
 		{ .name = "ok", .state = LOOM_SPLIT_DIM0, .granularity = 64 },

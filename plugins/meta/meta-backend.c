@@ -374,10 +374,11 @@ int meta_backend_new(struct meta_dev *md, loom_backend_t **out)
 		return loom_set_error(LOOM_E_NOMEM, "meta backend: no memory");
 	mb->md = md;
 	for (int j = 0; j < md->n; j++) {
+		loom_buffer_type_t *buft = loom_dev_buffer_type(md->members[j]);
+
 		rc = loom_dev_init_backend(md->members[j], NULL, &mb->be[j]);
 		if (!rc)
-			rc = loom_galloc_new(loom_dev_buffer_type(md->members[j]),
-					     &mb->ga[j]);
+			rc = loom_galloc_new(buft, &mb->ga[j]);
 		if (rc)
 			goto err_free;
 	}

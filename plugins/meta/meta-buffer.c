@@ -193,10 +193,12 @@ static int buffer_init_tensor(loom_buffer_t *buf, struct loom_tensor *t)
 	for (int j = 0; j < md->n; j++) {
 		rc = place_slice(mb, mt, t, j);
 		if (rc) {
-			for (int k = 0; k <= j; k++)
-				if (mt->dev_buf[k])
-					mb->dev_bytes[k] -=
-						loom_buffer_size(mt->dev_buf[k]);
+			for (int k = 0; k <= j; k++) {
+				loom_buffer_t *b = mt->dev_buf[k];
+
+				if (b)
+					mb->dev_bytes[k] -= loom_buffer_size(b);
+			}
 			free_record(mt, md->n);
 			pthread_mutex_unlock(&mb->lock);
 			return rc;

@@ -188,9 +188,9 @@ static int sync_src(struct meta_plan *pl, const struct loom_tensor *t,
 		for (int j = 0; j < n && !pl->dry; j++) {
 			if (!mt->zero[j] && mt->dev_t[j])
 				continue;
-			mt->dev_t[j] = make_view(pl->ctx[j], rmt->dev_t[j], NULL,
-						 t->ne, t->nb, t->view_offs,
-						 t->name);
+			mt->dev_t[j] = make_view(pl->ctx[j], rmt->dev_t[j],
+						 NULL, t->ne, t->nb,
+						 t->view_offs, t->name);
 			if (!mt->dev_t[j])
 				return loom_set_error(
 					LOOM_E_INVAL, "meta: %s: %s", t->name,

@@ -180,10 +180,10 @@ static int read_opts(const struct loom_meta_opts *opts, size_t n,
 	}
 	if (HAS(reduce_type) && opts->reduce_type != LOOM_TYPE_F32) {
 		if (opts->reduce_type != LOOM_TYPE_BF16)
-			return loom_set_error(LOOM_E_INVAL,
-					      "meta options: reduce type %s "
-					      "(F32 or BF16)",
-					      loom_type_name(opts->reduce_type));
+			return loom_set_error(
+				LOOM_E_INVAL,
+				"meta options: reduce type %s (F32 or BF16)",
+				loom_type_name(opts->reduce_type));
 		want->reduce_type = LOOM_TYPE_BF16;
 	}
 	if (HAS(bf16_min_bytes))

@@ -243,6 +243,12 @@ static int split_copy(struct meta_tensor *mt, const struct loom_tensor *t,
 				host_pos += len;
 				continue;
 			}
+			if (!loom_is_contiguous(dt))
+				return loom_set_error(
+					LOOM_E_UNSUPPORTED,
+					"set/get of %s: its slices are views "
+					"(make it contiguous with cont)",
+					t->name);
 			for (int s2 = 0; s2 < s; s2++)
 				dev_pos += st->len[s2][j];
 			dunit = split_unit(dt, axis);
