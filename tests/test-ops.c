@@ -530,6 +530,14 @@ static void add_mul_mat_cases(void)
 		MM(all_a[i], 64, 9, 2, 1, LAYOUT_CONT, LOOM_TYPE_F32, 13, 6, 2,
 		   LAYOUT_CONT);
 	}
+	/* M and N past the CPU plugin's largest cache blocks (768, 960). */
+	for (size_t i = 1; i < G_N_ELEMENTS(all_a); i++)
+		MM(all_a[i], 64, 800, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 13, 1,
+		   1, LAYOUT_CONT);
+	MM(LOOM_TYPE_F32, 64, 40, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 1000, 1, 1,
+	   LAYOUT_CONT);
+	MM(LOOM_TYPE_Q8_0, 64, 40, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 1000, 1,
+	   1, LAYOUT_CONT);
 	MM(LOOM_TYPE_F16, 416, 70, 1, 1, LAYOUT_CONT, LOOM_TYPE_F16, 26, 1, 1,
 	   LAYOUT_CONT);
 	MM(LOOM_TYPE_BF16, 416, 70, 1, 1, LAYOUT_CONT, LOOM_TYPE_BF16, 26, 1,
