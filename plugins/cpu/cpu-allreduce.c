@@ -121,6 +121,10 @@ static const char *check(loom_backend_t *const *backends,
 	return NULL;
 }
 
+/* The entry point.  A BF16 reduce type asks to halve the bytes a
+ * transport moves; partitions share memory and move none, so the sum is
+ * always taken in F32.  The work is queued on every partition's pool
+ * behind what is already there; the call returns at once. */
 int cpu_allreduce(loom_backend_t *const *backends,
 		  struct loom_tensor *const *tensors, size_t n,
 		  const struct loom_allreduce_opts *opts)
