@@ -2,7 +2,8 @@
 # check-gpu.sh BUILDDIR [DEVICE] - the GPU check behind `make check-gpu`:
 # the GPU plugin's own tests, the op suite on DEVICE (default cuda0) with
 # the BLAS and with the plugin's own GEMM, a meta device over DEVICE twice,
-# and loom-bench's BF16 GEMM, GEMV and bandwidth runs.  Each step has a
+# an add's bandwidth and a BF16 GEMM against the device's limits
+# (test-gpu-perf), and loom-bench's BF16 GEMM, GEMV and stream runs.  Each step has a
 # time limit; the whole stays under 8 minutes on one GPU.  Ends with
 # "N passed, N failed"; exits non-zero when a step failed.
 set -u
@@ -61,6 +62,7 @@ if [ -x "$b/tests/test-meta" ]; then
 	step "meta tests over $dev twice" 60 \
 		env LOOM_META_DEVICES="$dev,$dev" "$b/tests/test-meta"
 fi
+step "bandwidth and BF16 peak" 60 "$b/tests/test-gpu-perf" "$dev"
 step "bench gemm bf16" 45 \
 	"$b/tools/loom-bench" gemm --devices "$dev" --type bf16
 step "bench gemv" 45 "$b/tools/loom-bench" gemv --devices "$dev"

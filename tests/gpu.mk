@@ -4,8 +4,9 @@
 # `make check-gpu`: on a machine with an NVIDIA GPU, runs in under 8
 # minutes (tests/check-gpu.sh): test-gpu, the op suite on cuda0 (BLAS and
 # the plugin's own GEMM), a meta device over cuda0 twice against the same
-# reference, and the BF16 GEMM, GEMV and bandwidth benchmarks of
-# loom-bench.  Set GPU=hip0 to check the HIP plugin instead.
+# reference, test-gpu-perf (an add's bandwidth against the memory's, a
+# BF16 GEMM against the tensor-core peak), and loom-bench's GEMM and GEMV
+# runs.  Set GPU=hip0 to check the HIP plugin instead.
 check_PROGRAMS += tests/test-gpu
 TESTS += tests/test-gpu
 tests_test_gpu_SOURCES = tests/test-gpu.c tests/test-util.c tests/test-util.h
@@ -14,6 +15,13 @@ if HAVE_NCCL
 tests_test_gpu_CPPFLAGS += -DLOOM_TEST_HAVE_NCCL
 endif
 tests_test_gpu_LDADD = $(TEST_LIBS)
+
+# Built for check-gpu; it reports figures, so it is not in TESTS.
+check_PROGRAMS += tests/test-gpu-perf
+tests_test_gpu_perf_SOURCES = tests/test-gpu-perf.c tests/test-util.c \
+	tests/test-util.h
+tests_test_gpu_perf_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_gpu_perf_LDADD = $(TEST_LIBS)
 
 EXTRA_DIST += tests/check-gpu.sh
 
