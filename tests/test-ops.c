@@ -71,6 +71,8 @@ enum fill {
 };
 
 struct input {
+	const char *name; /* the leaf's name (for a meta device's split
+			   * policy), NULL for "in<i>" */
 	enum loom_type type;
 	int64_t ne[4]; /* the shape the op sees */
 	enum layout layout;
@@ -1246,7 +1248,8 @@ static void ref_view(const struct ref_tensor *x, enum layout layout,
 }
 
 /* x + w2 (silu(w1 h) * (w3 h)), h = rms_norm(x) * norm weight.
- * Inputs: x, w1, w3, w2, norm weight. */
+ * Inputs: x, w1, w3, w2, norm weight, named as a model names them, so a
+ * meta device's default policy splits the weights across its devices. */
 static struct loom_tensor *ffn_build(loom_ctx_t *ctx, const struct op_case *c,
 				     struct loom_tensor **s)
 {
@@ -1410,10 +1413,14 @@ static void add_graph_cases(void)
 		c = case_new(LOOM_OP_NONE, mul_mat_nmse(t, LOOM_TYPE_F32));
 		c->graph = &ffn;
 		case_in(c, LOOM_TYPE_F32, 64, 5, 1, 1, LAYOUT_CONT);
-		case_in(c, t, 64, 96, 1, 1, LAYOUT_CONT);
-		case_in(c, t, 64, 96, 1, 1, LAYOUT_CONT);
-		case_in(c, t, 96, 64, 1, 1, LAYOUT_CONT);
-		case_in(c, LOOM_TYPE_F32, 64, 1, 1, 1, LAYOUT_CONT);
+		in = case_in(c, t, 64, 128, 1, 1, LAYOUT_CONT);
+		in->name = "blk.0.ffn_gate.weight";
+		in = case_in(c, t, 64, 128, 1, 1, LAYOUT_CONT);
+		in->name = "blk.0.ffn_up.weight";
+		in = case_in(c, t, 128, 64, 1, 1, LAYOUT_CONT);
+		in->name = "blk.0.ffn_down.weight";
+		in = case_in(c, LOOM_TYPE_F32, 64, 1, 1, 1, LAYOUT_CONT);
+		in->name = "blk.0.ffn_norm.weight";
 		g_snprintf(tag, sizeof(tag), "ffn_%s", loom_type_name(t));
 		case_add(c, tag);
 	}
@@ -1748,7 +1755,10 @@ static void run_case(gconstpointer data)
 			g_test_fail();
 			goto out_free_ctx;
 		}
-		loom_set_name_fmt(leaf[i], "in%d", i);
+		if (c->in[i].name)
+			loom_set_name(leaf[i], c->in[i].name);
+		else
+			loom_set_name_fmt(leaf[i], "in%d", i);
 		loom_set_flags(leaf[i], LOOM_TENSOR_INPUT);
 	}
 	if (check_call(loom_ctx_alloc_tensors(ctx, buft, &wbuf),
