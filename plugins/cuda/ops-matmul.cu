@@ -308,10 +308,7 @@ static int mul_mat_blas(struct cuda_backend *be, const tview &dst,
 		 * each over the r2 columns it serves. */
 		int64_t calls = r2 == 1 || A2 == 1 ? 1 : A2;
 		int64_t batch = calls == 1 ? B2 : r2;
-		int64_t sa = A2 == 1 ? 0 : A.s2;
-
-		if (calls != 1)
-			sa = 0;
+		int64_t sa = calls == 1 && A2 != 1 ? A.s2 : 0;
 		for (int64_t c = 0; c < calls; c++) {
 			cublasStatus_t st = cublasGemmStridedBatchedEx(
 				h, CUBLAS_OP_T, CUBLAS_OP_N, (int)M, (int)N,

@@ -363,10 +363,13 @@ static const struct loom_buffer_type_iface host_buft_iface = {
  * 2D copies: one cudaMemcpy2D for n_copies rows when the strides allow,
  * else a loop of 1D copies.
  */
+#define MAX_PITCH ((size_t)INT32_MAX) /* cudaDevAttrMaxPitch on every GPU */
+
 static bool pitch_ok(size_t size, size_t n_copies, size_t stride_tensor,
 		     size_t stride_data)
 {
-	return n_copies > 1 && stride_tensor >= size && stride_data >= size;
+	return n_copies > 1 && stride_tensor >= size && stride_data >= size &&
+	       stride_tensor <= MAX_PITCH && stride_data <= MAX_PITCH;
 }
 
 static int copy_2d(struct cuda_buffer *cb, cudaStream_t stream, bool async,
