@@ -15,7 +15,8 @@
  *
  * runs the same suite on every device of your plugin.  Narrow it with
  *     LOOM_TEST_DEVICES=yours0,cpu0   devices by name (comma list)
- *     LOOM_TEST_OPS=mul_mat,add       ops by name (as loom_op_name says)
+ *     LOOM_TEST_OPS=mul_mat,add       ops by name (as loom_op_name says;
+ *                                     "graph" for the composite cases)
  * and the usual GLib options (-p /ops/yours0/mul_mat, --verbose, -l).
  * A failing case prints its NMSE and bound, or the first elements that
  * differ; --verbose prints every case's NMSE.  On a machine with a GPU,
