@@ -4,7 +4,8 @@
  */
 #include "cpu-ops.h"
 
-/* Copies n units of us bytes, dnb and snb bytes apart. */
+/* Copies n units of us bytes, dnb and snb bytes apart.  The common unit
+ * sizes get loops of their own, so each copy is a load and a store. */
 static void copy_units(char *d, size_t dnb, const char *s, size_t snb,
 		       size_t us, int64_t n)
 {
@@ -14,8 +15,25 @@ static void copy_units(char *d, size_t dnb, const char *s, size_t snb,
 		memcpy(d, s, n * us);
 		return;
 	}
-	for (i = 0; i < n; i++)
-		memcpy(d + i * dnb, s + i * snb, us);
+	switch (us) {
+	case 2:
+		for (i = 0; i < n; i++)
+			memcpy(d + i * dnb, s + i * snb, 2);
+		break;
+	case 4:
+		for (i = 0; i < n; i++)
+			memcpy(d + i * dnb, s + i * snb, 4);
+		break;
+	case sizeof(struct loom_block_q8_0):
+		for (i = 0; i < n; i++)
+			memcpy(d + i * dnb, s + i * snb,
+			       sizeof(struct loom_block_q8_0));
+		break;
+	default:
+		for (i = 0; i < n; i++)
+			memcpy(d + i * dnb, s + i * snb, us);
+		break;
+	}
 }
 
 /* Both tensors walked in their logical order, units (elements, or blocks
