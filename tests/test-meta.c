@@ -922,6 +922,43 @@ static void test_same_device_twice(void)
 	assert_close(ref.s, got.s, N * T);
 }
 
+static void find_cpus(void)
+{
+	for (int j = 0; j < 4; j++) {
+		char name[8];
+
+		g_snprintf(name, sizeof(name), "cpu%d", j);
+		cpu[j] = loom_dev_by_name(name);
+		g_assert_nonnull(cpu[j]);
+	}
+}
+
+/* Unloading forgets every meta device; loading again composes anew, here
+ * from a list that names one partition twice. */
+static void test_reload(void)
+{
+	loom_dev_t *meta;
+
+	loom_unload_all();
+	g_setenv("LOOM_META_DEVICES", "cpu2,cpu2", TRUE);
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	find_cpus();
+	meta = loom_dev_by_type(LOOM_DEV_TYPE_META);
+	g_assert_nonnull(meta);
+	g_assert_cmpstr(loom_dev_name(meta), ==, "meta0");
+	g_assert_cmpstr(loom_dev_description(meta), ==, "meta(cpu2,cpu2)");
+	g_assert_cmpuint(loom_reg_dev_count(loom_reg_by_name("meta")), ==, 1);
+	/* A name that is no device composes nothing (and says so in the
+	 * log). */
+	loom_unload_all();
+	g_setenv("LOOM_META_DEVICES", "cpu0,nosuch0", TRUE);
+	loom_log_set_level(LOOM_LOG_NONE);
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	loom_log_set_level(LOOM_LOG_WARN);
+	find_cpus();
+	g_assert_null(loom_dev_by_type(LOOM_DEV_TYPE_META));
+}
+
 int main(int argc, char **argv)
 {
 	const char *path = g_getenv("LOOM_TEST_PLUGIN_PATH");
@@ -946,12 +983,7 @@ int main(int argc, char **argv)
 		g_test_skip("no cpu and meta plugins with 4 partitions");
 		return g_test_run();
 	}
-	for (int j = 0; j < 4; j++) {
-		char name[8];
-
-		g_snprintf(name, sizeof(name), "cpu%d", j);
-		cpu[j] = loom_dev_by_name(name);
-	}
+	find_cpus();
 
 	g_test_add_func("/meta/compose", test_compose);
 	g_test_add_func("/meta/dedup", test_dedup);
@@ -967,6 +999,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/meta/unsupported", test_unsupported);
 	g_test_add_func("/meta/split-buffer-type", test_split_buffer_type);
 	g_test_add_func("/meta/same-device-twice", test_same_device_twice);
+	g_test_add_func("/meta/reload", test_reload);
 	ret = g_test_run();
 	loom_unload_all();
 	return ret;
