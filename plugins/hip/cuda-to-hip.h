@@ -91,12 +91,24 @@
 #define cublasGemmEx hipblasGemmEx
 #define cublasGemmStridedBatchedEx hipblasGemmStridedBatchedEx
 #define CUBLAS_GEMM_DEFAULT HIPBLAS_GEMM_DEFAULT
+/* hipBLAS 3 (ROCm 7), or 2 with HIPBLAS_V2, takes hipDataType and a
+ * compute type; older ones take hipblasDatatype_t for both. */
+#if defined(HIPBLAS_V2) || \
+	(defined(hipblasVersionMajor) && hipblasVersionMajor >= 3)
+#define cudaDataType hipDataType
+#define CUDA_R_32F HIP_R_32F
+#define CUDA_R_16F HIP_R_16F
+#define CUDA_R_16BF HIP_R_16BF
+#define cublasComputeType_t hipblasComputeType_t
+#define CUBLAS_COMPUTE_32F HIPBLAS_COMPUTE_32F
+#else
 #define cudaDataType hipblasDatatype_t
 #define CUDA_R_32F HIPBLAS_R_32F
 #define CUDA_R_16F HIPBLAS_R_16F
 #define CUDA_R_16BF HIPBLAS_R_16B
 #define cublasComputeType_t hipblasDatatype_t
 #define CUBLAS_COMPUTE_32F HIPBLAS_R_32F
+#endif
 #endif
 
 /* NCCL names are RCCL's own; nothing to map. */
