@@ -344,7 +344,8 @@ struct loom_meta_opts {
 
 /* Makes (or finds: same members, callback, userdata and options) a meta
  * device over devs (a device may appear twice).  split NULL means
- * loom_meta_split_default.  The device is owned by the meta plugin. */
+ * loom_meta_split_default.  The device is owned by the meta plugin and
+ * keeps userdata, which must stay valid while the device is used. */
 LOOM_API int loom_meta_dev_new(loom_dev_t *const *devs, size_t n,
 			       loom_split_fn split, void *userdata,
 			       const struct loom_meta_opts *opts,
