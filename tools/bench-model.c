@@ -704,9 +704,15 @@ int bench_cmd_model(const struct bench_opts *o)
 		goto out;
 	}
 	if (!o->no_limits && !o->internal) {
+		/* A meta device runs on every core whatever --threads says
+		 * per device. */
+		int threads = bench_limit_threads(o);
+
+		for (int i = 0; i < mb->n_runs; i++)
+			if (mb->runs[i].is_meta)
+				threads = bench_online_cpus();
 		bench_progress("stream", 0, 1);
-		ret = bench_stream_measure(bench_limit_threads(o), 3, true,
-					   &mb->st);
+		ret = bench_stream_measure(threads, 3, true, &mb->st);
 		if (ret) {
 			bench_fail("stream", ret);
 			goto out;
