@@ -13,3 +13,4 @@ plugins_meta_loom_meta_la_SOURCES = \
 plugins_meta_loom_meta_la_CPPFLAGS = $(AM_CPPFLAGS)
 plugins_meta_loom_meta_la_LDFLAGS = $(PLUGIN_LINK_FLAGS)
 plugins_meta_loom_meta_la_LIBADD = $(PLUGIN_LINK_LIBS) -lpthread -lm
+EXTRA_DIST += plugins/meta/README.md
