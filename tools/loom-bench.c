@@ -1,5 +1,14 @@
 /* loom-bench.c - the command line: options, help, and the dispatch to one
  * subcommand (bench-<name>.c).  `model` is the default.
+ *
+ * --json prints one object whose keys stay stable (more may be added):
+ *   model      devices (names), prefill_tok_s and decode_tok_s (by device
+ *              name), nmse_vs_single (worst of the runs checked, null with
+ *              one device), compute_bytes_per_device (by device name, a
+ *              list with one entry per physical device)
+ *   gemm       gflops, peak_gflops, openblas_gflops (null when absent)
+ *   gemv       gbps (by type name), stream_gbps
+ *   allreduce  allreduce: a list of {bytes, us, algbw, busbw}
  */
 #include "bench-util.h"
 
