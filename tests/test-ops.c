@@ -2318,6 +2318,65 @@ static void reference_ops(void)
 	ref_tensor_free(&x);
 }
 
+/* loom_test_get_doubles on a device's memory: types, and a strided view. */
+static void reference_get_doubles(void)
+{
+	loom_dev_t *dev = data_device();
+	const float v[6] = { 0.5f, -1, 2, 3.25f, -4, 0 };
+	struct loom_tensor *f32, *f16, *q, *t;
+	loom_buffer_t *buf;
+	loom_ctx_t *ctx;
+	float qv[64];
+	double *d;
+	char *err = NULL;
+
+	if (!dev) {
+		g_test_skip("no device");
+		return;
+	}
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	f32 = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 3, 2);
+	f16 = loom_new_tensor_2d(ctx, LOOM_TYPE_F16, 3, 2);
+	q = loom_new_tensor_1d(ctx, LOOM_TYPE_Q8_0, 64);
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(dev),
+					       &buf), ==, LOOM_OK);
+	g_assert_cmpint(loom_test_set_f32(f32, v), ==, LOOM_OK);
+	g_assert_cmpint(loom_test_set_f32(f16, v), ==, LOOM_OK);
+	/* With a block maximum of 127/32 the scale is 1/32, and multiples of
+	 * 1/32 quantize exactly. */
+	for (int i = 0; i < 64; i++)
+		qv[i] = (float)((i * 37) % 255 - 127) / 32;
+	qv[5] = 127.0f / 32;
+	qv[40] = -127.0f / 32;
+	g_assert_cmpint(loom_test_set_f32(q, qv), ==, LOOM_OK);
+
+	t = loom_transpose(ctx, f32);
+	g_assert_nonnull(t);
+	g_assert_nonnull(t->data);
+	d = loom_test_get_doubles(t, &err);
+	g_assert_nonnull(d);
+	/* t[i0, i1] = f32[i1, i0]: 0.5, 3.25, -1, -4, 2, 0. */
+	g_assert_cmpfloat(d[0], ==, 0.5);
+	g_assert_cmpfloat(d[1], ==, 3.25);
+	g_assert_cmpfloat(d[2], ==, -1);
+	g_assert_cmpfloat(d[5], ==, 0);
+	g_free(d);
+	d = loom_test_get_doubles(f16, &err);
+	g_assert_nonnull(d);
+	for (int i = 0; i < 6; i++)
+		g_assert_cmpfloat(d[i], ==, v[i]);
+	g_free(d);
+	d = loom_test_get_doubles(q, &err);
+	g_assert_nonnull(d);
+	for (int i = 0; i < 64; i++)
+		g_assert_cmpfloat(d[i], ==, qv[i]);
+	g_free(d);
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+}
+
+IN_SUBPROCESS(reference_get_doubles, true)
+
 /* ------------------------------------------------------------------------
  * Registration.
  */
@@ -2400,6 +2459,8 @@ int main(int argc, char **argv)
 
 	g_test_add_func("/ops/reference/helpers", reference_helpers);
 	g_test_add_func("/ops/reference/ops", reference_ops);
+	g_test_add_func("/ops/reference/get-doubles",
+			test_reference_get_doubles);
 	g_test_add_func("/ops/errors/shapes", test_errors_shapes);
 	g_test_add_func("/ops/errors/data", test_errors_data);
 	g_test_add_func("/ops/errors/compute", test_errors_compute);
