@@ -299,6 +299,82 @@ static void test_2d(void)
 	loom_unload_all();
 }
 
+/* Async copies run in the stream's order, between graphs. */
+static void test_async_copies(void)
+{
+	loom_reg_t *reg = load_cpu();
+	loom_dev_t *dev = loom_reg_dev(reg, 0);
+	enum { N = 20000 };
+	loom_ctx_t *ctx;
+	loom_graph_t *g;
+	loom_backend_t *be;
+	loom_buffer_t *buf;
+	struct loom_tensor *x, *y, *s;
+	float *v1 = g_new(float, N), *v2 = g_new(float, N);
+	float *out1 = g_new0(float, N), *out2 = g_new0(float, N);
+	float *out3 = g_new0(float, N);
+	int i, k;
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	x = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 100, N / 100);
+	y = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 100, N / 100);
+	s = loom_cpy(ctx, loom_scale(ctx, x, 2.0f), x);
+	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, s), ==, LOOM_OK);
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(dev),
+					       &buf), ==, LOOM_OK);
+	fill(v1, N, 5);
+	fill(v2, N, 6);
+	g_assert_nonnull(loom_reg_proc_address(reg,
+					       LOOM_PROC_SET_TENSOR_2D_ASYNC));
+	for (k = 1; k <= 2; k++) {
+		g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==,
+				LOOM_OK);
+		g_assert_cmpint(loom_backend_set_n_threads(be, k), ==,
+				LOOM_OK);
+		g_assert_cmpint(loom_backend_tensor_set_async(
+					be, x, v1, 0, N * sizeof(float)), ==,
+				LOOM_OK);
+		g_assert_cmpint(loom_backend_graph_compute_async(be, g), ==,
+				LOOM_OK);
+		g_assert_cmpint(loom_backend_tensor_get_async(
+					be, x, out1, 0, N * sizeof(float)), ==,
+				LOOM_OK);
+		/* Rows 0..N/100 of x, their first 10 values, set from v2 rows
+		 * 100 apart, after the get above has read x. */
+		g_assert_cmpint(loom_backend_tensor_set_2d_async(
+					be, x, v2, 0, 10 * sizeof(float),
+					N / 100, 100 * sizeof(float),
+					100 * sizeof(float)), ==, LOOM_OK);
+		g_assert_cmpint(loom_backend_graph_compute_async(be, g), ==,
+				LOOM_OK);
+		g_assert_cmpint(loom_backend_tensor_get_2d_async(
+					be, x, out2, 0, 100 * sizeof(float),
+					N / 100, 100 * sizeof(float),
+					100 * sizeof(float)), ==, LOOM_OK);
+		g_assert_cmpint(loom_backend_tensor_copy_async(be, be, x, y),
+				==, LOOM_OK);
+		g_assert_cmpint(loom_backend_synchronize(be), ==, LOOM_OK);
+		loom_tensor_get(y, out3, 0, N * sizeof(float));
+		for (i = 0; i < N; i++) {
+			float want2 = i % 100 < 10 ? 2 * v2[i] : 4 * v1[i];
+
+			g_assert_cmpfloat(out1[i], ==, 2 * v1[i]);
+			g_assert_cmpfloat(out2[i], ==, want2);
+			g_assert_cmpfloat(out3[i], ==, want2);
+		}
+		loom_backend_free(be);
+	}
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+	g_free(v1);
+	g_free(v2);
+	g_free(out1);
+	g_free(out2);
+	g_free(out3);
+	loom_unload_all();
+}
+
 /* Caller mistakes come back as errors, never a crash: a graph whose
  * tensors have no memory, and bad thread counts or parameters. */
 static void test_errors(void)
@@ -381,6 +457,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/cpu/pool/threads", test_threads);
 	g_test_add_func("/cpu/pool/flat", test_flat);
 	g_test_add_func("/cpu/pool/async", test_async);
+	g_test_add_func("/cpu/pool/async-copies", test_async_copies);
 	g_test_add_func("/cpu/data/2d", test_2d);
 	g_test_add_func("/cpu/errors", test_errors);
 	g_test_add_func("/cpu/features", test_features);

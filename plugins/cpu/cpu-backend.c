@@ -353,10 +353,109 @@ static int be_graph_compute(loom_backend_t *be, loom_graph_t *g)
 	return LOOM_OK;
 }
 
+/* Queues a copy behind the backend's work; from inside the pool it is
+ * done at once. */
+static int post_copy(struct cpu_backend *cb, const struct cpu_copy *c)
+{
+	struct cpu_job job = { .kind = CPU_JOB_COPY, .copy = *c };
+
+	if (cpu_pool_is_worker(cb->pool)) {
+		cpu_copy_run(c, 0, 1);
+		return LOOM_OK;
+	}
+	pthread_mutex_lock(&cb->pool->lock);
+	cpu_pool_post_locked(cb->pool, &job);
+	pthread_mutex_unlock(&cb->pool->lock);
+	return LOOM_OK;
+}
+
+static int be_set_tensor_async(loom_backend_t *be, struct loom_tensor *t,
+			       const void *data, size_t offset, size_t size)
+{
+	struct cpu_copy c = {
+		.dst = (char *)t->data + offset,
+		.src = data,
+		.size = size,
+		.n = 1,
+	};
+
+	return post_copy(loom_backend_context(be), &c);
+}
+
+static int be_get_tensor_async(loom_backend_t *be,
+			       const struct loom_tensor *t, void *data,
+			       size_t offset, size_t size)
+{
+	struct cpu_copy c = {
+		.dst = data,
+		.src = (const char *)t->data + offset,
+		.size = size,
+		.n = 1,
+	};
+
+	return post_copy(loom_backend_context(be), &c);
+}
+
+int cpu_set_tensor_2d_async(loom_backend_t *be, struct loom_tensor *t,
+			    const void *data, size_t offset, size_t size,
+			    size_t n_copies, size_t stride_tensor,
+			    size_t stride_data)
+{
+	struct cpu_copy c = {
+		.dst = (char *)t->data + offset,
+		.src = data,
+		.size = size,
+		.n = n_copies,
+		.dst_stride = stride_tensor,
+		.src_stride = stride_data,
+	};
+
+	return post_copy(loom_backend_context(be), &c);
+}
+
+int cpu_get_tensor_2d_async(loom_backend_t *be, const struct loom_tensor *t,
+			    void *data, size_t offset, size_t size,
+			    size_t n_copies, size_t stride_tensor,
+			    size_t stride_data)
+{
+	struct cpu_copy c = {
+		.dst = data,
+		.src = (const char *)t->data + offset,
+		.size = size,
+		.n = n_copies,
+		.dst_stride = stride_data,
+		.src_stride = stride_tensor,
+	};
+
+	return post_copy(loom_backend_context(be), &c);
+}
+
+/* Copies within one backend's stream, from host memory; anything that
+ * would need a second stream's order is the core's to do blocking. */
+static int be_cpy_tensor_async(loom_backend_t *be_src, loom_backend_t *be_dst,
+			       const struct loom_tensor *src,
+			       struct loom_tensor *dst)
+{
+	struct cpu_copy c = {
+		.dst = dst->data,
+		.src = src->data,
+		.size = loom_nbytes(src),
+		.n = 1,
+	};
+
+	if (be_src != be_dst || !src->buffer || !src->data ||
+	    !loom_buft_is_host(loom_buffer_type(src->buffer)))
+		return LOOM_E_DECLINED;
+	return post_copy(loom_backend_context(be_dst), &c);
+}
+
 static const struct loom_backend_iface cpu_backend_iface = {
 	.size = sizeof(struct loom_backend_iface),
 	.get_name = be_get_name,
 	.free = be_free,
+	.set_tensor_async = be_set_tensor_async,
+	.get_tensor_async = be_get_tensor_async,
+	.cpy_tensor_async = be_cpy_tensor_async,
 	.synchronize = be_synchronize,
 	.graph_compute = be_graph_compute,
 };

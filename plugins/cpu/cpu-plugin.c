@@ -231,6 +231,10 @@ static void *reg_get_proc_address(loom_reg_t *reg, const char *name)
 		return (void *)cpu_set_tensor_2d;
 	if (!strcmp(name, LOOM_PROC_GET_TENSOR_2D))
 		return (void *)cpu_get_tensor_2d;
+	if (!strcmp(name, LOOM_PROC_SET_TENSOR_2D_ASYNC))
+		return (void *)cpu_set_tensor_2d_async;
+	if (!strcmp(name, LOOM_PROC_GET_TENSOR_2D_ASYNC))
+		return (void *)cpu_get_tensor_2d_async;
 	if (!strcmp(name, LOOM_PROC_ALLREDUCE))
 		return (void *)cpu_allreduce;
 	if (!strcmp(name, LOOM_PROC_SET_N_THREADS))

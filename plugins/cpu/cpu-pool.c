@@ -142,6 +142,35 @@ void cpu_barrier(const struct cpu_task *task)
 		cpu_bar_wait(&task->pool->bar);
 }
 
+/* Copies below this many bytes are one thread's: splitting them would
+ * cost more in cache traffic than it saves. */
+#define CPU_COPY_SPLIT (64u << 10)
+
+void cpu_copy_run(const struct cpu_copy *c, int ith, int nth)
+{
+	size_t lo, hi, per, i;
+
+	if (c->size * c->n < CPU_COPY_SPLIT) {
+		nth = 1;
+		if (ith)
+			return;
+	}
+	if (c->n == 1) {
+		per = ((c->size + nth - 1) / nth + 63) & ~(size_t)63;
+		lo = per * ith;
+		hi = lo + per < c->size ? lo + per : c->size;
+		if (lo < hi)
+			memcpy(c->dst + lo, c->src + lo, hi - lo);
+		return;
+	}
+	per = (c->n + nth - 1) / nth;
+	lo = per * ith;
+	hi = lo + per < c->n ? lo + per : c->n;
+	for (i = lo; i < hi; i++)
+		memcpy(c->dst + i * c->dst_stride, c->src + i * c->src_stride,
+		       c->size);
+}
+
 bool cpu_pool_is_worker(const struct cpu_pool *pool)
 {
 	return current_pool == pool;
@@ -193,6 +222,10 @@ static void *worker_main(void *p)
 			break;
 		case CPU_JOB_ALLREDUCE:
 			cpu_allreduce_run(job->ar, job->part, ith);
+			break;
+		case CPU_JOB_COPY:
+			cpu_copy_run(&job->copy, ith, nth);
+			cpu_bar_wait(&pool->bar);
 			break;
 		case CPU_JOB_STOP:
 			cpu_bar_wait(&pool->bar);

@@ -75,16 +75,28 @@ void cpu_bar_wait(struct cpu_bar *b);
 enum cpu_job_kind {
 	CPU_JOB_GRAPH,
 	CPU_JOB_ALLREDUCE,
+	CPU_JOB_COPY,
 	CPU_JOB_STOP,
 };
 
 struct cpu_allreduce;
+
+/* n rows of size bytes, each stride apart on its side. */
+struct cpu_copy {
+	char *dst;
+	const char *src;
+	size_t size;
+	size_t n;
+	size_t dst_stride;
+	size_t src_stride;
+};
 
 struct cpu_job {
 	enum cpu_job_kind kind;
 	loom_graph_t *graph;
 	struct cpu_allreduce *ar;
 	int part;              /* this pool's index in ar */
+	struct cpu_copy copy;
 };
 
 #define CPU_POOL_QUEUE 256
@@ -124,6 +136,8 @@ void cpu_pool_wait(struct cpu_pool *pool);
 bool cpu_pool_is_worker(const struct cpu_pool *pool);
 /* Makes sure the scratch is at least size bytes; the pool must be idle. */
 int cpu_pool_reserve(struct cpu_pool *pool, size_t size);
+/* Does thread ith's share of a copy (the copy job's body). */
+void cpu_copy_run(const struct cpu_copy *c, int ith, int nth);
 /* Runs one graph on thread ith of nth (the graph job's body). */
 void cpu_graph_run(struct cpu_pool *pool, loom_graph_t *g, int ith, int nth,
 		   void *wdata, size_t wsize);
@@ -170,6 +184,14 @@ struct cpu_backend {
 int cpu_backend_init(struct cpu_device *cd, const char *params,
 		     loom_backend_t **out);
 int cpu_backend_set_n_threads(loom_backend_t *be, int n_threads);
+int cpu_set_tensor_2d_async(loom_backend_t *be, struct loom_tensor *t,
+			    const void *data, size_t offset, size_t size,
+			    size_t n_copies, size_t stride_tensor,
+			    size_t stride_data);
+int cpu_get_tensor_2d_async(loom_backend_t *be, const struct loom_tensor *t,
+			    void *data, size_t offset, size_t size,
+			    size_t n_copies, size_t stride_tensor,
+			    size_t stride_data);
 /* The plugin's context of be, or NULL when be is not a CPU backend. */
 struct cpu_backend *cpu_backend_of(loom_backend_t *be);
 bool cpu_supports_op(const struct loom_tensor *op);
