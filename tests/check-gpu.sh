@@ -58,10 +58,6 @@ step "op suite on $dev, own GEMM" 60 \
 step "op suite on meta($dev,$dev)" 120 \
 	env LOOM_META_DEVICES="$dev,$dev" LOOM_TEST_DEVICES=meta0 \
 	"$b/tests/test-ops"
-if [ -x "$b/tests/test-meta" ]; then
-	step "meta tests over $dev twice" 60 \
-		env LOOM_META_DEVICES="$dev,$dev" "$b/tests/test-meta"
-fi
 step "bandwidth and BF16 peak" 60 "$b/tests/test-gpu-perf" "$dev"
 step "bench gemm bf16" 45 \
 	"$b/tools/loom-bench" gemm --devices "$dev" --type bf16
