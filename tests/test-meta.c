@@ -666,15 +666,16 @@ static const struct rule ops_rules[] = {
 	{ .name = "table", .state = LOOM_SPLIT_DIM0 },
 	{ .name = "dst", .state = LOOM_SPLIT_DIM0 },
 	{ .name = "xs", .state = LOOM_SPLIT_DIM1 },
+	{ .name = "wr", .state = LOOM_SPLIT_DIM1, .granularity = 2 },
 	{ .name = NULL }
 };
 
-enum { OPS_OUT = 13 };
+enum { OPS_OUT = 14 };
 
 struct ops_graph {
 	loom_ctx_t *wctx, *gctx;
 	loom_buffer_t *wbuf;
-	struct loom_tensor *w[8], *in[2], *out[OPS_OUT];
+	struct loom_tensor *w[10], *in[3], *out[OPS_OUT];
 	int n_w;
 };
 
@@ -696,6 +697,7 @@ static void ops_build(struct ops_graph *o, loom_dev_t *dev)
 {
 	struct loom_tensor *w1, *w2, *qkv, *table, *bias, *gain, *dst, *xs;
 	struct loom_tensor *wv, *x, *ids, *y, *z, *p, *f, *q, *k, *r, *e;
+	struct loom_tensor *wr, *pos;
 	loom_ctx_t *c;
 
 	memset(o, 0, sizeof(*o));
@@ -709,7 +711,7 @@ static void ops_build(struct ops_graph *o, loom_dev_t *dev)
 	dst = weight(o, LOOM_TYPE_F32, 9, OPS_T, "dst");
 	xs = weight(o, LOOM_TYPE_F32, OPS_K, OPS_T, "xs");
 	wv = weight(o, LOOM_TYPE_F32, OPS_K, OPS_V, "wv");
-	(void)wv;
+	wr = weight(o, LOOM_TYPE_F32, OPS_K, 16, "wr");
 	g_assert_cmpint(loom_ctx_alloc_tensors(o->wctx,
 					       loom_dev_buffer_type(dev),
 					       &o->wbuf), ==, LOOM_OK);
@@ -732,8 +734,12 @@ static void ops_build(struct ops_graph *o, loom_dev_t *dev)
 	loom_set_name(ids, "ids");
 	loom_set_flags(x, LOOM_TENSOR_INPUT);
 	loom_set_flags(ids, LOOM_TENSOR_INPUT);
+	pos = loom_new_tensor_1d(c, LOOM_TYPE_I32, OPS_T);
+	loom_set_name(pos, "pos");
+	loom_set_flags(pos, LOOM_TENSOR_INPUT);
 	o->in[0] = x;
 	o->in[1] = ids;
+	o->in[2] = pos;
 
 	/* SPLIT(0) with a broadcast bias, then a full-size MIRRORED gain. */
 	y = loom_add(c, loom_mul_mat(c, w1, x), bias);
@@ -772,6 +778,11 @@ static void ops_build(struct ops_graph *o, loom_dev_t *dev)
 							0)),
 			      loom_silu(c, loom_view_2d(c, p, 7, 2, p->nb[1],
 							p->nb[1])));
+	/* rope of a split head dimension (whole rotation pairs): rotating
+	 * 12 of 16 values. */
+	o->out[13] = loom_rope(c, loom_reshape_3d(c, loom_mul_mat(c, wr, x),
+						  16, 1, OPS_T),
+			       pos, 12, LOOM_ROPE_NORMAL, 100.0f, 0.9f);
 	for (int i = 0; i < OPS_OUT; i++) {
 		if (!o->out[i])
 			g_error("out%d: %s", i, loom_ctx_error(c));
@@ -793,6 +804,7 @@ static GArray *ops_run(loom_dev_t *dev)
 	GArray *res = g_array_new(FALSE, FALSE, sizeof(float));
 	float x[OPS_K * OPS_T];
 	int32_t ids[4] = { 3, 0, 10, 3 };
+	int32_t pos[OPS_T] = { 0, 5, 17, 40, 2 };
 
 	ops_build(&o, dev);
 	g_assert_cmpint(loom_graph_new(o.gctx, &g), ==, LOOM_OK);
@@ -807,6 +819,8 @@ static GArray *ops_run(loom_dev_t *dev)
 	fill(x, G_N_ELEMENTS(x), 7);
 	g_assert_cmpint(loom_tensor_set(o.in[0], x, 0, sizeof(x)), ==, LOOM_OK);
 	g_assert_cmpint(loom_tensor_set(o.in[1], ids, 0, sizeof(ids)), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_tensor_set(o.in[2], pos, 0, sizeof(pos)), ==,
 			LOOM_OK);
 	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
 	if (loom_backend_graph_compute(be, g))

@@ -5,6 +5,7 @@
  */
 #include "meta-plan.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,6 +373,28 @@ static struct loom_tensor *build_op(loom_ctx_t *c, const struct loom_tensor *t,
 	}
 }
 
+/* rope of device j's part [o, o + len) of dimension 0, pairs (2i, 2i+1)
+ * whole: the rotation of global pair i = o/2 + i' is pos * scale *
+ * base^(-2i/n_dims), which is the local rope with n' = the rotating values
+ * here, base' = base^(n'/n_dims) and scale' = scale * base^(-o/n_dims). */
+static struct loom_tensor *rope_part(loom_ctx_t *c, const struct loom_tensor *t,
+				     struct loom_tensor **s, int64_t o,
+				     int64_t len)
+{
+	int n_dims = loom_get_op_param_i32(t, 0);
+	double base = loom_get_op_param_f32(t, 2);
+	double scale = loom_get_op_param_f32(t, 3);
+	int64_t nl = n_dims - o;
+
+	if (nl > len)
+		nl = len;
+	if (nl <= 0)
+		return loom_scale(c, s[0], 1.0f);
+	return loom_rope(c, s[0], s[1], (int)nl, LOOM_ROPE_NORMAL,
+			 (float)pow(base, (double)nl / n_dims),
+			 (float)(scale * pow(base, -(double)o / n_dims)));
+}
+
 /* ---- the rules ---- */
 
 /* What a rule decides: the output state and, per source, a dimension
@@ -591,6 +614,14 @@ static bool find_rule(const struct loom_tensor *t, struct meta_tensor **s,
 			return true;
 		if (sa == LOOM_SPLIT_DIM2 && a->n_seg == 1) {
 			rule_slice(r, 1, 0, a);
+			return true;
+		}
+		if (sa == LOOM_SPLIT_DIM0 && a->n_seg == 1 &&
+		    loom_get_op_param_i32(t, 1) == LOOM_ROPE_NORMAL) {
+			/* whole rotation pairs: every cut even */
+			for (int j = 0; j < n; j++)
+				if (a->len[0][j] % 2)
+					return false;
 			return true;
 		}
 		return false;
@@ -970,7 +1001,17 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 			   meta_state_dev_len(&mt->st, n, j) == 0) {
 			dt = NULL;
 		} else {
-			dt = build_op(pl->ctx[j], t, ds);
+			if (t->op == LOOM_OP_ROPE &&
+			    mt->st.state == LOOM_SPLIT_DIM0) {
+				int64_t o = 0;
+
+				for (int k = 0; k < j; k++)
+					o += mt->st.len[0][k];
+				dt = rope_part(pl->ctx[j], t, ds, o,
+					       mt->st.len[0][j]);
+			} else {
+				dt = build_op(pl->ctx[j], t, ds);
+			}
 			if (!dt)
 				return loom_set_error(
 					LOOM_E_INVAL,
