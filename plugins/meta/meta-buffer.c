@@ -43,6 +43,7 @@ static void free_record(struct meta_tensor *mt, int n)
 {
 	for (int j = 0; j < n; j++)
 		loom_buffer_free(mt->dev_buf[j]);
+	mt->magic = 0;
 	free(mt);
 }
 

@@ -75,6 +75,7 @@ void meta_plan_free(struct meta_plan *pl)
 	free(pl->pending);
 	for (mt = pl->records; mt; mt = next) {
 		next = mt->next;
+		mt->magic = 0; /* a stale extra is then not taken for ours */
 		free(mt);
 	}
 	free(pl->map);
