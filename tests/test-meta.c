@@ -936,6 +936,65 @@ static void test_same_device_twice(void)
 	assert_close(ref.s, got.s, N * T);
 }
 
+/* The default policy on Llama-style names and shapes. */
+static void test_default_policy(void)
+{
+	/* head_dim 16, 8 query heads in 2 GQA groups of 4 */
+	struct loom_meta_model m = { .head_dim = 16, .n_head = 8,
+				     .n_head_kv = 2 };
+	static const struct {
+		const char *name;
+		int64_t ne0, ne1, ne2;
+		enum loom_split_state state;
+		int64_t granularity;
+		int n_seg;
+	} cases[] = {
+		{ "blk.0.attn_q.weight", 64, 128, 1, LOOM_SPLIT_DIM1, 64, 0 },
+		{ "blk.0.attn_k.weight", 64, 32, 1, LOOM_SPLIT_DIM1, 16, 0 },
+		{ "blk.0.attn_v.weight", 64, 32, 1, LOOM_SPLIT_DIM1, 16, 0 },
+		{ "blk.0.attn_qkv.weight", 64, 192, 1, LOOM_SPLIT_DIM1, 16,
+		  3 },
+		{ "blk.0.attn_output.weight", 128, 64, 1, LOOM_SPLIT_DIM0, 64,
+		  0 },
+		{ "blk.0.attn_norm.weight", 64, 1, 1, LOOM_SPLIT_MIRRORED, 1,
+		  0 },
+		{ "blk.0.attn_q_norm.weight", 16, 1, 1, LOOM_SPLIT_MIRRORED, 1,
+		  0 },
+		{ "blk.0.ffn_gate.weight", 64, 96, 1, LOOM_SPLIT_DIM1, 32, 0 },
+		{ "blk.0.ffn_up.weight", 64, 100, 1, LOOM_SPLIT_DIM1, 1, 0 },
+		{ "blk.0.ffn_down.weight", 96, 64, 1, LOOM_SPLIT_DIM0, 32, 0 },
+		{ "blk.0.ffn_gate_inp.weight", 64, 4, 1, LOOM_SPLIT_MIRRORED, 1,
+		  0 },
+		{ "blk.0.ffn_up_exps.weight", 64, 96, 4, LOOM_SPLIT_DIM1, 32,
+		  0 },
+		{ "blk.0.ffn_down_exps.weight", 96, 64, 4, LOOM_SPLIT_DIM0, 32,
+		  0 },
+		{ "cache_k.0", 16, 64, 2, LOOM_SPLIT_DIM2, 1, 0 },
+		{ "cache_v.0", 32, 64, 1, LOOM_SPLIT_DIM0, 16, 0 },
+		{ "output.weight", 64, 1000, 1, LOOM_SPLIT_DIM1, 1, 0 },
+		{ "output_norm.weight", 64, 1, 1, LOOM_SPLIT_MIRRORED, 1, 0 },
+		{ "token_embd.weight", 64, 1000, 1, LOOM_SPLIT_MIRRORED, 1, 0 },
+	};
+	loom_ctx_t *ctx;
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		struct loom_tensor *t = loom_new_tensor_3d(
+			ctx, LOOM_TYPE_F32, cases[i].ne0, cases[i].ne1,
+			cases[i].ne2);
+		struct loom_split sp;
+
+		loom_set_name(t, cases[i].name);
+		g_assert_cmpint(loom_meta_split_default(t, &sp, &m), ==,
+				LOOM_OK);
+		g_test_message("%s", cases[i].name);
+		g_assert_cmpint(sp.state, ==, cases[i].state);
+		g_assert_cmpint(sp.granularity, ==, cases[i].granularity);
+		g_assert_cmpint(sp.n_segments, ==, cases[i].n_seg);
+	}
+	loom_ctx_free(ctx);
+}
+
 static void find_cpus(void)
 {
 	for (int j = 0; j < 4; j++) {
@@ -999,6 +1058,7 @@ int main(int argc, char **argv)
 	}
 	find_cpus();
 
+	g_test_add_func("/meta/default-policy", test_default_policy);
 	g_test_add_func("/meta/compose", test_compose);
 	g_test_add_func("/meta/dedup", test_dedup);
 	g_test_add_func("/meta/not-meta", test_not_meta);
