@@ -36,7 +36,7 @@ struct cuda_dev {
 	struct cuda_reg *reg;
 	int id;                 /* runtime device ordinal */
 	int cc;                 /* compute capability, major * 10 + minor */
-	bool peer;              /* peer access to another device enabled */
+	bool peer;              /* can reach another device directly */
 	loom_dev_t *dev;
 	loom_buffer_type_t *buft;
 	char name[16];
@@ -52,8 +52,9 @@ struct cuda_reg {
 	int n_dev;
 	struct cuda_dev devs[CUDA_MAX_DEVICES];
 	loom_buffer_type_t *host_buft;
-	pthread_mutex_t lock;          /* guards comm_groups */
+	pthread_mutex_t lock;  /* guards comm_groups and peers_enabled */
 	struct cuda_comm_group *comm_groups;
+	bool peers_enabled;
 	/* "get_features": name/value pairs, NULL-terminated. */
 	struct loom_feature features[CUDA_MAX_FEATURES + 1];
 	char feature_text[CUDA_MAX_FEATURES][2][48];

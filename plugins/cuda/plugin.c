@@ -654,6 +654,62 @@ static const struct loom_backend_iface backend_iface = {
 /* ------------------------------------------------------------------------
  * Devices.
  */
+/* Finds which devices can reach another directly.  Only asks; creates no
+ * context, so loading the plugin stays cheap. */
+static void find_peers(struct cuda_reg *reg)
+{
+	for (int i = 0; i < reg->n_dev; i++) {
+		for (int j = 0; j < reg->n_dev; j++) {
+			int can = 0;
+
+			if (i != j &&
+			    cudaDeviceCanAccessPeer(&can, reg->devs[i].id,
+						    reg->devs[j].id) ==
+				    cudaSuccess && can)
+				reg->devs[i].peer = true;
+			(void)cudaGetLastError();
+		}
+	}
+}
+
+/* Enables peer access between every pair of devices that allows it, so
+ * copies between them go over the direct link.  Runs once, when the first
+ * backend is made (enabling needs a context on both devices). */
+static void enable_peer_access(struct cuda_reg *reg)
+{
+	pthread_mutex_lock(&reg->lock);
+	if (reg->peers_enabled)
+		goto out_unlock;
+	reg->peers_enabled = true;
+	for (int i = 0; i < reg->n_dev; i++) {
+		for (int j = 0; j < reg->n_dev; j++) {
+			int can = 0;
+			cudaError_t err;
+
+			if (i == j || !reg->devs[i].peer)
+				continue;
+			if (cudaDeviceCanAccessPeer(&can, reg->devs[i].id,
+						    reg->devs[j].id) !=
+				    cudaSuccess || !can) {
+				(void)cudaGetLastError();
+				continue;
+			}
+			cudaSetDevice(reg->devs[i].id);
+			err = cudaDeviceEnablePeerAccess(reg->devs[j].id, 0);
+			if (err != cudaSuccess &&
+			    err != cudaErrorPeerAccessAlreadyEnabled)
+				loom_log(LOOM_LOG_INFO,
+					 "%s: no peer access %s -> %s: %s",
+					 LOOM_GPU_NAME, reg->devs[i].name,
+					 reg->devs[j].name,
+					 cudaGetErrorString(err));
+			(void)cudaGetLastError();
+		}
+	}
+out_unlock:
+	pthread_mutex_unlock(&reg->lock);
+}
+
 static const char *dev_name(loom_dev_t *dev)
 {
 	struct cuda_dev *cd = loom_dev_context(dev);
@@ -718,6 +774,8 @@ static int dev_init_backend(loom_dev_t *dev, const char *params,
 	(void)env;
 	cbe->own_gemm = true;
 #endif
+	if (cd->reg->n_dev > 1)
+		enable_peer_access(cd->reg);
 	cudaSetDevice(cd->id);
 	err = cudaStreamCreateWithFlags(&cbe->stream, cudaStreamNonBlocking);
 	if (err != cudaSuccess) {
@@ -883,39 +941,6 @@ static const struct loom_reg_iface reg_iface = {
 	.free = reg_free,
 };
 
-/* Enables peer access between every pair of devices that allows it, so
- * copies between them go over the direct link. */
-static void enable_peer_access(struct cuda_reg *reg)
-{
-	for (int i = 0; i < reg->n_dev; i++) {
-		for (int j = 0; j < reg->n_dev; j++) {
-			int can = 0;
-			cudaError_t err;
-
-			if (i == j)
-				continue;
-			if (cudaDeviceCanAccessPeer(&can, reg->devs[i].id,
-						    reg->devs[j].id) !=
-				    cudaSuccess || !can) {
-				(void)cudaGetLastError();
-				continue;
-			}
-			cudaSetDevice(reg->devs[i].id);
-			err = cudaDeviceEnablePeerAccess(reg->devs[j].id, 0);
-			if (err == cudaSuccess ||
-			    err == cudaErrorPeerAccessAlreadyEnabled)
-				reg->devs[i].peer = true;
-			else
-				loom_log(LOOM_LOG_INFO,
-					 "%s: no peer access %s -> %s: %s",
-					 LOOM_GPU_NAME, reg->devs[i].name,
-					 reg->devs[j].name,
-					 cudaGetErrorString(err));
-			(void)cudaGetLastError();
-		}
-	}
-}
-
 static void add_feature(struct cuda_reg *reg, const char *name,
 			const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -1071,8 +1096,7 @@ static int cuda_init(loom_reg_t **out)
 			       &g_reg.host_buft);
 	if (status)
 		return status;
-	if (g_reg.n_dev > 1)
-		enable_peer_access(&g_reg);
+	find_peers(&g_reg);
 	init_features(&g_reg);
 	*out = g_reg.reg;
 	return LOOM_OK;
