@@ -1,7 +1,8 @@
 /* allreduce.c - the "allreduce" entry point over NCCL (RCCL for HIP):
  * communicators per device group, created on first use and cached, and the
- * rules for what the collective declines.  Without NCCL only the cleanup
- * hook is built and the entry point is not offered.
+ * rules for what the collective declines.  LOOM_CUDA_ALLREDUCE=none makes
+ * it decline everything (=nccl, or unset, uses NCCL).  Without NCCL only
+ * the cleanup hook is built and the entry point is not offered.
  */
 #include <stdlib.h>
 #include <string.h>
