@@ -20,11 +20,6 @@ static struct {
 	struct meta_dev *devs[META_MAX_META_DEVS];
 } G = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-loom_reg_t *meta_reg(void)
-{
-	return G.reg;
-}
-
 /* The meta device behind dev, or NULL when dev is not one of ours. */
 struct meta_dev *meta_dev_of(loom_dev_t *dev)
 {

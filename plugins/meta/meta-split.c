@@ -44,15 +44,6 @@ int64_t meta_state_dev_len(const struct meta_state *st, int n, int j)
 	return sum;
 }
 
-int64_t meta_state_axis_len(const struct meta_state *st, int n)
-{
-	int64_t sum = 0;
-
-	for (int j = 0; j < n; j++)
-		sum += meta_state_dev_len(st, n, j);
-	return sum;
-}
-
 /* True when a and b are the same state cut at the same places. */
 bool meta_state_same_slices(const struct meta_state *a,
 			    const struct meta_state *b, int n)

@@ -71,7 +71,6 @@ struct meta_buffer {
 };
 
 /* meta-plugin.c */
-loom_reg_t *meta_reg(void);
 struct meta_dev *meta_dev_of(loom_dev_t *dev);
 
 /* meta-split.c */
@@ -79,7 +78,6 @@ int meta_state_from_split(struct meta_dev *md, const struct loom_tensor *t,
 			  const struct loom_split *sp, struct meta_state *out);
 void meta_state_whole(struct meta_state *st, enum loom_split_state state);
 int64_t meta_state_dev_len(const struct meta_state *st, int n, int j);
-int64_t meta_state_axis_len(const struct meta_state *st, int n);
 bool meta_state_same_slices(const struct meta_state *a,
 			    const struct meta_state *b, int n);
 const char *meta_state_name(enum loom_split_state s);
