@@ -495,11 +495,13 @@ int cpu_default_threads(const struct cpu_device *cd)
 	const char *env = loom_getenv("LOOM_CPU_THREADS");
 	int n = parse_threads(env);
 
+	/* One thread per physical core: SMT siblings share the FMA units
+	 * and the caches the kernels are blocked for. */
 	if (env && *env && !n)
 		loom_log(LOOM_LOG_WARN,
 			 "cpu: LOOM_CPU_THREADS=%s is not a thread count; "
-			 "using %d", env, cd->n_cpus);
-	return n ? n : cd->n_cpus;
+			 "using %d", env, cd->n_cores);
+	return n ? n : cd->n_cores;
 }
 
 /* params: NULL, "" or "threads=N". */

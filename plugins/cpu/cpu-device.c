@@ -304,101 +304,211 @@ static int requested_devices(void)
 	return (int)v;
 }
 
-/* One partition per NUMA node that has allowed cores.  Returns the
- * count made, 0 when the machine shows no usable nodes. */
-static int split_numa(struct cpu_reg *cr, const int *cpus, int n_cpus)
+/* A topology number of a CPU from sysfs, -1 when unknown. */
+static long topology(int cpu, const char *what)
+{
+	char path[128], line[32];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path),
+		 "/sys/devices/system/cpu/cpu%d/topology/%s", cpu, what);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fgets(line, sizeof(line), f))
+		v = strtol(line, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/* The physical core of each CPU: core_of[i] numbers the cores of cpus[]
+ * densely, in order of first appearance, so SMT siblings share a number.
+ * Returns the number of cores. */
+static int physical_cores(const int *cpus, int n, int *core_of)
+{
+	long *pkg = malloc(sizeof(*pkg) * n);
+	long *core = malloc(sizeof(*core) * n);
+	int i, j, n_cores = 0;
+
+	for (i = 0; i < n; i++) {
+		core_of[i] = -1;
+		if (pkg && core) {
+			pkg[i] = topology(cpus[i], "physical_package_id");
+			core[i] = topology(cpus[i], "core_id");
+			for (j = 0; j < i && core[i] >= 0; j++)
+				if (pkg[j] == pkg[i] && core[j] == core[i]) {
+					core_of[i] = core_of[j];
+					break;
+				}
+		}
+		if (core_of[i] < 0)
+			core_of[i] = n_cores++;
+	}
+	free(pkg);
+	free(core);
+	return n_cores;
+}
+
+/* Gives cd the CPUs cpus[sel[0..n_sel)], ordered so that the first of
+ * each core's siblings come first: a pool's threads then land on distinct
+ * cores before any shares one. */
+static int fill_device(struct cpu_device *cd, const int *cpus,
+		       const int *core_of, const int *sel, int n_sel)
+{
+	int *rank = calloc(n_sel, sizeof(*rank));
+	int i, j, r, left = n_sel;
+
+	cd->cpus = malloc(sizeof(int) * (n_sel ? n_sel : 1));
+	if (!rank || !cd->cpus) {
+		free(rank);
+		return -1;
+	}
+	for (i = 0; i < n_sel; i++)
+		for (j = 0; j < i; j++)
+			if (core_of[sel[j]] == core_of[sel[i]])
+				rank[i]++;
+	for (r = 0; left > 0; r++)
+		for (i = 0; i < n_sel; i++)
+			if (rank[i] == r) {
+				cd->cpus[cd->n_cpus++] = cpus[sel[i]];
+				cd->n_cores += r == 0;
+				left--;
+			}
+	free(rank);
+	return 0;
+}
+
+/* One partition per NUMA node that has allowed CPUs.  Returns the count
+ * made, 0 when the machine shows no usable nodes, -1 without memory. */
+static int split_numa(struct cpu_reg *cr, const int *cpus,
+		      const int *core_of, int n_cpus)
 {
 	int nodes[256];
 	int n_nodes = numa_nodes(nodes, 256);
-	int i, j, made = 0;
+	int *sel = malloc(sizeof(*sel) * n_cpus);
+	int i, j, n_sel, made = 0;
 
-	if (n_nodes <= 0)
-		return 0;
+	if (n_nodes <= 0 || !sel) {
+		free(sel);
+		return n_nodes <= 0 ? 0 : -1;
+	}
 	cr->devices = calloc(n_nodes, sizeof(*cr->devices));
 	if (!cr->devices)
-		return -1;
+		goto err_free_sel;
+	cr->n_alloc = n_nodes;
 	for (i = 0; i < n_nodes; i++) {
 		struct cpu_device *cd = &cr->devices[made];
 		cpu_set_t set;
 
 		if (node_cpus(nodes[i], &set))
 			continue;
-		cd->cpus = malloc(sizeof(int) * n_cpus);
-		if (!cd->cpus)
-			return -1;
-		for (j = 0; j < n_cpus; j++)
+		for (j = 0, n_sel = 0; j < n_cpus; j++)
 			if (CPU_ISSET(cpus[j], &set))
-				cd->cpus[cd->n_cpus++] = cpus[j];
-		if (!cd->n_cpus) {
-			free(cd->cpus);
-			cd->cpus = NULL;
+				sel[n_sel++] = j;
+		if (!n_sel)
 			continue;
-		}
+		if (fill_device(cd, cpus, core_of, sel, n_sel))
+			goto err_free_sel;
 		cd->numa_node = nodes[i];
 		made++;
 	}
+	free(sel);
 	return made;
+
+err_free_sel:
+	free(sel);
+	return -1;
 }
 
-/* n partitions of contiguous groups; with more partitions than cores,
- * partitions share cores round-robin. */
-static int split_even(struct cpu_reg *cr, const int *cpus, int n_cpus, int n)
+/* n partitions over whole physical cores, in contiguous groups.  With
+ * more partitions than cores they split SMT siblings, and with more than
+ * CPUs they share CPUs round-robin (allowed, and logged). */
+static int split_even(struct cpu_reg *cr, const int *cpus,
+		      const int *core_of, int n_cpus, int n_cores, int n)
 {
-	int i, j;
+	int *sel = malloc(sizeof(*sel) * n_cpus);
+	int i, j, n_sel;
 
 	cr->devices = calloc(n, sizeof(*cr->devices));
-	if (!cr->devices)
+	if (!cr->devices || !sel) {
+		free(sel);
 		return -1;
-	if (n > n_cpus)
+	}
+	cr->n_alloc = n;
+	if (n > n_cores)
 		loom_log(LOOM_LOG_INFO,
 			 "cpu: %d devices on %d cores: devices share cores",
-			 n, n_cpus);
+			 n, n_cores);
 	for (i = 0; i < n; i++) {
 		struct cpu_device *cd = &cr->devices[i];
-		int lo, hi;
 
-		if (n > n_cpus) {
-			lo = i % n_cpus;
-			hi = lo + 1;
+		n_sel = 0;
+		if (n <= n_cores) {
+			int lo = (int)((long)n_cores * i / n);
+			int hi = (int)((long)n_cores * (i + 1) / n);
+
+			for (j = 0; j < n_cpus; j++)
+				if (core_of[j] >= lo && core_of[j] < hi)
+					sel[n_sel++] = j;
+		} else if (n <= n_cpus) {
+			int lo = (int)((long)n_cpus * i / n);
+			int hi = (int)((long)n_cpus * (i + 1) / n);
+
+			for (j = lo; j < hi; j++)
+				sel[n_sel++] = j;
 		} else {
-			lo = (int)((long)n_cpus * i / n);
-			hi = (int)((long)n_cpus * (i + 1) / n);
+			sel[n_sel++] = i % n_cpus;
 		}
-		cd->cpus = malloc(sizeof(int) * (hi - lo));
-		if (!cd->cpus)
+		if (fill_device(cd, cpus, core_of, sel, n_sel)) {
+			free(sel);
 			return -1;
-		for (j = lo; j < hi; j++)
-			cd->cpus[cd->n_cpus++] = cpus[j];
+		}
 		cd->numa_node = -1;
 	}
+	free(sel);
 	return n;
+}
+
+static int int_cmp(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
 }
 
 int cpu_devices_init(struct cpu_reg *cr)
 {
 	char model[128], list[96];
-	int *cpus, n_cpus, want, n = 0, i, err;
+	int *cpus, *core_of, *sorted;
+	int n_cpus, n_cores, want, n = 0, i, err;
 
 	n_cpus = allowed_cpus(&cpus);
 	if (n_cpus < 0)
 		return loom_set_error(LOOM_E_NOMEM, "cpu: out of memory");
+	core_of = malloc(sizeof(*core_of) * n_cpus);
+	sorted = malloc(sizeof(*sorted) * n_cpus);
+	if (!core_of || !sorted) {
+		n = -1;
+		goto out_free;
+	}
+	n_cores = physical_cores(cpus, n_cpus, core_of);
 	cpu_set_core_count(n_cpus);
 	want = requested_devices();
 	if (want == 0) {
-		n = split_numa(cr, cpus, n_cpus);
+		n = split_numa(cr, cpus, core_of, n_cpus);
 		if (n == 0) {
 			loom_log(LOOM_LOG_INFO,
 				 "cpu: no NUMA nodes found; one device");
-			free(cr->devices);
-			cr->devices = NULL;
+			cpu_devices_free(cr);
 			want = 1;
 		}
 	}
 	if (want > 0)
-		n = split_even(cr, cpus, n_cpus, want);
+		n = split_even(cr, cpus, core_of, n_cpus, n_cores, want);
+out_free:
 	free(cpus);
+	free(core_of);
 	if (n < 0) {
-		cr->n_devices = want > 0 ? want : 0;
+		free(sorted);
 		return loom_set_error(LOOM_E_NOMEM, "cpu: out of memory");
 	}
 	cr->n_devices = n;
@@ -411,7 +521,9 @@ int cpu_devices_init(struct cpu_reg *cr)
 		cd->index = i;
 		cd->n_devices = n;
 		snprintf(cd->name, sizeof(cd->name), "cpu%d", i);
-		format_cpus(list, sizeof(list), cd->cpus, cd->n_cpus);
+		memcpy(sorted, cd->cpus, sizeof(int) * cd->n_cpus);
+		qsort(sorted, cd->n_cpus, sizeof(int), int_cmp);
+		format_cpus(list, sizeof(list), sorted, cd->n_cpus);
 		if (cd->numa_node >= 0)
 			snprintf(cd->description, sizeof(cd->description),
 				 "%s, NUMA node %d, cores %s (%s)", model,
@@ -421,13 +533,16 @@ int cpu_devices_init(struct cpu_reg *cr)
 				 "%s, cores %s (%s)", model, list,
 				 CPU_VARIANT);
 		err = loom_dev_new(cr->reg, &cpu_dev_iface, cd, &cd->dev);
-		if (err)
+		if (!err)
+			err = cpu_buft_create(cr, cd);
+		if (err) {
+			free(sorted);
 			return err;
-		err = cpu_buft_create(cr, cd);
-		if (err)
-			return err;
-		loom_log(LOOM_LOG_DEBUG, "cpu: %s: cores %s", cd->name, list);
+		}
+		loom_log(LOOM_LOG_DEBUG, "cpu: %s: cores %s, %d physical",
+			 cd->name, list, cd->n_cores);
 	}
+	free(sorted);
 	return LOOM_OK;
 }
 
@@ -437,9 +552,10 @@ void cpu_devices_free(struct cpu_reg *cr)
 
 	if (!cr->devices)
 		return;
-	for (i = 0; i < cr->n_devices; i++)
+	for (i = 0; i < cr->n_alloc; i++)
 		free(cr->devices[i].cpus);
 	free(cr->devices);
 	cr->devices = NULL;
 	cr->n_devices = 0;
+	cr->n_alloc = 0;
 }

@@ -30,7 +30,8 @@ struct cpu_device {
 	char name[CPU_NAME_MAX];
 	char description[256];
 	int n_cpus;
-	int *cpus;             /* the cores, in order */
+	int *cpus;             /* its CPUs, first siblings of each core first */
+	int n_cores;           /* physical cores among them */
 	int numa_node;         /* -1 when not made per NUMA node */
 	int n_devices;         /* how many partitions share the memory */
 	loom_dev_t *dev;
@@ -41,6 +42,7 @@ struct cpu_device {
 struct cpu_reg {
 	loom_reg_t *reg;
 	int n_devices;
+	int n_alloc;           /* entries of devices (some maybe unused) */
 	struct cpu_device *devices;
 	pthread_mutex_t post_lock; /* orders jobs that span several pools */
 };
