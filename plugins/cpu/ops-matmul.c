@@ -25,8 +25,8 @@
 #ifndef MC
 #define MC 768
 #endif
-#ifndef NC
-#define NC 960
+#ifndef PFD
+#define PFD 8
 #endif
 #elif defined(__AVX2__) && defined(__FMA__)
 #define MR 16
@@ -524,7 +524,7 @@ static void ukernel(int64_t kc, const float *restrict a,
 		__m512 a1 = _mm512_load_ps(a + 16);
 		__m512 bb;
 
-		_mm_prefetch((const char *)(a + 8 * MR), _MM_HINT_T0);
+		_mm_prefetch((const char *)(a + PFD * MR), _MM_HINT_T0);
 #define STEP(j)                                                      \
 		bb = _mm512_set1_ps(b[j]);                          \
 		c##j##_0 = _mm512_fmadd_ps(a0, bb, c##j##_0);       \
@@ -783,7 +783,6 @@ struct scratch {
 
 /* dst column j, rows [m0, m1) = a rows times b row j, for every b row of
  * the packed panels bp (nb rows, NR per panel, each k x NR). */
-#ifndef LOOP2
 static void gemm_rows(enum loom_type type, const char *a, size_t arow,
 		      size_t nb0, int64_t m0, int64_t m1, int64_t k,
 		      const float *bp, int64_t nb, const struct cols *c,
@@ -805,11 +804,24 @@ static void gemm_rows(enum loom_type type, const char *a, size_t arow,
 				float *cp[NR];
 				int j;
 
+				/* The next panel of b comes into L2 while
+				 * this one is in use, a few lines per tile. */
+				const char *next = (const char *)(bpanel +
+								  NR * k);
+				int64_t lines = jr + NR < nb ? kc * NR *
+						(int64_t)sizeof(float) / 64 : 0;
+				int64_t step = div_up(lines, div_up(mc, MR));
+				int64_t l = 0;
+
 				for (j = 0; j < nr; j++)
 					cp[j] = col_at(c, jr + j) + ic;
 				for (ir = 0; ir < mc; ir += MR) {
 					int mr = mc - ir < MR ? (int)(mc - ir) : MR;
+					int64_t lend = l + step < lines ? l + step :
+								       lines;
 
+					for (; l < lend; l++)
+						__builtin_prefetch(next + l * 64, 0, 2);
 					ukernel(kc, s->ap + ir * kc, bpanel, cp,
 						mr, nr, pc > 0);
 					for (j = 0; j < nr; j++)
@@ -819,45 +831,6 @@ static void gemm_rows(enum loom_type type, const char *a, size_t arow,
 		}
 	}
 }
-#else
-/* The packed a micro-panel stays in L1 while the b block (KC x NC) it
- * meets streams from L2. */
-static void gemm_rows(enum loom_type type, const char *a, size_t arow,
-		      size_t nb0, int64_t m0, int64_t m1, int64_t k,
-		      const float *bp, int64_t nb, const struct cols *c,
-		      const struct scratch *s)
-{
-	int64_t jc, pc, jr, ir;
-
-	for (jc = 0; jc < nb; jc += NC) {
-		int64_t nc = nb - jc < NC ? nb - jc : NC;
-
-		for (pc = 0; pc < k; pc += KC) {
-			int64_t kc = k - pc < KC ? k - pc : KC;
-
-			for (ir = m0; ir < m1; ir += MR) {
-				int mr = m1 - ir < MR ? (int)(m1 - ir) : MR;
-
-				pack_a_block(type, a, arow, nb0, ir, mr, pc, kc,
-					     s->ap, s->tmp);
-				for (jr = jc; jr < jc + nc; jr += NR) {
-					const float *bpanel = bp + jr * k +
-							      pc * NR;
-					int nr = jc + nc - jr < NR ?
-						 (int)(jc + nc - jr) : NR;
-					float *cp[NR];
-					int j;
-
-					for (j = 0; j < nr; j++)
-						cp[j] = col_at(c, jr + j) + ir;
-					ukernel(kc, s->ap, bpanel, cp, mr, nr,
-						pc > 0);
-				}
-			}
-		}
-	}
-}
-#endif
 
 /* ------------------------------------------------------------------------
  * Work division and the work buffer.
@@ -887,7 +860,7 @@ static bool a_rows_contiguous(const struct loom_tensor *a)
 /* The GEMM pays for packing once b has enough rows to reuse it. */
 static bool use_gemm(const struct loom_tensor *a, int64_t n)
 {
-	return n > GEMV_NB && a->ne[1] >= MR / 2;
+	return n > GEMV_NB && a->ne[1] >= MR / 2 && a->ne[0] > 0;
 }
 
 static bool b_is_f32_rows(const struct loom_tensor *b)
