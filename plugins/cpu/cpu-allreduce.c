@@ -1,7 +1,8 @@
 /* cpu-allreduce.c - the "allreduce" entry point for CPU partitions: every
- * thread of every partition's pool sums its own share of the elements over
- * all the tensors and writes the sum back into each of them.  No thread
- * gathers the whole; the pools meet at a barrier before and after.
+ * thread of every partition's pool (for small tensors, each pool's first
+ * thread) sums its own share of the elements over all the tensors and
+ * writes the sum back into each of them.  No thread gathers the whole;
+ * the pools meet at a barrier before and after.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,9 @@
 #define AR_ALIGN 16
 /* Elements summed per step, kept in a small stack block. */
 #define AR_BLOCK 256
+/* Up to this many bytes only each pool's thread 0 takes part: fewer
+ * threads meet at the barriers, and the shares are small anyway. */
+#define AR_LEADERS_MAX (64u << 10)
 
 struct cpu_allreduce {
 	struct cpu_bar bar;   /* every thread of every pool */
@@ -135,6 +139,7 @@ int cpu_allreduce(loom_backend_t *const *backends,
 	const char *why;
 	size_t i, size;
 	int total = 0, err = LOOM_OK;
+	bool leader_only;
 
 	if (!backends || !tensors || n == 0 || n > 4096)
 		return loom_set_error(LOOM_E_INVAL,
@@ -165,10 +170,11 @@ int cpu_allreduce(loom_backend_t *const *backends,
 	ar->base = (int *)(ar->ptr + n);
 	ar->n = (int)n;
 	ar->ne = loom_nelements(tensors[0]);
+	leader_only = ar->ne * sizeof(float) <= AR_LEADERS_MAX;
 	for (i = 0; i < n; i++) {
 		ar->ptr[i] = tensors[i]->data;
 		ar->base[i] = total;
-		total += cbs[i]->pool->n_threads;
+		total += leader_only ? 1 : cbs[i]->pool->n_threads;
 	}
 	ar->total = total;
 	atomic_init(&ar->refs, total);
@@ -184,6 +190,7 @@ int cpu_allreduce(loom_backend_t *const *backends,
 			.kind = CPU_JOB_ALLREDUCE,
 			.ar = ar,
 			.part = (int)i,
+			.leader_only = leader_only,
 		};
 
 		pthread_mutex_lock(&pool->lock);

@@ -221,7 +221,15 @@ static void *worker_main(void *p)
 				      pool->wsize);
 			break;
 		case CPU_JOB_ALLREDUCE:
-			cpu_allreduce_run(job->ar, job->part, ith);
+			if (!job->leader_only) {
+				cpu_allreduce_run(job->ar, job->part, ith);
+				break;
+			}
+			/* The others may not start the next job before
+			 * thread 0 is through. */
+			if (ith == 0)
+				cpu_allreduce_run(job->ar, job->part, 0);
+			cpu_bar_wait(&pool->bar);
 			break;
 		case CPU_JOB_COPY:
 			cpu_copy_run(&job->copy, ith, nth);

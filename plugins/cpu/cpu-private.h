@@ -98,6 +98,7 @@ struct cpu_job {
 	loom_graph_t *graph;
 	struct cpu_allreduce *ar;
 	int part;              /* this pool's index in ar */
+	bool leader_only;      /* ar is thread 0's; the others wait */
 	struct cpu_copy copy;
 };
 
