@@ -80,8 +80,9 @@ struct cuda_backend {
 	char name[32];
 };
 
-/* Records a runtime error for loom_last_error() and returns
- * LOOM_E_DEVICE (LOOM_E_NOMEM for an allocation failure). */
+/* LOOM_OK for cudaSuccess; otherwise records the runtime's error for
+ * loom_last_error() and returns LOOM_E_DEVICE (LOOM_E_NOMEM for an
+ * allocation failure). */
 int cuda_error(cudaError_t err, const char *what);
 
 /* Device memory of at least size bytes in the backend's scratch slot, or

@@ -102,7 +102,7 @@ static int copy_view(const struct cuda_backend *be, const tview &dst,
 			(size_t)(n / sb) * loom_type_size((enum loom_type)src.type),
 			cudaMemcpyDeviceToDevice, be->stream);
 
-		return err == cudaSuccess ? LOOM_OK : cuda_error(err, "copy");
+		return cuda_error(err, "copy");
 	}
 	if (src.type == dst.type) {
 		int size = (int)loom_type_size((enum loom_type)src.type);
@@ -201,16 +201,12 @@ extern "C" int cuda_f32_to_bf16(cudaStream_t stream, const float *src,
 				uint16_t *dst, int64_t n)
 {
 	f32_to_bf16_kernel<<<grid_for(n), OPS_BLOCK, 0, stream>>>(src, dst, n);
-	cudaError_t err = cudaGetLastError();
-
-	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "bf16 convert");
+	return cuda_error(cudaGetLastError(), "bf16 convert");
 }
 
 extern "C" int cuda_bf16_to_f32(cudaStream_t stream, const uint16_t *src,
 				float *dst, int64_t n)
 {
 	bf16_to_f32_kernel<<<grid_for(n), OPS_BLOCK, 0, stream>>>(src, dst, n);
-	cudaError_t err = cudaGetLastError();
-
-	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "bf16 convert");
+	return cuda_error(cudaGetLastError(), "bf16 convert");
 }

@@ -18,6 +18,8 @@ int cuda_error(cudaError_t err, const char *what)
 {
 	int status = LOOM_E_DEVICE;
 
+	if (err == cudaSuccess)
+		return LOOM_OK;
 	if (err == cudaErrorMemoryAllocation)
 		status = LOOM_E_NOMEM;
 	/* Clear the sticky last error so the next call starts clean. */
@@ -73,6 +75,14 @@ static int cuda_score(const char **why)
  * memory from cudaMallocHost.  Blocking copies use the legacy stream and
  * wait for it, so a pageable source has reached the device on return.
  */
+/* Waits for the legacy stream once err's call succeeded. */
+static int sync_legacy(cudaError_t err, const char *what)
+{
+	if (err == cudaSuccess)
+		err = cudaStreamSynchronize(0);
+	return cuda_error(err, what);
+}
+
 static int copy_sync(struct cuda_dev *dev, void *dst, const void *src,
 		     size_t size, enum cudaMemcpyKind kind)
 {
@@ -82,9 +92,7 @@ static int copy_sync(struct cuda_dev *dev, void *dst, const void *src,
 		return LOOM_OK;
 	cudaSetDevice(dev->id);
 	err = cudaMemcpyAsync(dst, src, size, kind, 0);
-	if (err == cudaSuccess)
-		err = cudaStreamSynchronize(0);
-	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "copy");
+	return sync_legacy(err, "copy");
 }
 
 static void dev_buffer_free(loom_buffer_t *buf)
@@ -111,9 +119,7 @@ static int dev_buffer_memset(loom_buffer_t *buf, struct loom_tensor *t,
 
 	cudaSetDevice(cb->dev->id);
 	err = cudaMemsetAsync((char *)t->data + offset, value, size, 0);
-	if (err == cudaSuccess)
-		err = cudaStreamSynchronize(0);
-	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "memset");
+	return sync_legacy(err, "memset");
 }
 
 static int dev_buffer_set(loom_buffer_t *buf, struct loom_tensor *t,
@@ -172,9 +178,7 @@ static int dev_buffer_cpy(loom_buffer_t *buf, const struct loom_tensor *src,
 			err = cudaMemcpyPeerAsync(dst->data, cb->dev->id,
 						  src->data, sb->dev->id,
 						  size, 0);
-		if (err == cudaSuccess)
-			err = cudaStreamSynchronize(0);
-		return err == cudaSuccess ? LOOM_OK : cuda_error(err, "copy");
+		return sync_legacy(err, "copy");
 	}
 	if (loom_buft_is_host(loom_buffer_type(src->buffer)))
 		return copy_sync(cb->dev, dst->data, src->data, size,
@@ -189,9 +193,7 @@ static int dev_buffer_clear(loom_buffer_t *buf, uint8_t value)
 
 	cudaSetDevice(cb->dev->id);
 	err = cudaMemsetAsync(cb->ptr, value, cb->size, 0);
-	if (err == cudaSuccess)
-		err = cudaStreamSynchronize(0);
-	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "clear");
+	return sync_legacy(err, "clear");
 }
 
 static const struct loom_buffer_iface dev_buffer_iface = {
@@ -404,7 +406,7 @@ static int copy_2d(struct cuda_buffer *cb, cudaStream_t stream, bool async,
 	}
 	if (err == cudaSuccess && !async)
 		err = cudaStreamSynchronize(stream);
-	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "2D copy");
+	return cuda_error(err, "2D copy");
 }
 
 static int set_tensor_2d(loom_buffer_t *buf, struct loom_tensor *t,
@@ -525,7 +527,7 @@ static int backend_set_async(loom_backend_t *be, struct loom_tensor *t,
 	cudaSetDevice(cbe->dev->id);
 	err = cudaMemcpyAsync((char *)t->data + offset, data, size,
 			      cudaMemcpyHostToDevice, cbe->stream);
-	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "async set");
+	return cuda_error(err, "async set");
 }
 
 static int backend_get_async(loom_backend_t *be, const struct loom_tensor *t,
@@ -543,7 +545,7 @@ static int backend_get_async(loom_backend_t *be, const struct loom_tensor *t,
 	cudaSetDevice(cbe->dev->id);
 	err = cudaMemcpyAsync(data, (const char *)t->data + offset, size,
 			      cudaMemcpyDeviceToHost, cbe->stream);
-	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "async get");
+	return cuda_error(err, "async get");
 }
 
 bool cuda_backend_is_ours(loom_backend_t *be)
@@ -575,7 +577,7 @@ static int backend_cpy_async(loom_backend_t *be_src, loom_backend_t *be_dst,
 		cudaSetDevice(s->dev->id);
 		err = cudaMemcpyAsync(dst->data, src->data, size,
 				      cudaMemcpyDeviceToDevice, s->stream);
-		return err == cudaSuccess ? LOOM_OK : cuda_error(err, "copy");
+		return cuda_error(err, "copy");
 	}
 	cudaSetDevice(d->dev->id);
 	err = cudaEventRecord(d->copy_done, d->stream);
@@ -598,7 +600,7 @@ static int backend_cpy_async(loom_backend_t *be_src, loom_backend_t *be_dst,
 		return cuda_error(err, "event record");
 	cudaSetDevice(d->dev->id);
 	err = cudaStreamWaitEvent(d->stream, s->copy_done, 0);
-	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "stream wait");
+	return cuda_error(err, "stream wait");
 }
 
 static int backend_synchronize(loom_backend_t *be)
@@ -608,7 +610,7 @@ static int backend_synchronize(loom_backend_t *be)
 
 	cudaSetDevice(cbe->dev->id);
 	err = cudaStreamSynchronize(cbe->stream);
-	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "synchronize");
+	return cuda_error(err, "synchronize");
 }
 
 static int backend_graph_compute(loom_backend_t *be, loom_graph_t *g)
@@ -624,7 +626,7 @@ static int backend_event_record(loom_backend_t *be, loom_event_t *ev)
 	cudaSetDevice(cbe->dev->id);
 	err = cudaEventRecord((cudaEvent_t)loom_event_context(ev),
 			      cbe->stream);
-	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "event record");
+	return cuda_error(err, "event record");
 }
 
 static int backend_event_wait(loom_backend_t *be, loom_event_t *ev)
@@ -635,7 +637,7 @@ static int backend_event_wait(loom_backend_t *be, loom_event_t *ev)
 	cudaSetDevice(cbe->dev->id);
 	err = cudaStreamWaitEvent(cbe->stream,
 				  (cudaEvent_t)loom_event_context(ev), 0);
-	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "event wait");
+	return cuda_error(err, "event wait");
 }
 
 static const struct loom_backend_iface backend_iface = {
@@ -857,7 +859,7 @@ static int dev_event_synchronize(loom_dev_t *dev, loom_event_t *ev)
 	cudaError_t err;
 
 	err = cudaEventSynchronize((cudaEvent_t)loom_event_context(ev));
-	return err == cudaSuccess ? LOOM_OK : cuda_error(err, "event sync");
+	return cuda_error(err, "event sync");
 }
 
 static const struct loom_dev_iface dev_iface = {
