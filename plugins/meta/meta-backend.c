@@ -85,9 +85,13 @@ static int be_set_async(loom_backend_t *be, struct loom_tensor *t,
 {
 	struct meta_backend *mb = loom_backend_context(be);
 	struct meta_tensor *mt = record_for(t);
+	int rc;
 
 	if (!mt)
 		return LOOM_E_STATE;
+	rc = meta_tensor_ready(mt);
+	if (rc)
+		return rc;
 	return meta_tensor_set(mt, t, data, offset, size, mb->be);
 }
 
@@ -96,9 +100,13 @@ static int be_get_async(loom_backend_t *be, const struct loom_tensor *t,
 {
 	struct meta_backend *mb = loom_backend_context(be);
 	struct meta_tensor *mt = record_for(t);
+	int rc;
 
 	if (!mt)
 		return LOOM_E_STATE;
+	rc = meta_tensor_ready(mt);
+	if (rc)
+		return rc;
 	return meta_tensor_get(mt, t, data, offset, size, mb->be);
 }
 

@@ -1,6 +1,6 @@
 /* meta-buffer.c - the meta buffer type and meta buffers.  A meta buffer
- * has no memory of its own: each tensor placed in it gets one buffer per
- * member device sized for that device's slice.  Compute nodes get their
+ * has no memory of its own: the slices of its tensors live in member
+ * buffers sized for those slices only.  Compute nodes get their
  * per-device memory from the meta backend (meta-backend.c).
  */
 #include "meta.h"
@@ -51,10 +51,17 @@ static void buffer_free(loom_buffer_t *buf)
 {
 	struct meta_buffer *mb = loom_buffer_context(buf);
 	struct meta_tensor *mt, *next;
+	struct meta_chunk *c, *cnext;
 
 	for (mt = mb->tensors; mt; mt = next) {
 		next = mt->next;
 		free_record(mt, mb->md->n);
+	}
+	for (c = mb->chunks; c; c = cnext) {
+		cnext = c->next;
+		for (int j = 0; j < mb->md->n; j++)
+			loom_buffer_free(c->buf[j]);
+		free(c);
 	}
 	loom_ctx_free(mb->ctx);
 	pthread_mutex_destroy(&mb->lock);
@@ -68,15 +75,20 @@ static void *buffer_get_base(loom_buffer_t *buf)
 	return mb->fake_base;
 }
 
-/* Gives device j its slice of t: a descriptor and a buffer of its own. */
+static size_t align_up(size_t x, size_t a)
+{
+	return (x + a - 1) / a * a;
+}
+
+/* Gives device j its slice of t: a descriptor and, in a compute buffer, a
+ * member buffer of its own; otherwise the slice waits for its chunk. */
 static int place_slice(struct meta_buffer *mb, struct meta_tensor *mt,
-		       const struct loom_tensor *t, int j)
+		       const struct loom_tensor *t, int j, bool own)
 {
 	struct meta_dev *md = mb->md;
 	loom_buffer_type_t *dbuft = loom_dev_buffer_type(md->members[j]);
 	struct loom_tensor *dt;
 	int64_t ne[LOOM_MAX_DIMS];
-	size_t size;
 	int rc;
 
 	memcpy(ne, t->ne, sizeof(ne));
@@ -92,16 +104,122 @@ static int place_slice(struct meta_buffer *mb, struct meta_tensor *mt,
 				      loom_ctx_error(mb->ctx));
 	loom_set_name(dt, t->name);
 	dt->flags = t->flags;
-	size = loom_buft_alloc_size(dbuft, dt);
-	rc = loom_buft_alloc_buffer(dbuft, size, &mt->dev_buf[j]);
+	mt->dev_t[j] = dt;
+	mt->bytes[j] = loom_buft_alloc_size(dbuft, dt);
+	if (!own) {
+		mt->pending = true;
+		return LOOM_OK;
+	}
+	rc = loom_buft_alloc_buffer(dbuft, mt->bytes[j], &mt->dev_buf[j]);
 	if (rc)
 		return rc;
 	rc = loom_tensor_place(dt, mt->dev_buf[j], 0);
 	if (rc)
 		return rc;
-	mt->dev_t[j] = dt;
 	mb->dev_bytes[j] += loom_buffer_size(mt->dev_buf[j]);
 	return LOOM_OK;
+}
+
+/* Forgets what a record holds in mb's accounts before it is dropped. */
+static void unaccount(struct meta_buffer *mb, struct meta_tensor *mt)
+{
+	for (int j = 0; j < mb->md->n; j++)
+		if (mt->dev_buf[j])
+			mb->dev_bytes[j] -= loom_buffer_size(mt->dev_buf[j]);
+}
+
+/* Walks the waiting slices of mb in placement order: each gets the next
+ * offset its device's alignment allows.  With chunk NULL only counts the
+ * bytes each device needs into need[]. */
+static int lay_out(struct meta_buffer *mb, struct meta_chunk *chunk,
+		   size_t *need)
+{
+	int n = mb->md->n, rc;
+
+	for (int j = 0; j < n; j++)
+		need[j] = 0;
+	for (struct meta_tensor *mt = mb->tensors; mt; mt = mt->next) {
+		if (!mt->pending)
+			continue;
+		for (int j = 0; j < n; j++) {
+			size_t a;
+
+			if (!mt->dev_t[j])
+				continue;
+			a = loom_buft_alignment(
+				loom_dev_buffer_type(mb->md->members[j]));
+			need[j] = align_up(need[j], a);
+			if (chunk) {
+				rc = loom_tensor_place(mt->dev_t[j],
+						       chunk->buf[j], need[j]);
+				if (rc)
+					return rc;
+			}
+			need[j] += mt->bytes[j];
+		}
+	}
+	return LOOM_OK;
+}
+
+/* Gives every waiting slice of mb its memory: one chunk, one buffer per
+ * device of exactly the waiting bytes.  mb->lock is held. */
+static int materialize(struct meta_buffer *mb)
+{
+	int n = mb->md->n, rc = LOOM_OK;
+	size_t need[META_MAX_DEVS];
+	struct meta_chunk *c;
+	bool any = false;
+
+	lay_out(mb, NULL, need);
+	for (int j = 0; j < n; j++)
+		any |= need[j] > 0;
+	if (!any)
+		return LOOM_OK;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return loom_set_error(LOOM_E_NOMEM, "meta buffer: no memory");
+	for (int j = 0; j < n && !rc; j++)
+		if (need[j])
+			rc = loom_buft_alloc_buffer(
+				loom_dev_buffer_type(mb->md->members[j]),
+				need[j], &c->buf[j]);
+	if (!rc)
+		rc = lay_out(mb, c, need);
+	if (rc) {
+		for (struct meta_tensor *mt = mb->tensors; mt; mt = mt->next)
+			for (int j = 0; j < n && mt->pending; j++)
+				if (mt->dev_t[j]) {
+					mt->dev_t[j]->data = NULL;
+					mt->dev_t[j]->buffer = NULL;
+				}
+		for (int j = 0; j < n; j++)
+			loom_buffer_free(c->buf[j]);
+		free(c);
+		return rc;
+	}
+	for (struct meta_tensor *mt = mb->tensors; mt; mt = mt->next)
+		mt->pending = false;
+	for (int j = 0; j < n; j++)
+		if (c->buf[j])
+			mb->dev_bytes[j] += loom_buffer_size(c->buf[j]);
+	c->next = mb->chunks;
+	mb->chunks = c;
+	return LOOM_OK;
+}
+
+/* Makes sure mt's slices have memory (placing every waiting slice of its
+ * buffer when they do not yet). */
+int meta_tensor_ready(struct meta_tensor *mt)
+{
+	struct meta_buffer *mb = mt->owner;
+	int rc;
+
+	if (!mt->pending || !mb)
+		return LOOM_OK;
+	pthread_mutex_lock(&mb->lock);
+	rc = materialize(mb);
+	pthread_mutex_unlock(&mb->lock);
+	return rc;
 }
 
 /* An earlier record at the same offset with the same shape and state (a
@@ -133,10 +251,7 @@ static struct meta_tensor *take_old(struct meta_buffer *mb, size_t offs,
 				return mt;
 		}
 		*pp = mt->next;
-		for (int j = 0; j < mb->md->n; j++)
-			if (mt->dev_buf[j])
-				mb->dev_bytes[j] -=
-					loom_buffer_size(mt->dev_buf[j]);
+		unaccount(mb, mt);
 		free_record(mt, mb->md->n);
 		return NULL;
 	}
@@ -154,13 +269,14 @@ static int buffer_init_tensor(loom_buffer_t *buf, struct loom_tensor *t)
 	struct meta_state st;
 	struct loom_split sp;
 	size_t offs = (size_t)((uint8_t *)t->data - (uint8_t *)mb->fake_base);
+	bool compute = loom_buffer_usage(buf) == LOOM_BUFFER_USAGE_COMPUTE;
 	int rc;
 
 	if (t->view_src || t->op != LOOM_OP_NONE)
 		return LOOM_OK;
 
 	memset(&sp, 0, sizeof(sp));
-	if (loom_buffer_usage(buf) == LOOM_BUFFER_USAGE_COMPUTE) {
+	if (compute) {
 		sp.state = LOOM_SPLIT_MIRRORED;
 	} else {
 		sp.state = LOOM_SPLIT_MIRRORED;
@@ -189,17 +305,13 @@ static int buffer_init_tensor(loom_buffer_t *buf, struct loom_tensor *t)
 	}
 	mt->magic = META_TENSOR_MAGIC;
 	mt->md = md;
+	mt->owner = mb;
 	mt->st = st;
 	mt->offs = offs;
 	for (int j = 0; j < md->n; j++) {
-		rc = place_slice(mb, mt, t, j);
+		rc = place_slice(mb, mt, t, j, compute);
 		if (rc) {
-			for (int k = 0; k <= j; k++) {
-				loom_buffer_t *b = mt->dev_buf[k];
-
-				if (b)
-					mb->dev_bytes[k] -= loom_buffer_size(b);
-			}
+			unaccount(mb, mt);
 			free_record(mt, md->n);
 			pthread_mutex_unlock(&mb->lock);
 			return rc;
@@ -240,9 +352,14 @@ static int buffer_set_tensor(loom_buffer_t *buf, struct loom_tensor *t,
 {
 	struct meta_tensor *mt = record_of(t);
 
+	int rc;
+
 	(void)buf;
 	if (!mt)
 		return no_record(t);
+	rc = meta_tensor_ready(mt);
+	if (rc)
+		return rc;
 	return meta_tensor_set(mt, t, data, offset, size, NULL);
 }
 
@@ -251,9 +368,14 @@ static int buffer_get_tensor(loom_buffer_t *buf, const struct loom_tensor *t,
 {
 	struct meta_tensor *mt = record_of(t);
 
+	int rc;
+
 	(void)buf;
 	if (!mt)
 		return no_record(t);
+	rc = meta_tensor_ready(mt);
+	if (rc)
+		return rc;
 	return meta_tensor_get(mt, t, data, offset, size, NULL);
 }
 
@@ -263,10 +385,15 @@ static int buffer_clear(loom_buffer_t *buf, uint8_t value)
 	int rc = LOOM_OK;
 
 	pthread_mutex_lock(&mb->lock);
+	rc = materialize(mb);
 	for (struct meta_tensor *mt = mb->tensors; mt && !rc; mt = mt->next)
 		for (int j = 0; j < mb->md->n && !rc; j++)
 			if (mt->dev_buf[j])
 				rc = loom_buffer_clear(mt->dev_buf[j], value);
+	for (struct meta_chunk *c = mb->chunks; c && !rc; c = c->next)
+		for (int j = 0; j < mb->md->n && !rc; j++)
+			if (c->buf[j])
+				rc = loom_buffer_clear(c->buf[j], value);
 	pthread_mutex_unlock(&mb->lock);
 	return rc;
 }
@@ -330,6 +457,7 @@ int meta_buft_new(struct meta_dev *md, loom_reg_t *reg)
  * entry point). */
 int meta_buffer_dev_sizes(loom_buffer_t *buf, size_t *sizes, size_t n)
 {
+	size_t need[META_MAX_DEVS];
 	struct meta_buffer *mb;
 
 	if (!buf || !sizes)
@@ -339,7 +467,11 @@ int meta_buffer_dev_sizes(loom_buffer_t *buf, size_t *sizes, size_t n)
 		return loom_set_error(LOOM_E_INVAL, "meta_buffer_dev_sizes: "
 				      "not a meta buffer");
 	mb = loom_buffer_context(buf);
+	pthread_mutex_lock(&mb->lock);
+	lay_out(mb, NULL, need);
 	for (size_t j = 0; j < n; j++)
-		sizes[j] = j < (size_t)mb->md->n ? mb->dev_bytes[j] : 0;
+		sizes[j] = j < (size_t)mb->md->n ? mb->dev_bytes[j] + need[j]
+						 : 0;
+	pthread_mutex_unlock(&mb->lock);
 	return LOOM_OK;
 }

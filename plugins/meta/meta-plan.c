@@ -119,7 +119,7 @@ static int leaf_record(struct meta_plan *pl, const struct loom_tensor *t,
 
 	if (mt && mt->md == pl->md) {
 		*out = mt;
-		return LOOM_OK;
+		return pl->dry ? LOOM_OK : meta_tensor_ready(mt);
 	}
 	if (mt || !pl->dry || t->op != LOOM_OP_NONE)
 		return loom_set_error(LOOM_E_INVAL,

@@ -51,15 +51,28 @@ struct meta_tensor {
 	struct loom_tensor *dev_t[META_MAX_DEVS];
 	/* PARTIAL nodes a device skipped hold zero there. */
 	bool zero[META_MAX_DEVS];
-	/* For tensors placed in a meta buffer: their member buffers and
-	 * byte offset in the meta buffer. */
+	/* For tensors placed in a meta buffer: the buffer, the member
+	 * buffers of a compute buffer's tensor (weights share their meta
+	 * buffer's chunks), the bytes each slice takes, the byte offset in
+	 * the meta buffer, and whether the slices still wait for memory. */
+	struct meta_buffer *owner;
 	loom_buffer_t *dev_buf[META_MAX_DEVS];
+	size_t bytes[META_MAX_DEVS];
 	size_t offs;
+	bool pending;
 	struct meta_tensor *next; /* in its owner's list */
 };
 
-/* A meta buffer: no memory of its own; its tensors' slices live in one
- * member buffer each. */
+/* One member buffer per device holding slices placed together. */
+struct meta_chunk {
+	loom_buffer_t *buf[META_MAX_DEVS];
+	struct meta_chunk *next;
+};
+
+/* A meta buffer: no memory of its own.  Weights' slices wait until their
+ * data is first touched, then all that wait get one buffer per device
+ * (a chunk) sized for exactly those slices; a compute buffer's inputs get
+ * member buffers of their own, reused when a graph is placed again. */
 struct meta_buffer {
 	struct meta_dev *md;
 	size_t size;
@@ -67,6 +80,7 @@ struct meta_buffer {
 	loom_ctx_t *ctx;        /* descriptors of the slices */
 	pthread_mutex_t lock;
 	struct meta_tensor *tensors;
+	struct meta_chunk *chunks;
 	size_t dev_bytes[META_MAX_DEVS];
 };
 
@@ -92,6 +106,7 @@ int meta_tensor_get(struct meta_tensor *mt, const struct loom_tensor *t,
 /* meta-buffer.c */
 int meta_buft_new(struct meta_dev *md, loom_reg_t *reg);
 struct meta_tensor *meta_tensor_of(const struct loom_tensor *t);
+int meta_tensor_ready(struct meta_tensor *mt);
 int meta_buffer_dev_sizes(loom_buffer_t *buf, size_t *sizes, size_t n);
 
 /* meta-backend.c */
