@@ -21,6 +21,10 @@ AC_ARG_WITH([rccl],
   [AS_HELP_STRING([--with-rccl], [use RCCL for the HIP allreduce (default: check)])],
   [], [with_rccl=check])
 HIP_ARCHS=`echo "$HIP_ARCHS" | tr ',;' '  '`
+dnl hipcc without --offload-arch probes for a GPU (and fails without one).
+AS_IF([test -z "`echo $HIP_ARCHS`"],
+  [AC_MSG_WARN([--with-hip-archs is empty; using the default list])
+   HIP_ARCHS="gfx90a gfx942 gfx1030 gfx1100"])
 
 have_hip=no
 have_rocblas=no
