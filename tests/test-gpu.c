@@ -82,6 +82,18 @@ static void test_load(void)
 		g_assert_nonnull(loom_reg_proc_address(reg,
 						       "host_buffer_type"));
 		g_assert_null(loom_reg_proc_address(reg, "no_such_entry"));
+
+		/* Features name what was built in. */
+		loom_get_features_fn ff = (loom_get_features_fn)
+			loom_reg_proc_address(reg, "get_features");
+		bool has_blas = false;
+
+		g_assert_nonnull(ff);
+		for (const struct loom_feature *ft = ff(reg); ft->name; ft++) {
+			g_test_message("  %s = %s", ft->name, ft->value);
+			has_blas |= !strcmp(ft->name, "blas");
+		}
+		g_assert_true(has_blas);
 #ifdef LOOM_TEST_HAVE_NCCL
 		if (cuda)
 			g_assert_nonnull(loom_reg_proc_address(reg,
