@@ -127,10 +127,11 @@ static inline float cpu_vec_max(const float *x, int64_t n)
 	return m;
 }
 
-/* e^x for float, about 2 ulp, written so that loops over it vectorize:
+/* e^x for float, within 4 ulp, written so that loops over it vectorize:
  * x = k ln2 + r, |r| <= ln2/2, e^r by a degree-6 polynomial, 2^k built
  * from exponent bits.  Below -87 (where e^x leaves the normal range) it
- * returns 0, so masked softmax entries are exact zeros. */
+ * returns 0, so masked softmax entries are exact zeros; above 88.3 it
+ * saturates at e^88.3 instead of overflowing. */
 static inline float cpu_expf(float x)
 {
 	float c, k, r, p;
