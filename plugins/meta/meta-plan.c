@@ -929,6 +929,18 @@ static int build_with_empty(struct meta_plan *pl, const struct loom_tensor *t,
 	return LOOM_OK;
 }
 
+/* True when two sources split on one dimension are cut differently. */
+static bool slices_differ(struct meta_tensor *const *s, int n_src, int n)
+{
+	for (int i = 0; i < n_src; i++)
+		for (int k = i + 1; k < n_src; k++)
+			if (s[i] && s[k] && is_split(s[i]->st.state) &&
+			    s[i]->st.state == s[k]->st.state &&
+			    !meta_state_same_slices(&s[i]->st, &s[k]->st, n))
+				return true;
+	return false;
+}
+
 static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 {
 	struct meta_tensor *s[LOOM_MAX_SRC] = { 0 }, *mt;
@@ -970,7 +982,13 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 			}
 		}
 		if (!any_p || !find_rule(t, s, &r, n))
-			return no_rule(t, s, raw, n_src, NULL);
+			return no_rule(t, s, raw, n_src,
+				       slices_differ(s, n_src, n)
+					       ? "the sources are cut at "
+						 "different places (see the "
+						 "split callback's "
+						 "granularities)"
+					       : NULL);
 	}
 	mt->st = r.out;
 	if (pl->dry)
