@@ -131,6 +131,52 @@ static void test_threads(void)
 	loom_unload_all();
 }
 
+/* Every variant built here that this CPU can run computes the same
+ * results: make check otherwise only runs the one the loader picks. */
+static void test_variants(void)
+{
+	const char *path = g_getenv("LOOM_TEST_PLUGIN_PATH");
+	char **dirs;
+	int i, ran = 0;
+
+	if (!path) {
+		g_test_skip("LOOM_TEST_PLUGIN_PATH is not set");
+		return;
+	}
+	dirs = g_strsplit(path, ":", -1);
+	for (i = 0; dirs[i]; i++) {
+		GDir *d = g_dir_open(dirs[i], 0, NULL);
+		const char *name;
+
+		if (!d)
+			continue;
+		while ((name = g_dir_read_name(d))) {
+			char *file;
+			loom_reg_t *reg;
+
+			if (!g_str_has_prefix(name, "loom-cpu") ||
+			    !g_str_has_suffix(name, ".so"))
+				continue;
+			file = g_build_filename(dirs[i], name, NULL);
+			if (loom_load_path(file, &reg) != LOOM_OK) {
+				g_test_message("%s: %s", name,
+					       loom_last_error());
+			} else {
+				g_test_message("%s: runs here", name);
+				run_chain(loom_reg_dev(reg, 0), 1);
+				run_chain(loom_reg_dev(reg, 0), 3);
+				ran++;
+			}
+			loom_unload_all();
+			g_free(file);
+		}
+		g_dir_close(d);
+	}
+	g_strfreev(dirs);
+	/* The baseline module runs on every machine. */
+	g_assert_cmpint(ran, >=, 1);
+}
+
 /* A long vector takes the flat path, split by elements not rows. */
 static void test_flat(void)
 {
@@ -455,6 +501,7 @@ int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/cpu/pool/threads", test_threads);
+	g_test_add_func("/cpu/variants", test_variants);
 	g_test_add_func("/cpu/pool/flat", test_flat);
 	g_test_add_func("/cpu/pool/async", test_async);
 	g_test_add_func("/cpu/pool/async-copies", test_async_copies);
