@@ -325,7 +325,8 @@ LOOM_API struct loom_tensor *loom_rope(loom_ctx_t *ctx, struct loom_tensor *a,
 /* a is [K, M, A2, A3] (F32, F16, BF16, Q8_0), b is [K, N, B2, B3] (F32,
  * F16, BF16) with B2 a multiple of A2 and B3 of A3 (a is broadcast).  The
  * result is F32 [M, N, B2, B3]: each element the dot product of a row of a
- * and a row of b. */
+ * and a row of b.  Batch (i2, i3) of b uses batch (i2 / (B2/A2),
+ * i3 / (B3/A3)) of a, so consecutive batches share one (as GQA needs). */
 LOOM_API struct loom_tensor *loom_mul_mat(loom_ctx_t *ctx,
 					  struct loom_tensor *a,
 					  struct loom_tensor *b);
