@@ -49,7 +49,8 @@ static double time_graph(loom_dev_t *dev, loom_ctx_t *ctx,
 	if (!st)
 		st = loom_graph_expand(g, out);
 	if (!st)
-		st = loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(dev), buf);
+		st = loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(dev),
+					    buf);
 	if (!st)
 		st = loom_buffer_clear(*buf, 0);
 	if (st) {
@@ -123,7 +124,8 @@ int main(int argc, char **argv)
 	loom_ctx_new(0, &ctx);
 	s = time_graph(dev, ctx,
 		       loom_mul_mat(ctx,
-				    loom_new_tensor_2d(ctx, LOOM_TYPE_BF16, k, k),
+				    loom_new_tensor_2d(ctx, LOOM_TYPE_BF16, k,
+						       k),
 				    loom_new_tensor_2d(ctx, LOOM_TYPE_BF16, k,
 						       k)),
 		       &buf);

@@ -375,8 +375,10 @@ static void test_allreduce(void)
 	nd = loom_reg_dev_count(reg);
 	for (int pass = 0; pass < 2; pass++) {
 		/* Pass 0: the same GPU twice; pass 1: two GPUs. */
-		loom_dev_t *d[2] = { loom_reg_dev(reg, 0),
-				     loom_reg_dev(reg, pass && nd > 1 ? 1 : 0) };
+		loom_dev_t *d[2] = {
+			loom_reg_dev(reg, 0),
+			loom_reg_dev(reg, pass && nd > 1 ? 1 : 0),
+		};
 
 		if (pass && nd < 2) {
 			g_test_message("one GPU: the summing pass is skipped");

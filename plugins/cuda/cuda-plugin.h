@@ -108,17 +108,19 @@ int cuda_allreduce(loom_backend_t *const *backends,
 void cuda_allreduce_free(struct cuda_reg *reg);
 
 /* Kernels, one entry per op family, each enqueued on be's stream.  They
- * return LOOM_OK or an error recorded with loom_set_error(). */
-int cuda_op_binary(struct cuda_backend *be, struct loom_tensor *t);  /* add sub mul div */
-int cuda_op_unary(struct cuda_backend *be, struct loom_tensor *t);   /* scale silu gelu */
-int cuda_op_norm(struct cuda_backend *be, struct loom_tensor *t);    /* rms_norm norm */
+ * return LOOM_OK or an error recorded with loom_set_error().  binary: add,
+ * sub, mul, div; unary: scale, silu, gelu; norm: rms_norm, norm; cpy:
+ * cpy, cont; reduce: sum_rows, argmax, top_k. */
+int cuda_op_binary(struct cuda_backend *be, struct loom_tensor *t);
+int cuda_op_unary(struct cuda_backend *be, struct loom_tensor *t);
+int cuda_op_norm(struct cuda_backend *be, struct loom_tensor *t);
 int cuda_op_softmax(struct cuda_backend *be, struct loom_tensor *t);
 int cuda_op_rope(struct cuda_backend *be, struct loom_tensor *t);
 int cuda_op_get_rows(struct cuda_backend *be, struct loom_tensor *t);
 int cuda_op_set_rows(struct cuda_backend *be, struct loom_tensor *t);
-int cuda_op_cpy(struct cuda_backend *be, struct loom_tensor *t);     /* cpy cont */
+int cuda_op_cpy(struct cuda_backend *be, struct loom_tensor *t);
 int cuda_op_concat(struct cuda_backend *be, struct loom_tensor *t);
-int cuda_op_reduce(struct cuda_backend *be, struct loom_tensor *t);  /* sum_rows argmax top_k */
+int cuda_op_reduce(struct cuda_backend *be, struct loom_tensor *t);
 int cuda_op_mul_mat(struct cuda_backend *be, struct loom_tensor *t);
 int cuda_op_mul_mat_id(struct cuda_backend *be, struct loom_tensor *t);
 

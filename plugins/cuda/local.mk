@@ -28,8 +28,8 @@ cuda_kernel_headers = \
 # Only the descriptor is exported, kernels included (see the script).
 gpu_plugin_sym = -Wl,--version-script=$(top_srcdir)/plugins/cuda/plugin.sym
 
-EXTRA_DIST += plugins/cuda/plugin.sym $(cuda_host_sources) $(cuda_kernel_sources) \
-	$(cuda_kernel_headers) build-aux/nvcc-wrapper
+EXTRA_DIST += plugins/cuda/plugin.sym $(cuda_host_sources) \
+	$(cuda_kernel_sources) $(cuda_kernel_headers) build-aux/nvcc-wrapper
 SUFFIXES += .cu
 AM_V_NVCC = $(am__v_NVCC_@AM_V@)
 am__v_NVCC_ = $(am__v_NVCC_@AM_DEFAULT_V@)

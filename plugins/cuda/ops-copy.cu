@@ -97,10 +97,11 @@ static int copy_view(const struct cuda_backend *be, const tview &dst,
 	bool flat = view_is_flat(src) && view_is_flat(dst);
 
 	if (src.type == dst.type && flat) {
-		cudaError_t err = cudaMemcpyAsync(
-			dst.data, src.data,
-			(size_t)(n / sb) * loom_type_size((enum loom_type)src.type),
-			cudaMemcpyDeviceToDevice, be->stream);
+		size_t bytes = (size_t)(n / sb) *
+			       loom_type_size((enum loom_type)src.type);
+		cudaError_t err = cudaMemcpyAsync(dst.data, src.data, bytes,
+						  cudaMemcpyDeviceToDevice,
+						  be->stream);
 
 		return cuda_error(err, "copy");
 	}

@@ -142,9 +142,11 @@ __global__ void gemm_kernel(tview dst, tview a, tview b)
 						av[i] = as[kk][tx + 16 * i];
 						bv[i] = bs[kk][ty + 16 * i];
 					}
-					for (int i = 0; i < 4; i++)
+					for (int i = 0; i < 4; i++) {
 						for (int j = 0; j < 4; j++)
-							acc[i][j] += av[i] * bv[j];
+							acc[i][j] +=
+								av[i] * bv[j];
+					}
 				}
 				__syncthreads();
 			}

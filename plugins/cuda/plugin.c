@@ -944,7 +944,8 @@ static const struct loom_reg_iface reg_iface = {
 };
 
 static void add_feature(struct cuda_reg *reg, const char *name,
-			const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+			const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* Appends a name/value pair to the "get_features" list. */
 static void add_feature(struct cuda_reg *reg, const char *name,
