@@ -19,16 +19,28 @@
 struct peak_arg {
 	int kind; /* 2: AVX-512, 1: AVX2+FMA, 0: scalar */
 	long iters;
+	float seed; /* 0, but the compiler does not know */
 	float sink[64];
 };
 
 #if defined(__x86_64__)
-__attribute__((target("avx512f"))) static float peak_avx512(long iters)
+/* The accumulators start apart (from a value the compiler cannot see), or
+ * it would fold the identical chains into one. */
+#define INIT16(set, s)                                                       \
+	c0 = set(s), c1 = set(s + 1), c2 = set(s + 2), c3 = set(s + 3),      \
+	c4 = set(s + 4), c5 = set(s + 5), c6 = set(s + 6), c7 = set(s + 7),  \
+	c8 = set(s + 8), c9 = set(s + 9), c10 = set(s + 10),                 \
+	c11 = set(s + 11), c12 = set(s + 12), c13 = set(s + 13),             \
+	c14 = set(s + 14), c15 = set(s + 15)
+
+__attribute__((target("avx512f"))) static float peak_avx512(long iters,
+							     float s)
 {
 	__m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-	__m512 c0 = _mm512_set1_ps(0.0f), c1 = c0, c2 = c0, c3 = c0;
-	__m512 c4 = c0, c5 = c0, c6 = c0, c7 = c0, c8 = c0, c9 = c0;
-	__m512 c10 = c0, c11 = c0, c12 = c0, c13 = c0, c14 = c0, c15 = c0;
+	__m512 c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13;
+	__m512 c14, c15;
+
+	INIT16(_mm512_set1_ps, s);
 
 	for (long i = 0; i < iters; i++) {
 		c0 = _mm512_fmadd_ps(a, c0, b);
@@ -56,12 +68,16 @@ __attribute__((target("avx512f"))) static float peak_avx512(long iters)
 	return _mm512_reduce_add_ps(c0);
 }
 
-__attribute__((target("avx2,fma"))) static float peak_avx2(long iters)
+__attribute__((target("avx2,fma"))) static float peak_avx2(long iters,
+							      float s)
 {
 	__m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-	__m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
-	__m256 c4 = c0, c5 = c0, c6 = c0, c7 = c0, c8 = c0, c9 = c0;
-	__m256 c10 = c0, c11 = c0;
+	__m256 c0 = _mm256_set1_ps(s), c1 = _mm256_set1_ps(s + 1);
+	__m256 c2 = _mm256_set1_ps(s + 2), c3 = _mm256_set1_ps(s + 3);
+	__m256 c4 = _mm256_set1_ps(s + 4), c5 = _mm256_set1_ps(s + 5);
+	__m256 c6 = _mm256_set1_ps(s + 6), c7 = _mm256_set1_ps(s + 7);
+	__m256 c8 = _mm256_set1_ps(s + 8), c9 = _mm256_set1_ps(s + 9);
+	__m256 c10 = _mm256_set1_ps(s + 10), c11 = _mm256_set1_ps(s + 11);
 	float out[8];
 
 	for (long i = 0; i < iters; i++) {
@@ -86,9 +102,12 @@ __attribute__((target("avx2,fma"))) static float peak_avx2(long iters)
 }
 #endif
 
-static float peak_scalar(long iters)
+static float peak_scalar(long iters, float s)
 {
-	float c[8] = { 0 };
+	float c[8];
+
+	for (int j = 0; j < 8; j++)
+		c[j] = s + (float)j;
 
 	for (long i = 0; i < iters; i++)
 		for (int j = 0; j < 8; j++)
@@ -117,14 +136,14 @@ static void peak_thread(int ith, int nth, void *p)
 	switch (a->kind) {
 #if defined(__x86_64__)
 	case 2:
-		r = peak_avx512(a->iters);
+		r = peak_avx512(a->iters, a->seed);
 		break;
 	case 1:
-		r = peak_avx2(a->iters);
+		r = peak_avx2(a->iters, a->seed);
 		break;
 #endif
 	default:
-		r = peak_scalar(a->iters);
+		r = peak_scalar(a->iters, a->seed);
 		break;
 	}
 	a->sink[ith % 64] = r;
