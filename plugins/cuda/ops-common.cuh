@@ -184,7 +184,8 @@ __device__ __forceinline__ void unravel(int64_t i, const int64_t *ne,
 	*i3 = i / ne[2];
 }
 
-/* Quantizes 32 values into a Q8_0 block (d = amax / 127). */
+/* Quantizes 32 values into a Q8_0 block as loom_convert() does: d is
+ * max|x| / 127 rounded to half, q = round(x / d) within +-127, NaN to 0. */
 __device__ __forceinline__ void quantize_q8_0(const float *x,
 					      struct loom_block_q8_0 *b)
 {
@@ -192,12 +193,18 @@ __device__ __forceinline__ void quantize_q8_0(const float *x,
 
 	for (int j = 0; j < LOOM_QK8_0; j++)
 		amax = fmaxf(amax, fabsf(x[j]));
-	float d = amax / 127.0f;
+	uint16_t dh = float_to_half(amax / 127.0f);
+	float d = half_to_float(dh);
 	float id = d != 0.0f ? 1.0f / d : 0.0f;
 
-	b->d = float_to_half(d);
-	for (int j = 0; j < LOOM_QK8_0; j++)
-		b->qs[j] = (int8_t)roundf(x[j] * id);
+	b->d = dh;
+	for (int j = 0; j < LOOM_QK8_0; j++) {
+		float q = roundf(x[j] * id);
+
+		if (q != q)
+			q = 0.0f;
+		b->qs[j] = (int8_t)fminf(fmaxf(q, -127.0f), 127.0f);
+	}
 }
 
 /* Sum over the block (blockDim.x a power of two, at most OPS_BLOCK);
