@@ -121,7 +121,7 @@ int bench_cmd_allreduce(const struct bench_opts *o)
 	if (!o->no_limits) {
 		bench_progress("stream", 0, 1);
 		ret = bench_stream_measure(bench_limit_threads(o), o->reps,
-					   true, &st);
+					   o->quick, &st);
 		if (ret)
 			return bench_fail("stream", ret);
 	}

@@ -58,7 +58,7 @@ int bench_cmd_gemv(const struct bench_opts *o)
 	if (!oo.no_limits) {
 		bench_progress("stream", 0, 1);
 		ret = bench_stream_measure(bench_limit_threads(&oo), oo.reps,
-					   true, &st);
+					   oo.quick, &st);
 		if (ret)
 			return bench_fail("stream", ret);
 	}

@@ -712,7 +712,7 @@ int bench_cmd_model(const struct bench_opts *o)
 			if (mb->runs[i].is_meta)
 				threads = bench_online_cpus();
 		bench_progress("stream", 0, 1);
-		ret = bench_stream_measure(threads, 3, true, &mb->st);
+		ret = bench_stream_measure(threads, 3, o->quick, &mb->st);
 		if (ret) {
 			bench_fail("stream", ret);
 			goto out;
