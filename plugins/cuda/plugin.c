@@ -34,7 +34,10 @@ int cuda_error(cudaError_t err, const char *what)
  */
 static int probe_status = 1; /* 1: not probed yet */
 static int probe_count;
+static char probe_why[128];
 
+/* Counts the devices once.  No device and no driver (the runtime's stub
+ * or an old driver) are the expected reasons; any other failure is named. */
 static int probe(void)
 {
 	cudaError_t err;
@@ -44,12 +47,25 @@ static int probe(void)
 		return probe_status;
 	err = cudaGetDeviceCount(&n);
 	(void)cudaGetLastError();
-	if (err == cudaErrorNoDevice || (err == cudaSuccess && n <= 0))
+	if (err == cudaErrorNoDevice || (err == cudaSuccess && n <= 0)) {
 		probe_status = LOOM_E_NOT_FOUND;
-	else if (err != cudaSuccess)
+		snprintf(probe_why, sizeof(probe_why), "no %s device",
+			 LOOM_GPU_VENDOR);
+	} else if (err == cudaErrorInsufficientDriver
+#ifndef LOOM_HIP
+		   || err == cudaErrorStubLibrary
+#endif
+		   ) {
 		probe_status = LOOM_E_NOT_APPLICABLE;
-	else
+		snprintf(probe_why, sizeof(probe_why), "no %s driver",
+			 LOOM_GPU_VENDOR);
+	} else if (err != cudaSuccess) {
+		probe_status = LOOM_E_NOT_APPLICABLE;
+		snprintf(probe_why, sizeof(probe_why), "%s runtime failed: %s",
+			 LOOM_GPU_VENDOR, cudaGetErrorString(err));
+	} else {
 		probe_status = LOOM_OK;
+	}
 	probe_count = err == cudaSuccess && n > 0 ? n : 0;
 	if (probe_count > CUDA_MAX_DEVICES)
 		probe_count = CUDA_MAX_DEVICES;
@@ -58,16 +74,10 @@ static int probe(void)
 
 static int cuda_score(const char **why)
 {
-	switch (probe()) {
-	case LOOM_OK:
+	if (probe() == LOOM_OK)
 		return 100;
-	case LOOM_E_NOT_FOUND:
-		*why = "no " LOOM_GPU_VENDOR " device";
-		return 0;
-	default:
-		*why = "no " LOOM_GPU_VENDOR " driver";
-		return 0;
-	}
+	*why = probe_why;
+	return 0;
 }
 
 /* ------------------------------------------------------------------------
