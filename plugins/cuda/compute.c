@@ -143,6 +143,42 @@ static int compute_node(struct cuda_backend *be, struct loom_tensor *t)
 	}
 }
 
+/* True when the kernels on be's device may address t: it lives in that
+ * device's memory or in pinned host memory (mapped into every device). */
+static bool reachable(const struct cuda_backend *be,
+		      const struct loom_tensor *t)
+{
+	loom_buffer_type_t *buft = loom_buffer_type(t->buffer);
+
+	return buft == be->dev->buft || buft == be->dev->reg->host_buft;
+}
+
+/* A node and its sources must be where the kernels can reach them; a
+ * tensor in another device's or plain host memory is a caller's mistake,
+ * reported instead of faulting the device. */
+static int check_node(const struct cuda_backend *be,
+		      const struct loom_tensor *t)
+{
+	for (int i = -1; i < LOOM_MAX_SRC; i++) {
+		const struct loom_tensor *x = i < 0 ? t : t->src[i];
+
+		if (!x)
+			continue;
+		if (!x->data || !x->buffer)
+			return loom_set_error(LOOM_E_STATE,
+					      "%s: tensor '%s' is not placed",
+					      be->name, x->name);
+		if (!reachable(be, x))
+			return loom_set_error(
+				LOOM_E_INVAL,
+				"%s: tensor '%s' is in a buffer of type '%s', "
+				"which %s cannot address", be->name, x->name,
+				loom_buft_name(loom_buffer_type(x->buffer)),
+				be->name);
+	}
+	return LOOM_OK;
+}
+
 /* Enqueues every node of g on the backend's stream and returns without
  * waiting; the backend's synchronize waits. */
 int cuda_graph_compute(struct cuda_backend *be, loom_graph_t *g)
@@ -171,11 +207,9 @@ int cuda_graph_compute(struct cuda_backend *be, loom_graph_t *g)
 					      "%s: op %s on tensor '%s' is not "
 					      "supported", be->name,
 					      loom_op_name(t->op), t->name);
-		if (!t->data)
-			return loom_set_error(LOOM_E_STATE,
-					      "%s: tensor '%s' is not placed",
-					      be->name, t->name);
-		status = compute_node(be, t);
+		status = check_node(be, t);
+		if (!status)
+			status = compute_node(be, t);
 		if (status)
 			return status;
 	}
