@@ -58,6 +58,7 @@ struct model_bench {
 	char notes[4][200];
 	int n_notes;
 	bool whole_ref; /* the reference is the whole CPU in a child */
+	loom_dev_t *single; /* the best single device */
 };
 
 static void add_note(struct model_bench *mb, const char *fmt, ...)
@@ -320,6 +321,7 @@ static int plan_devices(struct model_bench *mb)
 			     "optionally LOOM_META_DEVICES=cpu0,cpu1)");
 	/* A meta device over CPU partitions is compared with one device on
 	 * all of their cores (a child process), not with one partition. */
+	mb->single = single;
 	mb->whole_ref = meta && cpu && loom_reg_dev_count(cpu) >= 2 &&
 			loom_dev_type(single) == LOOM_DEV_TYPE_CPU;
 	if (!mb->whole_ref)
@@ -726,17 +728,21 @@ int bench_cmd_model(const struct bench_opts *o)
 		ret = run_whole_cpu(mb);
 		bench_progress_end();
 		if (ret) {
-			bench_fail("reference", ret);
-			goto out;
+			/* Then one partition, in this process, is the
+			 * reference. */
+			add_note(mb, "%s; the reference is %s", loom_last_error(),
+				 loom_dev_name(mb->single));
+			add_run(mb, mb->single);
 		}
-		if (n) {
+		if (n && mb->n_runs > n) {
 			struct model_run tmp = mb->runs[n];
 
 			memmove(&mb->runs[1], &mb->runs[0],
 				(size_t)n * sizeof(mb->runs[0]));
 			mb->runs[0] = tmp;
 		}
-		ref = &mb->runs[0];
+		if (!ret)
+			ref = &mb->runs[0];
 	}
 	for (int i = 0; i < mb->n_runs; i++) {
 		struct model_run *r = &mb->runs[i];
