@@ -439,6 +439,10 @@ static int get_tensor_2d(loom_buffer_t *buf, const struct loom_tensor *t,
 		       n_copies, cudaMemcpyDeviceToHost);
 }
 
+static int backend_synchronize(loom_backend_t *be);
+
+/* The async forms copy on the backend's stream; a tensor outside our
+ * device memory takes the blocking path once the stream has drained. */
 static int set_tensor_2d_async(loom_backend_t *be, struct loom_tensor *t,
 			       const void *data, size_t offset, size_t size,
 			       size_t n_copies, size_t stride_tensor,
@@ -446,6 +450,13 @@ static int set_tensor_2d_async(loom_backend_t *be, struct loom_tensor *t,
 {
 	struct cuda_backend *cbe = loom_backend_context(be);
 
+	if (!cuda_tensor_on_device(&g_reg, t)) {
+		int st = backend_synchronize(be);
+
+		return st ? st : loom_tensor_set_2d(t, data, offset, size,
+						    n_copies, stride_tensor,
+						    stride_data);
+	}
 	return copy_2d(loom_buffer_context(t->buffer), cbe->stream, true,
 		       (char *)t->data + offset, stride_tensor, data,
 		       stride_data, size, n_copies, cudaMemcpyHostToDevice);
@@ -458,6 +469,13 @@ static int get_tensor_2d_async(loom_backend_t *be,
 {
 	struct cuda_backend *cbe = loom_backend_context(be);
 
+	if (!cuda_tensor_on_device(&g_reg, t)) {
+		int st = backend_synchronize(be);
+
+		return st ? st : loom_tensor_get_2d(t, data, offset, size,
+						    n_copies, stride_tensor,
+						    stride_data);
+	}
 	return copy_2d(loom_buffer_context(t->buffer), cbe->stream, true,
 		       data, stride_data, (const char *)t->data + offset,
 		       stride_tensor, size, n_copies, cudaMemcpyDeviceToHost);
