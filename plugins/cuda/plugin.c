@@ -393,12 +393,7 @@ static int copy_2d(struct cuda_buffer *cb, cudaStream_t stream, bool async,
 	if (size == 0 || n_copies == 0)
 		return LOOM_OK;
 	if (!cb->dev) {
-		/* Pinned host buffer: the CPU copies (after the stream). */
-		if (async) {
-			err = cudaStreamSynchronize(stream);
-			if (err != cudaSuccess)
-				return cuda_error(err, "synchronize");
-		}
+		/* Pinned host buffer (blocking calls only): the CPU copies. */
 		for (size_t i = 0; i < n_copies; i++)
 			memcpy((char *)dst + i * dpitch,
 			       (const char *)src + i * spitch, size);
