@@ -510,8 +510,11 @@ struct loom_tensor *loom_concat(loom_ctx_t *ctx, struct loom_tensor *a,
 			return bad(ctx, op,
 				   "a %s and b %s differ in ne%d (concat "
 				   "along %d)", DESC(a), DESC(b), i, dim);
-		ne[i] = i == dim ? a->ne[i] + b->ne[i] : a->ne[i];
+		ne[i] = a->ne[i];
 	}
+	if (__builtin_add_overflow(a->ne[dim], b->ne[dim], &ne[dim]))
+		return bad(ctx, op, "a %s and b %s together are too large",
+			   DESC(a), DESC(b));
 	t = new_node(ctx, op, a->type, ne, a, b, NULL);
 	if (t)
 		t->op_params[0] = dim;
@@ -669,6 +672,8 @@ struct loom_tensor *loom_reshape_4d(loom_ctx_t *ctx, struct loom_tensor *a,
 {
 	const enum loom_op op = LOOM_OP_RESHAPE;
 	struct loom_tensor probe;
+	int64_t count = 1;
+	bool big = false;
 
 	if (!have(ctx, op, "a", a))
 		return NULL;
@@ -684,7 +689,9 @@ struct loom_tensor *loom_reshape_4d(loom_ctx_t *ctx, struct loom_tensor *a,
 		return bad(ctx, op,
 			   "ne0 = %lld is not a whole number of %s blocks",
 			   (long long)ne0, loom_type_name(a->type));
-	if (loom_nelements(&probe) != loom_nelements(a))
+	for (int i = 0; i < LOOM_MAX_DIMS; i++)
+		big |= __builtin_mul_overflow(count, probe.ne[i], &count);
+	if (big || count != loom_nelements(a))
 		return bad(ctx, op, "%s and a %s differ in element count",
 			   DESC(&probe), DESC(a));
 	loom__tensor_set_contiguous(&probe);

@@ -211,11 +211,14 @@ char *loom__tensor_desc(const struct loom_tensor *t, char *buf, size_t n)
 }
 
 /* Checks a type and sizes: known type, no negative size, dimension 0 a
- * whole number of blocks, and a byte size that fits in a size_t. */
+ * whole number of blocks, and an element count and a byte size that fit
+ * in an int64_t (so loom_nelements() and loom_nbytes() cannot overflow). */
 static int check_shape(loom_ctx_t *ctx, const char *who, enum loom_type type,
 		       const int64_t ne[LOOM_MAX_DIMS])
 {
+	int64_t count = 1;
 	size_t bytes;
+	bool big;
 
 	if ((unsigned)type >= LOOM_TYPE_COUNT)
 		return loom__ctx_errorf(ctx, LOOM_E_INVAL,
@@ -232,17 +235,20 @@ static int check_shape(loom_ctx_t *ctx, const char *who, enum loom_type type,
 					who, (long long)ne[0],
 					loom_type_name(type),
 					(long long)loom_type_block_size(type));
+	/* loom_row_size() is 0 for a row too large for a size_t. */
 	bytes = loom_row_size(type, ne[0]);
-	for (int i = 1; i < LOOM_MAX_DIMS; i++)
-		if (__builtin_mul_overflow(bytes, (size_t)ne[i], &bytes) ||
-		    bytes > (size_t)INT64_MAX)
-			return loom__ctx_errorf(ctx, LOOM_E_INVAL,
-						"%s: [%lld, %lld, %lld, %lld] "
-						"is too large",
-						who, (long long)ne[0],
-						(long long)ne[1],
-						(long long)ne[2],
-						(long long)ne[3]);
+	big = ne[0] > 0 && bytes == 0;
+	for (int i = 0; i < LOOM_MAX_DIMS && !big; i++)
+		big = __builtin_mul_overflow(count, ne[i], &count) ||
+		      (i > 0 && __builtin_mul_overflow(bytes, (size_t)ne[i],
+						       &bytes)) ||
+		      bytes > (size_t)INT64_MAX;
+	if (big)
+		return loom__ctx_errorf(ctx, LOOM_E_INVAL,
+					"%s: [%lld, %lld, %lld, %lld] is too "
+					"large",
+					who, (long long)ne[0], (long long)ne[1],
+					(long long)ne[2], (long long)ne[3]);
 	return LOOM_OK;
 }
 
@@ -384,10 +390,15 @@ int64_t loom_nrows(const struct loom_tensor *t)
 	return t->ne[1] * t->ne[2] * t->ne[3];
 }
 
+/* The last byte is at the sum of (ne[i] - 1) * nb[i] (for quantized
+ * types, dimension 0 counts whole blocks).  Strides a caller chose may be
+ * huge: a span that does not fit gives SIZE_MAX, which no buffer holds, so
+ * every bounds check that uses it fails. */
 size_t loom_nbytes(const struct loom_tensor *t)
 {
 	int64_t blck;
-	size_t bytes;
+	size_t bytes, step;
+	bool big;
 
 	if (!t)
 		return 0;
@@ -397,14 +408,18 @@ size_t loom_nbytes(const struct loom_tensor *t)
 			return 0;
 	if (blck <= 1) {
 		bytes = loom_type_size(t->type);
-		for (int i = 0; i < LOOM_MAX_DIMS; i++)
-			bytes += (size_t)(t->ne[i] - 1) * t->nb[i];
+		big = __builtin_mul_overflow((size_t)(t->ne[0] - 1), t->nb[0],
+					     &step) ||
+		      __builtin_add_overflow(bytes, step, &bytes);
 	} else {
-		bytes = (size_t)(t->ne[0] / blck) * t->nb[0];
-		for (int i = 1; i < LOOM_MAX_DIMS; i++)
-			bytes += (size_t)(t->ne[i] - 1) * t->nb[i];
+		big = __builtin_mul_overflow((size_t)(t->ne[0] / blck),
+					     t->nb[0], &bytes);
 	}
-	return bytes;
+	for (int i = 1; i < LOOM_MAX_DIMS && !big; i++)
+		big = __builtin_mul_overflow((size_t)(t->ne[i] - 1), t->nb[i],
+					     &step) ||
+		      __builtin_add_overflow(bytes, step, &bytes);
+	return big ? SIZE_MAX : bytes;
 }
 
 /* Dimensions of size one may have any stride. */

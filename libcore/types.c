@@ -69,15 +69,20 @@ bool loom_type_is_quantized(enum loom_type type)
 	return type_valid(type) && type_traits[type].block_size > 1;
 }
 
-/* Returns 0 for an invalid type, a negative count or a count that is not
- * a whole number of blocks. */
+/* Returns 0 for an invalid type, a negative count, a count that is not
+ * a whole number of blocks, or one whose bytes do not fit in a size_t. */
 size_t loom_row_size(enum loom_type type, int64_t ne0)
 {
+	size_t bytes;
+
 	if (!type_valid(type) || ne0 < 0 ||
 	    ne0 % type_traits[type].block_size != 0)
 		return 0;
-	return type_traits[type].type_size *
-	       (size_t)(ne0 / type_traits[type].block_size);
+	if (__builtin_mul_overflow(type_traits[type].type_size,
+				   (size_t)(ne0 / type_traits[type].block_size),
+				   &bytes))
+		return 0;
+	return bytes;
 }
 
 const char *loom_op_name(enum loom_op op)
