@@ -35,6 +35,18 @@ static bool is_pow2(size_t x)
 	return x && !(x & (x - 1));
 }
 
+/* Pointers that no constructor made (or that were freed) are refused by
+ * their magic number. */
+static bool buft_valid(loom_buffer_type_t *buft)
+{
+	return buft && buft->magic == BUFT_MAGIC;
+}
+
+static bool buffer_valid(loom_buffer_t *buf)
+{
+	return buf && buf->magic == BUFFER_MAGIC;
+}
+
 /* ------------------------------------------------------------------------
  * Buffer types.
  */
@@ -95,14 +107,14 @@ err_free:
 
 void *loom_buft_context(loom_buffer_type_t *buft)
 {
-	return buft ? buft->context : NULL;
+	return buft_valid(buft) ? buft->context : NULL;
 }
 
 const char *loom_buft_name(loom_buffer_type_t *buft)
 {
 	const char *name;
 
-	if (!buft)
+	if (!buft_valid(buft))
 		return "(null)";
 	name = buft->iface.get_name(buft);
 	return name ? name : "(unnamed)";
@@ -112,7 +124,7 @@ size_t loom_buft_alignment(loom_buffer_type_t *buft)
 {
 	size_t a;
 
-	if (!buft)
+	if (!buft_valid(buft))
 		return 1;
 	a = buft->iface.get_alignment(buft);
 	if (!is_pow2(a)) {
@@ -129,7 +141,7 @@ size_t loom_buft_max_size(loom_buffer_type_t *buft)
 {
 	size_t (*f)(loom_buffer_type_t *);
 
-	if (!buft)
+	if (!buft_valid(buft))
 		return 0;
 	f = buft->iface.get_max_size;
 	return f ? f(buft) : SIZE_MAX;
@@ -143,7 +155,7 @@ size_t loom_buft_alloc_size(loom_buffer_type_t *buft,
 	if (!t)
 		return 0;
 	nbytes = loom_nbytes(t);
-	if (!buft || !buft->iface.get_alloc_size)
+	if (!buft_valid(buft) || !buft->iface.get_alloc_size)
 		return nbytes;
 	n = buft->iface.get_alloc_size(buft, t);
 	/* A plugin may pad, never shrink. */
@@ -154,7 +166,7 @@ bool loom_buft_is_host(loom_buffer_type_t *buft)
 {
 	bool (*f)(loom_buffer_type_t *);
 
-	if (!buft)
+	if (!buft_valid(buft))
 		return false;
 	f = buft->iface.is_host;
 	return f ? f(buft) : false;
@@ -162,7 +174,7 @@ bool loom_buft_is_host(loom_buffer_type_t *buft)
 
 loom_dev_t *loom_buft_device(loom_buffer_type_t *buft)
 {
-	return buft ? buft->dev : NULL;
+	return buft_valid(buft) ? buft->dev : NULL;
 }
 
 int loom_buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
@@ -176,7 +188,7 @@ int loom_buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 		return loom_set_error(LOOM_E_INVAL,
 				      "loom_buft_alloc_buffer: out is NULL");
 	*out = NULL;
-	if (!buft || buft->magic != BUFT_MAGIC)
+	if (!buft_valid(buft))
 		return loom_set_error(LOOM_E_INVAL,
 				      "loom_buft_alloc_buffer: no buffer type");
 	max = loom_buft_max_size(buft);
@@ -196,7 +208,7 @@ int loom_buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 				       loom_buft_name(buft), size);
 		return st;
 	}
-	if (!buf || buf->magic != BUFFER_MAGIC)
+	if (!buffer_valid(buf))
 		return loom_set_error(LOOM_E_PLUGIN,
 				      "buffer type '%s': alloc_buffer returned "
 				      "no buffer",
@@ -229,7 +241,7 @@ int loom_buffer_new(loom_buffer_type_t *buft,
 		return loom_set_error(LOOM_E_INVAL,
 				      "loom_buffer_new: out is NULL");
 	*out = NULL;
-	if (!buft || buft->magic != BUFT_MAGIC)
+	if (!buft_valid(buft))
 		return loom_set_error(LOOM_E_INVAL,
 				      "loom_buffer_new: no buffer type");
 	buf = calloc(1, sizeof(*buf));
@@ -274,7 +286,7 @@ err_free:
 
 void loom_buffer_free(loom_buffer_t *buf)
 {
-	if (!buf || buf->magic != BUFFER_MAGIC)
+	if (!buffer_valid(buf))
 		return;
 	if (buf->iface.free_buffer)
 		buf->iface.free_buffer(buf);
@@ -284,27 +296,27 @@ void loom_buffer_free(loom_buffer_t *buf)
 
 void *loom_buffer_context(loom_buffer_t *buf)
 {
-	return buf ? buf->context : NULL;
+	return buffer_valid(buf) ? buf->context : NULL;
 }
 
 size_t loom_buffer_size(loom_buffer_t *buf)
 {
-	return buf ? buf->size : 0;
+	return buffer_valid(buf) ? buf->size : 0;
 }
 
 void *loom_buffer_base(loom_buffer_t *buf)
 {
-	return buf ? buf->base : NULL;
+	return buffer_valid(buf) ? buf->base : NULL;
 }
 
 loom_buffer_type_t *loom_buffer_type(loom_buffer_t *buf)
 {
-	return buf ? buf->buft : NULL;
+	return buffer_valid(buf) ? buf->buft : NULL;
 }
 
 int loom_buffer_clear(loom_buffer_t *buf, uint8_t value)
 {
-	if (!buf || buf->magic != BUFFER_MAGIC)
+	if (!buffer_valid(buf))
 		return loom_set_error(LOOM_E_INVAL,
 				      "loom_buffer_clear: no buffer");
 	if (buf->size == 0)
@@ -314,13 +326,13 @@ int loom_buffer_clear(loom_buffer_t *buf, uint8_t value)
 
 void loom_buffer_set_usage(loom_buffer_t *buf, enum loom_buffer_usage usage)
 {
-	if (buf)
+	if (buffer_valid(buf))
 		buf->usage = usage;
 }
 
 enum loom_buffer_usage loom_buffer_usage(loom_buffer_t *buf)
 {
-	return buf ? buf->usage : LOOM_BUFFER_USAGE_ANY;
+	return buffer_valid(buf) ? buf->usage : LOOM_BUFFER_USAGE_ANY;
 }
 
 /* ------------------------------------------------------------------------
@@ -344,7 +356,7 @@ static int check_placed(const struct loom_tensor *t, const char *what)
 				      "%s: tensor '%s' is not placed in a "
 				      "buffer",
 				      what, tname(t));
-	if (buf->magic != BUFFER_MAGIC)
+	if (!buffer_valid(buf))
 		return loom_set_error(LOOM_E_STATE,
 				      "%s: tensor '%s' has a freed or foreign "
 				      "buffer",
@@ -627,7 +639,7 @@ int loom_tensor_place(struct loom_tensor *t, loom_buffer_t *buf,
 	size_t align, need;
 	int st;
 
-	if (!t || !buf || buf->magic != BUFFER_MAGIC)
+	if (!t || !buffer_valid(buf))
 		return loom_set_error(LOOM_E_INVAL,
 				      "loom_tensor_place: tensor or buffer "
 				      "is NULL");
@@ -675,7 +687,7 @@ int loom_tensor_init_view(struct loom_tensor *t)
 				      "loom_tensor_init_view: '%s' is not a "
 				      "view",
 				      tname(t));
-	if (!src->data || !src->buffer)
+	if (!src->data || !buffer_valid(src->buffer))
 		return loom_set_error(LOOM_E_STATE,
 				      "loom_tensor_init_view: source '%s' of "
 				      "view '%s' is not placed",
@@ -683,7 +695,8 @@ int loom_tensor_init_view(struct loom_tensor *t)
 	buf = src->buffer;
 	start = (size_t)((char *)src->data - (char *)buf->base);
 	nbytes = loom_nbytes(t);
-	if (t->view_offs > buf->size - start ||
+	if ((char *)src->data < (char *)buf->base || start > buf->size ||
+	    t->view_offs > buf->size - start ||
 	    nbytes > buf->size - start - t->view_offs)
 		return loom_set_error(LOOM_E_RANGE,
 				      "loom_tensor_init_view: view '%s' (%zu "
@@ -719,7 +732,7 @@ int loom_ctx_alloc_tensors(loom_ctx_t *ctx, loom_buffer_type_t *buft,
 		return loom_set_error(LOOM_E_INVAL,
 				      "loom_ctx_alloc_tensors: out is NULL");
 	*out = NULL;
-	if (!ctx || !buft || buft->magic != BUFT_MAGIC)
+	if (!ctx || !buft_valid(buft))
 		return loom_set_error(LOOM_E_INVAL,
 				      "loom_ctx_alloc_tensors: context or "
 				      "buffer type is NULL");

@@ -48,11 +48,17 @@ void loom_log_set_callback(loom_log_fn fn, void *userdata)
 	pthread_mutex_unlock(&log_lock);
 }
 
+/* A level outside the enum is refused (recorded for loom_last_error()),
+ * and the level stays what it was. */
 void loom_log_set_level(enum loom_log_level lvl)
 {
 	pthread_once(&level_once, level_init);
-	if (lvl > LOOM_LOG_DEBUG)
-		lvl = LOOM_LOG_DEBUG;
+	if ((unsigned)lvl > LOOM_LOG_DEBUG) {
+		loom_set_error(LOOM_E_INVAL,
+			       "loom_log_set_level: invalid level %d",
+			       (int)lvl);
+		return;
+	}
 	__atomic_store_n(&level, lvl, __ATOMIC_RELAXED);
 }
 
@@ -69,7 +75,8 @@ void loom_log(enum loom_log_level lvl, const char *fmt, ...)
 	loom_log_fn fn;
 	void *userdata;
 
-	if (lvl == LOOM_LOG_NONE || lvl > loom_log_get_level())
+	if (lvl == LOOM_LOG_NONE || (unsigned)lvl > loom_log_get_level() ||
+	    !fmt)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -83,6 +90,5 @@ void loom_log(enum loom_log_level lvl, const char *fmt, ...)
 		fn(lvl, msg, userdata);
 		return;
 	}
-	fprintf(stderr, "loom: %s: %s\n",
-		lvl <= LOOM_LOG_DEBUG ? level_names[lvl] : "?", msg);
+	fprintf(stderr, "loom: %s: %s\n", level_names[lvl], msg);
 }

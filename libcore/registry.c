@@ -660,6 +660,12 @@ loom_dev_t *loom_dev_by_name(const char *name)
 
 loom_dev_t *loom_dev_by_type(enum loom_dev_type type)
 {
+	if ((unsigned)type > LOOM_DEV_TYPE_META) {
+		loom_set_error(LOOM_E_INVAL,
+			       "loom_dev_by_type: invalid device type %d",
+			       (int)type);
+		return NULL;
+	}
 	return walk_devs(match_type, &type, NULL);
 }
 

@@ -35,7 +35,11 @@ int loom__vset_error(int status, const char *fmt, va_list ap)
 {
 	char msg[ERROR_MAX];
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (fmt)
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+	else
+		snprintf(msg, sizeof(msg), "%s (no message)",
+			 loom_strerror(status));
 	memcpy(last_error, msg, sizeof(msg));
 	loom_log(LOOM_LOG_DEBUG, "%s (%s)", msg, loom_strerror(status));
 	return status;
