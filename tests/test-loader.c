@@ -722,10 +722,41 @@ static void test_info(struct fixture *f, gconstpointer data)
 	g_free(out);
 	g_free(err);
 
+	/* A backend that cannot load: the report, then the reason on a line
+	 * of its own on stderr; in JSON also under "error". */
 	setenv("LOOM_BACKENDS", "nosuch", 1);
 	g_assert_cmpint(run_info(NULL, &out, &err), ==, 1);
-	g_assert_nonnull(strstr(err, "backend 'nosuch' not found"));
+	g_assert_true(g_str_has_prefix(err, "loom-info: error: LOOM_BACKENDS: "
+					    "backend 'nosuch' not found"));
+	g_assert_true(g_str_has_suffix(err, "\n"));
+	g_assert_true(strchr(err, '\n') == err + strlen(err) - 1);
 	g_assert_nonnull(strstr(out, "Search path:"));
+	g_free(out);
+	g_free(err);
+	g_assert_cmpint(run_info("--json", &out, &err), ==, 1);
+	g_assert_true(g_str_has_prefix(out, "{\"error\": \"LOOM_BACKENDS: "
+					    "backend 'nosuch' not found"));
+	g_assert_true(g_str_has_suffix(out, "}\n"));
+	g_assert_true(g_str_has_prefix(err, "loom-info: error: "));
+	g_free(out);
+	g_free(err);
+
+	/* File names need not be UTF-8; the JSON must be all the same. */
+	unsetenv("LOOM_BACKENDS");
+	{
+		char *target = g_build_filename(fake_libs(), "loom-good.so",
+						NULL);
+		char *link = g_build_filename(f->dir, "loom-b\xff\xc3.so",
+					      NULL);
+
+		g_assert_cmpint(symlink(target, link), ==, 0);
+		g_free(target);
+		g_free(link);
+	}
+	g_assert_cmpint(run_info("--json", &out, &err), ==, 0);
+	g_assert_true(g_utf8_validate(out, -1, NULL));
+	g_assert_nonnull(strstr(out, "\"name\": \"b\\ufffd\\ufffd\""));
+	g_assert_nonnull(strstr(out, "\"error\": null"));
 	g_free(out);
 	g_free(err);
 

@@ -74,12 +74,58 @@ static const char *human(size_t n, char *buf, size_t len)
  * JSON.
  */
 
+/* The length of the well-formed UTF-8 sequence at s (RFC 3629: no
+ * overlong forms, no surrogates, nothing past U+10FFFF), or 0. */
+static int utf8_len(const unsigned char *s)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	int n;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (int i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/* Writes s as a JSON string.  File names and plugin messages are bytes,
+ * not always UTF-8: a byte that does not start a well-formed sequence
+ * becomes U+FFFD, so that the output is always valid JSON. */
 static void json_str(const char *s)
 {
 	putchar('"');
 	for (; s && *s; s++) {
 		unsigned char c = (unsigned char)*s;
+		int n = utf8_len((const unsigned char *)s);
 
+		if (n == 0) {
+			fputs("\\ufffd", stdout);
+			continue;
+		}
+		if (n > 1) {
+			fwrite(s, 1, (size_t)n, stdout);
+			s += n - 1;
+			continue;
+		}
 		switch (c) {
 		case '"':
 			fputs("\\\"", stdout);
@@ -111,11 +157,14 @@ static void json_nullable(const char *s)
 		fputs("null", stdout);
 }
 
-static void print_json(void)
+/* error: why loading failed (LOOM_BACKENDS), or NULL. */
+static void print_json(const char *error)
 {
 	size_t n;
 
-	fputs("{\"plugins\": [", stdout);
+	fputs("{\"error\": ", stdout);
+	json_nullable(error);
+	fputs(",\n \"plugins\": [", stdout);
 	n = loom_plugin_count();
 	for (size_t i = 0; i < n; i++) {
 		struct loom_plugin_info p;
@@ -223,7 +272,7 @@ static void print_plugins(void)
 		       loom_plugin_state_name(p.state), wver,
 		       p.version ? p.version : "-", p.score, p.file);
 		if (p.reason && *p.reason)
-			printf("  %*s  %s\n", wname + wstate + wver + 9, "",
+			printf("  %*s  %s\n", wname + wstate + wver + 11, "",
 			       p.reason);
 	}
 	printf("\n");
@@ -347,15 +396,21 @@ int main(int argc, char **argv)
 	if (st)
 		why = strdup(loom_last_error());
 
+	if (st && (!why || !*why)) {
+		free(why);
+		why = strdup(loom_strerror(st));
+	}
+
 	if (json)
-		print_json();
+		print_json(st ? (why ? why : "") : NULL);
 	else
 		print_text();
-	if (st) {
-		fprintf(stderr, "loom-info: %s\n",
-			why && *why ? why : loom_strerror(st));
-		free(why);
-	}
+	/* The report first, whole, so that the error gets a line of its
+	 * own even when stdout and stderr go to one file. */
+	fflush(stdout);
+	if (st)
+		fprintf(stderr, "loom-info: error: %s\n", why ? why : "");
+	free(why);
 	loom_unload_all();
 	return st ? 1 : 0;
 }
