@@ -1,12 +1,23 @@
 # tests/core.mk - the core's own tests: types and conversions, tensors and
-# op shape rules, graphs, and the graph allocator.
-check_PROGRAMS += tests/test-core tests/test-galloc
-TESTS += tests/test-core tests/test-galloc
+# op shape rules, graphs, the graph allocator, and caller mistakes.
+# -no-install links real executables, so that TEST_WRAPPER (valgrind) runs
+# the test itself rather than libtool's wrapper script.
+check_PROGRAMS += tests/test-core tests/test-galloc tests/test-core-errors
+TESTS += tests/test-core tests/test-galloc tests/test-core-errors
 
 tests_test_core_SOURCES = tests/test-core.c
 tests_test_core_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_core_LDFLAGS = -no-install
 tests_test_core_LDADD = $(TEST_LIBS)
 
 tests_test_galloc_SOURCES = tests/test-galloc.c
 tests_test_galloc_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_galloc_LDFLAGS = -no-install
 tests_test_galloc_LDADD = $(TEST_LIBS)
+
+tests_test_core_errors_SOURCES = tests/test-core-errors.c \
+	tests/fake-plugin.c tests/fake-plugin.h
+tests_test_core_errors_CPPFLAGS = $(TEST_CPPFLAGS) -DFAKE_STATIC \
+	-DFAKE_NAME=\"static\"
+tests_test_core_errors_LDFLAGS = -no-install
+tests_test_core_errors_LDADD = $(TEST_LIBS)

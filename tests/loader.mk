@@ -6,6 +6,7 @@ tests_test_loader_SOURCES = tests/test-loader.c tests/fake-plugin.c \
 	tests/fake-plugin.h
 tests_test_loader_CPPFLAGS = $(TEST_CPPFLAGS) -DFAKE_STATIC \
 	-DFAKE_NAME=\"static\" -DFAKE_2D
+tests_test_loader_LDFLAGS = -no-install
 tests_test_loader_LDADD = $(TEST_LIBS)
 EXTRA_tests_test_loader_DEPENDENCIES = $(FAKE_PLUGINS) tools/loom-info
 
