@@ -564,6 +564,33 @@ static void test_backend_args(void)
 	loom_unload_all();
 }
 
+/* Each thread has its own last error: a failure on one thread neither
+ * shows on nor clears another's. */
+static gpointer fail_in_thread(gpointer data)
+{
+	const char *mine = data;
+
+	for (int i = 0; i < 2000; i++) {
+		loom_set_error(LOOM_E_INVAL, "%s %d", mine, i);
+		if (strncmp(loom_last_error(), mine, strlen(mine)) != 0)
+			return GINT_TO_POINTER(1);
+		g_thread_yield();
+	}
+	return GINT_TO_POINTER(0);
+}
+
+static void test_last_error_per_thread(void)
+{
+	GThread *a, *b;
+
+	loom_set_error(LOOM_E_STATE, "%s", "main thread");
+	a = g_thread_new("a", fail_in_thread, "thread a");
+	b = g_thread_new("b", fail_in_thread, "thread b");
+	g_assert_cmpint(GPOINTER_TO_INT(g_thread_join(a)), ==, 0);
+	g_assert_cmpint(GPOINTER_TO_INT(g_thread_join(b)), ==, 0);
+	g_assert_cmpstr(loom_last_error(), ==, "main thread");
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -575,5 +602,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/core-errors/graphs", test_graphs);
 	g_test_add_func("/core-errors/backend-nulls", test_backend_nulls);
 	g_test_add_func("/core-errors/backend-args", test_backend_args);
+	g_test_add_func("/core-errors/last-error-per-thread",
+			test_last_error_per_thread);
 	return g_test_run();
 }

@@ -667,6 +667,93 @@ static void test_threads(struct fixture *f, gconstpointer data)
 	g_assert_cmpuint(loom_plugin_count(), ==, 2);
 }
 
+/* Loading on one thread while others enumerate plugins and devices:
+ * every record and device seen is whole, and counts only grow. */
+struct enum_state {
+	gint done;
+	gint failed;
+};
+
+static gpointer enumerate_in_thread(gpointer data)
+{
+	struct enum_state *es = data;
+	size_t last_devs = 0, last_plugins = 0;
+
+	while (!g_atomic_int_get(&es->done)) {
+		size_t nd = loom_dev_count(), np = loom_plugin_count();
+
+		if (nd < last_devs || np < last_plugins)
+			g_atomic_int_set(&es->failed, 1);
+		last_devs = nd;
+		last_plugins = np;
+		for (size_t i = 0; i < np; i++) {
+			struct loom_plugin_info info;
+
+			if (loom_plugin_info(i, &info) != LOOM_OK ||
+			    !info.name || !info.file || !info.reason ||
+			    strlen(info.file) == 0)
+				g_atomic_int_set(&es->failed, 1);
+		}
+		for (size_t i = 0; i < nd; i++) {
+			loom_dev_t *dev = loom_dev_get(i);
+
+			/* A device may be added between count and get, so
+			 * NULL is only wrong for the ones counted before. */
+			if (dev && strcmp(loom_dev_name(dev), "(null)") == 0)
+				g_atomic_int_set(&es->failed, 1);
+			if (dev && !loom_dev_reg(dev))
+				g_atomic_int_set(&es->failed, 1);
+		}
+		loom_dev_by_name("good0");
+		loom_reg_count();
+	}
+	return NULL;
+}
+
+static void test_enumerate_while_loading(struct fixture *f,
+					 gconstpointer data)
+{
+	struct enum_state es = { 0 };
+	GThread *threads[3];
+	char *good = path_in(f->dir, "good");
+	char *fgpu = path_in(f->dir, "fgpu");
+
+	add_plugin(f->dir, "good");
+	add_plugin(f->dir, "fgpu");
+	for (size_t i = 0; i < G_N_ELEMENTS(threads); i++)
+		threads[i] = g_thread_new("enumerate", enumerate_in_thread,
+					  &es);
+	for (int round = 0; round < 3; round++) {
+		g_assert_cmpint(loom_load_path(good, NULL), ==, LOOM_OK);
+		g_assert_cmpint(loom_load_path(fgpu, NULL), ==, LOOM_OK);
+		g_assert_cmpint(loom_register_static(&fake_static_desc, NULL),
+				==, LOOM_OK);
+		/* Loading again only adds records that say why not. */
+		for (int i = 0; i < 20; i++)
+			g_assert_cmpint(loom_load_path(good, NULL), ==,
+					LOOM_E_PLUGIN);
+		g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+		g_assert_cmpuint(loom_dev_count(), ==, 3);
+		/* Unloading while others enumerate is not allowed (the API
+		 * hands out pointers), so pause them around it. */
+		g_atomic_int_set(&es.done, 1);
+		for (size_t i = 0; i < G_N_ELEMENTS(threads); i++)
+			g_thread_join(threads[i]);
+		g_assert_cmpint(g_atomic_int_get(&es.failed), ==, 0);
+		loom_unload_all();
+		g_atomic_int_set(&es.done, 0);
+		for (size_t i = 0; i < G_N_ELEMENTS(threads); i++)
+			threads[i] = g_thread_new("enumerate",
+						  enumerate_in_thread, &es);
+	}
+	g_atomic_int_set(&es.done, 1);
+	for (size_t i = 0; i < G_N_ELEMENTS(threads); i++)
+		g_thread_join(threads[i]);
+	g_assert_cmpint(g_atomic_int_get(&es.failed), ==, 0);
+	g_free(good);
+	g_free(fgpu);
+}
+
 /* ------------------------------------------------------------------------
  * loom-info, run as a user would.
  */
@@ -1211,6 +1298,7 @@ int main(int argc, char **argv)
 	F("/loader/reload", test_reload);
 	F("/loader/loom-info", test_info);
 	F("/loader/threads", test_threads);
+	F("/loader/enumerate-while-loading", test_enumerate_while_loading);
 	F("/iface/async-events", test_async_events);
 	g_test_add_func("/iface/tables", test_tables);
 	D("/iface/buffers", test_buffers);
