@@ -502,6 +502,123 @@ static void test_views_keep_alive(void)
 	loom_ctx_free(wctx);
 }
 
+/* Ops whose result is a view of a weight (cpy into a weight's view,
+ * set_rows into a cache) write in place: the allocator places nothing for
+ * them, and the compute buffer is the size it is without them.  A view of
+ * a view of an intermediate read last keeps the intermediate alive. */
+static void test_in_place_and_views_of_views(void)
+{
+	loom_ctx_t *ctx, *wctx;
+	loom_buffer_t *wbuf, *cbuf;
+	loom_galloc_t *ga;
+	loom_graph_t *g1, *g2;
+	struct loom_tensor *w, *cache, *ids, *x, *h, *y, *wv, *c1, *s1;
+	struct loom_tensor *v1, *v2, *late;
+	size_t size1;
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	g_assert_cmpint(loom_ctx_new(0, &wctx), ==, LOOM_OK);
+	w = loom_new_tensor_2d(wctx, LOOM_TYPE_F32, 64, 16);
+	cache = loom_new_tensor_2d(wctx, LOOM_TYPE_F16, 64, 32);
+	ids = loom_new_tensor_1d(wctx, LOOM_TYPE_I32, 4);
+	g_assert_cmpint(loom_ctx_alloc_tensors(wctx, host_buft, &wbuf), ==,
+			LOOM_OK);
+
+	x = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 64, 4);
+	loom_set_flags(x, LOOM_TENSOR_INPUT);
+	h = loom_silu(ctx, x);
+	y = loom_scale(ctx, h, 0.5f);
+	g_assert_cmpint(loom_graph_new(ctx, &g1), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g1, y), ==, LOOM_OK);
+	g_assert_cmpint(loom_galloc_new(host_buft, &ga), ==, LOOM_OK);
+	g_assert_cmpint(loom_galloc_reserve(ga, g1), ==, LOOM_OK);
+	size1 = loom_galloc_buffer_size(ga);
+	loom_galloc_free(ga);
+
+	wv = loom_view_2d(ctx, w, 64, 4, w->nb[1], 4 * w->nb[1]);
+	c1 = loom_cpy(ctx, y, wv);
+	s1 = loom_set_rows(ctx, cache, y, ids);
+	g_assert_nonnull(c1);
+	g_assert_nonnull(s1);
+	g_assert_cmpint(loom_graph_new(ctx, &g2), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g2, c1), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g2, s1), ==, LOOM_OK);
+	g_assert_cmpint(loom_galloc_new(host_buft, &ga), ==, LOOM_OK);
+	g_assert_cmpint(loom_galloc_alloc_graph(ga, g2), ==, LOOM_OK);
+	cbuf = loom_galloc_buffer(ga);
+	g_assert_cmpuint(loom_galloc_buffer_size(ga), ==, size1);
+	g_assert_true(c1->buffer == wbuf);
+	g_assert_true((char *)c1->data == (char *)w->data + 4 * w->nb[1]);
+	g_assert_true(s1->buffer == wbuf && s1->data == cache->data);
+	g_assert_true(w->buffer == wbuf && cache->buffer == wbuf);
+	for (int i = 0; i < loom_graph_n_nodes(g2); i++) {
+		struct loom_tensor *n = loom_graph_node(g2, i);
+
+		if (n->buffer == cbuf)
+			g_assert_true(owner(n) != w && owner(n) != cache);
+	}
+	check_no_overlap(g2, cbuf);
+	loom_galloc_free(ga);
+
+	/* A view of a view of h, read after a long chain: h stays.  (A new
+	 * context: the tensors above point into the freed buffer.) */
+	loom_ctx_free(ctx);
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	x = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 64, 4);
+	h = loom_silu(ctx, x);
+	y = loom_scale(ctx, h, 0.5f);
+	v1 = loom_view_2d(ctx, h, 32, 4, h->nb[1], 32 * sizeof(float));
+	v2 = loom_view_1d(ctx, v1, 16, 8 * sizeof(float));
+	g_assert_true(v2->view_src == h);
+	late = y;
+	for (int i = 0; i < 8; i++)
+		late = loom_silu(ctx, late);
+	late = loom_add(ctx, loom_view_1d(ctx, late, 16, 0), v2);
+	g_assert_nonnull(late);
+	g_assert_cmpint(loom_graph_new(ctx, &g1), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g1, late), ==, LOOM_OK);
+	g_assert_cmpint(loom_galloc_new(host_buft, &ga), ==, LOOM_OK);
+	g_assert_cmpint(loom_galloc_alloc_graph(ga, g1), ==, LOOM_OK);
+	check_no_overlap(g1, loom_galloc_buffer(ga));
+	g_assert_true((char *)v2->data ==
+		      (char *)h->data + 40 * sizeof(float));
+	loom_galloc_free(ga);
+
+	loom_buffer_free(wbuf);
+	loom_ctx_free(ctx);
+	loom_ctx_free(wctx);
+}
+
+/* loom_ctx_alloc_tensors: every owner aligned, views of views pointed
+ * into their owner, nothing placed twice. */
+static void test_ctx_alloc(void)
+{
+	loom_ctx_t *ctx;
+	loom_buffer_t *buf, *again;
+	struct loom_tensor *a, *b, *c, *v1, *v2;
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	a = loom_new_tensor_1d(ctx, LOOM_TYPE_F16, 5);
+	v1 = loom_view_1d(ctx, a, 4, 2);
+	v2 = loom_view_1d(ctx, v1, 2, 4);
+	b = loom_new_tensor_2d(ctx, LOOM_TYPE_Q8_0, 32, 3);
+	c = loom_new_tensor_1d(ctx, LOOM_TYPE_I32, 1);
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, host_buft, &buf), ==,
+			LOOM_OK);
+	g_assert_true(a->buffer == buf && b->buffer == buf &&
+		      c->buffer == buf && v2->buffer == buf);
+	g_assert_cmpuint((uintptr_t)a->data % ALIGN, ==, 0);
+	g_assert_cmpuint((uintptr_t)b->data % ALIGN, ==, 0);
+	g_assert_cmpuint((uintptr_t)c->data % ALIGN, ==, 0);
+	g_assert_true((char *)v2->data == (char *)a->data + 6);
+	g_assert_cmpuint(loom_buffer_size(buf), ==, 3 * ALIGN + 4);
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, host_buft, &again), ==,
+			LOOM_OK);
+	g_assert_null(again);
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+}
+
 int main(int argc, char **argv)
 {
 	loom_reg_t *reg;
@@ -515,6 +632,9 @@ int main(int argc, char **argv)
 	g_test_add_func("/galloc/leaves-outputs-growth",
 			test_leaves_outputs_growth);
 	g_test_add_func("/galloc/views-keep-alive", test_views_keep_alive);
+	g_test_add_func("/galloc/in-place-views-of-views",
+			test_in_place_and_views_of_views);
+	g_test_add_func("/galloc/ctx-alloc", test_ctx_alloc);
 	ret = g_test_run();
 	loom_unload_all();
 	return ret;
