@@ -244,22 +244,6 @@ static struct rec *rec_get(loom_galloc_t *ga, struct plan *p,
 	return r;
 }
 
-/* The inputs a node reads, as graph.c walks them. */
-static struct loom_tensor *node_input(struct loom_tensor *t, int i)
-{
-	if (i < LOOM_MAX_SRC)
-		return t->src[i];
-	if (t->view_src) {
-		for (int j = 0; j < LOOM_MAX_SRC; j++)
-			if (t->src[j] == t->view_src)
-				return NULL;
-		return t->view_src;
-	}
-	return NULL;
-}
-
-#define N_INPUTS (LOOM_MAX_SRC + 1)
-
 static int plan_place(struct plan *p, struct rec *r)
 {
 	if (!r->ours || r->placed)
@@ -294,8 +278,8 @@ static int plan_graph(loom_galloc_t *ga, loom_graph_t *g, struct plan *p)
 			r->is_node = true;
 		if (n->flags & (LOOM_TENSOR_INPUT | LOOM_TENSOR_OUTPUT))
 			r->keep = true;
-		for (int j = 0; j < N_INPUTS; j++) {
-			struct loom_tensor *in = node_input(n, j);
+		for (int j = 0; j < LOOM__N_INPUTS; j++) {
+			struct loom_tensor *in = loom__tensor_input(n, j);
 
 			if (!in)
 				continue;
@@ -317,8 +301,8 @@ static int plan_graph(loom_galloc_t *ga, loom_graph_t *g, struct plan *p)
 
 		r = rec_get(ga, p, n);
 		plan_place(p, r);
-		for (int j = 0; j < N_INPUTS; j++) {
-			struct loom_tensor *in = node_input(n, j);
+		for (int j = 0; j < LOOM__N_INPUTS; j++) {
+			struct loom_tensor *in = loom__tensor_input(n, j);
 
 			if (!in)
 				continue;

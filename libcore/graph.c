@@ -190,9 +190,7 @@ void loom__graph_free(loom_graph_t *g)
 	free(g);
 }
 
-/* The i-th tensor t reads: its sources, then its view source when that is
- * not already one of them (a raw node may carry only the latter). */
-static struct loom_tensor *input(struct loom_tensor *t, int i)
+struct loom_tensor *loom__tensor_input(struct loom_tensor *t, int i)
 {
 	if (i < LOOM_MAX_SRC)
 		return t->src[i];
@@ -205,7 +203,6 @@ static struct loom_tensor *input(struct loom_tensor *t, int i)
 	return NULL;
 }
 
-#define N_INPUTS (LOOM_MAX_SRC + 1)
 
 static int push_frame(loom_graph_t *g, int *sp, struct loom_tensor *t)
 {
@@ -276,8 +273,8 @@ int loom_graph_expand(loom_graph_t *g, struct loom_tensor *t)
 		struct loom_tensor *in = NULL;
 		int *mark = NULL;
 
-		while (f->next < N_INPUTS) {
-			in = input(f->t, f->next++);
+		while (f->next < LOOM__N_INPUTS) {
+			in = loom__tensor_input(f->t, f->next++);
 			if (in) {
 				mark = loom__ptrmap_find(&g->seen, in);
 				if (!mark || *mark == ON_STACK)
@@ -378,8 +375,8 @@ int loom_graph_add_node(loom_graph_t *g, struct loom_tensor *t)
 	err = list_push(&g->nodes, t);
 	if (!err)
 		err = loom__ptrmap_put(&g->seen, t, IS_NODE);
-	for (int i = 0; !err && i < N_INPUTS; i++) {
-		struct loom_tensor *in = input(t, i);
+	for (int i = 0; !err && i < LOOM__N_INPUTS; i++) {
+		struct loom_tensor *in = loom__tensor_input(t, i);
 
 		if (in && !loom__ptrmap_find(&g->seen, in)) {
 			err = list_push(&g->leafs, in);

@@ -41,6 +41,13 @@ static inline struct loom_tensor *loom__owner(struct loom_tensor *t)
 	return t;
 }
 
+/* The i-th of the LOOM__N_INPUTS tensors t reads (NULL where none): its
+ * sources, then its view source when that is not already one of them (a
+ * raw node may carry only the latter).  Graphs and the allocator walk
+ * the same edges through this. */
+#define LOOM__N_INPUTS (LOOM_MAX_SRC + 1)
+struct loom_tensor *loom__tensor_input(struct loom_tensor *t, int i);
+
 /* Makes ctx free g (with loom__graph_free) when ctx is freed. */
 int loom__ctx_own_graph(loom_ctx_t *ctx, loom_graph_t *g);
 void loom__graph_free(loom_graph_t *g);
