@@ -102,57 +102,86 @@ static bool device_owns(loom_backend_t *be, const struct loom_tensor *t)
 	return loom_dev_supports_buft(be->dev, t->buffer->buft);
 }
 
-int loom_backend_tensor_set_async(loom_backend_t *be, struct loom_tensor *t,
-				  const void *data, size_t offset,
-				  size_t size)
+/* Both directions of an async copy: the plugin's method when it has one
+ * and the tensor is in memory its device uses, else synchronize and copy
+ * blocking.  A get only reads t. */
+static int tensor_async(loom_backend_t *be, struct loom_tensor *t,
+			void *data, size_t offset, size_t size, bool get,
+			const char *what)
 {
 	int st;
 
 	if (!valid(be))
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_backend_tensor_set_async: no "
-				      "backend");
-	st = loom__check_range(t, offset, size,
-			       "loom_backend_tensor_set_async");
+		return loom_set_error(LOOM_E_INVAL, "%s: no backend", what);
+	st = loom__check_range(t, offset, size, what);
 	if (st || size == 0)
 		return st;
 	if (!data)
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_backend_tensor_set_async: data is "
-				      "NULL");
-	if (be->iface.set_tensor_async && device_owns(be, t))
+		return loom_set_error(LOOM_E_INVAL, "%s: data is NULL", what);
+	if (get && be->iface.get_tensor_async && device_owns(be, t))
+		return be->iface.get_tensor_async(be, t, data, offset, size);
+	if (!get && be->iface.set_tensor_async && device_owns(be, t))
 		return be->iface.set_tensor_async(be, t, data, offset, size);
 	st = loom_backend_synchronize(be);
-	return st ? st : loom_tensor_set(t, data, offset, size);
+	if (st)
+		return st;
+	return get ? loom_tensor_get(t, data, offset, size)
+		   : loom_tensor_set(t, data, offset, size);
+}
+
+int loom_backend_tensor_set_async(loom_backend_t *be, struct loom_tensor *t,
+				  const void *data, size_t offset,
+				  size_t size)
+{
+	return tensor_async(be, t, (void *)data, offset, size, false,
+			    "loom_backend_tensor_set_async");
 }
 
 int loom_backend_tensor_get_async(loom_backend_t *be,
 				  const struct loom_tensor *t, void *data,
 				  size_t offset, size_t size)
 {
-	int st;
-
-	if (!valid(be))
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_backend_tensor_get_async: no "
-				      "backend");
-	st = loom__check_range(t, offset, size,
-			       "loom_backend_tensor_get_async");
-	if (st || size == 0)
-		return st;
-	if (!data)
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_backend_tensor_get_async: data is "
-				      "NULL");
-	if (be->iface.get_tensor_async && device_owns(be, t))
-		return be->iface.get_tensor_async(be, t, data, offset, size);
-	st = loom_backend_synchronize(be);
-	return st ? st : loom_tensor_get(t, data, offset, size);
+	return tensor_async(be, (struct loom_tensor *)t, data, offset, size,
+			    true, "loom_backend_tensor_get_async");
 }
 
 static void *backend_proc(loom_backend_t *be, enum loom__proc p)
 {
 	return loom__reg_proc(be->dev->reg, p);
+}
+
+/* Both directions of an async 2D copy: the plugin's entry point, else a
+ * loop of the backend's 1D async copies. */
+static int tensor_2d_async(loom_backend_t *be, struct loom_tensor *t,
+			   void *data, size_t offset, size_t size,
+			   size_t n_copies, size_t stride_tensor,
+			   size_t stride_data, bool get, const char *what)
+{
+	void *f;
+	int st;
+
+	if (!valid(be))
+		return loom_set_error(LOOM_E_INVAL, "%s: no backend", what);
+	st = loom__check_range_2d(t, offset, size, n_copies, stride_tensor,
+				  stride_data, get, what);
+	if (st || !n_copies || !size)
+		return st;
+	if (!data)
+		return loom_set_error(LOOM_E_INVAL, "%s: data is NULL", what);
+	f = backend_proc(be, get ? LOOM__PROC_GET_TENSOR_2D_ASYNC
+				 : LOOM__PROC_SET_TENSOR_2D_ASYNC);
+	if (f && device_owns(be, t) && get)
+		return ((loom_get_tensor_2d_async_fn)f)(
+			be, t, data, offset, size, n_copies, stride_tensor,
+			stride_data);
+	if (f && device_owns(be, t))
+		return ((loom_set_tensor_2d_async_fn)f)(
+			be, t, data, offset, size, n_copies, stride_tensor,
+			stride_data);
+	for (size_t i = 0; i < n_copies && !st; i++)
+		st = tensor_async(be, t, (char *)data + i * stride_data,
+				  offset + i * stride_tensor, size, get, what);
+	return st;
 }
 
 int loom_backend_tensor_set_2d_async(loom_backend_t *be,
@@ -161,32 +190,9 @@ int loom_backend_tensor_set_2d_async(loom_backend_t *be,
 				     size_t n_copies, size_t stride_tensor,
 				     size_t stride_data)
 {
-	loom_set_tensor_2d_async_fn f;
-	int st;
-
-	if (!valid(be))
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_backend_tensor_set_2d_async: no "
-				      "backend");
-	st = loom__check_range_2d(t, offset, size, n_copies, stride_tensor,
-				  stride_data, false,
-				  "loom_backend_tensor_set_2d_async");
-	if (st || !n_copies || !size)
-		return st;
-	if (!data)
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_backend_tensor_set_2d_async: data "
-				      "is NULL");
-	f = (loom_set_tensor_2d_async_fn)backend_proc(
-		be, LOOM__PROC_SET_TENSOR_2D_ASYNC);
-	if (f && device_owns(be, t))
-		return f(be, t, data, offset, size, n_copies, stride_tensor,
-			 stride_data);
-	for (size_t i = 0; i < n_copies && !st; i++)
-		st = loom_backend_tensor_set_async(
-			be, t, (const char *)data + i * stride_data,
-			offset + i * stride_tensor, size);
-	return st;
+	return tensor_2d_async(be, t, (void *)data, offset, size, n_copies,
+			       stride_tensor, stride_data, false,
+			       "loom_backend_tensor_set_2d_async");
 }
 
 int loom_backend_tensor_get_2d_async(loom_backend_t *be,
@@ -195,32 +201,9 @@ int loom_backend_tensor_get_2d_async(loom_backend_t *be,
 				     size_t n_copies, size_t stride_tensor,
 				     size_t stride_data)
 {
-	loom_get_tensor_2d_async_fn f;
-	int st;
-
-	if (!valid(be))
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_backend_tensor_get_2d_async: no "
-				      "backend");
-	st = loom__check_range_2d(t, offset, size, n_copies, stride_tensor,
-				  stride_data, true,
-				  "loom_backend_tensor_get_2d_async");
-	if (st || !n_copies || !size)
-		return st;
-	if (!data)
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_backend_tensor_get_2d_async: data "
-				      "is NULL");
-	f = (loom_get_tensor_2d_async_fn)backend_proc(
-		be, LOOM__PROC_GET_TENSOR_2D_ASYNC);
-	if (f && device_owns(be, t))
-		return f(be, t, data, offset, size, n_copies, stride_tensor,
-			 stride_data);
-	for (size_t i = 0; i < n_copies && !st; i++)
-		st = loom_backend_tensor_get_async(
-			be, t, (char *)data + i * stride_data,
-			offset + i * stride_tensor, size);
-	return st;
+	return tensor_2d_async(be, (struct loom_tensor *)t, data, offset,
+			       size, n_copies, stride_tensor, stride_data,
+			       true, "loom_backend_tensor_get_2d_async");
 }
 
 int loom_backend_tensor_copy_async(loom_backend_t *be_src,

@@ -506,60 +506,59 @@ static void *buffer_proc(loom_buffer_t *buf, enum loom__proc p)
 	return loom__reg_proc(buf->buft->reg, p);
 }
 
+/* Both directions of a blocking 2D copy: the plugin's entry point when it
+ * has one, else a loop of 1D copies.  A get only reads t. */
+static int tensor_2d(struct loom_tensor *t, void *data, size_t offset,
+		     size_t size, size_t n_copies, size_t stride_tensor,
+		     size_t stride_data, bool get, const char *what)
+{
+	loom_buffer_t *buf;
+	void *f;
+	int st;
+
+	st = loom__check_range_2d(t, offset, size, n_copies, stride_tensor,
+				  stride_data, get, what);
+	if (st || !n_copies || !size)
+		return st;
+	if (!data)
+		return loom_set_error(LOOM_E_INVAL, "%s: data is NULL", what);
+	buf = t->buffer;
+	f = buffer_proc(buf, get ? LOOM__PROC_GET_TENSOR_2D
+				 : LOOM__PROC_SET_TENSOR_2D);
+	if (f && get)
+		return ((loom_get_tensor_2d_fn)f)(buf, t, data, offset, size,
+						  n_copies, stride_tensor,
+						  stride_data);
+	if (f)
+		return ((loom_set_tensor_2d_fn)f)(buf, t, data, offset, size,
+						  n_copies, stride_tensor,
+						  stride_data);
+	for (size_t i = 0; i < n_copies && !st; i++) {
+		char *row = (char *)data + i * stride_data;
+		size_t at = offset + i * stride_tensor;
+
+		st = get ? buf->iface.get_tensor(buf, t, row, at, size)
+			 : buf->iface.set_tensor(buf, t, row, at, size);
+	}
+	return st;
+}
+
 int loom_tensor_set_2d(struct loom_tensor *t, const void *data,
 		       size_t offset, size_t size, size_t n_copies,
 		       size_t stride_tensor, size_t stride_data)
 {
-	loom_set_tensor_2d_fn f;
-	loom_buffer_t *buf;
-	int st;
-
-	st = loom__check_range_2d(t, offset, size, n_copies, stride_tensor,
-				  stride_data, false, "loom_tensor_set_2d");
-	if (st || !n_copies || !size)
-		return st;
-	if (!data)
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_tensor_set_2d: data is NULL");
-	buf = t->buffer;
-	f = (loom_set_tensor_2d_fn)buffer_proc(buf,
-					       LOOM__PROC_SET_TENSOR_2D);
-	if (f)
-		return f(buf, t, data, offset, size, n_copies, stride_tensor,
-			 stride_data);
-	for (size_t i = 0; i < n_copies && !st; i++)
-		st = buf->iface.set_tensor(buf, t,
-					   (const char *)data + i * stride_data,
-					   offset + i * stride_tensor, size);
-	return st;
+	return tensor_2d(t, (void *)data, offset, size, n_copies,
+			 stride_tensor, stride_data, false,
+			 "loom_tensor_set_2d");
 }
 
 int loom_tensor_get_2d(const struct loom_tensor *t, void *data,
 		       size_t offset, size_t size, size_t n_copies,
 		       size_t stride_tensor, size_t stride_data)
 {
-	loom_get_tensor_2d_fn f;
-	loom_buffer_t *buf;
-	int st;
-
-	st = loom__check_range_2d(t, offset, size, n_copies, stride_tensor,
-				  stride_data, true, "loom_tensor_get_2d");
-	if (st || !n_copies || !size)
-		return st;
-	if (!data)
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_tensor_get_2d: data is NULL");
-	buf = t->buffer;
-	f = (loom_get_tensor_2d_fn)buffer_proc(buf,
-					       LOOM__PROC_GET_TENSOR_2D);
-	if (f)
-		return f(buf, t, data, offset, size, n_copies, stride_tensor,
-			 stride_data);
-	for (size_t i = 0; i < n_copies && !st; i++)
-		st = buf->iface.get_tensor(buf, t,
-					   (char *)data + i * stride_data,
-					   offset + i * stride_tensor, size);
-	return st;
+	return tensor_2d((struct loom_tensor *)t, data, offset, size,
+			 n_copies, stride_tensor, stride_data, true,
+			 "loom_tensor_get_2d");
 }
 
 /* Copies through host memory: directly when either side is host memory,
