@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#define LOOM__N_OF(a) (sizeof(a) / sizeof(*(a)))
+
 /* Magic numbers let the core refuse pointers no constructor made. */
 #define BUFT_MAGIC 0x4c4d4254u
 #define BUFFER_MAGIC 0x4c4d4246u
@@ -83,6 +85,17 @@ int loom__check_range_2d(const struct loom_tensor *t, size_t offset,
  * refuses a NULL table or size 0 (buffer.c). */
 int loom__copy_iface(void *dst, size_t dst_size, const void *src,
 		     const char *what);
+
+/* A required slot of an interface table, by offset and name. */
+struct loom__slot {
+	size_t off;
+	const char *name;
+};
+#define LOOM__SLOT(iface, member) { offsetof(iface, member), #member }
+/* The name of the first of slots[0..n) that is NULL in the (copied)
+ * table iface, or NULL when every one is filled (buffer.c). */
+const char *loom__missing_slot(const void *iface,
+			       const struct loom__slot *slots, size_t n);
 
 /* ------------------------------------------------------------------------
  * The registry's record of one candidate plugin file (or static plugin).

@@ -10,8 +10,13 @@
 int loom_backend_new(loom_dev_t *dev, const struct loom_backend_iface *iface,
 		     void *context, loom_backend_t **out)
 {
+	static const struct loom__slot required[] = {
+		LOOM__SLOT(struct loom_backend_iface, get_name),
+		LOOM__SLOT(struct loom_backend_iface, free),
+		LOOM__SLOT(struct loom_backend_iface, graph_compute),
+	};
 	struct loom_backend *be;
-	const char *slot = NULL;
+	const char *slot;
 	int st;
 
 	if (!out)
@@ -28,12 +33,8 @@ int loom_backend_new(loom_dev_t *dev, const struct loom_backend_iface *iface,
 			      "backend");
 	if (st)
 		goto err_free;
-	if (!be->iface.get_name)
-		slot = "get_name";
-	else if (!be->iface.free)
-		slot = "free";
-	else if (!be->iface.graph_compute)
-		slot = "graph_compute";
+	slot = loom__missing_slot(&be->iface, required,
+				  LOOM__N_OF(required));
 	if (slot) {
 		st = loom__missing_method("backend", loom_dev_name(dev), slot);
 		goto err_free;

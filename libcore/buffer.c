@@ -30,6 +30,19 @@ int loom__copy_iface(void *dst, size_t dst_size, const void *src,
 	return LOOM_OK;
 }
 
+const char *loom__missing_slot(const void *iface,
+			       const struct loom__slot *slots, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		void *fn;
+
+		memcpy(&fn, (const char *)iface + slots[i].off, sizeof(fn));
+		if (!fn)
+			return slots[i].name;
+	}
+	return NULL;
+}
+
 static bool is_pow2(size_t x)
 {
 	return x && !(x & (x - 1));
@@ -55,8 +68,13 @@ int loom_buft_new(loom_reg_t *reg, loom_dev_t *dev,
 		  const struct loom_buffer_type_iface *iface, void *context,
 		  loom_buffer_type_t **out)
 {
+	static const struct loom__slot required[] = {
+		LOOM__SLOT(struct loom_buffer_type_iface, get_name),
+		LOOM__SLOT(struct loom_buffer_type_iface, alloc_buffer),
+		LOOM__SLOT(struct loom_buffer_type_iface, get_alignment),
+	};
 	struct loom_buffer_type *buft;
-	const char *slot = NULL;
+	const char *slot;
 	int st;
 
 	if (!out)
@@ -77,12 +95,8 @@ int loom_buft_new(loom_reg_t *reg, loom_dev_t *dev,
 			      "buffer type");
 	if (st)
 		goto err_free;
-	if (!buft->iface.get_name)
-		slot = "get_name";
-	else if (!buft->iface.alloc_buffer)
-		slot = "alloc_buffer";
-	else if (!buft->iface.get_alignment)
-		slot = "get_alignment";
+	slot = loom__missing_slot(&buft->iface, required,
+				  LOOM__N_OF(required));
 	if (slot) {
 		const char *name = NULL;
 
@@ -233,8 +247,14 @@ int loom_buffer_new(loom_buffer_type_t *buft,
 		    const struct loom_buffer_iface *iface, void *context,
 		    size_t size, loom_buffer_t **out)
 {
+	static const struct loom__slot required[] = {
+		LOOM__SLOT(struct loom_buffer_iface, get_base),
+		LOOM__SLOT(struct loom_buffer_iface, set_tensor),
+		LOOM__SLOT(struct loom_buffer_iface, get_tensor),
+		LOOM__SLOT(struct loom_buffer_iface, clear),
+	};
 	struct loom_buffer *buf;
-	const char *slot = NULL;
+	const char *slot;
 	int st;
 
 	if (!out)
@@ -251,14 +271,8 @@ int loom_buffer_new(loom_buffer_type_t *buft,
 			      "buffer");
 	if (st)
 		goto err_free;
-	if (!buf->iface.get_base)
-		slot = "get_base";
-	else if (!buf->iface.set_tensor)
-		slot = "set_tensor";
-	else if (!buf->iface.get_tensor)
-		slot = "get_tensor";
-	else if (!buf->iface.clear)
-		slot = "clear";
+	slot = loom__missing_slot(&buf->iface, required,
+				  LOOM__N_OF(required));
 	if (slot) {
 		st = loom__missing_method("buffer", loom_buft_name(buft),
 					  slot);

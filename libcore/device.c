@@ -42,8 +42,13 @@ const char *loom_dev_type_name(enum loom_dev_type type)
 int loom_reg_new(const struct loom_reg_iface *iface, void *context,
 		 loom_reg_t **out)
 {
+	static const struct loom__slot required[] = {
+		LOOM__SLOT(struct loom_reg_iface, get_name),
+		LOOM__SLOT(struct loom_reg_iface, get_dev_count),
+		LOOM__SLOT(struct loom_reg_iface, get_dev),
+	};
 	struct loom_reg *reg;
-	const char *slot = NULL;
+	const char *slot;
 	int st;
 
 	if (!out)
@@ -56,12 +61,8 @@ int loom_reg_new(const struct loom_reg_iface *iface, void *context,
 	st = loom__copy_iface(&reg->iface, sizeof(reg->iface), iface, "reg");
 	if (st)
 		goto err_free;
-	if (!reg->iface.get_name)
-		slot = "get_name";
-	else if (!reg->iface.get_dev_count)
-		slot = "get_dev_count";
-	else if (!reg->iface.get_dev)
-		slot = "get_dev";
+	slot = loom__missing_slot(&reg->iface, required,
+				  LOOM__N_OF(required));
 	if (slot) {
 		st = loom__missing_method(
 			"reg",
@@ -164,20 +165,15 @@ void *loom__reg_proc(loom_reg_t *reg, enum loom__proc p)
 int loom_dev_new(loom_reg_t *reg, const struct loom_dev_iface *iface,
 		 void *context, loom_dev_t **out)
 {
-	struct loom_dev *dev;
-	static const struct {
-		size_t off;
-		const char *name;
-	} required[] = {
-		{ offsetof(struct loom_dev_iface, get_name), "get_name" },
-		{ offsetof(struct loom_dev_iface, get_type), "get_type" },
-		{ offsetof(struct loom_dev_iface, init_backend),
-		  "init_backend" },
-		{ offsetof(struct loom_dev_iface, get_buffer_type),
-		  "get_buffer_type" },
-		{ offsetof(struct loom_dev_iface, supports_op),
-		  "supports_op" },
+	static const struct loom__slot required[] = {
+		LOOM__SLOT(struct loom_dev_iface, get_name),
+		LOOM__SLOT(struct loom_dev_iface, get_type),
+		LOOM__SLOT(struct loom_dev_iface, init_backend),
+		LOOM__SLOT(struct loom_dev_iface, get_buffer_type),
+		LOOM__SLOT(struct loom_dev_iface, supports_op),
 	};
+	struct loom_dev *dev;
+	const char *slot;
 	int st;
 
 	if (!out)
@@ -197,17 +193,13 @@ int loom_dev_new(loom_reg_t *reg, const struct loom_dev_iface *iface,
 	dev->magic = DEV_MAGIC;
 	dev->context = context;
 	dev->reg = reg;
-	for (size_t i = 0; i < sizeof(required) / sizeof(*required); i++) {
-		void *slot;
-
-		memcpy(&slot, (char *)&dev->iface + required[i].off,
-		       sizeof(slot));
-		if (slot)
-			continue;
+	slot = loom__missing_slot(&dev->iface, required,
+				  LOOM__N_OF(required));
+	if (slot) {
 		st = loom__missing_method(
 			"device",
 			dev->iface.get_name ? dev->iface.get_name(dev) : NULL,
-			required[i].name);
+			slot);
 		goto err_free;
 	}
 	dev->next = reg->devs;
