@@ -302,9 +302,8 @@ static void model_build(struct model *m, int layers)
 
 		/* A feed-forward block four times wider than x. */
 		h = loom_rms_norm(m->ctx, x, 1e-5f);
-		h = loom_mul(m->ctx, loom_silu(m->ctx, loom_mul_mat(m->ctx, gate,
-								    h)),
-			     loom_mul_mat(m->ctx, up, h));
+		r = loom_silu(m->ctx, loom_mul_mat(m->ctx, gate, h));
+		h = loom_mul(m->ctx, r, loom_mul_mat(m->ctx, up, h));
 		x = loom_add(m->ctx, x, loom_mul_mat(m->ctx, down, h));
 		loom_set_name_fmt(x, "x%d", l);
 	}
