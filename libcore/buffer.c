@@ -338,8 +338,15 @@ int loom_buffer_clear(loom_buffer_t *buf, uint8_t value)
 	return buf->iface.clear(buf, value);
 }
 
+/* A usage outside the enum is refused (recorded for loom_last_error()). */
 void loom_buffer_set_usage(loom_buffer_t *buf, enum loom_buffer_usage usage)
 {
+	if ((unsigned)usage > LOOM_BUFFER_USAGE_COMPUTE) {
+		loom_set_error(LOOM_E_INVAL,
+			       "loom_buffer_set_usage: invalid usage %d",
+			       (int)usage);
+		return;
+	}
 	if (buffer_valid(buf))
 		buf->usage = usage;
 }

@@ -354,6 +354,19 @@ struct loom_tensor *loom_new_op_tensor(loom_ctx_t *ctx, enum loom_op op,
 				 "loom_new_op_tensor: invalid op %d", (int)op);
 		return NULL;
 	}
+	if (loom_op_is_view(op) || op == LOOM_OP_SET_ROWS)
+		dst = srcs ? srcs[0] : NULL;
+	else if (op == LOOM_OP_CPY)
+		dst = srcs ? srcs[1] : NULL;
+	if (!dst && (loom_op_is_view(op) || op == LOOM_OP_SET_ROWS ||
+		     op == LOOM_OP_CPY)) {
+		/* Without it the result would own memory it only views. */
+		loom__ctx_errorf(ctx, LOOM_E_INVAL,
+				 "loom_new_op_tensor: %s needs the tensor it "
+				 "views or writes as a source",
+				 loom_op_name(op));
+		return NULL;
+	}
 	t = loom__new_tensor(ctx, "loom_new_op_tensor", type, ne);
 	if (!t)
 		return NULL;
@@ -362,10 +375,6 @@ struct loom_tensor *loom_new_op_tensor(loom_ctx_t *ctx, enum loom_op op,
 		memcpy(t->src, srcs, sizeof(t->src));
 	if (params)
 		memcpy(t->op_params, params, sizeof(t->op_params));
-	if (loom_op_is_view(op) || op == LOOM_OP_SET_ROWS)
-		dst = t->src[0];
-	else if (op == LOOM_OP_CPY)
-		dst = t->src[1];
 	if (dst) {
 		t->view_src = loom__owner(dst);
 		t->view_offs = dst->view_offs;

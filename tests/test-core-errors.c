@@ -246,6 +246,18 @@ static void test_ops(void)
 				   NULL, NULL));
 	REFUSED(loom_new_op_tensor(ctx, LOOM_OP_ADD, LOOM_TYPE_COUNT, ne, NULL,
 				   NULL));
+	/* View-like ops need what they view or write. */
+	REFUSED(loom_new_op_tensor(ctx, LOOM_OP_VIEW, LOOM_TYPE_F32, ne, NULL,
+				   NULL));
+	{
+		struct loom_tensor *srcs[LOOM_MAX_SRC] = { a };
+
+		REFUSED(loom_new_op_tensor(ctx, LOOM_OP_CPY, LOOM_TYPE_F32, ne,
+					   srcs, NULL));
+		g_assert_nonnull(loom_new_op_tensor(ctx, LOOM_OP_RESHAPE,
+						    LOOM_TYPE_F32, ne, srcs,
+						    NULL));
+	}
 	loom_ctx_free(ctx);
 }
 
@@ -509,6 +521,12 @@ static void test_backend_args(void)
 			 0);
 	g_assert_false(loom_buft_is_host((loom_buffer_type_t *)junk));
 	g_assert_null(loom_buft_device((loom_buffer_type_t *)junk));
+	g_assert_cmpint(loom_buft_alloc_buffer(buft, 64, &buf), ==, LOOM_OK);
+	reset();
+	loom_buffer_set_usage(buf, (enum loom_buffer_usage)7);
+	check_msg("loom_buffer_set_usage(7)");
+	g_assert_cmpint(loom_buffer_usage(buf), ==, LOOM_BUFFER_USAGE_ANY);
+	loom_buffer_free(buf);
 	g_assert_cmpuint(loom_buffer_size((loom_buffer_t *)junk), ==, 0);
 	g_assert_null(loom_buffer_base((loom_buffer_t *)junk));
 	g_assert_cmpstr(loom_dev_name((loom_dev_t *)junk), ==, "(null)");
