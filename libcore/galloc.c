@@ -261,6 +261,7 @@ static int plan_graph(loom_galloc_t *ga, loom_graph_t *g, struct plan *p)
 {
 	int n_nodes = loom_graph_n_nodes(g);
 	int n_leafs = loom_graph_n_leafs(g);
+	struct loom__ptrmap read = { 0 }; /* tensors some node reads */
 	struct rec *r;
 	int err;
 
@@ -284,11 +285,21 @@ static int plan_graph(loom_galloc_t *ga, loom_graph_t *g, struct plan *p)
 			if (!in)
 				continue;
 			r = rec_get(ga, p, in);
-			if (!r)
+			if (!r || loom__ptrmap_put(&read, in, 1))
 				goto err_nomem;
 			r->uses++;
 		}
 	}
+	/* A view node nobody reads is a result (a reshaped output, a cpy
+	 * into a tensor of this graph): what it views must stay, as an
+	 * ordinary node nobody reads does. */
+	for (int i = 0; i < n_nodes; i++) {
+		struct loom_tensor *n = loom_graph_node(g, i);
+
+		if (n->view_src && !loom__ptrmap_find(&read, n))
+			rec_get(ga, p, n)->keep = true;
+	}
+	loom__ptrmap_free(&read);
 
 	/* Owners no node computes (leaves, and the view sources of nodes
 	 * when those are outside the graph) hold memory from the start. */
@@ -318,6 +329,7 @@ static int plan_graph(loom_galloc_t *ga, loom_graph_t *g, struct plan *p)
 	return LOOM_OK;
 
 err_nomem:
+	loom__ptrmap_free(&read);
 	return loom_set_error(LOOM_E_NOMEM, "galloc: out of memory");
 }
 

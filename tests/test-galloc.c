@@ -588,6 +588,41 @@ static void test_in_place_and_views_of_views(void)
 	loom_ctx_free(wctx);
 }
 
+/* A graph output that is a view (a reshape nobody reads) is an output like
+ * any other: what it views must not be reused by the nodes after it. */
+static void test_view_outputs_kept(void)
+{
+	loom_ctx_t *ctx;
+	loom_galloc_t *ga;
+	loom_graph_t *g;
+	struct loom_tensor *x, *a, *r, *z;
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	x = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 64, 4);
+	loom_set_flags(x, LOOM_TENSOR_INPUT);
+	a = loom_silu(ctx, x);
+	r = loom_reshape_1d(ctx, a, 256);
+	z = x;
+	for (int i = 0; i < 6; i++)
+		z = loom_scale(ctx, z, 2);
+	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, r), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, z), ==, LOOM_OK);
+	g_assert_cmpint(loom_galloc_new(host_buft, &ga), ==, LOOM_OK);
+	g_assert_cmpint(loom_galloc_alloc_graph(ga, g), ==, LOOM_OK);
+	g_assert_true(r->data == a->data);
+	for (int i = 0; i < loom_graph_n_nodes(g); i++) {
+		struct loom_tensor *n = loom_graph_node(g, i);
+		char *as = a->data, *ns = n->data;
+
+		if (owner(n) != a)
+			g_assert_true(ns + loom_nbytes(n) <= as ||
+				      as + loom_nbytes(a) <= ns);
+	}
+	loom_galloc_free(ga);
+	loom_ctx_free(ctx);
+}
+
 /* loom_ctx_alloc_tensors: every owner aligned, views of views pointed
  * into their owner, nothing placed twice. */
 static void test_ctx_alloc(void)
@@ -634,6 +669,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/galloc/in-place-views-of-views",
 			test_in_place_and_views_of_views);
 	g_test_add_func("/galloc/ctx-alloc", test_ctx_alloc);
+	g_test_add_func("/galloc/view-outputs-kept", test_view_outputs_kept);
 	ret = g_test_run();
 	loom_unload_all();
 	return ret;
