@@ -793,7 +793,7 @@ static void test_info(struct fixture *f, gconstpointer data)
 				     "\"memory_total\": 1073741824, "
 				     "\"memory_free\": 536870912"));
 	g_assert_nonnull(strstr(out, "\"entry_points\": [\"set_tensor_2d\", "
-				     "\"get_tensor_2d\"]"));
+				     "\"get_tensor_2d\"], \"features\": {}"));
 	g_assert_nonnull(strstr(out, "\"search_path\": ["));
 	g_assert_cmpstr(err, ==, "");
 	g_free(want);

@@ -157,6 +157,16 @@ static void json_nullable(const char *s)
 		fputs("null", stdout);
 }
 
+/* The name/value list a plugin's "get_features" entry point gives, or
+ * NULL when it has none. */
+static const struct loom_feature *features_of(loom_reg_t *reg)
+{
+	loom_get_features_fn fn = (loom_get_features_fn)loom_reg_proc_address(
+		reg, LOOM_PROC_GET_FEATURES);
+
+	return fn ? fn(reg) : NULL;
+}
+
 /* error: why loading failed (LOOM_BACKENDS), or NULL. */
 static void print_json(const char *error)
 {
@@ -222,7 +232,17 @@ static void print_json(const char *error)
 			json_str(proc_names[p]);
 			first = false;
 		}
-		fputs("]}", stdout);
+		fputs("], \"features\": {", stdout);
+		first = true;
+		for (const struct loom_feature *f = features_of(reg);
+		     f && f->name; f++) {
+			fputs(first ? "" : ", ", stdout);
+			json_str(f->name);
+			fputs(": ", stdout);
+			json_str(f->value ? f->value : "");
+			first = false;
+		}
+		fputs("}}", stdout);
 	}
 	fputs(n ? "\n ],\n \"search_path\": [" : "],\n \"search_path\": [",
 	      stdout);
@@ -291,7 +311,6 @@ static void print_devices(void)
 		loom_dev_t *dev = loom_dev_get(i);
 		loom_reg_t *reg = loom_dev_reg(dev);
 		uint32_t caps = loom_dev_caps(dev);
-		loom_get_features_fn features;
 		char b1[32], b2[32];
 		size_t free_, total;
 		bool any = false;
@@ -327,10 +346,8 @@ static void print_devices(void)
 			any = true;
 		}
 		printf("%s\n", any ? "" : " none");
-		features = (loom_get_features_fn)loom_reg_proc_address(
-			reg, LOOM_PROC_GET_FEATURES);
-		if (features) {
-			const struct loom_feature *f = features(reg);
+		if (loom_reg_proc_address(reg, LOOM_PROC_GET_FEATURES)) {
+			const struct loom_feature *f = features_of(reg);
 
 			printf("    %-14s", "features:");
 			any = false;
