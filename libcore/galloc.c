@@ -148,7 +148,8 @@ static size_t plan_alloc(struct plan *p, size_t size)
 		}
 	}
 	offset = p->top;
-	p->top += size;
+	if (__builtin_add_overflow(p->top, size, &p->top))
+		p->top = SIZE_MAX;
 	if (p->top > p->high)
 		p->high = p->top;
 	return offset;
@@ -239,7 +240,10 @@ static struct rec *rec_get(loom_galloc_t *ga, struct plan *p,
 			size = loom_nbytes(o);
 		if (!size)
 			size = 1;
-		r->size = (size + mask) & ~mask;
+		/* No tensor a constructor made is this large; a hand-made
+		 * one saturates, and no buffer type will hold the plan. */
+		r->size = size > SIZE_MAX - mask ? SIZE_MAX & ~mask
+						 : (size + mask) & ~mask;
 	}
 	return r;
 }

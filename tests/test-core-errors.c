@@ -576,6 +576,25 @@ static void test_backend_args(void)
 		a->data = keep;
 	}
 
+	/* A graph reading a tensor whose strides were set by hand past any
+	 * size: the allocator refuses the plan instead of wrapping. */
+	{
+		loom_galloc_t *ga;
+		loom_graph_t *g;
+		struct loom_tensor *h = loom_new_tensor_4d(ctx, LOOM_TYPE_F32,
+							   4, 1, 1, 2);
+
+		h->nb[3] = SIZE_MAX / 2 + 1;
+		g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
+		g_assert_cmpint(loom_graph_expand(g, loom_silu(ctx, h)), ==,
+				LOOM_OK);
+		g_assert_cmpint(loom_galloc_new(buft, &ga), ==, LOOM_OK);
+		FAILS(LOOM_E_NOMEM, loom_galloc_reserve(ga, g));
+		FAILS(LOOM_E_NOMEM, loom_galloc_alloc_graph(ga, g));
+		g_assert_null(h->data);
+		loom_galloc_free(ga);
+	}
+
 	loom_backend_free(be);
 	loom_buffer_free(buf);
 	loom_ctx_free(ctx);
