@@ -249,7 +249,7 @@ static int check_graph(loom_backend_t *be, loom_graph_t *g)
 	for (int i = 0; i < n; i++) {
 		struct loom_tensor *t = loom_graph_node(g, i);
 
-		if (!t->data || !t->buffer)
+		if (!loom__tensor_in_live_buffer(t))
 			return loom_set_error(LOOM_E_STATE,
 					      "backend '%s': node %d '%s' (%s) "
 					      "is not placed in a buffer",
@@ -260,7 +260,7 @@ static int check_graph(loom_backend_t *be, loom_graph_t *g)
 	for (int i = 0; i < n; i++) {
 		struct loom_tensor *t = loom_graph_leaf(g, i);
 
-		if (!t->data || !t->buffer)
+		if (!loom__tensor_in_live_buffer(t))
 			return loom_set_error(LOOM_E_STATE,
 					      "backend '%s': leaf '%s' is not "
 					      "placed in a buffer",

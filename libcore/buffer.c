@@ -298,14 +298,33 @@ err_free:
 	return st;
 }
 
-void loom_buffer_free(loom_buffer_t *buf)
+void loom__buffer_release(loom_buffer_t *buf)
 {
 	if (!buffer_valid(buf))
 		return;
 	if (buf->iface.free_buffer)
 		buf->iface.free_buffer(buf);
 	buf->magic = 0;
+	buf->base = NULL;
+	buf->size = 0;
+}
+
+void loom__buffer_forget(loom_buffer_t *buf)
+{
 	free(buf);
+}
+
+void loom_buffer_free(loom_buffer_t *buf)
+{
+	if (!buffer_valid(buf))
+		return;
+	loom__buffer_release(buf);
+	loom__buffer_forget(buf);
+}
+
+bool loom__tensor_in_live_buffer(const struct loom_tensor *t)
+{
+	return t->data && buffer_valid(t->buffer);
 }
 
 void *loom_buffer_context(loom_buffer_t *buf)

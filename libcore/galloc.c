@@ -1,6 +1,6 @@
 /* galloc.c - the graph allocator: plans where a graph's intermediates
  * live in one compute buffer, reusing the memory of tensors once their
- * last consumer has run, and places them.  It uses only the public API. */
+ * last consumer has run, and places them. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -12,6 +12,9 @@ struct loom_galloc {
 	loom_buffer_type_t *buft;
 	loom_buffer_t *buffer;
 	size_t alignment;
+	/* Buffers outgrown: their memory is freed, their wrappers kept, so
+	 * that tensors an earlier graph placed there are known as ours. */
+	struct loom__ptrmap retired;
 };
 
 /* A tensor that owns data (never a view) as the plan sees it. */
@@ -79,7 +82,21 @@ void loom_galloc_free(loom_galloc_t *ga)
 	if (!ga)
 		return;
 	loom_buffer_free(ga->buffer);
+	for (size_t i = 0; i < ga->retired.cap; i++) {
+		const void *old = ga->retired.keys[i];
+
+		if (old)
+			loom__buffer_forget((loom_buffer_t *)old);
+	}
+	loom__ptrmap_free(&ga->retired);
 	free(ga);
+}
+
+/* True when buf is this allocator's buffer, or one it has outgrown. */
+static bool is_ours(const loom_galloc_t *ga, const loom_buffer_t *buf)
+{
+	return buf && (buf == ga->buffer ||
+		       loom__ptrmap_find(&ga->retired, buf));
 }
 
 size_t loom_galloc_buffer_size(loom_galloc_t *ga)
@@ -206,7 +223,8 @@ static void plan_free_all(struct plan *p)
 /* The record of the tensor owning t's data, made on first sight.  The
  * plan owns tensors without data and tensors already in this allocator's
  * buffer (placed by an earlier call: the same graph plans the same way, so
- * they stay where they are, and a grown graph cannot overlap them). */
+ * they stay where they are, and a grown graph cannot overlap them) or in
+ * one it has outgrown (placed again in the current one). */
 static struct rec *rec_get(loom_galloc_t *ga, struct plan *p,
 			   struct loom_tensor *t)
 {
@@ -230,7 +248,7 @@ static struct rec *rec_get(loom_galloc_t *ga, struct plan *p,
 	r = &p->recs[p->n_recs++];
 	memset(r, 0, sizeof(*r));
 	r->t = o;
-	r->ours = !o->data || (ga->buffer && o->buffer == ga->buffer);
+	r->ours = !o->data || is_ours(ga, o->buffer);
 	r->keep = o->flags & (LOOM_TENSOR_INPUT | LOOM_TENSOR_OUTPUT);
 	if (r->ours) {
 		size_t size = loom_buft_alloc_size(ga->buft, o);
@@ -351,8 +369,13 @@ static int ensure_buffer(loom_galloc_t *ga, size_t size)
 				      "than %s can allocate at once (%zu)",
 				      size, loom_buft_name(ga->buft),
 				      loom_buft_max_size(ga->buft));
-	loom_buffer_free(ga->buffer);
-	ga->buffer = NULL;
+	if (ga->buffer) {
+		if (loom__ptrmap_put(&ga->retired, ga->buffer, 1))
+			return loom_set_error(LOOM_E_NOMEM,
+					      "galloc: out of memory");
+		loom__buffer_release(ga->buffer);
+		ga->buffer = NULL;
+	}
 	err = loom_buft_alloc_buffer(ga->buft, size, &buf);
 	if (err)
 		return err;
@@ -385,7 +408,7 @@ static bool needs_view(loom_galloc_t *ga, struct loom_tensor *v)
 {
 	struct loom_tensor *o = loom__owner(v);
 
-	return o->data && (!v->data || o->buffer == ga->buffer);
+	return o->data && (!v->data || is_ours(ga, o->buffer));
 }
 
 int loom_galloc_alloc_graph(loom_galloc_t *ga, loom_graph_t *g)

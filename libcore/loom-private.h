@@ -70,6 +70,16 @@ void loom__ptrmap_free(struct loom__ptrmap *m);
 
 /* ---- buffers, backends, devices, registry, loader ---- */
 
+/* Frees buf's memory (the plugin's free_buffer) but keeps the wrapper, so
+ * that its address stays unique: tensors still pointing at it read as
+ * placed in a freed buffer, never in some later one.  Finish with
+ * loom__buffer_forget(). */
+void loom__buffer_release(loom_buffer_t *buf);
+void loom__buffer_forget(loom_buffer_t *buf);
+/* True when t's data lies in a live buffer (not released or freed, as
+ * far as the wrapper can tell). */
+bool loom__tensor_in_live_buffer(const struct loom_tensor *t);
+
 /* The optional entry points, resolved by name once when a plugin
  * registers (see loom-plugin.h for names and signatures). */
 enum loom__proc {

@@ -86,7 +86,8 @@ static void name_after(struct loom_tensor *t, const struct loom_tensor *src,
  * would at placement. */
 static struct loom_tensor *view_data(loom_ctx_t *ctx, struct loom_tensor *t)
 {
-	if (t->view_src->data && loom_tensor_init_view(t))
+	if (loom__tensor_in_live_buffer(t->view_src) &&
+	    loom_tensor_init_view(t))
 		return bad(ctx, t->op, "%s: %s", t->name, loom_last_error());
 	return t;
 }

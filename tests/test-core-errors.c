@@ -595,6 +595,33 @@ static void test_backend_args(void)
 		loom_galloc_free(ga);
 	}
 
+	/* A graph whose buffer the allocator outgrew (placing a larger
+	 * one) is refused by compute until it is placed again. */
+	{
+		loom_galloc_t *ga;
+		loom_graph_t *g1, *g2;
+		struct loom_tensor *s1, *s2;
+
+		s1 = loom_silu(ctx, loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 8));
+		s2 = loom_silu(ctx, loom_new_tensor_1d(ctx, LOOM_TYPE_F32,
+						       4096));
+		g_assert_cmpint(loom_graph_new(ctx, &g1), ==, LOOM_OK);
+		g_assert_cmpint(loom_graph_expand(g1, s1), ==, LOOM_OK);
+		g_assert_cmpint(loom_graph_new(ctx, &g2), ==, LOOM_OK);
+		g_assert_cmpint(loom_graph_expand(g2, s2), ==, LOOM_OK);
+		g_assert_cmpint(loom_galloc_new(buft, &ga), ==, LOOM_OK);
+		g_assert_cmpint(loom_galloc_alloc_graph(ga, g1), ==, LOOM_OK);
+		g_assert_cmpint(loom_backend_graph_compute(be, g1), ==,
+				LOOM_OK);
+		g_assert_cmpint(loom_galloc_alloc_graph(ga, g2), ==, LOOM_OK);
+		FAILS(LOOM_E_STATE, loom_backend_graph_compute(be, g1));
+		FAILS(LOOM_E_STATE, loom_tensor_set(s1, data, 0, 4));
+		g_assert_cmpint(loom_galloc_alloc_graph(ga, g1), ==, LOOM_OK);
+		g_assert_cmpint(loom_backend_graph_compute(be, g1), ==,
+				LOOM_OK);
+		loom_galloc_free(ga);
+	}
+
 	loom_backend_free(be);
 	loom_buffer_free(buf);
 	loom_ctx_free(ctx);

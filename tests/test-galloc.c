@@ -623,6 +623,48 @@ static void test_view_outputs_kept(void)
 	loom_ctx_free(ctx);
 }
 
+/* One allocator for two graphs, the second larger: growing the buffer for
+ * it leaves the first graph's tensors pointing at memory that is gone, so
+ * placing the first graph again must move them into the new buffer. */
+static void test_outgrown_buffer(void)
+{
+	loom_ctx_t *ctx;
+	loom_galloc_t *ga;
+	loom_graph_t *small, *big;
+	struct loom_tensor *a, *b, *v;
+	void *old_base;
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	a = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 16, 4);
+	a = loom_scale(ctx, loom_silu(ctx, a), 2);
+	v = loom_view_1d(ctx, a, 16, 0);
+	a = loom_add(ctx, a, v);
+	b = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 1024, 64);
+	b = loom_scale(ctx, loom_silu(ctx, b), 2);
+	g_assert_cmpint(loom_graph_new(ctx, &small), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(small, a), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_new(ctx, &big), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(big, b), ==, LOOM_OK);
+
+	g_assert_cmpint(loom_galloc_new(host_buft, &ga), ==, LOOM_OK);
+	g_assert_cmpint(loom_galloc_alloc_graph(ga, small), ==, LOOM_OK);
+	old_base = loom_buffer_base(loom_galloc_buffer(ga));
+	g_assert_true(a->buffer == loom_galloc_buffer(ga));
+	g_assert_cmpint(loom_galloc_alloc_graph(ga, big), ==, LOOM_OK);
+	g_assert_true(loom_buffer_base(loom_galloc_buffer(ga)) != old_base ||
+		      loom_galloc_buffer(ga) != a->buffer);
+	/* A view made now of a tensor in the outgrown buffer waits. */
+	g_assert_null(loom_view_1d(ctx, a, 8, 0)->data);
+	g_assert_cmpint(loom_galloc_alloc_graph(ga, small), ==, LOOM_OK);
+	for (int i = 0; i < loom_graph_n_nodes(small); i++)
+		g_assert_true(loom_graph_node(small, i)->buffer ==
+			      loom_galloc_buffer(ga));
+	g_assert_true((char *)v->data == (char *)owner(v)->data);
+	check_no_overlap(small, loom_galloc_buffer(ga));
+	loom_galloc_free(ga);
+	loom_ctx_free(ctx);
+}
+
 /* loom_ctx_alloc_tensors: every owner aligned, views of views pointed
  * into their owner, nothing placed twice. */
 static void test_ctx_alloc(void)
@@ -669,6 +711,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/galloc/in-place-views-of-views",
 			test_in_place_and_views_of_views);
 	g_test_add_func("/galloc/ctx-alloc", test_ctx_alloc);
+	g_test_add_func("/galloc/outgrown-buffer", test_outgrown_buffer);
 	g_test_add_func("/galloc/view-outputs-kept", test_view_outputs_kept);
 	ret = g_test_run();
 	loom_unload_all();
