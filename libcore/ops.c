@@ -54,6 +54,20 @@ static bool is_float(enum loom_type type)
 	       type == LOOM_TYPE_BF16;
 }
 
+/* The check of every elementwise and row op: a is there and is f32, f16
+ * or bf16. */
+static bool have_float(loom_ctx_t *ctx, enum loom_op op,
+		       const struct loom_tensor *a)
+{
+	if (!have(ctx, op, "a", a))
+		return false;
+	if (!is_float(a->type)) {
+		bad(ctx, op, "a %s must be f32, f16 or bf16", DESC(a));
+		return false;
+	}
+	return true;
+}
+
 /* Rows of dimension 0 lie next to each other (what kernels that walk a
  * row need). */
 static bool rows_packed(const struct loom_tensor *t)
@@ -176,10 +190,8 @@ struct loom_tensor *loom_div(loom_ctx_t *ctx, struct loom_tensor *a,
 static struct loom_tensor *unary(loom_ctx_t *ctx, enum loom_op op,
 				 struct loom_tensor *a)
 {
-	if (!have(ctx, op, "a", a))
+	if (!have_float(ctx, op, a))
 		return NULL;
-	if (!is_float(a->type))
-		return bad(ctx, op, "a %s must be f32, f16 or bf16", DESC(a));
 	return new_node(ctx, op, LOOM_TYPE_F32, a->ne, a, NULL, NULL);
 }
 
@@ -237,10 +249,8 @@ struct loom_tensor *loom_soft_max(loom_ctx_t *ctx, struct loom_tensor *a,
 	const enum loom_op op = LOOM_OP_SOFT_MAX;
 	struct loom_tensor *t;
 
-	if (!have(ctx, op, "a", a))
+	if (!have_float(ctx, op, a))
 		return NULL;
-	if (!is_float(a->type))
-		return bad(ctx, op, "a %s must be f32, f16 or bf16", DESC(a));
 	if (mask) {
 		if (mask->type != LOOM_TYPE_F32 && mask->type != LOOM_TYPE_F16)
 			return bad(ctx, op, "mask %s must be f32 or f16",
@@ -271,10 +281,8 @@ struct loom_tensor *loom_rope(loom_ctx_t *ctx, struct loom_tensor *a,
 	const enum loom_op op = LOOM_OP_ROPE;
 	struct loom_tensor *t;
 
-	if (!have(ctx, op, "a", a) || !have(ctx, op, "pos", pos))
+	if (!have_float(ctx, op, a) || !have(ctx, op, "pos", pos))
 		return NULL;
-	if (!is_float(a->type))
-		return bad(ctx, op, "a %s must be f32, f16 or bf16", DESC(a));
 	if (a->ne[3] != 1)
 		return bad(ctx, op,
 			   "a %s must be [head_dim, n_head, n_tokens, 1]",
@@ -527,10 +535,8 @@ struct loom_tensor *loom_sum_rows(loom_ctx_t *ctx, struct loom_tensor *a)
 	const enum loom_op op = LOOM_OP_SUM_ROWS;
 	int64_t ne[LOOM_MAX_DIMS];
 
-	if (!have(ctx, op, "a", a))
+	if (!have_float(ctx, op, a))
 		return NULL;
-	if (!is_float(a->type))
-		return bad(ctx, op, "a %s must be f32, f16 or bf16", DESC(a));
 	memcpy(ne, a->ne, sizeof(ne));
 	ne[0] = 1;
 	return new_node(ctx, op, LOOM_TYPE_F32, ne, a, NULL, NULL);
@@ -541,10 +547,8 @@ struct loom_tensor *loom_argmax(loom_ctx_t *ctx, struct loom_tensor *a)
 	const enum loom_op op = LOOM_OP_ARGMAX;
 	int64_t ne[LOOM_MAX_DIMS] = { 1, 1, 1, 1 };
 
-	if (!have(ctx, op, "a", a))
+	if (!have_float(ctx, op, a))
 		return NULL;
-	if (!is_float(a->type))
-		return bad(ctx, op, "a %s must be f32, f16 or bf16", DESC(a));
 	if (a->ne[2] != 1 || a->ne[3] != 1 || a->ne[0] < 1)
 		return bad(ctx, op, "a %s must be 2D with ne0 >= 1", DESC(a));
 	ne[0] = a->ne[1];
@@ -557,10 +561,8 @@ struct loom_tensor *loom_top_k(loom_ctx_t *ctx, struct loom_tensor *a, int k)
 	int64_t ne[LOOM_MAX_DIMS];
 	struct loom_tensor *t;
 
-	if (!have(ctx, op, "a", a))
+	if (!have_float(ctx, op, a))
 		return NULL;
-	if (!is_float(a->type))
-		return bad(ctx, op, "a %s must be f32, f16 or bf16", DESC(a));
 	if (k < 1 || k > a->ne[0])
 		return bad(ctx, op, "k = %d must be in 1..ne0 of a %s", k,
 			   DESC(a));
