@@ -77,6 +77,10 @@ void loom__reg_destroy(loom_reg_t *reg);
  * bytes; records the message (buffer.c). */
 int loom__check_range(const struct loom_tensor *t, size_t offset,
 		      size_t size, const char *what);
+/* Checks both tensors are placed, have the same bytes, and do not
+ * overlap unless they are the same bytes (buffer.c). */
+int loom__check_copy(const struct loom_tensor *src,
+		     const struct loom_tensor *dst, const char *what);
 int loom__check_range_2d(const struct loom_tensor *t, size_t offset,
 			 size_t size, size_t n_copies, size_t stride_tensor,
 			 size_t stride_data, bool to_host, const char *what);

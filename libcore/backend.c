@@ -218,17 +218,9 @@ int loom_backend_tensor_copy_async(loom_backend_t *be_src,
 		return loom_set_error(LOOM_E_INVAL,
 				      "loom_backend_tensor_copy_async: no "
 				      "backend");
-	st = loom__check_range(src, 0, 0, "loom_backend_tensor_copy_async");
-	if (!st)
-		st = loom__check_range(dst, 0, 0,
-				       "loom_backend_tensor_copy_async");
+	st = loom__check_copy(src, dst, "loom_backend_tensor_copy_async");
 	if (st)
 		return st;
-	if (loom_nbytes(src) != loom_nbytes(dst))
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_backend_tensor_copy_async: "
-				      "source has %zu bytes, destination %zu",
-				      loom_nbytes(src), loom_nbytes(dst));
 	if (be_dst->iface.cpy_tensor_async && device_owns(be_dst, dst)) {
 		st = be_dst->iface.cpy_tensor_async(be_src, be_dst, src, dst);
 		if (st != LOOM_E_DECLINED)

@@ -630,26 +630,45 @@ static int copy_staged(const struct loom_tensor *src, struct loom_tensor *dst,
 	return st;
 }
 
-int loom_tensor_copy(const struct loom_tensor *src, struct loom_tensor *dst)
+int loom__check_copy(const struct loom_tensor *src,
+		     const struct loom_tensor *dst, const char *what)
 {
+	const char *s, *d;
 	size_t n;
 	int st;
 
 	if (!src || !dst)
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_tensor_copy: tensor is NULL");
-	st = loom__check_range(src, 0, 0, "loom_tensor_copy");
+		return loom_set_error(LOOM_E_INVAL, "%s: tensor is NULL", what);
+	st = loom__check_range(src, 0, 0, what);
 	if (!st)
-		st = loom__check_range(dst, 0, 0, "loom_tensor_copy");
+		st = loom__check_range(dst, 0, 0, what);
 	if (st)
 		return st;
 	n = loom_nbytes(src);
 	if (n != loom_nbytes(dst))
 		return loom_set_error(LOOM_E_INVAL,
-				      "loom_tensor_copy: '%s' has %zu bytes, "
-				      "'%s' %zu",
+				      "%s: '%s' has %zu bytes, '%s' %zu", what,
 				      tname(src), n, tname(dst),
 				      loom_nbytes(dst));
+	s = src->data;
+	d = dst->data;
+	if (src->buffer == dst->buffer && s != d && s < d + n && d < s + n)
+		return loom_set_error(LOOM_E_INVAL,
+				      "%s: '%s' and '%s' overlap in their "
+				      "buffer",
+				      what, tname(src), tname(dst));
+	return LOOM_OK;
+}
+
+int loom_tensor_copy(const struct loom_tensor *src, struct loom_tensor *dst)
+{
+	size_t n;
+	int st;
+
+	st = loom__check_copy(src, dst, "loom_tensor_copy");
+	if (st)
+		return st;
+	n = loom_nbytes(src);
 	if (n == 0 || src->data == dst->data)
 		return LOOM_OK;
 	if (dst->buffer->iface.cpy_tensor) {

@@ -558,6 +558,17 @@ static void test_backend_args(void)
 					       4));
 	FAILS(LOOM_E_INVAL, loom_tensor_get_2d(a, data, 0, 8, 2, 4, 8));
 	FAILS(LOOM_E_INVAL, loom_tensor_copy(a, b));
+	/* Two views of a that share bytes but are not the same bytes. */
+	{
+		struct loom_tensor *lo = loom_view_1d(ctx, a, 8, 0);
+		struct loom_tensor *hi = loom_view_1d(ctx, a, 8, 16);
+
+		FAILS(LOOM_E_INVAL, loom_tensor_copy(lo, hi));
+		FAILS(LOOM_E_INVAL,
+		      loom_backend_tensor_copy_async(be, be, hi, lo));
+		g_assert_cmpint(loom_tensor_copy(lo, lo), ==, LOOM_OK);
+		g_assert_cmpint(loom_tensor_copy(lo, v), ==, LOOM_OK);
+	}
 	FAILS(LOOM_E_RANGE, loom_backend_tensor_set_async(be, v, data, 0,
 							  64));
 	FAILS(LOOM_E_INVAL, loom_backend_tensor_get_async(be, v, NULL, 0, 4));
