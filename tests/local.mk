@@ -1,7 +1,9 @@
 # tests/local.mk - GLib tests under automake's TAP driver.  Each area adds
 # its programs in its own tests/*.mk.
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
-LOG_COMPILER = $(TEST_WRAPPER)
+# Through libtool, so that TEST_WRAPPER (valgrind ...) runs the test
+# binaries rather than their wrapper scripts.
+LOG_COMPILER = $(LIBTOOL) --mode=execute $(TEST_WRAPPER)
 # Tests find the uninstalled plugins; nothing from the user's environment
 # leaks in.
 AM_TESTS_ENVIRONMENT = \
