@@ -11,10 +11,13 @@
 #define GEMV_MIN_BYTES (512ull << 20)
 #define GEMV_MAX_BYTES (1ull << 30)
 
-static int64_t gemv_rows(enum loom_type type, int64_t k)
+static int64_t gemv_rows(const struct bench_opts *o, enum loom_type type,
+			 int64_t k)
 {
 	size_t target = 4 * bench_llc_bytes();
 
+	if (o->rows)
+		return o->rows;
 	if (target < GEMV_MIN_BYTES)
 		target = GEMV_MIN_BYTES;
 	if (target > GEMV_MAX_BYTES)
@@ -64,7 +67,7 @@ int bench_cmd_gemv(const struct bench_opts *o)
 	}
 	for (int i = 0; i < oo.n_types; i++) {
 		bench_progress("gemv", i, oo.n_types);
-		rows[i] = gemv_rows(oo.types[i], k);
+		rows[i] = gemv_rows(&oo, oo.types[i], k);
 		ret = bench_mm_time(dev, &oo, oo.types[i], rows[i], 1, k, &t,
 				    &bytes[i]);
 		if (ret)
@@ -73,7 +76,7 @@ int bench_cmd_gemv(const struct bench_opts *o)
 		us[i] = t * 1e6;
 	}
 	if (oo.compare_openblas) {
-		int64_t m = gemv_rows(LOOM_TYPE_F32, k);
+		int64_t m = gemv_rows(&oo, LOOM_TYPE_F32, k);
 
 		bench_progress("openblas", 0, 1);
 		ret = bench_openblas_load(bench_limit_threads(&oo), &ob);
@@ -152,7 +155,7 @@ int bench_cmd_gemv(const struct bench_opts *o)
 	}
 	if (have_ob) {
 		char share[32] = "-";
-		int64_t m = gemv_rows(LOOM_TYPE_F32, k);
+		int64_t m = gemv_rows(&oo, LOOM_TYPE_F32, k);
 
 		if (st.read_gbps > 0)
 			snprintf(share, sizeof(share), "%.0f%%",

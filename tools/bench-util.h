@@ -28,6 +28,7 @@ struct bench_opts {
 	int prefill;          /* --prefill */
 	int decode;           /* --decode */
 	int64_t size;         /* --size: GEMM m = n = k, GEMV k */
+	int64_t rows;         /* --rows: GEMV m (default: 4x the LLC) */
 	int parts;            /* --parts: allreduce partitions */
 	uint64_t seed;        /* --seed */
 	bool no_limits;       /* --no-limits: skip peak/STREAM measurement */

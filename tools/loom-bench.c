@@ -60,6 +60,8 @@ static void usage(FILE *f)
 		"  --decode N          model: generated tokens (default 128)\n"
 		"  --size N            gemm: m = n = k (default 2048); "
 		"gemv: k\n"
+		"  --rows M            gemv: m (default: matrices of 4x the "
+		"last-level cache)\n"
 		"  --parts N           allreduce: CPU partitions (default 2)\n"
 		"  --seed N            weights' seed\n"
 		"  --quick             shorter limit measurements\n"
@@ -103,7 +105,7 @@ static int parse_int(const char *s, long long lo, long long hi,
 enum {
 	OPT_THREADS = 256, OPT_DEVICES, OPT_JSON, OPT_REPS, OPT_TYPE,
 	OPT_COMPARE, OPT_PRESET, OPT_PREFILL, OPT_DECODE, OPT_SIZE,
-	OPT_PARTS, OPT_SEED, OPT_QUICK, OPT_NO_LIMITS, OPT_INTERNAL,
+	OPT_PARTS, OPT_SEED, OPT_QUICK, OPT_NO_LIMITS, OPT_INTERNAL, OPT_ROWS,
 	OPT_HELP,
 };
 
@@ -120,6 +122,7 @@ static const struct option long_opts[] = {
 	{ "decode", required_argument, NULL, OPT_DECODE },
 	{ "size", required_argument, NULL, OPT_SIZE },
 	{ "parts", required_argument, NULL, OPT_PARTS },
+	{ "rows", required_argument, NULL, OPT_ROWS },
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "quick", no_argument, NULL, OPT_QUICK },
 	{ "no-limits", no_argument, NULL, OPT_NO_LIMITS },
@@ -182,6 +185,11 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 			if (parse_int(optarg, 32, 1 << 20, &v))
 				return -1;
 			o->size = v;
+			break;
+		case OPT_ROWS:
+			if (parse_int(optarg, 1, INT64_MAX, &v))
+				return -1;
+			o->rows = v;
 			break;
 		case OPT_PARTS:
 			if (parse_int(optarg, 2, 64, &v))
