@@ -24,8 +24,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ "model", bench_cmd_model,
-	  "Llama-style decoder: prefill and decode tokens/s, single device "
-	  "and meta" },
+	  "Llama-style decoder: prefill, decode tokens/s; single and meta" },
 	{ "peak", bench_cmd_peak, "F32 FMA peak of this CPU" },
 	{ "stream", bench_cmd_stream, "memory bandwidth (STREAM copy, read)" },
 	{ "gemm", bench_cmd_gemm, "mul_mat GFLOP/s against the FMA peak" },
@@ -47,9 +46,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"\nOptions:\n"
 		"  --threads N         threads per device and for the limits\n"
-		"  --devices A[,B]     devices to run on (model: the single "
-		"device, and\n"
-		"                      meta when a meta device is named)\n"
+		"  --devices A[,B]     devices to run on (model: each one, "
+		"the first\n"
+		"                      non-meta device is the reference)\n"
 		"  --json              one JSON object on stdout\n"
 		"  --reps N            timed runs after a warm-up (default 5)\n"
 		"  --type T[,T...]     f32|f16|bf16|q8_0 (gemv: all four)\n"
