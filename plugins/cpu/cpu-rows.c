@@ -2,7 +2,42 @@
  * any storage type to contiguous F32 and back, and the per-thread scratch
  * rows the conversions use.
  */
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
 #include "cpu-ops.h"
+
+/* Packed half-precision rows: the F16C instructions where the variant has
+ * them (round to nearest even, as cpu_f32_to_f16), else the scalar
+ * conversions, which the compiler vectorizes. */
+static void f16_to_f32_row(const uint16_t *s, float *d, int64_t n)
+{
+	int64_t i = 0;
+
+#if defined(__F16C__)
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(
+						(const __m128i *)(s + i))));
+#endif
+	for (; i < n; i++)
+		d[i] = cpu_f16_to_f32(s[i]);
+}
+
+static void f32_to_f16_row(const float *s, uint16_t *d, int64_t n)
+{
+	int64_t i = 0;
+
+#if defined(__F16C__)
+	for (; i + 8 <= n; i += 8)
+		_mm_storeu_si128((__m128i *)(d + i),
+				 _mm256_cvtps_ph(_mm256_loadu_ps(s + i),
+						 _MM_FROUND_TO_NEAREST_INT |
+							 _MM_FROUND_NO_EXC));
+#endif
+	for (; i < n; i++)
+		d[i] = cpu_f32_to_f16(s[i]);
+}
 
 size_t cpu_scratch_row_bytes(const struct loom_tensor *node)
 {
@@ -41,10 +76,7 @@ void cpu_load_f32(enum loom_type type, const char *src, size_t nb0,
 		break;
 	case LOOM_TYPE_F16:
 		if (nb0 == sizeof(uint16_t)) {
-			const uint16_t *s = (const uint16_t *)src;
-
-			for (i = 0; i < n; i++)
-				dst[i] = cpu_f16_to_f32(s[i]);
+			f16_to_f32_row((const uint16_t *)src, dst, n);
 			break;
 		}
 		for (i = 0; i < n; i++) {
@@ -112,10 +144,7 @@ void cpu_store_f32(enum loom_type type, char *dst, size_t nb0,
 		break;
 	case LOOM_TYPE_F16:
 		if (nb0 == sizeof(uint16_t)) {
-			uint16_t *d = (uint16_t *)dst;
-
-			for (i = 0; i < n; i++)
-				d[i] = cpu_f32_to_f16(src[i]);
+			f32_to_f16_row(src, (uint16_t *)dst, n);
 			break;
 		}
 		for (i = 0; i < n; i++) {

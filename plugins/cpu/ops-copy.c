@@ -86,6 +86,19 @@ static void cpy_convert(const struct cpu_task *task,
 	int64_t r, r0, r1;
 
 	cpu_split_rows(task, loom_nrows(dst), &r0, &r1);
+	if (ne_s == ne_d) {
+		/* Rows match: convert each straight from the source row. */
+		for (r = r0; r < r1; r++) {
+			int64_t i1, i2, i3, s1, s2, s3;
+
+			cpu_row_coords(dst, r, &i1, &i2, &i3);
+			cpu_row_coords(src, r, &s1, &s2, &s3);
+			cpu_row_put(dst, i1, i2, i3,
+				    cpu_row_f32(src, s1, s2, s3,
+						cpu_scratch(task, dst, 0)));
+		}
+		return;
+	}
 	for (r = r0; r < r1; r++) {
 		int64_t i1, i2, i3, k = r * ne_d, done = 0;
 		float *d;
