@@ -19,7 +19,8 @@ AC_ARG_WITH([cuda-archs],
   [AS_HELP_STRING([--with-cuda-archs=LIST],
     [SM numbers to build, e.g. "80 90"; PTX of the last is embedded
      (default: "75 80 86 89 90")])],
-  [CUDA_ARCHS="$withval"], [CUDA_ARCHS="75 80 86 89 90"])
+  [CUDA_ARCHS="$withval"; loom_cuda_archs_given=yes],
+  [CUDA_ARCHS="75 80 86 89 90"; loom_cuda_archs_given=no])
 CUDA_ARCHS=`echo "$CUDA_ARCHS" | tr ',;' '  '`
 
 loom_cuda_summary="no (disabled)"
@@ -77,10 +78,30 @@ AS_IF([test "x$with_cuda" != xno], [
     [AC_MSG_ERROR([--with-nccl was given but NCCL cannot be used: $loom_nccl_summary])])
 ])
 
+dnl Keep the archs this nvcc knows: a default one it does not is dropped,
+dnl one the user named is an error.
+CUDA_ARCHS=`echo "$CUDA_ARCHS" | sed 's/sm_//g'`
+AS_IF([test "x$have_cuda" = xyes], [
+  loom_cuda_known=`$NVCC --list-gpu-arch 2>/dev/null | tr '\n' ' '`
+  AS_IF([test -n "$loom_cuda_known"], [
+    loom_cuda_ok=""
+    loom_cuda_bad=""
+    for a in $CUDA_ARCHS; do
+      AS_CASE([" $loom_cuda_known "],
+        [*" compute_$a "*], [loom_cuda_ok="$loom_cuda_ok $a"],
+        [loom_cuda_bad="$loom_cuda_bad $a"])
+    done
+    AS_IF([test -n "$loom_cuda_bad" && test "x$loom_cuda_archs_given" = xyes],
+      [AC_MSG_ERROR([$NVCC cannot build for:$loom_cuda_bad])])
+    CUDA_ARCHS=`echo $loom_cuda_ok`
+    AS_IF([test -z "$CUDA_ARCHS"],
+      [have_cuda=no
+       loom_cuda_summary="no ($NVCC builds none of:$loom_cuda_bad)"])
+  ])
+])
 CUDA_ARCH_FLAGS=""
 loom_last_arch=""
 for a in $CUDA_ARCHS; do
-  a=`echo "$a" | sed 's/^sm_//'`
   CUDA_ARCH_FLAGS="$CUDA_ARCH_FLAGS -gencode arch=compute_$a,code=sm_$a"
   loom_last_arch="$a"
 done

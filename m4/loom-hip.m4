@@ -13,7 +13,8 @@ AC_ARG_WITH([hip],
 AC_ARG_WITH([hip-archs],
   [AS_HELP_STRING([--with-hip-archs=LIST],
     [offload archs, e.g. "gfx90a gfx1100" (default: "gfx90a gfx942 gfx1030 gfx1100")])],
-  [HIP_ARCHS="$withval"], [HIP_ARCHS="gfx90a gfx942 gfx1030 gfx1100"])
+  [HIP_ARCHS="$withval"; loom_hip_archs_given=yes],
+  [HIP_ARCHS="gfx90a gfx942 gfx1030 gfx1100"; loom_hip_archs_given=no])
 AC_ARG_WITH([rocblas],
   [AS_HELP_STRING([--with-rocblas], [use hipBLAS (on rocBLAS) for GEMM (default: check)])],
   [], [with_rocblas=check])
@@ -64,6 +65,7 @@ AS_IF([test "x$with_hip" != xno], [
         ], [loom_rccl_summary="no (rccl/rccl.h not found)"])])
     ], [loom_hip_summary="no (libamdhip64 not found)"])
     CPPFLAGS="$loom_save_CPPFLAGS"; LDFLAGS="$loom_save_LDFLAGS"; LIBS="$loom_save_LIBS"
+    AS_IF([test "x$have_hip" = xyes], [LOOM_HIP_PROBE_ARCHS])
   ])
   AS_IF([test "x$have_hip" != xyes && test "x$with_hip" != xcheck],
     [AC_MSG_ERROR([--with-hip was given but HIP cannot be used: $loom_hip_summary])])
@@ -86,4 +88,27 @@ AC_SUBST([RCCL_LIBS])
 AM_CONDITIONAL([HAVE_HIP], [test "x$have_hip" = xyes])
 AM_CONDITIONAL([HAVE_ROCBLAS], [test "x$have_rocblas" = xyes])
 AM_CONDITIONAL([HAVE_RCCL], [test "x$have_rccl" = xyes])
+])
+
+dnl LOOM_HIP_PROBE_ARCHS - keeps the offload archs this hipcc can build.
+dnl An older ROCm rejects newer targets (ROCm 5.2: gfx942, gfx1100); a
+dnl default target it rejects is dropped, one the user named is an error.
+AC_DEFUN([LOOM_HIP_PROBE_ARCHS], [
+  AC_MSG_CHECKING([which offload archs $HIPCC builds])
+  printf '#include <hip/hip_runtime.h>\n__global__ void k(int *p) { *p = 1; }\n' > conftest.hip
+  loom_hip_ok=""
+  loom_hip_bad=""
+  for a in $HIP_ARCHS; do
+    AS_IF([$HIPCC -x hip --offload-arch=$a -c conftest.hip -o conftest.$OBJEXT >&AS_MESSAGE_LOG_FD 2>&1],
+      [loom_hip_ok="$loom_hip_ok $a"], [loom_hip_bad="$loom_hip_bad $a"])
+  done
+  rm -f conftest.hip conftest.$OBJEXT
+  loom_hip_ok=`echo $loom_hip_ok`
+  AC_MSG_RESULT([${loom_hip_ok:-none}${loom_hip_bad:+ (not:$loom_hip_bad)}])
+  AS_IF([test -n "$loom_hip_bad" && test "x$loom_hip_archs_given" = xyes],
+    [AC_MSG_ERROR([$HIPCC cannot build for:$loom_hip_bad])])
+  HIP_ARCHS=`echo $loom_hip_ok`
+  AS_IF([test -z "$HIP_ARCHS"],
+    [have_hip=no
+     loom_hip_summary="no ($HIPCC builds none of:$loom_hip_bad)"])
 ])
