@@ -97,21 +97,23 @@ static int strv_split(struct strv *s, const char *str, char sep)
 }
 
 /* ------------------------------------------------------------------------
- * The search path: LOOM_PLUGIN_PATH, then the installed directory.
+ * The search path: LOOM_PLUGIN_PATH, then the installed directory, or
+ * what LOOM_PLUGIN_SYSTEM_PATH says instead of it (empty: none), so that
+ * a build tree's tests never see an installed copy.
  */
 
 static int build_search_path(void)
 {
 	struct strv s = { 0 };
-	const char *env;
+	const char *sys;
 
 	if (search_built)
 		return LOOM_OK;
-	env = loom_getenv("LOOM_PLUGIN_PATH");
-	if (strv_split(&s, env, ':'))
+	if (strv_split(&s, loom_getenv("LOOM_PLUGIN_PATH"), ':'))
 		goto err_nomem;
-	if (!strv_has(&s, LOOM_PLUGINDIR) &&
-	    strv_push(&s, LOOM_PLUGINDIR, strlen(LOOM_PLUGINDIR)))
+	sys = loom_getenv("LOOM_PLUGIN_SYSTEM_PATH");
+	if (sys ? strv_split(&s, sys, ':') :
+		  strv_push(&s, LOOM_PLUGINDIR, strlen(LOOM_PLUGINDIR)))
 		goto err_nomem;
 	/* A directory named twice is searched once, at its first place. */
 	for (size_t i = 0; i < s.n; i++) {

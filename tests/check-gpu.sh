@@ -17,7 +17,9 @@ unset LOOM_BACKENDS LOOM_LOG LOOM_CPU_DEVICES LOOM_CPU_THREADS \
 LOOM_TEST_BUILDDIR=$b
 LOOM_TEST_PLUGIN_PATH=$b/plugins/cpu/.libs:$b/plugins/meta/.libs:$b/plugins/cuda/.libs:$b/plugins/hip/.libs
 LOOM_PLUGIN_PATH=$LOOM_TEST_PLUGIN_PATH
-export LOOM_TEST_BUILDDIR LOOM_TEST_PLUGIN_PATH LOOM_PLUGIN_PATH
+LOOM_PLUGIN_SYSTEM_PATH=
+export LOOM_TEST_BUILDDIR LOOM_TEST_PLUGIN_PATH LOOM_PLUGIN_PATH \
+	LOOM_PLUGIN_SYSTEM_PATH
 
 if ! "$b/tools/loom-info" --json 2>/dev/null | grep -q "\"$dev\""; then
 	echo "check-gpu: no device $dev here:"

@@ -4,11 +4,12 @@ LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver
 # Through libtool, so that TEST_WRAPPER (valgrind ...) runs the test
 # binaries rather than their wrapper scripts.
 LOG_COMPILER = $(LIBTOOL) --mode=execute $(TEST_WRAPPER)
-# Tests find the uninstalled plugins; nothing from the user's environment
-# leaks in.
+# Tests find the uninstalled plugins, never an installed copy; nothing
+# from the user's environment leaks in.
 AM_TESTS_ENVIRONMENT = \
 	unset LOOM_BACKENDS LOOM_PLUGIN_PATH LOOM_LOG LOOM_CPU_DEVICES \
 		LOOM_CPU_THREADS LOOM_META_DEVICES LOOM_CUDA_ALLREDUCE; \
+	LOOM_PLUGIN_SYSTEM_PATH=; export LOOM_PLUGIN_SYSTEM_PATH; \
 	LOOM_TEST_BUILDDIR='$(abs_top_builddir)'; export LOOM_TEST_BUILDDIR; \
 	LOOM_TEST_PLUGIN_PATH='$(abs_top_builddir)/plugins/cpu/.libs:$(abs_top_builddir)/plugins/meta/.libs:$(abs_top_builddir)/plugins/cuda/.libs:$(abs_top_builddir)/plugins/hip/.libs'; \
 	export LOOM_TEST_PLUGIN_PATH; \
