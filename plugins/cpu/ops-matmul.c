@@ -211,6 +211,7 @@ static inline size_t row_offset(enum loom_type type, int64_t k, size_t nb0)
 #define VLEN 16
 #define vzero() _mm512_setzero_ps()
 #define vfma(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define vmul(a, b) _mm512_mul_ps(a, b)
 #define vload(p) _mm512_loadu_ps(p)
 #define vhsum(v) _mm512_reduce_add_ps(v)
 static inline VF vload_f16(const uint16_t *p)
@@ -225,11 +226,11 @@ static inline VF vload_bf16(const uint16_t *p)
 	return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
 }
 
-/* Eight or sixteen int8 values, scaled by d. */
-static inline VF vload_q8(const int8_t *q, VF d)
+/* VLEN int8 values as floats. */
+static inline VF vload_q8(const int8_t *q)
 {
-	return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-		_mm_loadu_si128((const void *)q))));
+	return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+		_mm_loadu_si128((const void *)q)));
 }
 #define vset1(x) _mm512_set1_ps(x)
 #elif defined(__AVX2__) && defined(__FMA__)
@@ -237,6 +238,7 @@ static inline VF vload_q8(const int8_t *q, VF d)
 #define VLEN 8
 #define vzero() _mm256_setzero_ps()
 #define vfma(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define vmul(a, b) _mm256_mul_ps(a, b)
 #define vload(p) _mm256_loadu_ps(p)
 static inline float vhsum(__m256 v)
 {
@@ -269,19 +271,28 @@ static inline VF vload_bf16(const uint16_t *p)
 	return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
 
-static inline VF vload_q8(const int8_t *q, VF d)
+static inline VF vload_q8(const int8_t *q)
 {
-	return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
-		_mm_loadl_epi64((const void *)q))));
+	return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+		_mm_loadl_epi64((const void *)q)));
 }
 #define vset1(x) _mm256_set1_ps(x)
 #endif
 
 /* Rows of a that go together against nb vectors of b. */
+#define GEMV_MAXR 8
+
+/* How far ahead (bytes) each row of a is fetched: past the 4 KiB page
+ * the hardware's stream prefetcher stops at. */
+#ifndef GEMV_PF
+#define GEMV_PF 2048
+#endif
+#ifndef GEMV_ROWS
 #if defined(VF)
 #define GEMV_ROWS(nb) ((nb) <= 2 * 16 / VLEN ? 4 : (nb) <= 4 ? 2 : 1)
 #else
 #define GEMV_ROWS(nb) 1
+#endif
 #endif
 
 /* res[r * GEMV_NB + j] = dot(row r of a, bv[j]) for nr rows of type,
@@ -295,7 +306,7 @@ dot_rows(const enum loom_type type, const char *a, size_t arow, const int nr,
 	int r, j;
 
 #if defined(VF)
-	VF acc[4][GEMV_NB];
+	VF acc[GEMV_MAXR][GEMV_NB];
 
 	UNROLL
 	for (r = 0; r < nr; r++)
@@ -303,7 +314,7 @@ dot_rows(const enum loom_type type, const char *a, size_t arow, const int nr,
 		for (j = 0; j < nb; j++)
 			acc[r][j] = vzero();
 	if (type == LOOM_TYPE_Q8_0) {
-		const struct loom_block_q8_0 *blk[4];
+		const struct loom_block_q8_0 *blk[GEMV_MAXR];
 
 		UNROLL
 		for (r = 0; r < nr; r++)
@@ -316,9 +327,26 @@ dot_rows(const enum loom_type type, const char *a, size_t arow, const int nr,
 				VF av[LOOM_QK8_0 / VLEN];
 				int h;
 
+				__builtin_prefetch((const char *)q + GEMV_PF);
 				UNROLL
 				for (h = 0; h < LOOM_QK8_0 / VLEN; h++)
-					av[h] = vload_q8(q->qs + h * VLEN, d);
+					av[h] = vload_q8(q->qs + h * VLEN);
+				if (nb == 1) {
+					/* Scale the block's sum, not its
+					 * values. */
+					VF t = vmul(av[0], vload(bv[0] + i));
+
+					UNROLL
+					for (h = 1; h < LOOM_QK8_0 / VLEN; h++)
+						t = vfma(av[h],
+							 vload(bv[0] + i + h * VLEN),
+							 t);
+					acc[r][0] = vfma(d, t, acc[r][0]);
+					continue;
+				}
+				UNROLL
+				for (h = 0; h < LOOM_QK8_0 / VLEN; h++)
+					av[h] = vmul(av[h], d);
 				UNROLL
 				for (j = 0; j < nb; j++)
 					UNROLL
@@ -340,6 +368,8 @@ dot_rows(const enum loom_type type, const char *a, size_t arow, const int nr,
 				const char *row = a + r * arow;
 				VF av;
 
+				__builtin_prefetch(row + GEMV_PF + i *
+					(type == LOOM_TYPE_F32 ? 4 : 2));
 				if (type == LOOM_TYPE_F32)
 					av = vload((const float *)row + i);
 				else if (type == LOOM_TYPE_F16)
@@ -426,6 +456,90 @@ dot_rows(const enum loom_type type, const char *a, size_t arow, const int nr,
 	}
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+#define HAVE_Q8_I16 1
+
+/* Quantizes k floats (k a multiple of 32) to int16 with one scale per
+ * block of 32: x[i] ~ q[i] * s[i / 32].  The error is 2^-16 of each
+ * block's largest value, far below what Q8_0 weights carry. */
+static void quantize_i16(const float *x, int64_t k, int16_t *q, float *s)
+{
+	int64_t i;
+
+	for (i = 0; i < k; i += LOOM_QK8_0) {
+		__m512 x0 = _mm512_loadu_ps(x + i);
+		__m512 x1 = _mm512_loadu_ps(x + i + 16);
+		float amax = _mm512_reduce_max_ps(_mm512_max_ps(
+			_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
+		float scale = amax / 32767.0f;
+		__m512 inv = _mm512_set1_ps(amax > 0.0f ? 32767.0f / amax :
+							  0.0f);
+
+		s[i / LOOM_QK8_0] = scale;
+		_mm256_storeu_si256((void *)(q + i), _mm512_cvtsepi32_epi16(
+			_mm512_cvtps_epi32(_mm512_mul_ps(x0, inv))));
+		_mm256_storeu_si256((void *)(q + i + 16),
+				    _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(
+					    _mm512_mul_ps(x1, inv))));
+	}
+}
+
+/* res[r] = dot(row r of Q8_0 a, b) for nr (constant) rows, b quantized
+ * by quantize_i16: int8 x int16 products summed exactly in int32 per
+ * block, then scaled once. */
+static inline __attribute__((always_inline)) void
+dot_q8_i16(const char *a, size_t arow, const int nr, const int16_t *qb,
+	   const float *sb, int64_t k, float *res)
+{
+	const struct loom_block_q8_0 *blk[GEMV_MAXR];
+	__m512 acc[GEMV_MAXR];
+	int64_t i;
+	int r;
+
+	UNROLL
+	for (r = 0; r < nr; r++) {
+		blk[r] = (const void *)(a + r * arow);
+		acc[r] = _mm512_setzero_ps();
+	}
+	for (i = 0; i < k; i += LOOM_QK8_0) {
+		__m512i bq = _mm512_loadu_si512((const void *)(qb + i));
+		__m512 bs = _mm512_set1_ps(sb[i / LOOM_QK8_0]);
+
+		UNROLL
+		for (r = 0; r < nr; r++) {
+			const struct loom_block_q8_0 *q = blk[r]++;
+			__m512i a16 = _mm512_cvtepi8_epi16(
+				_mm256_loadu_si256((const void *)q->qs));
+			__m512 f = _mm512_cvtepi32_ps(
+				_mm512_madd_epi16(a16, bq));
+			__m512 d = _mm512_cvtph_ps(_mm256_set1_epi16(
+				(short)q->d));
+
+			__builtin_prefetch((const char *)q + GEMV_PF);
+			acc[r] = _mm512_fmadd_ps(f, _mm512_mul_ps(d, bs),
+						 acc[r]);
+		}
+	}
+	UNROLL
+	for (r = 0; r < nr; r++)
+		res[r] = _mm512_reduce_add_ps(acc[r]);
+}
+
+/* out[m] = dot(row m of Q8_0 a, b) for m in [m0, m1), b a quantize_i16
+ * vector. */
+static void gemv_q8_i16(const char *a, size_t arow, int64_t m0, int64_t m1,
+			int64_t k, const int16_t *qb, const float *sb,
+			float *out)
+{
+	int64_t m = m0;
+
+	for (; m + 4 <= m1; m += 4)
+		dot_q8_i16(a + m * arow, arow, 4, qb, sb, k, out + m);
+	for (; m < m1; m++)
+		dot_q8_i16(a + m * arow, arow, 1, qb, sb, k, out + m);
+}
+#endif
+
 /* Rows [m0, m1) of one type against nb (constant) vectors. */
 static inline __attribute__((always_inline)) void
 gemv_typed(const enum loom_type type, const char *a, size_t arow,
@@ -433,7 +547,7 @@ gemv_typed(const enum loom_type type, const char *a, size_t arow,
 	   const int nb, float *const *out)
 {
 	const int nr = GEMV_ROWS(nb);
-	float res[4 * GEMV_NB];
+	float res[GEMV_MAXR * GEMV_NB];
 	int64_t m = m0;
 	int r, j;
 
@@ -926,6 +1040,18 @@ static void gemv_any(const struct loom_tensor *a, const char *base,
 	int64_t m;
 	int j;
 
+#if defined(HAVE_Q8_I16)
+	/* One vector against Q8_0 weights: integer products beat
+	 * converting every weight to float. */
+	if (a->type == LOOM_TYPE_Q8_0 && nb == 1) {
+		int16_t *qb = (int16_t *)tmp;
+		float *sb = tmp + a->ne[0] / 2;
+
+		quantize_i16(bv[0], a->ne[0], qb, sb);
+		gemv_q8_i16(base, a->nb[1], m0, m1, a->ne[0], qb, sb, out[0]);
+		return;
+	}
+#endif
 	if (a_rows_contiguous(a)) {
 		gemv_rows(a->type, base, a->nb[1], m0, m1, a->ne[0], bv, nb,
 			  out);
