@@ -288,8 +288,10 @@ static inline VF vload_q8(const int8_t *q)
 #define GEMV_PF 2048
 #endif
 #ifndef GEMV_ROWS
-#if defined(VF)
-#define GEMV_ROWS(nb) ((nb) <= 2 * 16 / VLEN ? 4 : (nb) <= 4 ? 2 : 1)
+#if defined(VF) && VLEN == 16
+#define GEMV_ROWS(nb) ((nb) <= 4 ? 4 : 2)
+#elif defined(VF)
+#define GEMV_ROWS(nb) ((nb) == 1 ? 4 : (nb) <= 4 ? 2 : 1)
 #else
 #define GEMV_ROWS(nb) 1
 #endif
