@@ -67,47 +67,20 @@ static int be_synchronize(loom_backend_t *be)
 	return sync_members(loom_backend_context(be));
 }
 
-static struct meta_tensor *record_for(const struct loom_tensor *t)
-{
-	struct meta_tensor *mt = meta_tensor_of(t);
-
-	if (!mt && t->view_src && t->view_offs == 0 &&
-	    loom_are_same_shape(t, t->view_src))
-		mt = meta_tensor_of(t->view_src);
-	if (!mt)
-		loom_set_error(LOOM_E_STATE, "%s has no data on the meta "
-			       "device yet", t->name);
-	return mt;
-}
-
 static int be_set_async(loom_backend_t *be, struct loom_tensor *t,
 			const void *data, size_t offset, size_t size)
 {
 	struct meta_backend *mb = loom_backend_context(be);
-	struct meta_tensor *mt = record_for(t);
-	int rc;
 
-	if (!mt)
-		return LOOM_E_STATE;
-	rc = meta_tensor_ready(mt);
-	if (rc)
-		return rc;
-	return meta_tensor_set(mt, t, data, offset, size, mb->be);
+	return meta_tensor_set(t, data, offset, size, mb->be);
 }
 
 static int be_get_async(loom_backend_t *be, const struct loom_tensor *t,
 			void *data, size_t offset, size_t size)
 {
 	struct meta_backend *mb = loom_backend_context(be);
-	struct meta_tensor *mt = record_for(t);
-	int rc;
 
-	if (!mt)
-		return LOOM_E_STATE;
-	rc = meta_tensor_ready(mt);
-	if (rc)
-		return rc;
-	return meta_tensor_get(mt, t, data, offset, size, mb->be);
+	return meta_tensor_get(t, data, offset, size, mb->be);
 }
 
 /* ---- allreduce ---- */

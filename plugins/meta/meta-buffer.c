@@ -338,45 +338,33 @@ static struct meta_tensor *record_of(const struct loom_tensor *t)
 	return NULL;
 }
 
-static int no_record(const struct loom_tensor *t)
+/* The record that set/get of t goes through, with its slices' memory
+ * ready.  A node before the meta backend computed it, or a partial view,
+ * has none: that is the caller's mistake and an error. */
+int meta_tensor_data(const struct loom_tensor *t, struct meta_tensor **out)
 {
-	return loom_set_error(LOOM_E_STATE,
-			      "%s has no data on the meta device yet (a node "
-			      "is readable after the meta backend computed "
-			      "it; views other than whole ones are not)",
-			      t->name);
+	struct meta_tensor *mt = record_of(t);
+
+	if (!mt)
+		return loom_set_error(LOOM_E_STATE,
+				      "%s has no data on the meta device yet "
+				      "(a node is readable after the meta "
+				      "backend computed it; views other than "
+				      "whole ones are not)", t->name);
+	*out = mt;
+	return meta_tensor_ready(mt);
 }
 
 static int buffer_set_tensor(loom_buffer_t *buf, struct loom_tensor *t,
 			     const void *data, size_t offset, size_t size)
 {
-	struct meta_tensor *mt = record_of(t);
-
-	int rc;
-
-	(void)buf;
-	if (!mt)
-		return no_record(t);
-	rc = meta_tensor_ready(mt);
-	if (rc)
-		return rc;
-	return meta_tensor_set(mt, t, data, offset, size, NULL);
+	return meta_tensor_set(t, data, offset, size, NULL);
 }
 
 static int buffer_get_tensor(loom_buffer_t *buf, const struct loom_tensor *t,
 			     void *data, size_t offset, size_t size)
 {
-	struct meta_tensor *mt = record_of(t);
-
-	int rc;
-
-	(void)buf;
-	if (!mt)
-		return no_record(t);
-	rc = meta_tensor_ready(mt);
-	if (rc)
-		return rc;
-	return meta_tensor_get(mt, t, data, offset, size, NULL);
+	return meta_tensor_get(t, data, offset, size, NULL);
 }
 
 static int buffer_clear(loom_buffer_t *buf, uint8_t value)

@@ -272,17 +272,20 @@ static int split_copy(struct meta_tensor *mt, const struct loom_tensor *t,
 	return LOOM_OK;
 }
 
-int meta_tensor_set(struct meta_tensor *mt, const struct loom_tensor *t,
-		    const void *data, size_t offset, size_t size,
-		    loom_backend_t *const *bes)
+int meta_tensor_set(const struct loom_tensor *t, const void *data,
+		    size_t offset, size_t size, loom_backend_t *const *bes)
 {
-	int n = mt->md->n, rc;
+	struct meta_tensor *mt;
 	bool first = true;
+	int rc;
 
+	rc = meta_tensor_data(t, &mt);
+	if (rc)
+		return rc;
 	if (mt->st.state <= LOOM_SPLIT_DIM3)
 		return split_copy(mt, t, (void *)data, offset, size, bes, true);
 
-	for (int j = 0; j < n; j++) {
+	for (int j = 0; j < mt->md->n; j++) {
 		struct loom_tensor *dt = mt->dev_t[j];
 
 		if (!dt)
@@ -346,10 +349,15 @@ static int partial_get(struct meta_tensor *mt, const struct loom_tensor *t,
 	return rc;
 }
 
-int meta_tensor_get(struct meta_tensor *mt, const struct loom_tensor *t,
-		    void *data, size_t offset, size_t size,
-		    loom_backend_t *const *bes)
+int meta_tensor_get(const struct loom_tensor *t, void *data, size_t offset,
+		    size_t size, loom_backend_t *const *bes)
 {
+	struct meta_tensor *mt;
+	int rc;
+
+	rc = meta_tensor_data(t, &mt);
+	if (rc)
+		return rc;
 	if (mt->st.state <= LOOM_SPLIT_DIM3)
 		return split_copy(mt, t, data, offset, size, bes, false);
 	if (mt->st.state == LOOM_SPLIT_PARTIAL)

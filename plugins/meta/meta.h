@@ -96,17 +96,18 @@ bool meta_state_same_slices(const struct meta_state *a,
 			    const struct meta_state *b, int n);
 const char *meta_state_name(enum loom_split_state s);
 int64_t meta_axis_bytes(const struct loom_tensor *t, int axis, int64_t pos);
-int meta_tensor_set(struct meta_tensor *mt, const struct loom_tensor *t,
-		    const void *data, size_t offset, size_t size,
-		    loom_backend_t *const *bes);
-int meta_tensor_get(struct meta_tensor *mt, const struct loom_tensor *t,
-		    void *data, size_t offset, size_t size,
-		    loom_backend_t *const *bes);
+/* Set/get of a tensor of a meta buffer or a computed node, blocking or,
+ * with bes (one member backend per device), asynchronous. */
+int meta_tensor_set(const struct loom_tensor *t, const void *data,
+		    size_t offset, size_t size, loom_backend_t *const *bes);
+int meta_tensor_get(const struct loom_tensor *t, void *data, size_t offset,
+		    size_t size, loom_backend_t *const *bes);
 
 /* meta-buffer.c */
 int meta_buft_new(struct meta_dev *md, loom_reg_t *reg);
 struct meta_tensor *meta_tensor_of(const struct loom_tensor *t);
 int meta_tensor_ready(struct meta_tensor *mt);
+int meta_tensor_data(const struct loom_tensor *t, struct meta_tensor **out);
 int meta_buffer_dev_sizes(loom_buffer_t *buf, size_t *sizes, size_t n);
 
 /* meta-backend.c */
