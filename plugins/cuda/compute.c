@@ -33,19 +33,21 @@ static bool any_type(enum loom_type type)
 	return type < LOOM_TYPE_COUNT;
 }
 
+/* Leaves and views: nothing to compute. */
+static bool no_kernel(enum loom_op op)
+{
+	return op == LOOM_OP_NONE || loom_op_is_view(op);
+}
+
 /* Says whether the kernels compute t exactly as loom.h defines it. */
 bool cuda_supports_op(const struct loom_tensor *t)
 {
 	const struct loom_tensor *a = t->src[0], *b = t->src[1];
 	bool dst_f32 = t->type == LOOM_TYPE_F32;
 
-	switch (t->op) {
-	case LOOM_OP_NONE:
-	case LOOM_OP_VIEW:
-	case LOOM_OP_RESHAPE:
-	case LOOM_OP_PERMUTE:
-	case LOOM_OP_TRANSPOSE:
+	if (no_kernel(t->op))
 		return true;
+	switch (t->op) {
 	case LOOM_OP_ADD:
 	case LOOM_OP_SUB:
 	case LOOM_OP_MUL:
@@ -100,48 +102,31 @@ bool cuda_supports_op(const struct loom_tensor *t)
 	}
 }
 
-static int compute_node(struct cuda_backend *be, struct loom_tensor *t)
-{
-	switch (t->op) {
-	case LOOM_OP_ADD:
-	case LOOM_OP_SUB:
-	case LOOM_OP_MUL:
-	case LOOM_OP_DIV:
-		return cuda_op_binary(be, t);
-	case LOOM_OP_SCALE:
-	case LOOM_OP_SILU:
-	case LOOM_OP_GELU:
-		return cuda_op_unary(be, t);
-	case LOOM_OP_RMS_NORM:
-	case LOOM_OP_NORM:
-		return cuda_op_norm(be, t);
-	case LOOM_OP_SOFT_MAX:
-		return cuda_op_softmax(be, t);
-	case LOOM_OP_ROPE:
-		return cuda_op_rope(be, t);
-	case LOOM_OP_MUL_MAT:
-		return cuda_op_mul_mat(be, t);
-	case LOOM_OP_MUL_MAT_ID:
-		return cuda_op_mul_mat_id(be, t);
-	case LOOM_OP_GET_ROWS:
-		return cuda_op_get_rows(be, t);
-	case LOOM_OP_SET_ROWS:
-		return cuda_op_set_rows(be, t);
-	case LOOM_OP_CPY:
-	case LOOM_OP_CONT:
-		return cuda_op_cpy(be, t);
-	case LOOM_OP_CONCAT:
-		return cuda_op_concat(be, t);
-	case LOOM_OP_SUM_ROWS:
-	case LOOM_OP_ARGMAX:
-	case LOOM_OP_TOP_K:
-		return cuda_op_reduce(be, t);
-	default:
-		return loom_set_error(LOOM_E_UNSUPPORTED, "%s: op %s: %s",
-				      be->name, loom_op_name(t->op),
-				      "not supported");
-	}
-}
+/* The kernel family of each op the plugin computes. */
+static int (*const op_kernel[LOOM_OP_COUNT])(struct cuda_backend *,
+					     struct loom_tensor *) = {
+	[LOOM_OP_ADD] = cuda_op_binary,
+	[LOOM_OP_SUB] = cuda_op_binary,
+	[LOOM_OP_MUL] = cuda_op_binary,
+	[LOOM_OP_DIV] = cuda_op_binary,
+	[LOOM_OP_SCALE] = cuda_op_unary,
+	[LOOM_OP_SILU] = cuda_op_unary,
+	[LOOM_OP_GELU] = cuda_op_unary,
+	[LOOM_OP_RMS_NORM] = cuda_op_norm,
+	[LOOM_OP_NORM] = cuda_op_norm,
+	[LOOM_OP_SOFT_MAX] = cuda_op_softmax,
+	[LOOM_OP_ROPE] = cuda_op_rope,
+	[LOOM_OP_MUL_MAT] = cuda_op_mul_mat,
+	[LOOM_OP_MUL_MAT_ID] = cuda_op_mul_mat_id,
+	[LOOM_OP_GET_ROWS] = cuda_op_get_rows,
+	[LOOM_OP_SET_ROWS] = cuda_op_set_rows,
+	[LOOM_OP_CPY] = cuda_op_cpy,
+	[LOOM_OP_CONT] = cuda_op_cpy,
+	[LOOM_OP_CONCAT] = cuda_op_concat,
+	[LOOM_OP_SUM_ROWS] = cuda_op_reduce,
+	[LOOM_OP_ARGMAX] = cuda_op_reduce,
+	[LOOM_OP_TOP_K] = cuda_op_reduce,
+};
 
 /* True when the kernels on be's device may address t: it lives in that
  * device's memory or in pinned host memory (mapped into every device). */
@@ -190,26 +175,16 @@ int cuda_graph_compute(struct cuda_backend *be, loom_graph_t *g)
 		struct loom_tensor *t = loom_graph_node(g, i);
 		int status;
 
-		switch (t->op) {
-		case LOOM_OP_NONE:
-		case LOOM_OP_VIEW:
-		case LOOM_OP_RESHAPE:
-		case LOOM_OP_PERMUTE:
-		case LOOM_OP_TRANSPOSE:
+		if (no_kernel(t->op) || loom_nelements(t) == 0)
 			continue;
-		default:
-			break;
-		}
-		if (loom_nelements(t) == 0)
-			continue;
-		if (!cuda_supports_op(t))
+		if (!cuda_supports_op(t) || !op_kernel[t->op])
 			return loom_set_error(LOOM_E_UNSUPPORTED,
 					      "%s: op %s on tensor '%s' is not "
 					      "supported", be->name,
 					      loom_op_name(t->op), t->name);
 		status = check_node(be, t);
 		if (!status)
-			status = compute_node(be, t);
+			status = op_kernel[t->op](be, t);
 		if (status)
 			return status;
 	}

@@ -105,12 +105,22 @@ static int copy_sync(struct cuda_dev *dev, void *dst, const void *src,
 	return sync_legacy(err, "copy");
 }
 
-static void dev_buffer_free(loom_buffer_t *buf)
+/* Frees cb's memory: device memory, or pinned host memory (no device). */
+static void free_mem(struct cuda_buffer *cb)
+{
+	if (cb->dev) {
+		cudaSetDevice(cb->dev->id);
+		cudaFree(cb->ptr);
+	} else {
+		cudaFreeHost(cb->ptr);
+	}
+}
+
+static void buffer_free(loom_buffer_t *buf)
 {
 	struct cuda_buffer *cb = loom_buffer_context(buf);
 
-	cudaSetDevice(cb->dev->id);
-	cudaFree(cb->ptr);
+	free_mem(cb);
 	free(cb);
 }
 
@@ -208,7 +218,7 @@ static int dev_buffer_clear(loom_buffer_t *buf, uint8_t value)
 
 static const struct loom_buffer_iface dev_buffer_iface = {
 	.size = sizeof(struct loom_buffer_iface),
-	.free_buffer = dev_buffer_free,
+	.free_buffer = buffer_free,
 	.get_base = buffer_get_base,
 	.memset_tensor = dev_buffer_memset,
 	.set_tensor = dev_buffer_set,
@@ -224,64 +234,7 @@ static const char *dev_buft_name(loom_buffer_type_t *buft)
 	return cd->name;
 }
 
-static int dev_buft_alloc(loom_buffer_type_t *buft, size_t size,
-			  loom_buffer_t **out)
-{
-	struct cuda_dev *cd = loom_buft_context(buft);
-	struct cuda_buffer *cb;
-	cudaError_t err;
-	int status;
-
-	cb = calloc(1, sizeof(*cb));
-	if (!cb)
-		return loom_set_error(LOOM_E_NOMEM, "out of memory");
-	cb->dev = cd;
-	cb->size = size;
-	cudaSetDevice(cd->id);
-	/* A zero-byte buffer still gets a real address. */
-	err = cudaMalloc(&cb->ptr, size ? size : 1);
-	if (err != cudaSuccess) {
-		status = loom_set_error(err == cudaErrorMemoryAllocation ?
-						LOOM_E_NOMEM : LOOM_E_DEVICE,
-					"%s: cannot allocate %zu bytes: %s",
-					cd->name, size,
-					cudaGetErrorString(err));
-		(void)cudaGetLastError();
-		goto err_free_cb;
-	}
-	status = loom_buffer_new(buft, &dev_buffer_iface, cb, size, out);
-	if (status)
-		goto err_free_mem;
-	return LOOM_OK;
-
-err_free_mem:
-	cudaFree(cb->ptr);
-err_free_cb:
-	free(cb);
-	return status;
-}
-
-static size_t buft_alignment(loom_buffer_type_t *buft)
-{
-	return CUDA_BUFFER_ALIGN;
-}
-
-static const struct loom_buffer_type_iface dev_buft_iface = {
-	.size = sizeof(struct loom_buffer_type_iface),
-	.get_name = dev_buft_name,
-	.alloc_buffer = dev_buft_alloc,
-	.get_alignment = buft_alignment,
-};
-
 /* Pinned host memory. */
-static void host_buffer_free(loom_buffer_t *buf)
-{
-	struct cuda_buffer *cb = loom_buffer_context(buf);
-
-	cudaFreeHost(cb->ptr);
-	free(cb);
-}
-
 static int host_buffer_memset(loom_buffer_t *buf, struct loom_tensor *t,
 			      uint8_t value, size_t offset, size_t size)
 {
@@ -313,7 +266,7 @@ static int host_buffer_clear(loom_buffer_t *buf, uint8_t value)
 
 static const struct loom_buffer_iface host_buffer_iface = {
 	.size = sizeof(struct loom_buffer_iface),
-	.free_buffer = host_buffer_free,
+	.free_buffer = buffer_free,
 	.get_base = buffer_get_base,
 	.memset_tensor = host_buffer_memset,
 	.set_tensor = host_buffer_set,
@@ -326,8 +279,11 @@ static const char *host_buft_name(loom_buffer_type_t *buft)
 	return LOOM_GPU_NAME "_host";
 }
 
-static int host_buft_alloc(loom_buffer_type_t *buft, size_t size,
-			   loom_buffer_t **out)
+/* Allocates a buffer of buft: size bytes of cd's memory, or of pinned
+ * host memory when cd is NULL.  A zero-byte buffer still gets a real
+ * address. */
+static int buffer_alloc(loom_buffer_type_t *buft, struct cuda_dev *cd,
+			size_t size, loom_buffer_t **out)
 {
 	struct cuda_buffer *cb;
 	cudaError_t err;
@@ -336,27 +292,61 @@ static int host_buft_alloc(loom_buffer_type_t *buft, size_t size,
 	cb = calloc(1, sizeof(*cb));
 	if (!cb)
 		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+	cb->dev = cd;
 	cb->size = size;
-	err = cudaMallocHost(&cb->ptr, size ? size : 1);
+	if (cd) {
+		cudaSetDevice(cd->id);
+		err = cudaMalloc(&cb->ptr, size ? size : 1);
+	} else {
+		err = cudaMallocHost(&cb->ptr, size ? size : 1);
+	}
 	if (err != cudaSuccess) {
-		status = loom_set_error(LOOM_E_NOMEM,
-					"%s: cannot pin %zu bytes: %s",
-					host_buft_name(buft), size,
+		status = loom_set_error(!cd || err == cudaErrorMemoryAllocation ?
+						LOOM_E_NOMEM : LOOM_E_DEVICE,
+					"%s: cannot %s %zu bytes: %s",
+					cd ? cd->name : host_buft_name(buft),
+					cd ? "allocate" : "pin", size,
 					cudaGetErrorString(err));
 		(void)cudaGetLastError();
 		goto err_free_cb;
 	}
-	status = loom_buffer_new(buft, &host_buffer_iface, cb, size, out);
+	status = loom_buffer_new(buft, cd ? &dev_buffer_iface :
+					    &host_buffer_iface,
+				 cb, size, out);
 	if (status)
 		goto err_free_mem;
 	return LOOM_OK;
 
 err_free_mem:
-	cudaFreeHost(cb->ptr);
+	free_mem(cb);
 err_free_cb:
 	free(cb);
 	return status;
 }
+
+static int dev_buft_alloc(loom_buffer_type_t *buft, size_t size,
+			  loom_buffer_t **out)
+{
+	return buffer_alloc(buft, loom_buft_context(buft), size, out);
+}
+
+static int host_buft_alloc(loom_buffer_type_t *buft, size_t size,
+			   loom_buffer_t **out)
+{
+	return buffer_alloc(buft, NULL, size, out);
+}
+
+static size_t buft_alignment(loom_buffer_type_t *buft)
+{
+	return CUDA_BUFFER_ALIGN;
+}
+
+static const struct loom_buffer_type_iface dev_buft_iface = {
+	.size = sizeof(struct loom_buffer_type_iface),
+	.get_name = dev_buft_name,
+	.alloc_buffer = dev_buft_alloc,
+	.get_alignment = buft_alignment,
+};
 
 static bool host_buft_is_host(loom_buffer_type_t *buft)
 {
@@ -532,43 +522,17 @@ static void backend_free(loom_backend_t *be)
 	free(cbe);
 }
 
-/* Async transfers to or from one of our device buffers go on the stream;
- * a tensor elsewhere (pinned host memory) is copied by the CPU once the
- * stream has drained. */
+/* Async transfers are 2D ones of a single row. */
 static int backend_set_async(loom_backend_t *be, struct loom_tensor *t,
 			     const void *data, size_t offset, size_t size)
 {
-	struct cuda_backend *cbe = loom_backend_context(be);
-	cudaError_t err;
-
-	if (!cuda_tensor_on_device(&g_reg, t)) {
-		err = cudaStreamSynchronize(cbe->stream);
-		if (err != cudaSuccess)
-			return cuda_error(err, "synchronize");
-		return loom_tensor_set(t, data, offset, size);
-	}
-	cudaSetDevice(cbe->dev->id);
-	err = cudaMemcpyAsync((char *)t->data + offset, data, size,
-			      cudaMemcpyHostToDevice, cbe->stream);
-	return cuda_error(err, "async set");
+	return set_tensor_2d_async(be, t, data, offset, size, 1, size, size);
 }
 
 static int backend_get_async(loom_backend_t *be, const struct loom_tensor *t,
 			     void *data, size_t offset, size_t size)
 {
-	struct cuda_backend *cbe = loom_backend_context(be);
-	cudaError_t err;
-
-	if (!cuda_tensor_on_device(&g_reg, t)) {
-		err = cudaStreamSynchronize(cbe->stream);
-		if (err != cudaSuccess)
-			return cuda_error(err, "synchronize");
-		return loom_tensor_get(t, data, offset, size);
-	}
-	cudaSetDevice(cbe->dev->id);
-	err = cudaMemcpyAsync(data, (const char *)t->data + offset, size,
-			      cudaMemcpyDeviceToHost, cbe->stream);
-	return cuda_error(err, "async get");
+	return get_tensor_2d_async(be, t, data, offset, size, 1, size, size);
 }
 
 bool cuda_backend_is_ours(loom_backend_t *be)
