@@ -904,13 +904,17 @@ static void gemm_rows(enum loom_type type, const char *a, size_t arow,
 		      const float *bp, int64_t nb, const struct cols *c,
 		      const struct scratch *s)
 {
+	/* Blocks of even size, so that none is a small leftover. */
+	int64_t mcb = div_up(div_up(m1 - m0, div_up(m1 - m0, MC)), MR) * MR;
+	int64_t kcb = div_up(div_up(k, div_up(k, KC)), LOOM_QK8_0) *
+		      LOOM_QK8_0;
 	int64_t pc, ic, jr, ir;
 
-	for (ic = m0; ic < m1; ic += MC) {
-		int64_t mc = m1 - ic < MC ? m1 - ic : MC;
+	for (ic = m0; ic < m1; ic += mcb) {
+		int64_t mc = m1 - ic < mcb ? m1 - ic : mcb;
 
-		for (pc = 0; pc < k; pc += KC) {
-			int64_t kc = k - pc < KC ? k - pc : KC;
+		for (pc = 0; pc < k; pc += kcb) {
+			int64_t kc = k - pc < kcb ? k - pc : kcb;
 
 			pack_a_block(type, a, arow, nb0, ic, mc, pc, kc, s->ap,
 				     s->tmp);
