@@ -21,6 +21,7 @@ struct rule {
 	int n_seg;
 	int64_t seg[4];
 	int fail;
+	int ret; /* returned as is, without a message */
 };
 
 static int table_split(const struct loom_tensor *t, struct loom_split *out,
@@ -38,8 +39,9 @@ static int table_split(const struct loom_tensor *t, struct loom_split *out,
 		out->state = r->state;
 		out->granularity = r->granularity;
 		out->n_segments = r->n_seg;
-		for (int s = 0; s < r->n_seg; s++)
+		for (int s = 0; s < r->n_seg && s < 4; s++)
 			out->segments[s] = r->seg[s];
+		return r->ret;
 	}
 	return LOOM_OK;
 }
@@ -589,9 +591,53 @@ static void test_bad_callbacks(void)
 		{ .name = "gran", .state = LOOM_SPLIT_DIM1, .granularity = 4 },
 		{ .name = "refused", .state = LOOM_SPLIT_DIM1, .fail = 1 },
 		{ .name = "ok", .state = LOOM_SPLIT_DIM0, .granularity = 64 },
+		{ .name = "state", .state = (enum loom_split_state)42 },
+		{ .name = "state-neg", .state = (enum loom_split_state)-1 },
+		{ .name = "nseg", .state = LOOM_SPLIT_DIM1, .n_seg = 9 },
+		{ .name = "nseg-neg", .state = LOOM_SPLIT_DIM1, .n_seg = -1 },
+		{ .name = "seg-neg", .state = LOOM_SPLIT_DIM1, .n_seg = 2,
+		  .seg = { -2, 8 } },
+		{ .name = "seg-huge", .state = LOOM_SPLIT_DIM1, .n_seg = 2,
+		  .seg = { INT64_MAX, INT64_MAX } },
+		{ .name = "gran-neg", .state = LOOM_SPLIT_DIM1,
+		  .granularity = -2 },
+		{ .name = "gran-huge", .state = LOOM_SPLIT_DIM1,
+		  .granularity = INT64_MAX },
+		{ .name = "gran-zero", .state = LOOM_SPLIT_DIM1,
+		  .granularity = 0 },
+		{ .name = "positive", .state = LOOM_SPLIT_DIM1, .ret = 7 },
+		{ .name = "silent", .state = LOOM_SPLIT_DIM1,
+		  .ret = LOOM_E_UNSUPPORTED },
 		{ .name = NULL }
 	};
+	static const struct {
+		const char *name;
+		int rc;
+		const char *msg;
+	} bad[] = {
+		{ "state", LOOM_E_INVAL, "unknown state 42" },
+		{ "state-neg", LOOM_E_INVAL, "unknown state -1" },
+		{ "nseg", LOOM_E_INVAL, "9 segments" },
+		{ "nseg-neg", LOOM_E_INVAL, "-1 segments" },
+		{ "seg-neg", LOOM_E_INVAL, "negative segment" },
+		{ "seg-huge", LOOM_E_INVAL, "more than its dimension" },
+		{ "gran-neg", LOOM_E_INVAL, "granularity -2" },
+		{ "gran-huge", LOOM_E_INVAL, "not a multiple" },
+		{ "positive", LOOM_E_INVAL, "returned 7" },
+		{ "silent", LOOM_E_UNSUPPORTED, "refused silent" },
+	};
 	loom_dev_t *meta = meta_new(2, rules, NULL, false);
+
+	/* Garbage from the callback is an error naming the tensor, never
+	 * an abort. */
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		g_assert_cmpint(alloc_one(meta, LOOM_TYPE_F32, 4, 6,
+					  bad[i].name), ==, bad[i].rc);
+		g_assert_nonnull(strstr(loom_last_error(), bad[i].name));
+		g_assert_nonnull(strstr(loom_last_error(), bad[i].msg));
+	}
+	g_assert_cmpint(alloc_one(meta, LOOM_TYPE_F32, 4, 6, "gran-zero"), ==,
+			LOOM_OK);
 
 	g_assert_cmpint(alloc_one(meta, LOOM_TYPE_F32, 4, 7, "sum"), ==,
 			LOOM_E_INVAL);

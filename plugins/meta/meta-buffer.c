@@ -258,6 +258,28 @@ static struct meta_tensor *take_old(struct meta_buffer *mb, size_t offs,
 	return NULL;
 }
 
+/* Asks the device's split callback for t's state.  A refusal keeps the
+ * callback's status and message; anything but LOOM_OK or a negative
+ * status is the callback's mistake and becomes LOOM_E_INVAL. */
+static int ask_split(struct meta_dev *md, const struct loom_tensor *t,
+		     struct loom_split *sp)
+{
+	int rc;
+
+	/* Empty, so that a refusal without a message is told apart. */
+	loom_set_error(LOOM_OK, "%s", "");
+	rc = md->split(t, sp, md->userdata);
+	if (rc > 0)
+		return loom_set_error(LOOM_E_INVAL, "split callback returned "
+				      "%d for %s (not a loom status)", rc,
+				      t->name);
+	if (rc < 0)
+		return loom_set_error(rc, "split callback refused %s: %s",
+				      t->name, *loom_last_error() ?
+				      loom_last_error() : loom_strerror(rc));
+	return LOOM_OK;
+}
+
 /* Places a leaf (a weight, cache or graph input): its state comes from the
  * device's split callback, or is MIRRORED in a compute buffer.  Nodes and
  * views have nothing to place here. */
@@ -276,15 +298,11 @@ static int buffer_init_tensor(loom_buffer_t *buf, struct loom_tensor *t)
 		return LOOM_OK;
 
 	memset(&sp, 0, sizeof(sp));
-	if (compute) {
-		sp.state = LOOM_SPLIT_MIRRORED;
-	} else {
-		sp.state = LOOM_SPLIT_MIRRORED;
-		rc = md->split(t, &sp, md->userdata);
+	sp.state = LOOM_SPLIT_MIRRORED;
+	if (!compute) {
+		rc = ask_split(md, t, &sp);
 		if (rc)
-			return loom_set_error(rc, "split callback refused %s: "
-					      "%s", t->name,
-					      loom_last_error());
+			return rc;
 	}
 	rc = meta_state_from_split(md, t, &sp, &st);
 	if (rc)

@@ -79,6 +79,18 @@ static void largest_remainder(int64_t units, const float *w, int n,
 		frac[j] = q - (double)out[j];
 		given += out[j];
 	}
+	/* A quota rounded up to a whole number can overshoot: take the
+	 * excess back from the smallest fractional parts. */
+	while (given > units) {
+		int worst = -1;
+
+		for (int j = 0; j < n; j++)
+			if (out[j] > 0 && (worst < 0 || frac[j] < frac[worst]))
+				worst = j;
+		out[worst]--;
+		frac[worst] = 2;
+		given--;
+	}
 	while (given < units) {
 		int best = -1;
 
@@ -125,6 +137,13 @@ int meta_state_from_split(struct meta_dev *md, const struct loom_tensor *t,
 						      "split callback gave a "
 						      "negative segment for %s",
 						      t->name);
+			if (seg[s] > t->ne[axis] - sum)
+				return loom_set_error(LOOM_E_INVAL,
+						      "segments of %s add up to "
+						      "more than its dimension "
+						      "%d (%lld)", t->name,
+						      axis,
+						      (long long)t->ne[axis]);
 			sum += seg[s];
 		}
 		if (sum != t->ne[axis])
@@ -135,6 +154,11 @@ int meta_state_from_split(struct meta_dev *md, const struct loom_tensor *t,
 					      (long long)t->ne[axis]);
 	}
 
+	if (sp->granularity < 0)
+		return loom_set_error(LOOM_E_INVAL,
+				      "split callback gave granularity %lld for "
+				      "%s (0 or 1: any)",
+				      (long long)sp->granularity, t->name);
 	g = sp->granularity > 1 ? sp->granularity : 1;
 	blck = axis == 0 ? loom_type_block_size(t->type) : 1;
 	if (blck > 1) {
