@@ -176,6 +176,14 @@ bool cuda_tensor_on_device(const struct cuda_reg *reg,
 	       buft_is_ours_device(reg, loom_buffer_type(t->buffer));
 }
 
+/* The device whose memory holds t (a tensor in one of our buffers). */
+static struct cuda_dev *buffer_dev(const struct loom_tensor *t)
+{
+	struct cuda_buffer *cb = loom_buffer_context(t->buffer);
+
+	return cb->dev;
+}
+
 /* Copies into this device buffer from another of our device buffers (peer
  * or same device) or from host memory; anything else is declined. */
 static int dev_buffer_cpy(loom_buffer_t *buf, const struct loom_tensor *src,
@@ -188,15 +196,15 @@ static int dev_buffer_cpy(loom_buffer_t *buf, const struct loom_tensor *src,
 	if (size != loom_nbytes(dst) || !src->buffer)
 		return LOOM_E_DECLINED;
 	if (cuda_tensor_on_device(&g_reg, src)) {
-		struct cuda_buffer *sb = loom_buffer_context(src->buffer);
+		struct cuda_dev *sdev = buffer_dev(src);
 
 		cudaSetDevice(cb->dev->id);
-		if (sb->dev == cb->dev)
+		if (sdev == cb->dev)
 			err = cudaMemcpyAsync(dst->data, src->data, size,
 					      cudaMemcpyDeviceToDevice, 0);
 		else
 			err = cudaMemcpyPeerAsync(dst->data, cb->dev->id,
-						  src->data, sb->dev->id,
+						  src->data, sdev->id,
 						  size, 0);
 		return sync_legacy(err, "copy");
 	}
@@ -542,7 +550,9 @@ bool cuda_backend_is_ours(loom_backend_t *be)
 
 /* Copies between two of our devices without blocking the host: the source
  * stream waits for the destination's earlier work, copies, and the
- * destination stream waits for the copy. */
+ * destination stream waits for the copy.  A source outside be_src's
+ * device is declined (the core then copies blocking): the peer copy names
+ * the devices, and its stream must order the source's writes. */
 static int backend_cpy_async(loom_backend_t *be_src, loom_backend_t *be_dst,
 			     const struct loom_tensor *src,
 			     struct loom_tensor *dst)
@@ -558,6 +568,8 @@ static int backend_cpy_async(loom_backend_t *be_src, loom_backend_t *be_dst,
 		return LOOM_E_DECLINED;
 	s = loom_backend_context(be_src);
 	d = loom_backend_context(be_dst);
+	if (buffer_dev(src) != s->dev || buffer_dev(dst) != d->dev)
+		return LOOM_E_DECLINED;
 	if (size == 0)
 		return LOOM_OK;
 	if (s == d) {
