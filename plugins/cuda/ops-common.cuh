@@ -184,6 +184,17 @@ __device__ __forceinline__ void unravel(int64_t i, const int64_t *ne,
 	*i3 = i / ne[2];
 }
 
+/* Splits a flat row index over ne[1..3] (dimension 1 fastest). */
+__device__ __forceinline__ void row_index(int64_t r, const int64_t *ne,
+					  int64_t *i1, int64_t *i2,
+					  int64_t *i3)
+{
+	*i1 = r % ne[1];
+	r /= ne[1];
+	*i2 = r % ne[2];
+	*i3 = r / ne[2];
+}
+
 /* Quantizes 32 values into a Q8_0 block as loom_convert() does: d is
  * max|x| / 127 rounded to half, q = round(x / d) within +-127, NaN to 0. */
 __device__ __forceinline__ void quantize_q8_0(const float *x,

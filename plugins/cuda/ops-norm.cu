@@ -2,16 +2,6 @@
  */
 #include "ops-common.cuh"
 
-__device__ __forceinline__ void row_index(int64_t r, const int64_t *ne,
-					  int64_t *i1, int64_t *i2,
-					  int64_t *i3)
-{
-	*i1 = r % ne[1];
-	r /= ne[1];
-	*i2 = r % ne[2];
-	*i3 = r / ne[2];
-}
-
 __global__ void norm_kernel(tview dst, tview a, bool rms, float eps,
 			    int64_t nrows)
 {

@@ -11,8 +11,9 @@ __global__ void softmax_kernel(tview dst, tview a, tview mask, bool has_mask,
 	const int64_t ne0 = a.ne[0];
 
 	for (int64_t r = blockIdx.x; r < nrows; r += gridDim.x) {
-		int64_t i1 = r % a.ne[1], i2 = (r / a.ne[1]) % a.ne[2],
-			i3 = r / (a.ne[1] * a.ne[2]);
+		int64_t i1, i2, i3;
+
+		row_index(r, a.ne, &i1, &i2, &i3);
 		const char *x = row_ptr(a, i1, i2, i3);
 		const char *m = has_mask ?
 			row_ptr(mask, i1, i2 % mask.ne[2], i3 % mask.ne[3]) :
