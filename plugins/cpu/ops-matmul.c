@@ -15,19 +15,15 @@
 
 #include "cpu-kernels.h"
 
-/* Micro-kernel tile (MR rows of a by NR rows of b) and cache blocks. */
+/* Micro-kernel tile (MR rows of a by NR rows of b), cache blocks (an
+ * MC x KC block of packed a stays in L2 while KC x NR panels of b pass
+ * through L1) and how many k steps ahead the micro-kernel fetches a. */
 #if defined(__AVX512F__)
 #define MR 32
 #define NR 12
-#ifndef KC
 #define KC 384
-#endif
-#ifndef MC
 #define MC 768
-#endif
-#ifndef PFD
 #define PFD 8
-#endif
 #elif defined(__AVX2__) && defined(__FMA__)
 #define MR 16
 #define NR 6
@@ -123,13 +119,19 @@ static void to_f32(enum loom_type type, const void *src, size_t nb0,
 		if (nb0 == sizeof(uint16_t)) {
 			const uint16_t *h = src;
 #if defined(__AVX512F__)
-			for (; i + 16 <= n; i += 16)
-				_mm512_storeu_ps(dst + i, _mm512_cvtph_ps(
-					_mm256_loadu_si256((const void *)(h + i))));
+			for (; i + 16 <= n; i += 16) {
+				__m256i v = _mm256_loadu_si256(
+					(const void *)(h + i));
+
+				_mm512_storeu_ps(dst + i, _mm512_cvtph_ps(v));
+			}
 #elif defined(__F16C__)
-			for (; i + 8 <= n; i += 8)
-				_mm256_storeu_ps(dst + i, _mm256_cvtph_ps(
-					_mm_loadu_si128((const void *)(h + i))));
+			for (; i + 8 <= n; i += 8) {
+				__m128i v = _mm_loadu_si128(
+					(const void *)(h + i));
+
+				_mm256_storeu_ps(dst + i, _mm256_cvtph_ps(v));
+			}
 #endif
 			for (; i < n; i++)
 				dst[i] = fp16_to_fp32(h[i]);
@@ -148,7 +150,8 @@ static void to_f32(enum loom_type type, const void *src, size_t nb0,
 #if defined(__AVX512F__)
 			for (; i + 16 <= n; i += 16) {
 				__m512i v = _mm512_cvtepu16_epi32(
-					_mm256_loadu_si256((const void *)(h + i)));
+					_mm256_loadu_si256(
+						(const void *)(h + i)));
 
 				_mm512_storeu_ps(dst + i, _mm512_castsi512_ps(
 					_mm512_slli_epi32(v, 16)));
@@ -196,7 +199,8 @@ static void to_f32(enum loom_type type, const void *src, size_t nb0,
 static inline size_t row_offset(enum loom_type type, int64_t k, size_t nb0)
 {
 	if (type == LOOM_TYPE_Q8_0)
-		return (size_t)(k / LOOM_QK8_0) * sizeof(struct loom_block_q8_0);
+		return (size_t)(k / LOOM_QK8_0) *
+		       sizeof(struct loom_block_q8_0);
 	return (size_t)k * nb0;
 }
 
@@ -279,22 +283,19 @@ static inline VF vload_q8(const int8_t *q)
 #define vset1(x) _mm256_set1_ps(x)
 #endif
 
-/* Rows of a that go together against nb vectors of b. */
-#define GEMV_MAXR 8
-
 /* How far ahead (bytes) each row of a is fetched: past the 4 KiB page
  * the hardware's stream prefetcher stops at. */
-#ifndef GEMV_PF
 #define GEMV_PF 2048
-#endif
-#ifndef GEMV_ROWS
+
+/* Rows of a that go together against nb vectors of b: several streams
+ * in flight, and each load of b serves them all. */
+#define GEMV_MAXR 8
 #if defined(VF) && VLEN == 16
 #define GEMV_ROWS(nb) ((nb) <= 4 ? 4 : 2)
 #elif defined(VF)
 #define GEMV_ROWS(nb) ((nb) == 1 ? 4 : (nb) <= 4 ? 2 : 1)
 #else
 #define GEMV_ROWS(nb) 1
-#endif
 #endif
 
 /* res[r * GEMV_NB + j] = dot(row r of a, bv[j]) for nr rows of type,
@@ -336,12 +337,13 @@ dot_rows(const enum loom_type type, const char *a, size_t arow, const int nr,
 				if (nb == 1) {
 					/* Scale the block's sum, not its
 					 * values. */
-					VF t = vmul(av[0], vload(bv[0] + i));
+					const float *b0 = bv[0] + i;
+					VF t = vmul(av[0], vload(b0));
 
 					UNROLL
 					for (h = 1; h < LOOM_QK8_0 / VLEN; h++)
 						t = vfma(av[h],
-							 vload(bv[0] + i + h * VLEN),
+							 vload(b0 + h * VLEN),
 							 t);
 					acc[r][0] = vfma(d, t, acc[r][0]);
 					continue;
@@ -350,12 +352,15 @@ dot_rows(const enum loom_type type, const char *a, size_t arow, const int nr,
 				for (h = 0; h < LOOM_QK8_0 / VLEN; h++)
 					av[h] = vmul(av[h], d);
 				UNROLL
-				for (j = 0; j < nb; j++)
+				for (j = 0; j < nb; j++) {
+					const float *bj = bv[j] + i;
+
 					UNROLL
 					for (h = 0; h < LOOM_QK8_0 / VLEN; h++)
 						acc[r][j] = vfma(av[h],
-							vload(bv[j] + i + h * VLEN),
+							vload(bj + h * VLEN),
 							acc[r][j]);
+				}
 			}
 		}
 	} else {
@@ -368,6 +373,7 @@ dot_rows(const enum loom_type type, const char *a, size_t arow, const int nr,
 			UNROLL
 			for (r = 0; r < nr; r++) {
 				const char *row = a + r * arow;
+				const uint16_t *h16 = (const uint16_t *)row;
 				VF av;
 
 				__builtin_prefetch(row + GEMV_PF + i *
@@ -375,9 +381,9 @@ dot_rows(const enum loom_type type, const char *a, size_t arow, const int nr,
 				if (type == LOOM_TYPE_F32)
 					av = vload((const float *)row + i);
 				else if (type == LOOM_TYPE_F16)
-					av = vload_f16((const uint16_t *)row + i);
+					av = vload_f16(h16 + i);
 				else
-					av = vload_bf16((const uint16_t *)row + i);
+					av = vload_bf16(h16 + i);
 				UNROLL
 				for (j = 0; j < nb; j++)
 					acc[r][j] = vfma(av, bb[j], acc[r][j]);
@@ -877,6 +883,13 @@ static void pack_a_block(enum loom_type type, const char *a, size_t arow,
 	}
 }
 
+/* Brings cache lines [from, to) of p towards L2. */
+static inline void prefetch_lines(const char *p, int64_t from, int64_t to)
+{
+	for (; from < to; from++)
+		__builtin_prefetch(p + 64 * from, 0, 2);
+}
+
 /* Where the GEMM writes: column j (a row of dst) starts at base +
  * offs[j] bytes, or base + j * stride when offs is NULL. */
 struct cols {
@@ -936,12 +949,13 @@ static void gemm_rows(enum loom_type type, const char *a, size_t arow,
 				for (j = 0; j < nr; j++)
 					cp[j] = col_at(c, jr + j) + ic;
 				for (ir = 0; ir < mc; ir += MR) {
-					int mr = mc - ir < MR ? (int)(mc - ir) : MR;
-					int64_t lend = l + step < lines ? l + step :
-								       lines;
+					int mr = mc - ir < MR ? (int)(mc - ir) :
+								MR;
+					int64_t lend = l + step < lines ?
+						       l + step : lines;
 
-					for (; l < lend; l++)
-						__builtin_prefetch(next + l * 64, 0, 2);
+					prefetch_lines(next, l, lend);
+					l = lend;
 					ukernel(kc, s->ap + ir * kc, bpanel, cp,
 						mr, nr, pc > 0);
 					for (j = 0; j < nr; j++)
