@@ -638,6 +638,25 @@ static void test_bad_callbacks(void)
 	}
 	g_assert_cmpint(alloc_one(meta, LOOM_TYPE_F32, 4, 6, "gran-zero"), ==,
 			LOOM_OK);
+	/* The dry run asks the callback of weights not yet placed. */
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		loom_ctx_t *ctx;
+		loom_graph_t *g;
+		struct loom_tensor *w, *x;
+
+		g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+		w = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 4, 6);
+		loom_set_name(w, bad[i].name);
+		loom_set_flags(w, LOOM_TENSOR_WEIGHT);
+		x = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 4, 1);
+		loom_set_flags(x, LOOM_TENSOR_INPUT);
+		g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
+		g_assert_cmpint(loom_graph_expand(g, loom_mul_mat(ctx, w, x)),
+				==, LOOM_OK);
+		g_assert_cmpint(loom_meta_check(meta, g), ==, bad[i].rc);
+		g_assert_nonnull(strstr(loom_last_error(), bad[i].msg));
+		loom_ctx_free(ctx);
+	}
 
 	g_assert_cmpint(alloc_one(meta, LOOM_TYPE_F32, 4, 7, "sum"), ==,
 			LOOM_E_INVAL);

@@ -258,28 +258,6 @@ static struct meta_tensor *take_old(struct meta_buffer *mb, size_t offs,
 	return NULL;
 }
 
-/* Asks the device's split callback for t's state.  A refusal keeps the
- * callback's status and message; anything but LOOM_OK or a negative
- * status is the callback's mistake and becomes LOOM_E_INVAL. */
-static int ask_split(struct meta_dev *md, const struct loom_tensor *t,
-		     struct loom_split *sp)
-{
-	int rc;
-
-	/* Empty, so that a refusal without a message is told apart. */
-	loom_set_error(LOOM_OK, "%s", "");
-	rc = md->split(t, sp, md->userdata);
-	if (rc > 0)
-		return loom_set_error(LOOM_E_INVAL, "split callback returned "
-				      "%d for %s (not a loom status)", rc,
-				      t->name);
-	if (rc < 0)
-		return loom_set_error(rc, "split callback refused %s: %s",
-				      t->name, *loom_last_error() ?
-				      loom_last_error() : loom_strerror(rc));
-	return LOOM_OK;
-}
-
 /* Places a leaf (a weight, cache or graph input): its state comes from the
  * device's split callback, or is MIRRORED in a compute buffer.  Nodes and
  * views have nothing to place here. */
@@ -289,7 +267,6 @@ static int buffer_init_tensor(loom_buffer_t *buf, struct loom_tensor *t)
 	struct meta_dev *md = mb->md;
 	struct meta_tensor *mt;
 	struct meta_state st;
-	struct loom_split sp;
 	size_t offs = (size_t)((uint8_t *)t->data - (uint8_t *)mb->fake_base);
 	bool compute = loom_buffer_usage(buf) == LOOM_BUFFER_USAGE_COMPUTE;
 	int rc;
@@ -297,14 +274,7 @@ static int buffer_init_tensor(loom_buffer_t *buf, struct loom_tensor *t)
 	if (t->view_src || t->op != LOOM_OP_NONE)
 		return LOOM_OK;
 
-	memset(&sp, 0, sizeof(sp));
-	sp.state = LOOM_SPLIT_MIRRORED;
-	if (!compute) {
-		rc = ask_split(md, t, &sp);
-		if (rc)
-			return rc;
-	}
-	rc = meta_state_from_split(md, t, &sp, &st);
+	rc = meta_split_of(md, t, !compute, &st);
 	if (rc)
 		return rc;
 

@@ -114,7 +114,6 @@ static int leaf_record(struct meta_plan *pl, const struct loom_tensor *t,
 		       struct meta_tensor **out)
 {
 	struct meta_tensor *mt = meta_tensor_of(t);
-	struct loom_split sp;
 	int rc;
 
 	if (mt && mt->md == pl->md) {
@@ -128,16 +127,8 @@ static int leaf_record(struct meta_plan *pl, const struct loom_tensor *t,
 	mt = new_record(pl);
 	if (!mt)
 		return loom_set_error(LOOM_E_NOMEM, "meta: no memory");
-	memset(&sp, 0, sizeof(sp));
-	sp.state = LOOM_SPLIT_MIRRORED;
-	if (t->flags & LOOM_TENSOR_WEIGHT) {
-		rc = pl->md->split(t, &sp, pl->md->userdata);
-		if (rc)
-			return loom_set_error(rc, "split callback refused %s: "
-					      "%s", t->name,
-					      loom_last_error());
-	}
-	rc = meta_state_from_split(pl->md, t, &sp, &mt->st);
+	rc = meta_split_of(pl->md, t, t->flags & LOOM_TENSOR_WEIGHT,
+			   &mt->st);
 	if (rc)
 		return rc;
 	*out = mt;

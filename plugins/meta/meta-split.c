@@ -104,8 +104,8 @@ static void largest_remainder(int64_t units, const float *w, int n,
 }
 
 /* Turns a callback's answer for t into a state with slice sizes. */
-int meta_state_from_split(struct meta_dev *md, const struct loom_tensor *t,
-			  const struct loom_split *sp, struct meta_state *out)
+static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
+			    const struct loom_split *sp, struct meta_state *out)
 {
 	int64_t seg[META_MAX_SEG], g, blck, sum = 0;
 	int n_seg, axis;
@@ -191,6 +191,46 @@ int meta_state_from_split(struct meta_dev *md, const struct loom_tensor *t,
 			out->len[s][j] *= g;
 	}
 	return LOOM_OK;
+}
+
+/* Asks the device's split callback for t's state.  A refusal keeps the
+ * callback's status and message; anything but LOOM_OK or a negative
+ * status is the callback's mistake and becomes LOOM_E_INVAL. */
+static int ask_split(struct meta_dev *md, const struct loom_tensor *t,
+		     struct loom_split *sp)
+{
+	int rc;
+
+	/* Empty, so that a refusal without a message is told apart. */
+	loom_set_error(LOOM_OK, "%s", "");
+	rc = md->split(t, sp, md->userdata);
+	if (rc > 0)
+		return loom_set_error(LOOM_E_INVAL, "split callback returned "
+				      "%d for %s (not a loom status)", rc,
+				      t->name);
+	if (rc < 0)
+		return loom_set_error(rc, "split callback refused %s: %s",
+				      t->name, *loom_last_error() ?
+				      loom_last_error() : loom_strerror(rc));
+	return LOOM_OK;
+}
+
+/* t's state with its slice sizes on md: MIRRORED, or when ask is true
+ * what md's split callback says of t. */
+int meta_split_of(struct meta_dev *md, const struct loom_tensor *t, bool ask,
+		  struct meta_state *out)
+{
+	struct loom_split sp;
+	int rc;
+
+	memset(&sp, 0, sizeof(sp));
+	sp.state = LOOM_SPLIT_MIRRORED;
+	if (ask) {
+		rc = ask_split(md, t, &sp);
+		if (rc)
+			return rc;
+	}
+	return state_from_split(md, t, &sp, out);
 }
 
 /* Bytes of pos elements along axis in t's layout. */

@@ -88,8 +88,8 @@ struct meta_buffer {
 struct meta_dev *meta_dev_of(loom_dev_t *dev);
 
 /* meta-split.c */
-int meta_state_from_split(struct meta_dev *md, const struct loom_tensor *t,
-			  const struct loom_split *sp, struct meta_state *out);
+int meta_split_of(struct meta_dev *md, const struct loom_tensor *t, bool ask,
+		  struct meta_state *out);
 void meta_state_whole(struct meta_state *st, enum loom_split_state state);
 int64_t meta_state_dev_len(const struct meta_state *st, int n, int j);
 bool meta_state_same_slices(const struct meta_state *a,
