@@ -672,6 +672,32 @@ static void test_bad_callbacks(void)
 			LOOM_OK);
 }
 
+/* A view of an empty split weight is an error, not a division by its
+ * empty rows. */
+static void test_empty_split_view(void)
+{
+	static const struct rule rules[] = {
+		{ .name = "empty", .state = LOOM_SPLIT_DIM1 },
+		{ .name = NULL }
+	};
+	loom_dev_t *meta = meta_new(2, rules, NULL, false);
+	loom_ctx_t *ctx;
+	loom_graph_t *g;
+	struct loom_tensor *w, *v;
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	w = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 0, 4);
+	loom_set_name(w, "empty");
+	loom_set_flags(w, LOOM_TENSOR_WEIGHT);
+	v = loom_view_2d(ctx, w, 0, 2, w->nb[1], 0);
+	g_assert_nonnull(v);
+	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, loom_cont(ctx, v)), ==, LOOM_OK);
+	g_assert_cmpint(loom_meta_check(meta, g), ==, LOOM_E_UNSUPPORTED);
+	g_assert_nonnull(strstr(loom_last_error(), "empty split tensor"));
+	loom_ctx_free(ctx);
+}
+
 /* rms_norm of a SPLIT(0) value has no rule: the dry run and compute both
  * say so, naming op, tensor and state. */
 static void test_unsupported(void)
@@ -1136,6 +1162,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/meta/compute-memory", test_compute_memory);
 	g_test_add_func("/meta/bad-callbacks", test_bad_callbacks);
 	g_test_add_func("/meta/unsupported", test_unsupported);
+	g_test_add_func("/meta/empty-split-view", test_empty_split_view);
 	g_test_add_func("/meta/split-buffer-type", test_split_buffer_type);
 	g_test_add_func("/meta/same-device-twice", test_same_device_twice);
 	g_test_add_func("/meta/reload", test_reload);

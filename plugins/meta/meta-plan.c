@@ -695,14 +695,21 @@ static int map_view(struct meta_plan *pl, const struct loom_tensor *t,
 	int n = pl->md->n, a = (int)rs->state, E = -1, s0, s1;
 	size_t unit_a = a == 0 ? root->nb[0] : root->nb[a];
 	size_t unit_up = a < 3 ? root->nb[a + 1] : loom_nbytes(root);
-	size_t o_out = offs / unit_up, o_in = offs % unit_up;
-	size_t lower = o_in % unit_a, axis_off = o_in - lower, pos, span, cover;
+	size_t o_out, o_in, lower, axis_off, pos, span, cover;
 	size_t seg_b[META_MAX_SEG];
 
 	if (!loom_is_contiguous(root))
 		return loom_set_error(LOOM_E_UNSUPPORTED,
 				      "meta: view %s of a non-contiguous split "
 				      "tensor %s", t->name, root->name);
+	if (unit_a == 0 || unit_up == 0)
+		return loom_set_error(LOOM_E_UNSUPPORTED,
+				      "meta: view %s of the empty split tensor "
+				      "%s", t->name, root->name);
+	o_out = offs / unit_up;
+	o_in = offs % unit_up;
+	lower = o_in % unit_a;
+	axis_off = o_in - lower;
 	for (int k = 0; k < LOOM_MAX_DIMS; k++)
 		if (t->ne[k] > 1 && t->nb[k] < unit_up &&
 		    (E < 0 || t->nb[k] > t->nb[E]))
