@@ -382,10 +382,19 @@ static bool pitch_ok(size_t size, size_t n_copies, size_t stride_tensor,
 	       stride_tensor <= MAX_PITCH && stride_data <= MAX_PITCH;
 }
 
+/* Copies n_copies rows of size bytes between tensor memory at tdata and
+ * host memory at data (into the tensor when set), each side with its own
+ * stride, on stream; waits for it unless async. */
 static int copy_2d(struct cuda_buffer *cb, cudaStream_t stream, bool async,
-		   void *dst, size_t dpitch, const void *src, size_t spitch,
-		   size_t size, size_t n_copies, enum cudaMemcpyKind kind)
+		   bool set, char *tdata, size_t stride_tensor, void *data,
+		   size_t stride_data, size_t size, size_t n_copies)
 {
+	char *dst = set ? tdata : data;
+	const char *src = set ? data : tdata;
+	size_t dpitch = set ? stride_tensor : stride_data;
+	size_t spitch = set ? stride_data : stride_tensor;
+	enum cudaMemcpyKind kind = set ? cudaMemcpyHostToDevice :
+					 cudaMemcpyDeviceToHost;
 	cudaError_t err = cudaSuccess;
 
 	if (size == 0 || n_copies == 0)
@@ -393,8 +402,7 @@ static int copy_2d(struct cuda_buffer *cb, cudaStream_t stream, bool async,
 	if (!cb->dev) {
 		/* Pinned host buffer (blocking calls only): the CPU copies. */
 		for (size_t i = 0; i < n_copies; i++)
-			memcpy((char *)dst + i * dpitch,
-			       (const char *)src + i * spitch, size);
+			memcpy(dst + i * dpitch, src + i * spitch, size);
 		return LOOM_OK;
 	}
 	cudaSetDevice(cb->dev->id);
@@ -403,8 +411,7 @@ static int copy_2d(struct cuda_buffer *cb, cudaStream_t stream, bool async,
 					n_copies, kind, stream);
 	} else {
 		for (size_t i = 0; i < n_copies && err == cudaSuccess; i++)
-			err = cudaMemcpyAsync((char *)dst + i * dpitch,
-					      (const char *)src + i * spitch,
+			err = cudaMemcpyAsync(dst + i * dpitch, src + i * spitch,
 					      size, kind, stream);
 	}
 	if (err == cudaSuccess && !async)
@@ -417,9 +424,9 @@ static int set_tensor_2d(loom_buffer_t *buf, struct loom_tensor *t,
 			 size_t n_copies, size_t stride_tensor,
 			 size_t stride_data)
 {
-	return copy_2d(loom_buffer_context(buf), 0, false,
-		       (char *)t->data + offset, stride_tensor, data,
-		       stride_data, size, n_copies, cudaMemcpyHostToDevice);
+	return copy_2d(loom_buffer_context(buf), 0, false, true,
+		       (char *)t->data + offset, stride_tensor, (void *)data,
+		       stride_data, size, n_copies);
 }
 
 static int get_tensor_2d(loom_buffer_t *buf, const struct loom_tensor *t,
@@ -427,32 +434,47 @@ static int get_tensor_2d(loom_buffer_t *buf, const struct loom_tensor *t,
 			 size_t n_copies, size_t stride_tensor,
 			 size_t stride_data)
 {
-	return copy_2d(loom_buffer_context(buf), 0, false, data, stride_data,
-		       (const char *)t->data + offset, stride_tensor, size,
-		       n_copies, cudaMemcpyDeviceToHost);
+	return copy_2d(loom_buffer_context(buf), 0, false, false,
+		       (char *)t->data + offset, stride_tensor, data,
+		       stride_data, size, n_copies);
 }
 
 static int backend_synchronize(loom_backend_t *be);
 
 /* The async forms copy on the backend's stream; a tensor outside our
- * device memory takes the blocking path once the stream has drained. */
+ * device memory takes the blocking path once the stream has drained.  t
+ * is written only when set (it comes from set_tensor_2d_async then). */
+static int copy_2d_async(loom_backend_t *be, const struct loom_tensor *t,
+			 bool set, void *data, size_t offset, size_t size,
+			 size_t n_copies, size_t stride_tensor,
+			 size_t stride_data)
+{
+	struct cuda_backend *cbe = loom_backend_context(be);
+	int st;
+
+	if (cuda_tensor_on_device(&g_reg, t))
+		return copy_2d(loom_buffer_context(t->buffer), cbe->stream,
+			       true, set, (char *)t->data + offset,
+			       stride_tensor, data, stride_data, size,
+			       n_copies);
+	st = backend_synchronize(be);
+	if (st)
+		return st;
+	if (set)
+		return loom_tensor_set_2d((struct loom_tensor *)t, data, offset,
+					  size, n_copies, stride_tensor,
+					  stride_data);
+	return loom_tensor_get_2d(t, data, offset, size, n_copies,
+				  stride_tensor, stride_data);
+}
+
 static int set_tensor_2d_async(loom_backend_t *be, struct loom_tensor *t,
 			       const void *data, size_t offset, size_t size,
 			       size_t n_copies, size_t stride_tensor,
 			       size_t stride_data)
 {
-	struct cuda_backend *cbe = loom_backend_context(be);
-
-	if (!cuda_tensor_on_device(&g_reg, t)) {
-		int st = backend_synchronize(be);
-
-		return st ? st : loom_tensor_set_2d(t, data, offset, size,
-						    n_copies, stride_tensor,
-						    stride_data);
-	}
-	return copy_2d(loom_buffer_context(t->buffer), cbe->stream, true,
-		       (char *)t->data + offset, stride_tensor, data,
-		       stride_data, size, n_copies, cudaMemcpyHostToDevice);
+	return copy_2d_async(be, t, true, (void *)data, offset, size,
+			     n_copies, stride_tensor, stride_data);
 }
 
 static int get_tensor_2d_async(loom_backend_t *be,
@@ -460,18 +482,8 @@ static int get_tensor_2d_async(loom_backend_t *be,
 			       size_t offset, size_t size, size_t n_copies,
 			       size_t stride_tensor, size_t stride_data)
 {
-	struct cuda_backend *cbe = loom_backend_context(be);
-
-	if (!cuda_tensor_on_device(&g_reg, t)) {
-		int st = backend_synchronize(be);
-
-		return st ? st : loom_tensor_get_2d(t, data, offset, size,
-						    n_copies, stride_tensor,
-						    stride_data);
-	}
-	return copy_2d(loom_buffer_context(t->buffer), cbe->stream, true,
-		       data, stride_data, (const char *)t->data + offset,
-		       stride_tensor, size, n_copies, cudaMemcpyDeviceToHost);
+	return copy_2d_async(be, t, false, data, offset, size, n_copies,
+			     stride_tensor, stride_data);
 }
 
 /* ------------------------------------------------------------------------
