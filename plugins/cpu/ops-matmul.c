@@ -611,6 +611,67 @@ static BF16_DP_TARGET void gemv_bf16_dp(const char *a, size_t arow,
 }
 #endif
 
+#if defined(__AVX512F__)
+#define HAVE_F16_ROWS 1
+
+/* res[r] = dot(row r of F16 a, b) for nr (constant) rows: a whole
+ * 64-byte line of each row per step (two vcvtph2ps from memory), one
+ * prefetch per line, and each load of b shared by every row. */
+static inline __attribute__((always_inline)) void
+dot_f16_rows(const char *a, size_t arow, const int nr, const float *b,
+	     int64_t k, float *res)
+{
+	__m512 acc[GEMV_MAXR][2];
+	int64_t i = 0;
+	int r;
+
+	UNROLL
+	for (r = 0; r < nr; r++)
+		acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+	for (; i + 32 <= k; i += 32) {
+		__m512 b0 = _mm512_loadu_ps(b + i);
+		__m512 b1 = _mm512_loadu_ps(b + i + 16);
+
+		UNROLL
+		for (r = 0; r < nr; r++) {
+			const char *row = a + r * arow + 2 * i;
+
+			__builtin_prefetch(row + GEMV_PF);
+			acc[r][0] = _mm512_fmadd_ps(_mm512_cvtph_ps(
+				_mm256_loadu_si256((const void *)row)), b0,
+				acc[r][0]);
+			acc[r][1] = _mm512_fmadd_ps(_mm512_cvtph_ps(
+				_mm256_loadu_si256((const void *)(row + 32))),
+				b1, acc[r][1]);
+		}
+	}
+	UNROLL
+	for (r = 0; r < nr; r++) {
+		const uint16_t *row = (const uint16_t *)(a + r * arow);
+		float s = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0],
+							     acc[r][1]));
+		int64_t t;
+
+		for (t = i; t < k; t++)
+			s += fp16_to_fp32(row[t]) * b[t];
+		res[r] = s;
+	}
+}
+
+/* out[m] = dot(row m of F16 a, b) for m in [m0, m1), eight rows at a
+ * time: as many lines in flight as four F32 rows. */
+static void gemv_f16_rows(const char *a, size_t arow, int64_t m0,
+			  int64_t m1, int64_t k, const float *b, float *out)
+{
+	int64_t m = m0;
+
+	for (; m + 8 <= m1; m += 8)
+		dot_f16_rows(a + m * arow, arow, 8, b, k, out + m);
+	for (; m < m1; m++)
+		dot_f16_rows(a + m * arow, arow, 1, b, k, out + m);
+}
+#endif
+
 /* Rows [m0, m1) of one type against nb (constant) vectors. */
 static inline __attribute__((always_inline)) void
 gemv_typed(const enum loom_type type, const char *a, size_t arow,
@@ -1132,6 +1193,13 @@ static void gemv_any(const struct loom_tensor *a, const char *base,
 
 		quantize_i16(bv[0], a->ne[0], qb, sb);
 		gemv_q8_i16(base, a->nb[1], m0, m1, a->ne[0], qb, sb, out[0]);
+		return;
+	}
+#endif
+#if defined(HAVE_F16_ROWS)
+	/* One vector against F16 weights: whole lines, more rows. */
+	if (a->type == LOOM_TYPE_F16 && nb == 1 && a_rows_contiguous(a)) {
+		gemv_f16_rows(base, a->nb[1], m0, m1, a->ne[0], bv[0], out[0]);
 		return;
 	}
 #endif
