@@ -9,27 +9,12 @@
 #define DISPATCH_NODES 2000
 #define DISPATCH_NE 16
 
-struct disp_run {
-	loom_backend_t *be;
-	loom_graph_t *g;
-};
-
-static int disp_compute(void *p)
-{
-	struct disp_run *r = p;
-	int ret = loom_backend_graph_compute(r->be, r->g);
-
-	return ret ? ret : loom_backend_synchronize(r->be);
-}
-
 int bench_dispatch_measure(loom_dev_t *dev, const struct bench_opts *o,
 			   double *us_per_op, int *n_nodes)
 {
 	loom_buffer_type_t *buft = loom_dev_buffer_type(dev);
-	struct disp_run r = { 0 };
 	struct loom_tensor *x, *y;
 	loom_buffer_t *buf = NULL;
-	loom_galloc_t *ga = NULL;
 	loom_ctx_t *ctx;
 	double t;
 	int ret;
@@ -54,25 +39,10 @@ int bench_dispatch_measure(loom_dev_t *dev, const struct bench_opts *o,
 		ret = loom_set_error(LOOM_E_INVAL, "%s", loom_ctx_error(ctx));
 		goto out;
 	}
-	loom_set_flags(y, LOOM_TENSOR_OUTPUT);
-	ret = loom_graph_new(ctx, &r.g);
+	ret = bench_graph_time(dev, o, ctx, y, &t, n_nodes);
 	if (!ret)
-		ret = loom_graph_expand(r.g, y);
-	if (!ret)
-		ret = loom_galloc_new(buft, &ga);
-	if (!ret)
-		ret = loom_galloc_alloc_graph(ga, r.g);
-	if (!ret)
-		ret = bench_backend(dev, o, &r.be);
-	if (!ret)
-		ret = bench_time(disp_compute, &r, o->reps, &t, NULL);
-	if (!ret) {
-		*n_nodes = loom_graph_n_nodes(r.g);
 		*us_per_op = t * 1e6 / *n_nodes;
-	}
 out:
-	loom_backend_free(r.be);
-	loom_galloc_free(ga);
 	loom_buffer_free(buf);
 	loom_ctx_free(ctx);
 	return ret;

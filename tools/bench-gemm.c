@@ -6,28 +6,13 @@
 
 #include <stdlib.h>
 
-struct mm_run {
-	loom_backend_t *be;
-	loom_graph_t *g;
-};
-
-static int mm_compute(void *p)
-{
-	struct mm_run *r = p;
-	int ret = loom_backend_graph_compute(r->be, r->g);
-
-	return ret ? ret : loom_backend_synchronize(r->be);
-}
-
 int bench_mm_time(loom_dev_t *dev, const struct bench_opts *o,
 		  enum loom_type type, int64_t m, int64_t n, int64_t k,
 		  double *median, size_t *a_bytes)
 {
 	loom_buffer_type_t *buft = loom_dev_buffer_type(dev);
-	struct mm_run r = { 0 };
 	struct loom_tensor *a, *b, *c;
 	loom_buffer_t *buf = NULL;
-	loom_galloc_t *ga = NULL;
 	loom_ctx_t *ctx;
 	int ret;
 
@@ -56,23 +41,10 @@ int bench_mm_time(loom_dev_t *dev, const struct bench_opts *o,
 		ret = loom_set_error(LOOM_E_INVAL, "%s", loom_ctx_error(ctx));
 		goto out;
 	}
-	loom_set_flags(c, LOOM_TENSOR_OUTPUT);
-	ret = loom_graph_new(ctx, &r.g);
-	if (!ret)
-		ret = loom_graph_expand(r.g, c);
-	if (!ret)
-		ret = loom_galloc_new(buft, &ga);
-	if (!ret)
-		ret = loom_galloc_alloc_graph(ga, r.g);
-	if (!ret)
-		ret = bench_backend(dev, o, &r.be);
-	if (!ret)
-		ret = bench_time(mm_compute, &r, o->reps, median, NULL);
+	ret = bench_graph_time(dev, o, ctx, c, median, NULL);
 	if (a_bytes)
 		*a_bytes = loom_nbytes(a);
 out:
-	loom_backend_free(r.be);
-	loom_galloc_free(ga);
 	loom_buffer_free(buf);
 	loom_ctx_free(ctx);
 	return ret;

@@ -458,6 +458,46 @@ int bench_backend(loom_dev_t *dev, const struct bench_opts *o,
 	return LOOM_OK;
 }
 
+struct graph_run {
+	loom_backend_t *be;
+	loom_graph_t *g;
+};
+
+static int graph_compute(void *p)
+{
+	struct graph_run *r = p;
+	int ret = loom_backend_graph_compute(r->be, r->g);
+
+	return ret ? ret : loom_backend_synchronize(r->be);
+}
+
+int bench_graph_time(loom_dev_t *dev, const struct bench_opts *o,
+		     loom_ctx_t *ctx, struct loom_tensor *out, double *median,
+		     int *n_nodes)
+{
+	struct graph_run r = { 0 };
+	loom_galloc_t *ga = NULL;
+	int ret;
+
+	loom_set_flags(out, LOOM_TENSOR_OUTPUT);
+	ret = loom_graph_new(ctx, &r.g);
+	if (!ret)
+		ret = loom_graph_expand(r.g, out);
+	if (!ret)
+		ret = loom_galloc_new(loom_dev_buffer_type(dev), &ga);
+	if (!ret)
+		ret = loom_galloc_alloc_graph(ga, r.g);
+	if (!ret)
+		ret = bench_backend(dev, o, &r.be);
+	if (!ret)
+		ret = bench_time(graph_compute, &r, o->reps, median, NULL);
+	if (!ret && n_nodes)
+		*n_nodes = loom_graph_n_nodes(r.g);
+	loom_backend_free(r.be);
+	loom_galloc_free(ga);
+	return ret;
+}
+
 loom_dev_t *bench_pick_device(const struct bench_opts *o)
 {
 	char name[128];

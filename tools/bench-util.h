@@ -123,6 +123,14 @@ int bench_load(void);
 /* Makes a backend on dev with --threads applied when given. */
 int bench_backend(loom_dev_t *dev, const struct bench_opts *o,
 		  loom_backend_t **out);
+/* Marks out as the output, builds its graph in ctx, allocates it on dev
+ * and times compute + synchronize on a backend made by bench_backend();
+ * *median gets the median seconds, *n_nodes (may be NULL) the graph's
+ * node count. The backend and graph allocator are freed before return;
+ * ctx and its tensors stay the caller's. */
+int bench_graph_time(loom_dev_t *dev, const struct bench_opts *o,
+		     loom_ctx_t *ctx, struct loom_tensor *out, double *median,
+		     int *n_nodes);
 /* The device named by --devices (first name), else the best device. */
 loom_dev_t *bench_pick_device(const struct bench_opts *o);
 /* Prints "loom-bench: what: message (status)" to stderr; returns 1. */
