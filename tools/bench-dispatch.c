@@ -57,21 +57,16 @@ int bench_cmd_dispatch(const struct bench_opts *o)
 	double us;
 	int n, ret;
 
-	if (bench_load())
-		return 1;
-	dev = bench_pick_device(o);
+	dev = bench_open_device(o);
 	if (!dev)
-		return bench_fail("no such device", LOOM_E_NOT_FOUND);
+		return 1;
 	ret = bench_dispatch_measure(dev, o, &us, &n);
 	if (ret)
 		return bench_fail("dispatch", ret);
 	if (o->json) {
 		struct bench_json j;
 
-		bj_init(&j, stdout);
-		bj_obj_begin(&j, NULL);
-		bj_str(&j, "device", loom_dev_name(dev));
-		bj_int(&j, "threads", o->threads);
+		bj_begin_run(&j, dev, o->threads);
 		bj_int(&j, "nodes", n);
 		bj_num(&j, "us_per_op", us);
 		bj_obj_end(&j);

@@ -70,11 +70,9 @@ int bench_cmd_gemm(const struct bench_opts *o)
 		oo.n_types = 1;
 		oo.types[0] = LOOM_TYPE_F32;
 	}
-	if (bench_load())
-		return 1;
-	dev = bench_pick_device(&oo);
+	dev = bench_open_device(&oo);
 	if (!dev)
-		return bench_fail("no such device", LOOM_E_NOT_FOUND);
+		return 1;
 	if (!oo.no_limits) {
 		ret = bench_peak_measure(bench_limit_threads(&oo), oo.reps,
 					 &peak);
@@ -106,10 +104,7 @@ int bench_cmd_gemm(const struct bench_opts *o)
 	if (oo.json) {
 		struct bench_json j;
 
-		bj_init(&j, stdout);
-		bj_obj_begin(&j, NULL);
-		bj_str(&j, "device", loom_dev_name(dev));
-		bj_int(&j, "threads", bench_limit_threads(&oo));
+		bj_begin_run(&j, dev, bench_limit_threads(&oo));
 		bj_int(&j, "m", s);
 		bj_int(&j, "n", s);
 		bj_int(&j, "k", s);
@@ -175,9 +170,7 @@ int bench_cmd_gemm(const struct bench_opts *o)
 				ob_gflops, share);
 	}
 	bench_table_print(tab, stdout, NULL);
-	printf("(limits: best of %d runs on %d threads; kernels: median of "
-	       "%d runs after a warm-up)\n", oo.reps,
-	       bench_limit_threads(&oo), oo.reps);
+	bench_print_runs_note(&oo);
 	bench_table_free(tab);
 	return 0;
 }

@@ -53,11 +53,9 @@ int bench_cmd_gemv(const struct bench_opts *o)
 	if (k % 32)
 		return bench_fail("--size must be a multiple of 32",
 				  LOOM_E_INVAL);
-	if (bench_load())
-		return 1;
-	dev = bench_pick_device(&oo);
+	dev = bench_open_device(&oo);
 	if (!dev)
-		return bench_fail("no such device", LOOM_E_NOT_FOUND);
+		return 1;
 	if (!oo.no_limits) {
 		bench_progress("stream", 0, 1);
 		ret = bench_stream_measure(bench_limit_threads(&oo), oo.reps,
@@ -96,10 +94,7 @@ int bench_cmd_gemv(const struct bench_opts *o)
 	if (oo.json) {
 		struct bench_json j;
 
-		bj_init(&j, stdout);
-		bj_obj_begin(&j, NULL);
-		bj_str(&j, "device", loom_dev_name(dev));
-		bj_int(&j, "threads", bench_limit_threads(&oo));
+		bj_begin_run(&j, dev, bench_limit_threads(&oo));
 		bj_int(&j, "k", k);
 		if (st.read_gbps > 0) {
 			bj_num(&j, "stream_gbps", st.read_gbps);
@@ -166,9 +161,7 @@ int bench_cmd_gemv(const struct bench_opts *o)
 				ob_gbps, share);
 	}
 	bench_table_print(tab, stdout, NULL);
-	printf("(limits: best of %d runs on %d threads; kernels: median of "
-	       "%d runs after a warm-up)\n", oo.reps,
-	       bench_limit_threads(&oo), oo.reps);
+	bench_print_runs_note(&oo);
 	bench_table_free(tab);
 	return 0;
 }

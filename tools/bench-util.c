@@ -233,6 +233,14 @@ void bj_obj_begin(struct bench_json *j, const char *key)
 	bj_open(j, key, '{');
 }
 
+void bj_begin_run(struct bench_json *j, loom_dev_t *dev, int threads)
+{
+	bj_init(j, stdout);
+	bj_obj_begin(j, NULL);
+	bj_str(j, "device", loom_dev_name(dev));
+	bj_int(j, "threads", threads);
+}
+
 void bj_obj_end(struct bench_json *j)
 {
 	bj_close(j, '}');
@@ -381,6 +389,13 @@ void bench_table_print(struct bench_table *t, FILE *f, const char *title)
 	fflush(f);
 }
 
+void bench_print_runs_note(const struct bench_opts *o)
+{
+	printf("(limits: best of %d runs on %d threads; kernels: median of "
+	       "%d runs after a warm-up)\n", o->reps, bench_limit_threads(o),
+	       o->reps);
+}
+
 void bench_table_free(struct bench_table *t)
 {
 	if (!t)
@@ -438,6 +453,18 @@ int bench_load(void)
 		return LOOM_E_NOT_FOUND;
 	}
 	return LOOM_OK;
+}
+
+loom_dev_t *bench_open_device(const struct bench_opts *o)
+{
+	loom_dev_t *dev;
+
+	if (bench_load())
+		return NULL;
+	dev = bench_pick_device(o);
+	if (!dev)
+		bench_fail("no such device", LOOM_E_NOT_FOUND);
+	return dev;
 }
 
 int bench_backend(loom_dev_t *dev, const struct bench_opts *o,

@@ -98,7 +98,9 @@ void bj_int(struct bench_json *j, const char *key, int64_t v);
 void bj_str(struct bench_json *j, const char *key, const char *v);
 void bj_bool(struct bench_json *j, const char *key, bool v);
 void bj_null(struct bench_json *j, const char *key);
-/* Ends the document with a newline. */
+/* Starts a document on stdout with one object holding "device" and
+ * "threads", as every single-device subcommand's output begins. */
+void bj_begin_run(struct bench_json *j, loom_dev_t *dev, int threads);
 void bj_finish(struct bench_json *j);
 
 /* A table of text cells: the first column left-aligned, the others right
@@ -111,6 +113,9 @@ void bench_table_row(struct bench_table *t, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void bench_table_print(struct bench_table *t, FILE *f, const char *title);
 void bench_table_free(struct bench_table *t);
+/* Prints the line under a kernel table saying how limits and kernels
+ * were timed. */
+void bench_print_runs_note(const struct bench_opts *o);
 
 /* A progress line on stderr, only when it is a terminal. */
 void bench_progress(const char *what, int done, int total);
@@ -133,6 +138,9 @@ int bench_graph_time(loom_dev_t *dev, const struct bench_opts *o,
 		     int *n_nodes);
 /* The device named by --devices (first name), else the best device. */
 loom_dev_t *bench_pick_device(const struct bench_opts *o);
+/* bench_load() then bench_pick_device(); NULL (the reason printed to
+ * stderr) when there is no device or no such device. */
+loom_dev_t *bench_open_device(const struct bench_opts *o);
 /* Prints "loom-bench: what: message (status)" to stderr; returns 1. */
 int bench_fail(const char *what, int status);
 /* Fills a tensor with uniform values in [-scale, scale) in its own type. */
