@@ -454,6 +454,26 @@ static int write_internal(struct model_bench *mb, const char *path)
 					     path);
 }
 
+/* Writes key: { run: [bytes per member device] } for the runs of this
+ * process, the weight sizes when weights is set, else the compute sizes. */
+static void json_member_sizes(struct bench_json *j, struct model_bench *mb,
+			      const char *key, bool weights)
+{
+	bj_obj_begin(j, key);
+	for (int i = 0; i < mb->n_runs; i++) {
+		const struct model_run *r = &mb->runs[i];
+		const size_t *v = weights ? r->dev_weights : r->dev_compute;
+
+		if (r->separate)
+			continue;
+		bj_arr_begin(j, r->name);
+		for (int k = 0; k < r->n_members; k++)
+			bj_int(j, NULL, (int64_t)v[k]);
+		bj_arr_end(j);
+	}
+	bj_obj_end(j);
+}
+
 static void print_json(struct model_bench *mb)
 {
 	const struct bench_opts *o = mb->o;
@@ -506,30 +526,8 @@ static void print_json(struct model_bench *mb)
 		bj_num(&j, "nmse_vs_single", worst);
 	else
 		bj_null(&j, "nmse_vs_single");
-	bj_obj_begin(&j, "compute_bytes_per_device");
-	for (int i = 0; i < mb->n_runs; i++) {
-		const struct model_run *r = &mb->runs[i];
-
-		if (r->separate)
-			continue;
-		bj_arr_begin(&j, r->name);
-		for (int k = 0; k < r->n_members; k++)
-			bj_int(&j, NULL, (int64_t)r->dev_compute[k]);
-		bj_arr_end(&j);
-	}
-	bj_obj_end(&j);
-	bj_obj_begin(&j, "weight_bytes_per_device");
-	for (int i = 0; i < mb->n_runs; i++) {
-		const struct model_run *r = &mb->runs[i];
-
-		if (r->separate)
-			continue;
-		bj_arr_begin(&j, r->name);
-		for (int k = 0; k < r->n_members; k++)
-			bj_int(&j, NULL, (int64_t)r->dev_weights[k]);
-		bj_arr_end(&j);
-	}
-	bj_obj_end(&j);
+	json_member_sizes(&j, mb, "compute_bytes_per_device", false);
+	json_member_sizes(&j, mb, "weight_bytes_per_device", true);
 	if (meta && (whole || ref)) {
 		const struct model_run *base = whole ? whole : ref;
 
