@@ -218,11 +218,10 @@ int bench_cmd_allreduce(const struct bench_opts *o)
 		char title[128];
 
 		for (int i = 0; i < n_res; i++) {
-			char share[32] = "-";
+			char share[32];
 
-			if (st.copy_gbps > 0)
-				snprintf(share, sizeof(share), "%.0f%%",
-					 100 * res[i].busbw / st.copy_gbps);
+			bench_fmt_share(share, sizeof(share), res[i].busbw,
+					st.copy_gbps);
 			bench_table_row(tab,
 					"cpu x%zu\t%zu\t%.2f\t%.2f\t%.2f\t%s",
 					r.n, res[i].bytes, res[i].us,

@@ -92,8 +92,7 @@ int bench_cmd_gemm(const struct bench_opts *o)
 		if (!ret)
 			ret = bench_openblas_sgemm(&ob, s, s, s, oo.reps, &t);
 		if (ret) {
-			bench_progress_end();
-			fprintf(stderr, "loom-bench: %s\n", loom_last_error());
+			bench_warn_last_error();
 		} else {
 			have_ob = true;
 			ob_gflops = flops / t * 1e-9;
@@ -143,11 +142,9 @@ int bench_cmd_gemm(const struct bench_opts *o)
 		bench_table_row(tab, "FMA peak (%s)\tf32\t-\t-\t%.1f\t100%%\t-",
 				peak.isa, peak.gflops);
 	for (int i = 0; i < oo.n_types; i++) {
-		char share[32] = "-", vs[32] = "-";
+		char share[32], vs[32] = "-";
 
-		if (peak.gflops > 0)
-			snprintf(share, sizeof(share), "%.0f%%",
-				 100 * gflops[i] / peak.gflops);
+		bench_fmt_share(share, sizeof(share), gflops[i], peak.gflops);
 		if (have_ob)
 			snprintf(vs, sizeof(vs), "%.2fx",
 				 gflops[i] / ob_gflops);
@@ -157,11 +154,9 @@ int bench_cmd_gemm(const struct bench_opts *o)
 				gflops[i], share, vs);
 	}
 	if (have_ob) {
-		char share[32] = "-";
+		char share[32];
 
-		if (peak.gflops > 0)
-			snprintf(share, sizeof(share), "%.0f%%",
-				 100 * ob_gflops / peak.gflops);
+		bench_fmt_share(share, sizeof(share), ob_gflops, peak.gflops);
 		bench_table_row(tab,
 				"OpenBLAS (%s%s)\tf32\t%lld\t%.1f\t%.1f\t%s"
 				"\t1.00x", ob.core,

@@ -81,8 +81,7 @@ int bench_cmd_gemv(const struct bench_opts *o)
 		if (!ret)
 			ret = bench_openblas_sgemv(&ob, m, k, oo.reps, &t);
 		if (ret) {
-			bench_progress_end();
-			fprintf(stderr, "loom-bench: %s\n", loom_last_error());
+			bench_warn_last_error();
 		} else {
 			have_ob = true;
 			ob_gbps = (double)(m * k * 4) / t * 1e-9;
@@ -137,11 +136,9 @@ int bench_cmd_gemv(const struct bench_opts *o)
 		bench_table_row(tab, "STREAM read\t-\t-\t%.0f\t-\t%.1f\t100%%",
 				st.bytes / 1048576.0, st.read_gbps);
 	for (int i = 0; i < oo.n_types; i++) {
-		char share[32] = "-";
+		char share[32];
 
-		if (st.read_gbps > 0)
-			snprintf(share, sizeof(share), "%.0f%%",
-				 100 * gbps[i] / st.read_gbps);
+		bench_fmt_share(share, sizeof(share), gbps[i], st.read_gbps);
 		bench_table_row(tab, "loom %s\t%s\t%lldx%lld\t%.0f\t%.0f\t%.1f"
 				"\t%s", loom_dev_name(dev),
 				loom_type_name(oo.types[i]), (long long)k,
@@ -149,12 +146,10 @@ int bench_cmd_gemv(const struct bench_opts *o)
 				gbps[i], share);
 	}
 	if (have_ob) {
-		char share[32] = "-";
+		char share[32];
 		int64_t m = gemv_rows(&oo, LOOM_TYPE_F32, k);
 
-		if (st.read_gbps > 0)
-			snprintf(share, sizeof(share), "%.0f%%",
-				 100 * ob_gbps / st.read_gbps);
+		bench_fmt_share(share, sizeof(share), ob_gbps, st.read_gbps);
 		bench_table_row(tab, "OpenBLAS (%s)\tf32\t%lldx%lld\t%.0f\t%.0f"
 				"\t%.1f\t%s", ob.core, (long long)k,
 				(long long)m, m * k * 4 / 1048576.0, ob_us,

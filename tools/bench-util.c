@@ -389,6 +389,14 @@ void bench_table_print(struct bench_table *t, FILE *f, const char *title)
 	fflush(f);
 }
 
+void bench_fmt_share(char *out, size_t size, double v, double limit)
+{
+	if (limit > 0)
+		snprintf(out, size, "%.0f%%", 100 * v / limit);
+	else
+		snprintf(out, size, "-");
+}
+
 void bench_print_runs_note(const struct bench_opts *o)
 {
 	printf("(limits: best of %d runs on %d threads; kernels: median of "
@@ -432,6 +440,12 @@ void bench_progress_end(void)
 /* ------------------------------------------------------------------------
  * Devices.
  */
+void bench_warn_last_error(void)
+{
+	bench_progress_end();
+	fprintf(stderr, "loom-bench: %s\n", loom_last_error());
+}
+
 int bench_fail(const char *what, int status)
 {
 	bench_progress_end();

@@ -113,6 +113,9 @@ void bench_table_row(struct bench_table *t, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void bench_table_print(struct bench_table *t, FILE *f, const char *title);
 void bench_table_free(struct bench_table *t);
+/* Writes v as a whole percentage of limit into out ("57%"), or "-" when
+ * the limit was not measured (limit <= 0). */
+void bench_fmt_share(char *out, size_t size, double v, double limit);
 /* Prints the line under a kernel table saying how limits and kernels
  * were timed. */
 void bench_print_runs_note(const struct bench_opts *o);
@@ -141,6 +144,9 @@ loom_dev_t *bench_pick_device(const struct bench_opts *o);
 /* bench_load() then bench_pick_device(); NULL (the reason printed to
  * stderr) when there is no device or no such device. */
 loom_dev_t *bench_open_device(const struct bench_opts *o);
+/* Ends the progress line and prints "loom-bench: <last error>" to
+ * stderr, for a step whose failure does not end the run. */
+void bench_warn_last_error(void);
 /* Prints "loom-bench: what: message (status)" to stderr; returns 1. */
 int bench_fail(const char *what, int status);
 /* Fills a tensor with uniform values in [-scale, scale) in its own type. */
