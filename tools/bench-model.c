@@ -454,6 +454,27 @@ static int write_internal(struct model_bench *mb, const char *path)
 					     path);
 }
 
+/* Finds the runs the overhead is measured between: the whole-CPU run of
+ * a separate process, the first meta run and the first plain device run
+ * of this process; each is NULL when there is none. */
+static void pick_runs(const struct model_bench *mb,
+		      const struct model_run **ref,
+		      const struct model_run **meta,
+		      const struct model_run **whole)
+{
+	*ref = *meta = *whole = NULL;
+	for (int i = 0; i < mb->n_runs; i++) {
+		const struct model_run *r = &mb->runs[i];
+
+		if (r->separate)
+			*whole = r;
+		else if (r->is_meta && !*meta)
+			*meta = r;
+		else if (!r->is_meta && !*ref)
+			*ref = r;
+	}
+}
+
 /* Writes key: { run: [bytes per member device] } for the runs of this
  * process, the weight sizes when weights is set, else the compute sizes. */
 static void json_member_sizes(struct bench_json *j, struct model_bench *mb,
@@ -477,22 +498,14 @@ static void json_member_sizes(struct bench_json *j, struct model_bench *mb,
 static void print_json(struct model_bench *mb)
 {
 	const struct bench_opts *o = mb->o;
-	const struct model_run *ref = NULL, *meta = NULL, *whole = NULL;
+	const struct model_run *ref, *meta, *whole;
 	struct bench_json j;
 	double worst = -1;
 
-	for (int i = 0; i < mb->n_runs; i++) {
-		const struct model_run *r = &mb->runs[i];
-
-		if (r->separate)
-			whole = r;
-		else if (r->is_meta && !meta)
-			meta = r;
-		else if (!r->is_meta && !ref)
-			ref = r;
-		if (r->has_nmse && r->nmse > worst)
-			worst = r->nmse;
-	}
+	pick_runs(mb, &ref, &meta, &whole);
+	for (int i = 0; i < mb->n_runs; i++)
+		if (mb->runs[i].has_nmse && mb->runs[i].nmse > worst)
+			worst = mb->runs[i].nmse;
 	bj_init(&j, stdout);
 	bj_obj_begin(&j, NULL);
 	bj_str(&j, "preset", o->preset);
@@ -587,20 +600,15 @@ static void print_table(struct model_bench *mb)
 	};
 	const struct bench_opts *o = mb->o;
 	const struct llama_hparams *hp = &mb->hp;
-	const struct model_run *ref = NULL, *meta = NULL, *whole = NULL;
+	const struct model_run *ref, *meta, *whole;
 	struct bench_table *t = bench_table_new(9, heads);
 	char title[320];
 
+	pick_runs(mb, &ref, &meta, &whole);
 	for (int i = 0; i < mb->n_runs; i++) {
 		const struct model_run *r = &mb->runs[i];
 		char share[16] = "-", nm[24] = "-", w[96], c[96], name[128];
 
-		if (r->separate)
-			whole = r;
-		else if (r->is_meta && !meta)
-			meta = r;
-		else if (!r->is_meta && !ref)
-			ref = r;
 		if (mb->st.read_gbps > 0 && o->decode)
 			snprintf(share, sizeof(share), "%.0f%%",
 				 100 * r->gbps / mb->st.read_gbps);
