@@ -580,10 +580,10 @@ dot_bf16_dp(const char *a, size_t arow, const int nr, const float *b,
 		for (r = 0; r < nr; r++) {
 			const char *row = a + r * arow + 2 * i;
 
-			/* Into L2 only: measured steadier and a few per
-			 * cent faster; eight rows 2 KiB ahead are likely
-			 * more lines than L1's fill buffers hold. */
-			__builtin_prefetch(row + GEMV_PF, 0, 2);
+			/* The same place in the row nr further on, one
+			 * group ahead, into L2 only: measured faster than
+			 * a fixed 2 KiB, as for Q8_0. */
+			__builtin_prefetch(row + nr * arow, 0, 2);
 			acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)
 				_mm512_loadu_si512((const void *)row), bb);
 		}
@@ -641,7 +641,7 @@ dot_f16_rows(const char *a, size_t arow, const int nr, const float *b,
 		for (r = 0; r < nr; r++) {
 			const char *row = a + r * arow + 2 * i;
 
-			/* Into L2 only, as for BF16. */
+			/* Into L2 only: measured a little faster. */
 			__builtin_prefetch(row + GEMV_PF, 0, 2);
 			acc[r][0] = _mm512_fmadd_ps(_mm512_cvtph_ps(
 				_mm256_loadu_si256((const void *)row)), b0,
