@@ -2,7 +2,9 @@
  * thread of every partition's pool (for small tensors, each pool's first
  * thread) sums its own share of the elements over all the tensors and
  * writes the sum back into each of them.  No thread gathers the whole;
- * the pools meet at a barrier before and after.
+ * the pools meet at a barrier before and after.  When every pool is idle
+ * and the tensors are small, the calling thread sums them itself: waking
+ * the pools would cost more than the sum.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,8 @@
 /* Up to this many bytes only each pool's thread 0 takes part: fewer
  * threads meet at the barriers, and the shares are small anyway. */
 #define AR_LEADERS_MAX (64u << 10)
+/* Up to this many bytes the caller sums idle pools' tensors itself. */
+#define AR_INLINE_MAX (256u << 10)
 
 struct cpu_allreduce {
 	struct cpu_bar bar;   /* every thread of every pool */
@@ -34,7 +38,7 @@ static void reduce_range(float *const *ptr, int n, int64_t lo, int64_t hi)
 	int i;
 
 	if (n == 2) {
-		float *a = ptr[0], *b = ptr[1];
+		float *restrict a = ptr[0], *restrict b = ptr[1];
 
 		for (j = lo; j < hi; j++) {
 			float s = a[j] + b[j];
@@ -125,10 +129,38 @@ static const char *check(loom_backend_t *const *backends,
 	return NULL;
 }
 
+/* Sums the tensors on the calling thread when no pool has work queued,
+ * holding every pool's lock so that nothing is posted meanwhile.  False
+ * when a pool is busy: the sum must then queue behind its work. */
+static bool reduce_inline(struct cpu_backend *const *cbs,
+			  struct loom_tensor *const *tensors, size_t n)
+{
+	float *stack_ptr[8], **ptr = stack_ptr;
+	struct cpu_reg *cr = cbs[0]->cd->cr;
+	bool idle = true;
+	size_t i;
+
+	if (n > 8)
+		return false;
+	pthread_mutex_lock(&cr->post_lock);
+	for (i = 0; i < n; i++) {
+		pthread_mutex_lock(&cbs[i]->pool->lock);
+		idle = idle && cpu_pool_idle_locked(cbs[i]->pool);
+		ptr[i] = tensors[i]->data;
+	}
+	if (idle)
+		reduce_range(ptr, (int)n, 0, loom_nelements(tensors[0]));
+	while (i--)
+		pthread_mutex_unlock(&cbs[i]->pool->lock);
+	pthread_mutex_unlock(&cr->post_lock);
+	return idle;
+}
+
 /* The entry point.  A BF16 reduce type asks to halve the bytes a
  * transport moves; partitions share memory and move none, so the sum is
  * always taken in F32.  The work is queued on every partition's pool
- * behind what is already there; the call returns at once. */
+ * behind what is already there and the call returns at once, unless it
+ * was small enough to finish inline. */
 int cpu_allreduce(loom_backend_t *const *backends,
 		  struct loom_tensor *const *tensors, size_t n,
 		  const struct loom_allreduce_opts *opts)
@@ -157,6 +189,9 @@ int cpu_allreduce(loom_backend_t *const *backends,
 		goto out;
 	}
 	if (n == 1 || loom_nelements(tensors[0]) == 0)
+		goto out;
+	if (loom_nbytes(tensors[0]) <= AR_INLINE_MAX &&
+	    reduce_inline(cbs, tensors, n))
 		goto out;
 
 	/* One block: the header, then the per-pool bases and pointers. */

@@ -369,6 +369,13 @@ void cpu_pool_post_locked(struct cpu_pool *pool, const struct cpu_job *job)
 	wake(&pool->head, &pool->head_sleepers);
 }
 
+bool cpu_pool_idle_locked(struct cpu_pool *pool)
+{
+	/* Acquire: the finished jobs' writes are visible to the caller. */
+	return atomic_load_explicit(&pool->done, memory_order_acquire) ==
+	       atomic_load_explicit(&pool->head, memory_order_relaxed);
+}
+
 void cpu_pool_wait(struct cpu_pool *pool)
 {
 	uint32_t head = atomic_load(&pool->head);

@@ -135,6 +135,8 @@ void cpu_pool_free(struct cpu_pool *pool);
 void cpu_pool_post_locked(struct cpu_pool *pool, const struct cpu_job *job);
 /* Waits until every job posted so far has completed. */
 void cpu_pool_wait(struct cpu_pool *pool);
+/* True when every job posted to pool has finished; hold pool->lock. */
+bool cpu_pool_idle_locked(struct cpu_pool *pool);
 /* True when the calling thread is one of pool's workers. */
 bool cpu_pool_is_worker(const struct cpu_pool *pool);
 /* Makes sure the scratch is at least size bytes; the pool must be idle. */
