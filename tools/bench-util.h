@@ -67,6 +67,8 @@ int bench_peak_measure(int threads, int reps, struct bench_peak *out);
 struct bench_stream {
 	double copy_gbps; /* STREAM copy: 2 x bytes moved / time */
 	double read_gbps; /* one read pass, summed in registers */
+	const char *copy_how; /* the kernel that was fastest */
+	const char *read_how;
 	size_t bytes;     /* array size used */
 	int threads;
 };
