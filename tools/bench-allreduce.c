@@ -2,6 +2,9 @@
  * entry point over N CPU partitions, latency and bandwidth from 16 B to
  * 64 MiB as nccl-tests defines them (algbw = bytes / time, busbw = algbw *
  * 2(n-1)/n), beside the STREAM bandwidth measured in the same run.
+ * Partitions share one memory, so the last column sets the traffic an
+ * in-place sum must cause (every tensor read and written once: 2n bytes
+ * per byte reduced) against STREAM copy, which counts the same way.
  */
 #include "bench-util.h"
 
@@ -86,7 +89,8 @@ int bench_cmd_allreduce(const struct bench_opts *o)
 {
 	static const char *const heads[] = { "allreduce", "bytes", "us",
 					     "algbw GB/s", "busbw GB/s",
-					     "busbw of copy" };
+					     "busbw of copy",
+					     "traffic of copy" };
 	struct ar_result res[32];
 	int n_res = 0;
 	struct ar_run r = { .opts = { .size = sizeof(r.opts),
@@ -214,18 +218,22 @@ int bench_cmd_allreduce(const struct bench_opts *o)
 		bj_obj_end(&j);
 		bj_finish(&j);
 	} else {
-		struct bench_table *tab = bench_table_new(6, heads);
+		struct bench_table *tab = bench_table_new(7, heads);
 		char title[128];
 
 		for (int i = 0; i < n_res; i++) {
-			char share[32];
+			char share[32], traffic[32];
 
 			bench_fmt_share(share, sizeof(share), res[i].busbw,
 					st.copy_gbps);
+			bench_fmt_share(traffic, sizeof(traffic),
+					2.0 * (double)r.n * res[i].algbw,
+					st.copy_gbps);
 			bench_table_row(tab,
-					"cpu x%zu\t%zu\t%.2f\t%.2f\t%.2f\t%s",
+					"cpu x%zu\t%zu\t%.2f\t%.2f\t%.2f\t%s\t%s",
 					r.n, res[i].bytes, res[i].us,
-					res[i].algbw, res[i].busbw, share);
+					res[i].algbw, res[i].busbw, share,
+					traffic);
 		}
 		snprintf(title, sizeof(title),
 			 "allreduce over %zu CPU partitions (F32, in place)",
@@ -233,8 +241,9 @@ int bench_cmd_allreduce(const struct bench_opts *o)
 		bench_table_print(tab, stdout, title);
 		if (st.read_gbps > 0)
 			printf("(STREAM read %.1f GB/s, copy %.1f GB/s; "
-			       "busbw = algbw * 2(n-1)/n)\n", st.read_gbps,
-			       st.copy_gbps);
+			       "busbw = algbw * 2(n-1)/n; traffic = algbw * "
+			       "2n, each tensor read and written once)\n",
+			       st.read_gbps, st.copy_gbps);
 		bench_table_free(tab);
 	}
 	status = 0;
