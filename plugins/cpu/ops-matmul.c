@@ -378,8 +378,13 @@ dot_rows(const enum loom_type type, const char *a, size_t arow, const int nr,
 				const uint16_t *h16 = (const uint16_t *)row;
 				VF av;
 
-				__builtin_prefetch(row + GEMV_PF + i *
-					(type == LOOM_TYPE_F32 ? 4 : 2));
+				/* The same place one group of rows on,
+				 * into L2: a fixed distance ahead lands in
+				 * rows already in flight when rows are
+				 * short, as the split halves of a
+				 * tensor-parallel layer are. */
+				__builtin_prefetch(row + nr * arow + i *
+					(type == LOOM_TYPE_F32 ? 4 : 2), 0, 2);
 				if (type == LOOM_TYPE_F32)
 					av = vload((const float *)row + i);
 				else if (type == LOOM_TYPE_F16)
