@@ -196,6 +196,19 @@ static void pin(const struct cpu_pool *pool, int ith)
 			 ith, pool->cpus[ith % pool->n_cpus]);
 }
 
+/* Marks the jobs before done finished.  Posters waiting for a free slot
+ * wake at every job; threads waiting for the pool to drain only at the
+ * last one, so that a queue of many small jobs does not wake them (and
+ * take a core from a worker) once per job. */
+static void finish_job(struct cpu_pool *pool, uint32_t done)
+{
+	atomic_store(&pool->done, done);
+	if (atomic_load(&pool->done_sleepers) ||
+	    (atomic_load(&pool->drain_sleepers) &&
+	     atomic_load(&pool->head) == done))
+		futex_wake_all(&pool->done);
+}
+
 static void *worker_main(void *p)
 {
 	struct worker_arg arg = *(struct worker_arg *)p;
@@ -238,18 +251,14 @@ static void *worker_main(void *p)
 		case CPU_JOB_STOP:
 			cpu_bar_wait(&pool->bar);
 			atomic_fetch_sub(&live_threads, 1);
-			if (ith == 0) {
-				atomic_store(&pool->done, next + 1);
-				wake(&pool->done, &pool->done_sleepers);
-			}
+			if (ith == 0)
+				finish_job(pool, next + 1);
 			return NULL;
 		}
 		/* Every job ends with all of the pool's threads past a
 		 * barrier, so the slot is free once thread 0 says so. */
-		if (ith == 0) {
-			atomic_store(&pool->done, next + 1);
-			wake(&pool->done, &pool->done_sleepers);
-		}
+		if (ith == 0)
+			finish_job(pool, next + 1);
 		next++;
 	}
 }
@@ -289,6 +298,7 @@ int cpu_pool_new(int n_threads, const int *cpus, int n_cpus,
 	atomic_init(&pool->done, 0);
 	atomic_init(&pool->head_sleepers, 0);
 	atomic_init(&pool->done_sleepers, 0);
+	atomic_init(&pool->drain_sleepers, 0);
 	cpu_bar_init(&pool->bar, n_threads);
 	pthread_mutex_init(&pool->lock, NULL);
 	pool->threads = calloc(n_threads, sizeof(*pool->threads));
@@ -388,7 +398,9 @@ void cpu_pool_wait(struct cpu_pool *pool)
 
 		if ((int32_t)(head - done) <= 0)
 			return;
-		wait_change(&pool->done, done, &pool->done_sleepers, spin);
+		/* Woken when the queue drains: head moves on only by this
+		 * thread's posts, the pool's owner being the waiter. */
+		wait_change(&pool->done, done, &pool->drain_sleepers, spin);
 	}
 }
 
