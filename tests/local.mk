@@ -20,6 +20,8 @@ TEST_LIBS = libcore/libloom.la $(GLIB_LIBS) -lm
 
 
 
+include tests/bench.mk
+
 if HAVE_GLIB
 include tests/core.mk
 include tests/loader.mk

@@ -1,0 +1,81 @@
+#!/bin/sh
+# tests/test-bench.sh - loom-bench runs every command on small sizes and
+# says what it measured; the figures themselves are not checked (timing
+# belongs to loom-bench on a quiet machine), but the meta run's output
+# must match one device's, and a bad option must fail with a message.
+# TAP output.
+
+bench="$LOOM_TEST_BUILDDIR/tools/loom-bench"
+LOOM_PLUGIN_PATH="$LOOM_TEST_PLUGIN_PATH"
+export LOOM_PLUGIN_PATH
+out="${TMPDIR:-/tmp}/loom-test-bench.$$"
+trap 'rm -f "$out"' EXIT
+n=0
+failed=0
+
+echo "1..7"
+
+# check NAME KEY... -- COMMAND...: COMMAND succeeds and its JSON has every
+# KEY.
+check() {
+	name=$1
+	shift
+	keys=""
+	while [ "$1" != "--" ]; do
+		keys="$keys $1"
+		shift
+	done
+	shift
+	n=$((n + 1))
+	if ! "$@" >"$out" 2>"$out.err"; then
+		echo "not ok $n - $name: exit status $?"
+		sed 's/^/# /' "$out.err"
+		failed=1
+		return
+	fi
+	for k in $keys; do
+		if ! grep -q "\"$k\":" "$out"; then
+			echo "not ok $n - $name: no key $k"
+			failed=1
+			return
+		fi
+	done
+	echo "ok $n - $name"
+}
+
+check "model on 2 CPU partitions" devices prefill_tok_s decode_tok_s \
+	nmse_vs_single compute_bytes_per_device -- \
+	env LOOM_CPU_DEVICES=2 "$bench" model --preset tiny --prefill 16 \
+	--decode 4 --reps 1 --no-limits --json
+
+# The meta device's logits against the whole CPU's: both are F32 sums in
+# a different order, far below 1e-6.
+n=$((n + 1))
+nmse=$(sed -n 's/.*"nmse_vs_single": *\([^,]*\),*$/\1/p' "$out" |
+       head -n 1)
+if [ -n "$nmse" ] && awk -v v="$nmse" 'BEGIN { exit !(v < 1e-6) }'; then
+	echo "ok $n - meta matches one device (NMSE $nmse)"
+else
+	echo "not ok $n - meta vs one device: NMSE '$nmse'"
+	failed=1
+fi
+
+check "gemm" gflops peak_gflops -- \
+	"$bench" gemm --size 128 --reps 1 --no-limits --json
+check "gemv, every type" gbps stream_gbps -- \
+	"$bench" gemv --size 256 --rows 512 --reps 1 --no-limits --json
+# The allreduce run checks every sum it times and fails on a wrong one.
+check "allreduce over 2 partitions" bytes us algbw busbw -- \
+	"$bench" allreduce --reps 1 --no-limits --json
+check "dispatch" us_per_op -- "$bench" dispatch --reps 1 --json
+
+n=$((n + 1))
+if "$bench" gemm --size nonsense >"$out" 2>"$out.err" ||
+   ! [ -s "$out.err" ]; then
+	echo "not ok $n - a bad option fails with a message"
+	failed=1
+else
+	echo "ok $n - a bad option fails with a message"
+fi
+rm -f "$out.err"
+exit $failed
