@@ -452,11 +452,29 @@ static const char *resolved_by(const struct resolved *r, const char *name)
 	return NULL;
 }
 
+/* One name's opened variants, best score first, not yet initialised. */
+struct group {
+	struct loom__plugin **v;
+	size_t n;
+};
+
+/* Closes opened variants that will not be initialised for want of
+ * memory. */
+static void close_variants(struct loom__plugin *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		dlclose(v[i]->dl);
+		v[i]->dl = NULL;
+		loom__plugin_set(v[i], LOOM_PLUGIN_FAILED, LOOM_E_NOMEM,
+				 "out of memory");
+	}
+}
+
 /* Records every file of one name in one directory, opens the selected
- * ones and keeps the best variant in *winner (not yet initialised). */
+ * ones and keeps them in *out, best first (ties in file name order). */
 static int load_group(const char *dir, const struct strv *files,
 		      const char *name, const struct selection *sel,
-		      struct resolved *res, struct loom__plugin **winner)
+		      struct resolved *res, struct group *out)
 {
 	struct loom__plugin *best = NULL;
 	struct loom__plugin *group[64];
@@ -467,11 +485,13 @@ static int load_group(const char *dir, const struct strv *files,
 	bool sel_ok = selected(sel, name, &priority);
 	const char *first = NULL;
 
-	*winner = NULL;
+	out->v = NULL;
+	out->n = 0;
 	for (size_t i = 0; i < files->n; i++) {
 		char *fname = name_of_file(files->v[i]);
 		struct loom__plugin *p;
 		char *path;
+		size_t j;
 		bool mine;
 
 		mine = fname && strcmp(fname, name) == 0;
@@ -479,11 +499,11 @@ static int load_group(const char *dir, const struct strv *files,
 		if (!mine)
 			continue;
 		if (asprintf(&path, "%s/%s", dir, files->v[i]) < 0)
-			return loom_set_error(LOOM_E_NOMEM, "out of memory");
+			goto err_nomem;
 		p = loom__plugin_add(name, path);
 		free(path);
 		if (!p)
-			return loom_set_error(LOOM_E_NOMEM, "out of memory");
+			goto err_nomem;
 		p->priority = priority;
 		if (!first)
 			first = p->file;
@@ -506,33 +526,62 @@ static int load_group(const char *dir, const struct strv *files,
 		}
 		if (open_plugin(p, true))
 			continue;
-		if (n_group < sizeof(group) / sizeof(*group))
-			group[n_group++] = p;
-		else
+		if (n_group == sizeof(group) / sizeof(*group)) {
+			dlclose(p->dl);
+			p->dl = NULL;
 			loom__plugin_set(p, LOOM_PLUGIN_SKIPPED, LOOM_OK,
 					 "too many variants");
-		if (!best || p->score > best->score)
-			best = p;
-	}
-	for (size_t i = 0; i < n_group; i++) {
-		struct loom__plugin *p = group[i];
-
-		if (p == best)
 			continue;
-		dlclose(p->dl);
-		p->dl = NULL;
-		loom__plugin_set(p, LOOM_PLUGIN_SKIPPED, LOOM_OK,
-				 "variant %s scores higher",
-				 base_name(best->file));
+		}
+		/* Insertion in score order, after equal scores. */
+		for (j = n_group++; j > 0 && group[j - 1]->score < p->score; j--)
+			group[j] = group[j - 1];
+		group[j] = p;
 	}
+	best = n_group ? group[0] : NULL;
 	if (sel_ok && !over && first) {
 		if (strv_push(&res->names, name, strlen(name)) ||
 		    strv_push(&res->files, best ? best->file : first,
 			      strlen(best ? best->file : first)))
-			return loom_set_error(LOOM_E_NOMEM, "out of memory");
+			goto err_nomem;
 	}
-	*winner = best;
+	if (n_group) {
+		out->v = malloc(n_group * sizeof(*out->v));
+		if (!out->v)
+			goto err_nomem;
+		memcpy(out->v, group, n_group * sizeof(*out->v));
+		out->n = n_group;
+	}
 	return LOOM_OK;
+
+err_nomem:
+	close_variants(group, n_group);
+	return loom_set_error(LOOM_E_NOMEM, "out of memory");
+}
+
+/* Initialises the best variant of g; when its init fails, the next best,
+ * and so on.  The ones after the winner are closed. */
+static void init_group(struct group *g)
+{
+	struct loom__plugin *won = NULL;
+
+	for (size_t i = 0; i < g->n; i++) {
+		struct loom__plugin *p = g->v[i];
+
+		if (won) {
+			dlclose(p->dl);
+			p->dl = NULL;
+			loom__plugin_set(p, LOOM_PLUGIN_SKIPPED, LOOM_OK,
+					 "variant %s scores higher",
+					 base_name(won->file));
+		} else if (!init_plugin(p)) {
+			won = p;
+		} else if (i + 1 < g->n) {
+			loom_log(LOOM_LOG_WARN, "plugin %s: %s; trying the "
+				 "next variant, %s", p->file, p->reason,
+				 base_name(g->v[i + 1]->file));
+		}
+	}
 }
 
 /* After loading: every name LOOM_BACKENDS asks for must be loaded. */
@@ -592,7 +641,7 @@ int loom_load_all(void)
 {
 	struct selection sel;
 	struct resolved res = { 0 };
-	struct loom__plugin **pending = NULL;
+	struct group *pending = NULL;
 	size_t n_pending = 0, cap_pending = 0;
 	char *msg = NULL;
 	int st;
@@ -619,7 +668,7 @@ int loom_load_all(void)
 		st = scan_dir(search_dirs[d], &files);
 		for (size_t i = 0; i < files.n && !st; i++) {
 			char *name = name_of_file(files.v[i]);
-			struct loom__plugin *win;
+			struct group g;
 
 			if (!name || strv_has(&seen, name)) {
 				free(name);
@@ -628,9 +677,9 @@ int loom_load_all(void)
 			st = strv_push(&seen, name, strlen(name));
 			if (!st)
 				st = load_group(search_dirs[d], &files, name,
-						&sel, &res, &win);
+						&sel, &res, &g);
 			free(name);
-			if (st || !win)
+			if (st || !g.n)
 				continue;
 			if (n_pending == cap_pending) {
 				size_t cap = cap_pending ? 2 * cap_pending : 8;
@@ -640,12 +689,14 @@ int loom_load_all(void)
 				if (!v) {
 					st = loom_set_error(LOOM_E_NOMEM,
 							    "out of memory");
+					close_variants(g.v, g.n);
+					free(g.v);
 					break;
 				}
 				pending = v;
 				cap_pending = cap;
 			}
-			pending[n_pending++] = win;
+			pending[n_pending++] = g;
 		}
 		strv_free(&seen);
 		strv_free(&files);
@@ -654,12 +705,14 @@ int loom_load_all(void)
 	 * up the other plugins' devices. */
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < n_pending; i++) {
-			bool meta = strcmp(pending[i]->name, "meta") == 0;
+			bool meta = strcmp(pending[i].v[0]->name, "meta") == 0;
 
 			if (meta == (pass == 1))
-				init_plugin(pending[i]);
+				init_group(&pending[i]);
 		}
 	}
+	for (size_t i = 0; i < n_pending; i++)
+		free(pending[i].v);
 	free(pending);
 	strv_free(&res.names);
 	strv_free(&res.files);

@@ -149,3 +149,10 @@ tests_fake_loom_var_c_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_var_c_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"var\" -DFAKE_SCORE=0
 tests_fake_loom_var_c_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
 tests_fake_loom_var_c_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-var-d.la
+FAKE_PLUGINS += tests/fake/loom-var-d.la
+tests_fake_loom_var_d_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_var_d_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"var\" -DFAKE_SCORE=9 -DFAKE_INIT_FAIL
+tests_fake_loom_var_d_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_var_d_la_LIBADD = $(PLUGIN_LINK_LIBS)

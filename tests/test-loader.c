@@ -419,6 +419,28 @@ static void test_variants(struct fixture *f, gconstpointer data)
 	g_free(b);
 }
 
+/* The best variant's init fails: the next best is loaded in its place,
+ * and the rest are skipped for it. */
+static void test_variant_fallback(struct fixture *f, gconstpointer data)
+{
+	struct loom_plugin_info info;
+	char *d = path_in(f->dir, "var-d");
+
+	add_plugin(f->dir, "var-a");
+	add_plugin(f->dir, "var-b");
+	add_plugin(f->dir, "var-d");
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_record(f->dir, "var-d", LOOM_PLUGIN_FAILED,
+		      "init failed: fake device did not answer");
+	info = find_record(d);
+	g_assert_cmpint(info.score, ==, 9);
+	assert_record(f->dir, "var-b", LOOM_PLUGIN_LOADED, "");
+	assert_record(f->dir, "var-a", LOOM_PLUGIN_SKIPPED,
+		      "variant loom-var-b.so scores higher");
+	g_assert_nonnull(loom_dev_by_name("var0"));
+	g_free(d);
+}
+
 /* ------------------------------------------------------------------------
  * LOOM_BACKENDS.
  */
@@ -1301,6 +1323,7 @@ int main(int argc, char **argv)
 	F("/loader/load-path", test_load_path);
 	F("/loader/override", test_override);
 	F("/loader/variants", test_variants);
+	F("/loader/variant-fallback", test_variant_fallback);
 	F("/loader/backends/order", test_order);
 	F("/loader/backends/exclude", test_exclude);
 	F("/loader/backends/requested", test_requested);
