@@ -587,6 +587,12 @@ static void print_json(struct model_bench *mb)
 		bj_bool(&j, "separate_process", r->separate);
 		bj_num(&j, "prefill_tok_s", r->prefill_tok_s);
 		bj_num(&j, "decode_tok_s", r->decode_tok_s);
+		if (r->decode_tok_s_runs[1] > 0) {
+			bj_arr_begin(&j, "decode_tok_s_before_after");
+			bj_num(&j, NULL, r->decode_tok_s_runs[0]);
+			bj_num(&j, NULL, r->decode_tok_s_runs[1]);
+			bj_arr_end(&j);
+		}
 		bj_num(&j, "decode_ms_per_token", o->decode ?
 			   1e3 / r->decode_tok_s : 0);
 		bj_num(&j, "decode_ms_median", r->decode_ms_median);
