@@ -560,24 +560,26 @@ err_nomem:
 }
 
 /* Initialises the best variant of g; when its init fails, the next best,
- * and so on.  The ones after the winner are closed. */
+ * and so on (not when it finds no hardware: the others would not either).
+ * The ones after the winner are closed. */
 static void init_group(struct group *g)
 {
-	struct loom__plugin *won = NULL;
+	/* The variant that loaded, or that found no hardware. */
+	struct loom__plugin *chosen = NULL;
 
 	for (size_t i = 0; i < g->n; i++) {
 		struct loom__plugin *p = g->v[i];
 
-		if (won) {
+		if (chosen) {
 			dlclose(p->dl);
 			p->dl = NULL;
 			loom__plugin_set(p, LOOM_PLUGIN_SKIPPED, LOOM_OK,
 					 "variant %s scores higher",
-					 base_name(won->file));
-		} else if (!init_plugin(p)) {
-			won = p;
+					 base_name(chosen->file));
+		} else if (!init_plugin(p) || p->state != LOOM_PLUGIN_FAILED) {
+			chosen = p;
 		} else if (i + 1 < g->n) {
-			loom_log(LOOM_LOG_WARN, "plugin %s: %s; trying the "
+			loom_log(LOOM_LOG_INFO, "plugin %s: %s; trying the "
 				 "next variant, %s", p->file, p->reason,
 				 base_name(g->v[i + 1]->file));
 		}

@@ -9,7 +9,7 @@ bench="$LOOM_TEST_BUILDDIR/tools/loom-bench"
 LOOM_PLUGIN_PATH="$LOOM_TEST_PLUGIN_PATH"
 export LOOM_PLUGIN_PATH
 out="${TMPDIR:-/tmp}/loom-test-bench.$$"
-trap 'rm -f "$out"' EXIT
+trap 'rm -f "$out" "$out.err"' EXIT
 n=0
 failed=0
 
@@ -27,8 +27,10 @@ check() {
 	done
 	shift
 	n=$((n + 1))
-	if ! "$@" >"$out" 2>"$out.err"; then
-		echo "not ok $n - $name: exit status $?"
+	"$@" >"$out" 2>"$out.err"
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		echo "not ok $n - $name: exit status $rc"
 		sed 's/^/# /' "$out.err"
 		failed=1
 		return

@@ -152,7 +152,7 @@ static float read_plain(const float *p, size_t n)
 static void stream_thread(int ith, int nth, void *p)
 {
 	struct stream_arg *a = p;
-	/* Chunks of whole cache lines (16 floats), contiguous per thread. */
+	/* Chunks of 64 floats (four cache lines), contiguous per thread. */
 	size_t lines = a->n / 64, per = (lines + (size_t)nth - 1) / (size_t)nth;
 	size_t lo = per * (size_t)ith * 64, hi = lo + per * 64;
 	float r = 0;

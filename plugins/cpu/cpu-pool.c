@@ -197,16 +197,28 @@ static void pin(const struct cpu_pool *pool, int ith)
 }
 
 /* Marks the jobs before done finished.  Posters waiting for a free slot
- * wake at every job; threads waiting for the pool to drain only at the
- * last one, so that a queue of many small jobs does not wake them (and
- * take a core from a worker) once per job. */
+ * wake at every job; threads waiting for their jobs to finish only once
+ * done reaches drain_at, so that a queue of many small jobs does not wake
+ * them (and take a core from a worker) once per job. */
 static void finish_job(struct cpu_pool *pool, uint32_t done)
 {
 	atomic_store(&pool->done, done);
 	if (atomic_load(&pool->done_sleepers) ||
 	    (atomic_load(&pool->drain_sleepers) &&
-	     atomic_load(&pool->head) == done))
+	     (int32_t)(done - atomic_load(&pool->drain_at)) >= 0))
 		futex_wake_all(&pool->done);
+}
+
+/* Lowers drain_at to target, or moves it there from a mark that done has
+ * already passed (its waiter is awake).  Called before the waiter counts
+ * itself a sleeper, so a worker that sees the sleeper sees the mark. */
+static void mark_drain(struct cpu_pool *pool, uint32_t target, uint32_t done)
+{
+	uint32_t cur = atomic_load(&pool->drain_at);
+
+	while (((int32_t)(cur - done) <= 0 || (int32_t)(target - cur) < 0) &&
+	       !atomic_compare_exchange_weak(&pool->drain_at, &cur, target))
+		;
 }
 
 static void *worker_main(void *p)
@@ -299,6 +311,7 @@ int cpu_pool_new(int n_threads, const int *cpus, int n_cpus,
 	atomic_init(&pool->head_sleepers, 0);
 	atomic_init(&pool->done_sleepers, 0);
 	atomic_init(&pool->drain_sleepers, 0);
+	atomic_init(&pool->drain_at, 0);
 	cpu_bar_init(&pool->bar, n_threads);
 	pthread_mutex_init(&pool->lock, NULL);
 	pool->threads = calloc(n_threads, sizeof(*pool->threads));
@@ -398,8 +411,7 @@ void cpu_pool_wait(struct cpu_pool *pool)
 
 		if ((int32_t)(head - done) <= 0)
 			return;
-		/* Woken when the queue drains: head moves on only by this
-		 * thread's posts, the pool's owner being the waiter. */
+		mark_drain(pool, head, done);
 		wait_change(&pool->done, done, &pool->drain_sleepers, spin);
 	}
 }

@@ -115,7 +115,8 @@ struct cpu_pool {
 	_Atomic int head_sleepers;
 	_Alignas(64) _Atomic uint32_t done;
 	_Atomic int done_sleepers;  /* waiting for any job to finish */
-	_Atomic int drain_sleepers; /* waiting for the last one */
+	_Atomic int drain_sleepers; /* waiting for their last one */
+	_Atomic uint32_t drain_at;  /* the earliest such waiter's head */
 	_Alignas(64) struct cpu_bar bar;
 	struct cpu_job jobs[CPU_POOL_QUEUE];
 	pthread_mutex_t lock;  /* serializes posters */
