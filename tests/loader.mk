@@ -156,3 +156,13 @@ tests_fake_loom_var_d_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_var_d_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"var\" -DFAKE_SCORE=9 -DFAKE_INIT_FAIL
 tests_fake_loom_var_d_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
 tests_fake_loom_var_d_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+# The out-of-tree plugin template, built here from its own source so
+# that test-loader shows it loads (installcheck builds it with its own
+# Makefile against the installed Loom).
+check_LTLIBRARIES += tests/fake/loom-my.la
+FAKE_PLUGINS += tests/fake/loom-my.la
+tests_fake_loom_my_la_SOURCES = examples/plugin-template/my-plugin.c
+tests_fake_loom_my_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+tests_fake_loom_my_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_my_la_LIBADD = $(PLUGIN_LINK_LIBS)

@@ -419,6 +419,15 @@ static void test_variants(struct fixture *f, gconstpointer data)
 	g_free(b);
 }
 
+/* The out-of-tree plugin template loads and makes its device. */
+static void test_template(struct fixture *f, gconstpointer data)
+{
+	add_plugin(f->dir, "my");
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_record(f->dir, "my", LOOM_PLUGIN_LOADED, "");
+	g_assert_nonnull(loom_dev_by_name("my0"));
+}
+
 /* The best variant's init fails: the next best is loaded in its place,
  * and the rest are skipped for it. */
 static void test_variant_fallback(struct fixture *f, gconstpointer data)
@@ -1324,6 +1333,7 @@ int main(int argc, char **argv)
 	F("/loader/override", test_override);
 	F("/loader/variants", test_variants);
 	F("/loader/variant-fallback", test_variant_fallback);
+	F("/loader/template", test_template);
 	F("/loader/backends/order", test_order);
 	F("/loader/backends/exclude", test_exclude);
 	F("/loader/backends/requested", test_requested);

@@ -3,9 +3,23 @@ bin_PROGRAMS += tools/loom-info
 tools_loom_info_SOURCES = tools/loom-info.c
 tools_loom_info_LDADD = libcore/libloom.la
 
-# The out-of-tree plugin template ships in the tarball but is not built
-# here: it builds against an installed Loom (see its Makefile).
+# The out-of-tree plugin template ships in the tarball; it builds against
+# an installed Loom with its own Makefile, which installcheck tries.
 EXTRA_DIST += \
 	examples/plugin-template/Makefile \
 	examples/plugin-template/README \
 	examples/plugin-template/my-plugin.c
+
+installcheck-local: installcheck-template
+installcheck-template:
+	rm -rf plugin-template-check
+	cp -R $(srcdir)/examples/plugin-template plugin-template-check
+	chmod -R u+w plugin-template-check
+	cd plugin-template-check && \
+		PKG_CONFIG_PATH='$(DESTDIR)$(libdir)/pkgconfig' \
+		PKG_CONFIG_SYSROOT_DIR='$(DESTDIR)' $(MAKE) CC='$(CC)'
+	LD_LIBRARY_PATH='$(DESTDIR)$(libdir)' LOOM_PLUGIN_SYSTEM_PATH= \
+		LOOM_PLUGIN_PATH=plugin-template-check \
+		'$(DESTDIR)$(bindir)/loom-info' | grep 'my *loaded'
+	rm -rf plugin-template-check
+.PHONY: installcheck-template
