@@ -62,7 +62,7 @@ enum stream_op {
 	OP_COPY,          /* memcpy */
 	OP_COPY_STREAMING, /* non-temporal stores */
 	OP_READ,
-	OP_READ_PREFETCH, /* software prefetch this far ahead */
+	OP_READ_PREFETCH, /* software prefetch, STREAM_PREFETCH ahead */
 };
 
 /* Bytes ahead that the prefetching read asks for. */

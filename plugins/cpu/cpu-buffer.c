@@ -145,40 +145,35 @@ static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 			     loom_buffer_t **out)
 {
 	struct cpu_device *cd = loom_buft_context(buft);
-	size_t padded;
+	size_t padded, align;
 	void *mem;
 	int err;
 
-	/* Zero bytes still get a real, aligned address. */
-	if (size > SIZE_MAX - CPU_BUFFER_ALIGN)
+	/* The alignment the size asks for: huge pages for big buffers, whole
+	 * pages for the NUMA binding, else a cache line. */
+	if (size >= CPU_HUGE_MIN)
+		align = CPU_HUGE_PAGE;
+	else if (cd->numa_node >= 0 && size >= CPU_NUMA_MIN)
+		align = CPU_PAGE;
+	else
+		align = CPU_BUFFER_ALIGN;
+	if (size > SIZE_MAX - align)
 		return loom_set_error(LOOM_E_NOMEM,
 				      "cpu: cannot allocate %zu bytes", size);
-	padded = (size + CPU_BUFFER_ALIGN - 1) &
-		 ~(size_t)(CPU_BUFFER_ALIGN - 1);
+	/* Zero bytes still get a real, aligned address. */
+	padded = (size + align - 1) & ~(align - 1);
 	if (!padded)
-		padded = CPU_BUFFER_ALIGN;
-	if (padded >= CPU_HUGE_MIN && padded <= SIZE_MAX - CPU_HUGE_PAGE) {
-		padded = (padded + CPU_HUGE_PAGE - 1) &
-			 ~(size_t)(CPU_HUGE_PAGE - 1);
-		mem = aligned_alloc(CPU_HUGE_PAGE, padded);
-		/* Only a hint: without huge pages the buffer still works. */
-		if (mem && madvise(mem, padded, MADV_HUGEPAGE))
-			loom_log(LOOM_LOG_DEBUG, "cpu: no huge pages for "
-				 "%zu bytes", padded);
-		if (mem && cd->numa_node >= 0)
-			prefer_node(mem, padded, cd->numa_node);
-	} else if (cd->numa_node >= 0 && padded >= CPU_NUMA_MIN &&
-		   padded <= SIZE_MAX - CPU_PAGE) {
-		padded = (padded + CPU_PAGE - 1) & ~(size_t)(CPU_PAGE - 1);
-		mem = aligned_alloc(CPU_PAGE, padded);
-		if (mem)
-			prefer_node(mem, padded, cd->numa_node);
-	} else {
-		mem = aligned_alloc(CPU_BUFFER_ALIGN, padded);
-	}
+		padded = align;
+	mem = aligned_alloc(align, padded);
 	if (!mem)
 		return loom_set_error(LOOM_E_NOMEM,
 				      "cpu: cannot allocate %zu bytes", size);
+	/* Only a hint: without huge pages the buffer still works. */
+	if (align == CPU_HUGE_PAGE && madvise(mem, padded, MADV_HUGEPAGE))
+		loom_log(LOOM_LOG_DEBUG, "cpu: no huge pages for %zu bytes",
+			 padded);
+	if (align >= CPU_PAGE && cd->numa_node >= 0)
+		prefer_node(mem, padded, cd->numa_node);
 	err = loom_buffer_new(buft, &cpu_buffer_iface, mem, size, out);
 	if (err)
 		free(mem);
