@@ -20,15 +20,15 @@ int loom_backend_new(loom_dev_t *dev, const struct loom_backend_iface *iface,
 	int st;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_backend_new: out is NULL");
 	*out = NULL;
 	if (!dev || dev->magic != DEV_MAGIC)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_backend_new: no device");
 	be = calloc(1, sizeof(*be));
 	if (!be)
-		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "out of memory");
 	st = loom__copy_iface(&be->iface, sizeof(be->iface), iface,
 			      "backend");
 	if (st)
@@ -80,7 +80,7 @@ int loom_backend_synchronize(loom_backend_t *be)
 	int (*f)(loom_backend_t *);
 
 	if (!valid(be))
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_backend_synchronize: no backend");
 	f = be->iface.synchronize;
 	return f ? f(be) : LOOM_OK;
@@ -113,12 +113,12 @@ static int tensor_async(loom_backend_t *be, struct loom_tensor *t,
 	int st;
 
 	if (!valid(be))
-		return loom_set_error(LOOM_E_INVAL, "%s: no backend", what);
+		return loom_error_set(LOOM_E_INVAL, "%s: no backend", what);
 	st = loom__check_range(t, offset, size, what);
 	if (st || size == 0)
 		return st;
 	if (!data)
-		return loom_set_error(LOOM_E_INVAL, "%s: data is NULL", what);
+		return loom_error_set(LOOM_E_INVAL, "%s: data is NULL", what);
 	if (get && be->iface.get_tensor_async && device_owns(be, t))
 		return be->iface.get_tensor_async(be, t, data, offset, size);
 	if (!get && be->iface.set_tensor_async && device_owns(be, t))
@@ -162,13 +162,13 @@ static int tensor_2d_async(loom_backend_t *be, struct loom_tensor *t,
 	int st;
 
 	if (!valid(be))
-		return loom_set_error(LOOM_E_INVAL, "%s: no backend", what);
+		return loom_error_set(LOOM_E_INVAL, "%s: no backend", what);
 	st = loom__check_range_2d(t, offset, size, n_copies, stride_tensor,
 				  stride_data, get, what);
 	if (st || !n_copies || !size)
 		return st;
 	if (!data)
-		return loom_set_error(LOOM_E_INVAL, "%s: data is NULL", what);
+		return loom_error_set(LOOM_E_INVAL, "%s: data is NULL", what);
 	f = backend_proc(be, get ? LOOM__PROC_GET_TENSOR_2D_ASYNC
 				 : LOOM__PROC_SET_TENSOR_2D_ASYNC);
 	if (f && device_owns(be, t) && get)
@@ -215,14 +215,14 @@ int loom_backend_tensor_copy_async(loom_backend_t *be_src,
 	int st;
 
 	if (!valid(be_src) || !valid(be_dst))
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_backend_tensor_copy_async: no "
 				      "backend");
 	st = loom__check_copy(src, dst, "loom_backend_tensor_copy_async");
 	if (st)
 		return st;
-	if (be_dst->iface.cpy_tensor_async && device_owns(be_dst, dst)) {
-		st = be_dst->iface.cpy_tensor_async(be_src, be_dst, src, dst);
+	if (be_dst->iface.copy_tensor_async && device_owns(be_dst, dst)) {
+		st = be_dst->iface.copy_tensor_async(be_src, be_dst, src, dst);
 		if (st != LOOM_E_DECLINED)
 			return st;
 	}
@@ -242,18 +242,18 @@ static int check_graph(loom_backend_t *be, loom_graph_t *g)
 		struct loom_tensor *t = loom_graph_node(g, i);
 
 		if (!loom__tensor_in_live_buffer(t))
-			return loom_set_error(LOOM_E_STATE,
+			return loom_error_set(LOOM_E_STATE,
 					      "backend '%s': node %d '%s' (%s) "
 					      "is not placed in a buffer",
 					      loom_backend_name(be), i,
 					      t->name, loom_op_name(t->op));
 	}
-	n = loom_graph_n_leafs(g);
+	n = loom_graph_n_leaves(g);
 	for (int i = 0; i < n; i++) {
 		struct loom_tensor *t = loom_graph_leaf(g, i);
 
 		if (!loom__tensor_in_live_buffer(t))
-			return loom_set_error(LOOM_E_STATE,
+			return loom_error_set(LOOM_E_STATE,
 					      "backend '%s': leaf '%s' is not "
 					      "placed in a buffer",
 					      loom_backend_name(be), t->name);
@@ -266,7 +266,7 @@ int loom_backend_graph_compute_async(loom_backend_t *be, loom_graph_t *g)
 	int st;
 
 	if (!valid(be) || !g)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_backend_graph_compute: backend or "
 				      "graph is NULL");
 	st = check_graph(be, g);
@@ -292,15 +292,15 @@ int loom_backend_set_n_threads(loom_backend_t *be, int n_threads)
 	loom_set_n_threads_fn f;
 
 	if (!valid(be))
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_backend_set_n_threads: no backend");
 	if (n_threads < 1)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_backend_set_n_threads: %d threads",
 				      n_threads);
 	f = (loom_set_n_threads_fn)backend_proc(be, LOOM__PROC_SET_N_THREADS);
 	if (!f)
-		return loom_set_error(LOOM_E_UNSUPPORTED,
+		return loom_error_set(LOOM_E_UNSUPPORTED,
 				      "backend '%s' has no threads to set",
 				      loom_backend_name(be));
 	return f(be, n_threads);
@@ -317,15 +317,15 @@ int loom_event_new(loom_dev_t *dev, loom_event_t **out)
 	int st = LOOM_OK;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_event_new: out is NULL");
 	*out = NULL;
 	if (!dev || dev->magic != DEV_MAGIC)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_event_new: no device");
 	ev = calloc(1, sizeof(*ev));
 	if (!ev)
-		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "out of memory");
 	ev->magic = EVENT_MAGIC;
 	ev->dev = dev;
 	if (dev->iface.event_new)
@@ -367,11 +367,11 @@ loom_dev_t *loom_event_device(loom_event_t *ev)
 int loom_event_record(loom_event_t *ev, loom_backend_t *be)
 {
 	if (!ev || ev->magic != EVENT_MAGIC || !valid(be))
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_event_record: event or backend is "
 				      "NULL");
 	if (be->dev != ev->dev)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_event_record: event of device '%s' "
 				      "on a backend of '%s'",
 				      loom_dev_name(ev->dev),
@@ -384,7 +384,7 @@ int loom_event_record(loom_event_t *ev, loom_backend_t *be)
 int loom_event_wait(loom_backend_t *be, loom_event_t *ev)
 {
 	if (!ev || ev->magic != EVENT_MAGIC || !valid(be))
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_event_wait: event or backend is "
 				      "NULL");
 	/* An emulated event has passed once recorded; one of another
@@ -401,7 +401,7 @@ int loom_event_synchronize(loom_event_t *ev)
 	int (*f)(loom_dev_t *, loom_event_t *);
 
 	if (!ev || ev->magic != EVENT_MAGIC)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_event_synchronize: no event");
 	f = ev->dev->iface.event_synchronize;
 	return f ? f(ev->dev, ev) : LOOM_OK;

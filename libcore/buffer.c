@@ -18,11 +18,11 @@ int loom__copy_iface(void *dst, size_t dst_size, const void *src,
 
 	memset(dst, 0, dst_size);
 	if (!src)
-		return loom_set_error(LOOM_E_INVAL, "%s: interface is NULL",
+		return loom_error_set(LOOM_E_INVAL, "%s: interface is NULL",
 				      what);
 	memcpy(&size, src, sizeof(size));
 	if (size < sizeof(uint32_t))
-		return loom_set_error(LOOM_E_PLUGIN,
+		return loom_error_set(LOOM_E_PLUGIN,
 				      "%s: interface size %u is too small",
 				      what, (unsigned)size);
 	/* A newer plugin's table is longer: keep the slots we know. */
@@ -64,7 +64,7 @@ static bool buffer_valid(loom_buffer_t *buf)
  * Buffer types.
  */
 
-int loom_buft_new(loom_reg_t *reg, loom_dev_t *dev,
+int loom_buffer_type_new(loom_reg_t *reg, loom_dev_t *dev,
 		  const struct loom_buffer_type_iface *iface, void *context,
 		  loom_buffer_type_t **out)
 {
@@ -78,19 +78,19 @@ int loom_buft_new(loom_reg_t *reg, loom_dev_t *dev,
 	int st;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_buft_new: out is NULL");
+		return loom_error_set(LOOM_E_INVAL,
+				      "loom_buffer_type_new: out is NULL");
 	*out = NULL;
 	if (!reg || reg->magic != REG_MAGIC)
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_buft_new: reg is not a loom reg");
+		return loom_error_set(LOOM_E_INVAL,
+				      "loom_buffer_type_new: reg is not a loom reg");
 	if (dev && (dev->magic != DEV_MAGIC || dev->reg != reg))
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_buft_new: dev is not a device "
+		return loom_error_set(LOOM_E_INVAL,
+				      "loom_buffer_type_new: dev is not a device "
 				      "of reg");
 	buft = calloc(1, sizeof(*buft));
 	if (!buft)
-		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "out of memory");
 	st = loom__copy_iface(&buft->iface, sizeof(buft->iface), iface,
 			      "buffer type");
 	if (st)
@@ -119,12 +119,12 @@ err_free:
 	return st;
 }
 
-void *loom_buft_context(loom_buffer_type_t *buft)
+void *loom_buffer_type_context(loom_buffer_type_t *buft)
 {
 	return buft_valid(buft) ? buft->context : NULL;
 }
 
-const char *loom_buft_name(loom_buffer_type_t *buft)
+const char *loom_buffer_type_name(loom_buffer_type_t *buft)
 {
 	const char *name;
 
@@ -134,7 +134,7 @@ const char *loom_buft_name(loom_buffer_type_t *buft)
 	return name ? name : "(unnamed)";
 }
 
-size_t loom_buft_alignment(loom_buffer_type_t *buft)
+size_t loom_buffer_type_alignment(loom_buffer_type_t *buft)
 {
 	size_t a;
 
@@ -145,13 +145,13 @@ size_t loom_buft_alignment(loom_buffer_type_t *buft)
 		loom_log(LOOM_LOG_WARN,
 			 "buffer type '%s': alignment %zu is not a power of "
 			 "two; using %zu",
-			 loom_buft_name(buft), a, (size_t)64);
+			 loom_buffer_type_name(buft), a, (size_t)64);
 		return 64;
 	}
 	return a;
 }
 
-size_t loom_buft_max_size(loom_buffer_type_t *buft)
+size_t loom_buffer_type_max_size(loom_buffer_type_t *buft)
 {
 	size_t (*f)(loom_buffer_type_t *);
 
@@ -161,14 +161,14 @@ size_t loom_buft_max_size(loom_buffer_type_t *buft)
 	return f ? f(buft) : SIZE_MAX;
 }
 
-size_t loom_buft_alloc_size(loom_buffer_type_t *buft,
+size_t loom_buffer_type_alloc_size(loom_buffer_type_t *buft,
 			    const struct loom_tensor *t)
 {
 	size_t nbytes, n;
 
 	if (!t)
 		return 0;
-	nbytes = loom_nbytes(t);
+	nbytes = loom_tensor_n_bytes(t);
 	if (!buft_valid(buft) || !buft->iface.get_alloc_size)
 		return nbytes;
 	n = buft->iface.get_alloc_size(buft, t);
@@ -176,7 +176,7 @@ size_t loom_buft_alloc_size(loom_buffer_type_t *buft,
 	return n < nbytes ? nbytes : n;
 }
 
-bool loom_buft_is_host(loom_buffer_type_t *buft)
+bool loom_buffer_type_is_host(loom_buffer_type_t *buft)
 {
 	bool (*f)(loom_buffer_type_t *);
 
@@ -186,12 +186,12 @@ bool loom_buft_is_host(loom_buffer_type_t *buft)
 	return f ? f(buft) : false;
 }
 
-loom_dev_t *loom_buft_device(loom_buffer_type_t *buft)
+loom_dev_t *loom_buffer_type_device(loom_buffer_type_t *buft)
 {
 	return buft_valid(buft) ? buft->dev : NULL;
 }
 
-int loom_buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
+int loom_buffer_type_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 			   loom_buffer_t **out)
 {
 	loom_buffer_t *buf = NULL;
@@ -199,39 +199,39 @@ int loom_buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 	int st;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_buft_alloc_buffer: out is NULL");
+		return loom_error_set(LOOM_E_INVAL,
+				      "loom_buffer_type_alloc_buffer: out is NULL");
 	*out = NULL;
 	if (!buft_valid(buft))
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_buft_alloc_buffer: no buffer type");
-	max = loom_buft_max_size(buft);
+		return loom_error_set(LOOM_E_INVAL,
+				      "loom_buffer_type_alloc_buffer: no buffer type");
+	max = loom_buffer_type_max_size(buft);
 	if (size > max)
-		return loom_set_error(LOOM_E_NOMEM,
+		return loom_error_set(LOOM_E_NOMEM,
 				      "buffer type '%s': %zu bytes asked, at "
 				      "most %zu in one buffer",
-				      loom_buft_name(buft), size, max);
+				      loom_buffer_type_name(buft), size, max);
 	loom__clear_error();
 	st = buft->iface.alloc_buffer(buft, size, &buf);
 	if (st) {
 		if (st > 0)
 			st = LOOM_E_PLUGIN;
-		if (!*loom_last_error())
-			loom_set_error(st, "buffer type '%s': allocation of "
+		if (!*loom_error_message())
+			loom_error_set(st, "buffer type '%s': allocation of "
 				       "%zu bytes failed",
-				       loom_buft_name(buft), size);
+				       loom_buffer_type_name(buft), size);
 		return st;
 	}
 	if (!buffer_valid(buf))
-		return loom_set_error(LOOM_E_PLUGIN,
+		return loom_error_set(LOOM_E_PLUGIN,
 				      "buffer type '%s': alloc_buffer returned "
 				      "no buffer",
-				      loom_buft_name(buft));
+				      loom_buffer_type_name(buft));
 	if (buf->buft != buft || buf->size < size) {
-		st = loom_set_error(LOOM_E_PLUGIN,
+		st = loom_error_set(LOOM_E_PLUGIN,
 				    "buffer type '%s': asked for %zu bytes, "
 				    "got a buffer of %zu bytes",
-				    loom_buft_name(buft), size, buf->size);
+				    loom_buffer_type_name(buft), size, buf->size);
 		loom_buffer_free(buf);
 		return st;
 	}
@@ -258,15 +258,15 @@ int loom_buffer_new(loom_buffer_type_t *buft,
 	int st;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_buffer_new: out is NULL");
 	*out = NULL;
 	if (!buft_valid(buft))
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_buffer_new: no buffer type");
 	buf = calloc(1, sizeof(*buf));
 	if (!buf)
-		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "out of memory");
 	st = loom__copy_iface(&buf->iface, sizeof(buf->iface), iface,
 			      "buffer");
 	if (st)
@@ -274,7 +274,7 @@ int loom_buffer_new(loom_buffer_type_t *buft,
 	slot = loom__missing_slot(&buf->iface, required,
 				  LOOM__N_OF(required));
 	if (slot) {
-		st = loom__missing_method("buffer", loom_buft_name(buft),
+		st = loom__missing_method("buffer", loom_buffer_type_name(buft),
 					  slot);
 		goto err_free;
 	}
@@ -284,10 +284,10 @@ int loom_buffer_new(loom_buffer_type_t *buft,
 	buf->size = size;
 	buf->base = buf->iface.get_base(buf);
 	if (!buf->base && size > 0) {
-		st = loom_set_error(LOOM_E_PLUGIN,
+		st = loom_error_set(LOOM_E_PLUGIN,
 				    "buffer of type '%s': get_base returned "
 				    "NULL for %zu bytes",
-				    loom_buft_name(buft), size);
+				    loom_buffer_type_name(buft), size);
 		goto err_free;
 	}
 	*out = buf;
@@ -342,7 +342,7 @@ void *loom_buffer_base(loom_buffer_t *buf)
 	return buffer_valid(buf) ? buf->base : NULL;
 }
 
-loom_buffer_type_t *loom_buffer_type(loom_buffer_t *buf)
+loom_buffer_type_t *loom_buffer_get_type(loom_buffer_t *buf)
 {
 	return buffer_valid(buf) ? buf->buft : NULL;
 }
@@ -350,18 +350,18 @@ loom_buffer_type_t *loom_buffer_type(loom_buffer_t *buf)
 int loom_buffer_clear(loom_buffer_t *buf, uint8_t value)
 {
 	if (!buffer_valid(buf))
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_buffer_clear: no buffer");
 	if (buf->size == 0)
 		return LOOM_OK;
 	return buf->iface.clear(buf, value);
 }
 
-/* A usage outside the enum is refused (recorded for loom_last_error()). */
+/* A usage outside the enum is refused (recorded for loom_error_message()). */
 void loom_buffer_set_usage(loom_buffer_t *buf, enum loom_buffer_usage usage)
 {
 	if ((unsigned)usage > LOOM_BUFFER_USAGE_COMPUTE) {
-		loom_set_error(LOOM_E_INVAL,
+		loom_error_set(LOOM_E_INVAL,
 			       "loom_buffer_set_usage: invalid usage %d",
 			       (int)usage);
 		return;
@@ -392,21 +392,21 @@ static int check_placed(const struct loom_tensor *t, const char *what)
 	size_t nbytes;
 
 	if (!t->data || !buf)
-		return loom_set_error(LOOM_E_STATE,
+		return loom_error_set(LOOM_E_STATE,
 				      "%s: tensor '%s' is not placed in a "
 				      "buffer",
 				      what, tname(t));
 	if (!buffer_valid(buf))
-		return loom_set_error(LOOM_E_STATE,
+		return loom_error_set(LOOM_E_STATE,
 				      "%s: tensor '%s' has a freed or foreign "
 				      "buffer",
 				      what, tname(t));
 	base = (uintptr_t)buf->base;
 	data = (uintptr_t)t->data;
-	nbytes = loom_nbytes(t);
+	nbytes = loom_tensor_n_bytes(t);
 	if (data < base || data - base > buf->size ||
 	    nbytes > buf->size - (data - base))
-		return loom_set_error(LOOM_E_RANGE,
+		return loom_error_set(LOOM_E_RANGE,
 				      "%s: tensor '%s' (%zu bytes) lies "
 				      "outside its buffer (%zu bytes)",
 				      what, tname(t), nbytes, buf->size);
@@ -420,13 +420,13 @@ int loom__check_range(const struct loom_tensor *t, size_t offset,
 	int st;
 
 	if (!t)
-		return loom_set_error(LOOM_E_INVAL, "%s: tensor is NULL", what);
+		return loom_error_set(LOOM_E_INVAL, "%s: tensor is NULL", what);
 	st = check_placed(t, what);
 	if (st)
 		return st;
-	nbytes = loom_nbytes(t);
+	nbytes = loom_tensor_n_bytes(t);
 	if (offset > nbytes || size > nbytes - offset)
-		return loom_set_error(LOOM_E_RANGE,
+		return loom_error_set(LOOM_E_RANGE,
 				      "%s: tensor '%s': bytes [%zu, %zu + %zu) "
 				      "out of bounds (%zu bytes)",
 				      what, tname(t), offset, offset, size,
@@ -442,23 +442,23 @@ int loom__check_range_2d(const struct loom_tensor *t, size_t offset,
 	int st;
 
 	if (!t)
-		return loom_set_error(LOOM_E_INVAL, "%s: tensor is NULL", what);
+		return loom_error_set(LOOM_E_INVAL, "%s: tensor is NULL", what);
 	st = check_placed(t, what);
 	if (st)
 		return st;
 	if (n_copies == 0 || size == 0)
 		return LOOM_OK;
 	if (n_copies > 1 && size > stride_tensor)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "%s: tensor '%s': rows of %zu bytes "
 				      "overlap (tensor stride %zu)",
 				      what, tname(t), size, stride_tensor);
 	if (n_copies > 1 && to_host && size > stride_data)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "%s: tensor '%s': rows of %zu bytes "
 				      "overlap (data stride %zu)",
 				      what, tname(t), size, stride_data);
-	nbytes = loom_nbytes(t);
+	nbytes = loom_tensor_n_bytes(t);
 	/* The last row ends at (n - 1) * stride + offset + size. */
 	if (stride_tensor && n_copies - 1 > SIZE_MAX / stride_tensor)
 		goto err_range;
@@ -471,7 +471,7 @@ int loom__check_range_2d(const struct loom_tensor *t, size_t offset,
 	return LOOM_OK;
 
 err_range:
-	return loom_set_error(LOOM_E_RANGE,
+	return loom_error_set(LOOM_E_RANGE,
 			      "%s: tensor '%s': %zu rows of %zu bytes from "
 			      "offset %zu, stride %zu, out of bounds (%zu "
 			      "bytes)",
@@ -493,7 +493,7 @@ int loom_tensor_set(struct loom_tensor *t, const void *data, size_t offset,
 	if (size == 0)
 		return LOOM_OK;
 	if (!data)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_tensor_set: data is NULL");
 	return t->buffer->iface.set_tensor(t->buffer, t, data, offset, size);
 }
@@ -508,7 +508,7 @@ int loom_tensor_get(const struct loom_tensor *t, void *data, size_t offset,
 	if (size == 0)
 		return LOOM_OK;
 	if (!data)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_tensor_get: data is NULL");
 	return t->buffer->iface.get_tensor(t->buffer, t, data, offset, size);
 }
@@ -530,7 +530,7 @@ int loom_tensor_memset(struct loom_tensor *t, uint8_t value, size_t offset,
 	chunk = size < STAGE_MAX ? size : STAGE_MAX;
 	block = malloc(chunk);
 	if (!block)
-		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "out of memory");
 	memset(block, value, chunk);
 	for (done = 0; done < size && !st; done += chunk) {
 		size_t n = size - done < chunk ? size - done : chunk;
@@ -561,7 +561,7 @@ static int tensor_2d(struct loom_tensor *t, void *data, size_t offset,
 	if (st || !n_copies || !size)
 		return st;
 	if (!data)
-		return loom_set_error(LOOM_E_INVAL, "%s: data is NULL", what);
+		return loom_error_set(LOOM_E_INVAL, "%s: data is NULL", what);
 	buf = t->buffer;
 	f = buffer_proc(buf, get ? LOOM__PROC_GET_TENSOR_2D
 				 : LOOM__PROC_SET_TENSOR_2D);
@@ -611,14 +611,14 @@ static int copy_staged(const struct loom_tensor *src, struct loom_tensor *dst,
 	void *block;
 	int st = LOOM_OK;
 
-	if (loom_buft_is_host(sb->buft))
+	if (loom_buffer_type_is_host(sb->buft))
 		return db->iface.set_tensor(db, dst, src->data, 0, n);
-	if (loom_buft_is_host(db->buft))
+	if (loom_buffer_type_is_host(db->buft))
 		return sb->iface.get_tensor(sb, src, dst->data, 0, n);
 	chunk = n < STAGE_MAX ? n : STAGE_MAX;
 	block = malloc(chunk);
 	if (!block)
-		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "out of memory");
 	for (done = 0; done < n && !st; done += chunk) {
 		size_t k = n - done < chunk ? n - done : chunk;
 
@@ -638,22 +638,22 @@ int loom__check_copy(const struct loom_tensor *src,
 	int st;
 
 	if (!src || !dst)
-		return loom_set_error(LOOM_E_INVAL, "%s: tensor is NULL", what);
+		return loom_error_set(LOOM_E_INVAL, "%s: tensor is NULL", what);
 	st = loom__check_range(src, 0, 0, what);
 	if (!st)
 		st = loom__check_range(dst, 0, 0, what);
 	if (st)
 		return st;
-	n = loom_nbytes(src);
-	if (n != loom_nbytes(dst))
-		return loom_set_error(LOOM_E_INVAL,
+	n = loom_tensor_n_bytes(src);
+	if (n != loom_tensor_n_bytes(dst))
+		return loom_error_set(LOOM_E_INVAL,
 				      "%s: '%s' has %zu bytes, '%s' %zu", what,
 				      tname(src), n, tname(dst),
-				      loom_nbytes(dst));
+				      loom_tensor_n_bytes(dst));
 	s = src->data;
 	d = dst->data;
 	if (src->buffer == dst->buffer && s != d && s < d + n && d < s + n)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "%s: '%s' and '%s' overlap in their "
 				      "buffer",
 				      what, tname(src), tname(dst));
@@ -668,11 +668,11 @@ int loom_tensor_copy(const struct loom_tensor *src, struct loom_tensor *dst)
 	st = loom__check_copy(src, dst, "loom_tensor_copy");
 	if (st)
 		return st;
-	n = loom_nbytes(src);
+	n = loom_tensor_n_bytes(src);
 	if (n == 0 || src->data == dst->data)
 		return LOOM_OK;
-	if (dst->buffer->iface.cpy_tensor) {
-		st = dst->buffer->iface.cpy_tensor(dst->buffer, src, dst);
+	if (dst->buffer->iface.copy_tensor) {
+		st = dst->buffer->iface.copy_tensor(dst->buffer, src, dst);
 		if (st != LOOM_E_DECLINED)
 			return st;
 	}
@@ -698,23 +698,23 @@ int loom_tensor_place(struct loom_tensor *t, loom_buffer_t *buf,
 	int st;
 
 	if (!t || !buffer_valid(buf))
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_tensor_place: tensor or buffer "
 				      "is NULL");
 	if (t->view_src)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_tensor_place: '%s' is a view; use "
 				      "loom_tensor_init_view",
 				      tname(t));
-	align = loom_buft_alignment(buf->buft);
+	align = loom_buffer_type_alignment(buf->buft);
 	if (offset % align)
-		return loom_set_error(LOOM_E_ALIGN,
+		return loom_error_set(LOOM_E_ALIGN,
 				      "loom_tensor_place: offset %zu of '%s' "
 				      "is not a multiple of %zu",
 				      offset, tname(t), align);
-	need = loom_buft_alloc_size(buf->buft, t);
+	need = loom_buffer_type_alloc_size(buf->buft, t);
 	if (offset > buf->size || need > buf->size - offset)
-		return loom_set_error(LOOM_E_RANGE,
+		return loom_error_set(LOOM_E_RANGE,
 				      "loom_tensor_place: '%s' (%zu bytes at "
 				      "%zu) does not fit in a buffer of %zu "
 				      "bytes",
@@ -737,26 +737,26 @@ int loom_tensor_init_view(struct loom_tensor *t)
 	int st;
 
 	if (!t)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_tensor_init_view: tensor is NULL");
 	src = t->view_src;
 	if (!src)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_tensor_init_view: '%s' is not a "
 				      "view",
 				      tname(t));
 	if (!src->data || !buffer_valid(src->buffer))
-		return loom_set_error(LOOM_E_STATE,
+		return loom_error_set(LOOM_E_STATE,
 				      "loom_tensor_init_view: source '%s' of "
 				      "view '%s' is not placed",
 				      tname(src), tname(t));
 	buf = src->buffer;
 	start = (size_t)((char *)src->data - (char *)buf->base);
-	nbytes = loom_nbytes(t);
+	nbytes = loom_tensor_n_bytes(t);
 	if ((char *)src->data < (char *)buf->base || start > buf->size ||
 	    t->view_offs > buf->size - start ||
 	    nbytes > buf->size - start - t->view_offs)
-		return loom_set_error(LOOM_E_RANGE,
+		return loom_error_set(LOOM_E_RANGE,
 				      "loom_tensor_init_view: view '%s' (%zu "
 				      "bytes at %zu) lies outside the buffer "
 				      "of '%s'",
@@ -787,24 +787,24 @@ int loom_ctx_alloc_tensors(loom_ctx_t *ctx, loom_buffer_type_t *buft,
 	int st;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_ctx_alloc_tensors: out is NULL");
 	*out = NULL;
 	if (!ctx || !buft_valid(buft))
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_ctx_alloc_tensors: context or "
 				      "buffer type is NULL");
-	align = loom_buft_alignment(buft);
+	align = loom_buffer_type_alignment(buft);
 	for (t = loom_ctx_first_tensor(ctx); t;
 	     t = loom_ctx_next_tensor(ctx, t)) {
 		size_t need;
 
 		if (t->data || t->view_src)
 			continue;
-		need = loom_buft_alloc_size(buft, t);
+		need = loom_buffer_type_alloc_size(buft, t);
 		total = align_up(total, align);
 		if (need > SIZE_MAX - total - align)
-			return loom_set_error(LOOM_E_NOMEM,
+			return loom_error_set(LOOM_E_NOMEM,
 					      "loom_ctx_alloc_tensors: size "
 					      "overflows");
 		total += need;
@@ -812,14 +812,14 @@ int loom_ctx_alloc_tensors(loom_ctx_t *ctx, loom_buffer_type_t *buft,
 	}
 	if (!any)
 		return LOOM_OK;
-	max = loom_buft_max_size(buft);
+	max = loom_buffer_type_max_size(buft);
 	if (total > max)
-		return loom_set_error(LOOM_E_NOMEM,
+		return loom_error_set(LOOM_E_NOMEM,
 				      "loom_ctx_alloc_tensors: the tensors "
 				      "need %zu bytes, more than buffer type "
 				      "'%s' allows in one buffer (%zu)",
-				      total, loom_buft_name(buft), max);
-	st = loom_buft_alloc_buffer(buft, total, &buf);
+				      total, loom_buffer_type_name(buft), max);
+	st = loom_buffer_type_alloc_buffer(buft, total, &buf);
 	if (st)
 		return st;
 	total = 0;
@@ -831,7 +831,7 @@ int loom_ctx_alloc_tensors(loom_ctx_t *ctx, loom_buffer_type_t *buft,
 		st = loom_tensor_place(t, buf, total);
 		if (st)
 			goto err_free_buf;
-		total += loom_buft_alloc_size(buft, t);
+		total += loom_buffer_type_alloc_size(buft, t);
 	}
 	/* Views come after their sources, in creation order. */
 	for (t = loom_ctx_first_tensor(ctx); t;

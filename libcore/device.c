@@ -52,12 +52,12 @@ int loom_reg_new(const struct loom_reg_iface *iface, void *context,
 	int st;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_reg_new: out is NULL");
 	*out = NULL;
 	reg = calloc(1, sizeof(*reg));
 	if (!reg)
-		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "out of memory");
 	st = loom__copy_iface(&reg->iface, sizeof(reg->iface), iface, "reg");
 	if (st)
 		goto err_free;
@@ -177,15 +177,15 @@ int loom_dev_new(loom_reg_t *reg, const struct loom_dev_iface *iface,
 	int st;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_dev_new: out is NULL");
 	*out = NULL;
 	if (!reg_valid(reg))
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_dev_new: reg is not a loom reg");
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
-		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "out of memory");
 	st = loom__copy_iface(&dev->iface, sizeof(dev->iface), iface,
 			      "device");
 	if (st)
@@ -281,24 +281,24 @@ int loom_dev_init_backend(loom_dev_t *dev, const char *params,
 	int st;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_dev_init_backend: out is NULL");
 	*out = NULL;
 	if (!dev_valid(dev))
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_dev_init_backend: no device");
 	loom__clear_error();
 	st = dev->iface.init_backend(dev, params, &be);
 	if (st) {
 		if (st > 0)
 			st = LOOM_E_PLUGIN;
-		if (!*loom_last_error())
-			loom_set_error(st, "device '%s': init_backend failed",
+		if (!*loom_error_message())
+			loom_error_set(st, "device '%s': init_backend failed",
 				       loom_dev_name(dev));
 		return st;
 	}
 	if (!be || be->magic != BACKEND_MAGIC || be->dev != dev)
-		return loom_set_error(LOOM_E_PLUGIN,
+		return loom_error_set(LOOM_E_PLUGIN,
 				      "device '%s': init_backend returned no "
 				      "backend of this device",
 				      loom_dev_name(dev));
@@ -351,7 +351,7 @@ bool loom_dev_supports_buft(loom_dev_t *dev, loom_buffer_type_t *buft)
 		return dev->iface.supports_buft(dev, buft);
 	return buft == loom_dev_buffer_type(dev) ||
 	       (loom_dev_type(dev) == LOOM_DEV_TYPE_CPU &&
-		loom_buft_is_host(buft));
+		loom_buffer_type_is_host(buft));
 }
 
 loom_reg_t *loom_dev_reg(loom_dev_t *dev)

@@ -36,7 +36,7 @@ const char *loom__getenv_quiet(const char *name)
 	return env_secure(name);
 }
 
-const char *loom_getenv(const char *name)
+const char *loom_env_get(const char *name)
 {
 	const char *v;
 

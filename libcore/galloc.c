@@ -55,21 +55,21 @@ int loom_galloc_new(loom_buffer_type_t *buft, loom_galloc_t **out)
 	size_t align;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_galloc_new: out is NULL");
 	*out = NULL;
 	if (!buft)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_galloc_new: buffer type is NULL");
-	align = loom_buft_alignment(buft);
+	align = loom_buffer_type_alignment(buft);
 	if (!align || (align & (align - 1)))
-		return loom_set_error(LOOM_E_PLUGIN,
+		return loom_error_set(LOOM_E_PLUGIN,
 				      "loom_galloc_new: buffer type %s has "
 				      "alignment %zu, not a power of two",
-				      loom_buft_name(buft), align);
+				      loom_buffer_type_name(buft), align);
 	ga = calloc(1, sizeof(*ga));
 	if (!ga)
-		return loom_set_error(LOOM_E_NOMEM,
+		return loom_error_set(LOOM_E_NOMEM,
 				      "loom_galloc_new: out of memory");
 	ga->buft = buft;
 	ga->alignment = align;
@@ -251,11 +251,11 @@ static struct rec *rec_get(loom_galloc_t *ga, struct plan *p,
 	r->ours = !o->data || is_ours(ga, o->buffer);
 	r->keep = o->flags & (LOOM_TENSOR_INPUT | LOOM_TENSOR_OUTPUT);
 	if (r->ours) {
-		size_t size = loom_buft_alloc_size(ga->buft, o);
+		size_t size = loom_buffer_type_alloc_size(ga->buft, o);
 		size_t mask = ga->alignment - 1;
 
-		if (size < loom_nbytes(o))
-			size = loom_nbytes(o);
+		if (size < loom_tensor_n_bytes(o))
+			size = loom_tensor_n_bytes(o);
 		if (!size)
 			size = 1;
 		/* No tensor a constructor made is this large; a hand-made
@@ -282,7 +282,7 @@ static int plan_place(struct plan *p, struct rec *r)
 static int plan_graph(loom_galloc_t *ga, loom_graph_t *g, struct plan *p)
 {
 	int n_nodes = loom_graph_n_nodes(g);
-	int n_leafs = loom_graph_n_leafs(g);
+	int n_leafs = loom_graph_n_leaves(g);
 	struct loom__ptrmap read = { 0 }; /* tensors some node reads */
 	struct rec *r;
 	int err;
@@ -312,7 +312,7 @@ static int plan_graph(loom_galloc_t *ga, loom_graph_t *g, struct plan *p)
 			r->uses++;
 		}
 	}
-	/* A view node nobody reads is a result (a reshaped output, a cpy
+	/* A view node nobody reads is a result (a reshaped output, a copy
 	 * into a tensor of this graph): what it views must stay, as an
 	 * ordinary node nobody reads does. */
 	for (int i = 0; i < n_nodes; i++) {
@@ -352,7 +352,7 @@ static int plan_graph(loom_galloc_t *ga, loom_graph_t *g, struct plan *p)
 
 err_nomem:
 	loom__ptrmap_free(&read);
-	return loom_set_error(LOOM_E_NOMEM, "galloc: out of memory");
+	return loom_error_set(LOOM_E_NOMEM, "galloc: out of memory");
 }
 
 /* Makes the buffer at least size bytes. */
@@ -363,26 +363,26 @@ static int ensure_buffer(loom_galloc_t *ga, size_t size)
 
 	if (ga->buffer && loom_buffer_size(ga->buffer) >= size)
 		return LOOM_OK;
-	if (size > loom_buft_max_size(ga->buft))
-		return loom_set_error(LOOM_E_NOMEM,
+	if (size > loom_buffer_type_max_size(ga->buft))
+		return loom_error_set(LOOM_E_NOMEM,
 				      "galloc: the graph needs %zu bytes, more "
 				      "than %s can allocate at once (%zu)",
-				      size, loom_buft_name(ga->buft),
-				      loom_buft_max_size(ga->buft));
+				      size, loom_buffer_type_name(ga->buft),
+				      loom_buffer_type_max_size(ga->buft));
 	if (ga->buffer) {
 		if (loom__ptrmap_put(&ga->retired, ga->buffer, 1))
-			return loom_set_error(LOOM_E_NOMEM,
+			return loom_error_set(LOOM_E_NOMEM,
 					      "galloc: out of memory");
 		loom__buffer_release(ga->buffer);
 		ga->buffer = NULL;
 	}
-	err = loom_buft_alloc_buffer(ga->buft, size, &buf);
+	err = loom_buffer_type_alloc_buffer(ga->buft, size, &buf);
 	if (err)
 		return err;
 	loom_buffer_set_usage(buf, LOOM_BUFFER_USAGE_COMPUTE);
 	ga->buffer = buf;
 	loom_log(LOOM_LOG_DEBUG, "galloc: %s compute buffer of %zu bytes",
-		 loom_buft_name(ga->buft), size);
+		 loom_buffer_type_name(ga->buft), size);
 	return LOOM_OK;
 }
 
@@ -392,7 +392,7 @@ int loom_galloc_reserve(loom_galloc_t *ga, loom_graph_t *g)
 	int err;
 
 	if (!ga || !g)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_galloc_reserve: NULL %s",
 				      ga ? "graph" : "allocator");
 	err = plan_graph(ga, g, &p);
@@ -417,7 +417,7 @@ int loom_galloc_alloc_graph(loom_galloc_t *ga, loom_graph_t *g)
 	int err;
 
 	if (!ga || !g)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_galloc_alloc_graph: NULL %s",
 				      ga ? "graph" : "allocator");
 	err = plan_graph(ga, g, &p);
@@ -430,13 +430,13 @@ int loom_galloc_alloc_graph(loom_galloc_t *ga, loom_graph_t *g)
 		if (p.recs[i].ours)
 			err = loom_tensor_place(p.recs[i].t, ga->buffer,
 						p.recs[i].offset);
-	for (int i = 0; i < loom_graph_n_nodes(g) && !err; i++) {
+	for (size_t i = 0; i < loom_graph_n_nodes(g) && !err; i++) {
 		struct loom_tensor *n = loom_graph_node(g, i);
 
 		if (n->view_src && needs_view(ga, n))
 			err = loom_tensor_init_view(n);
 	}
-	for (int i = 0; i < loom_graph_n_leafs(g) && !err; i++) {
+	for (size_t i = 0; i < loom_graph_n_leaves(g) && !err; i++) {
 		struct loom_tensor *l = loom_graph_leaf(g, i);
 
 		if (l->view_src && needs_view(ga, l))

@@ -162,7 +162,7 @@ int loom_graph_new(loom_ctx_t *ctx, loom_graph_t **out)
 					"loom_graph_new: out is NULL");
 	*out = NULL;
 	if (!ctx)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_graph_new: ctx is NULL");
 	g = calloc(1, sizeof(*g));
 	if (!g)
@@ -256,12 +256,12 @@ int loom_graph_expand(loom_graph_t *g, struct loom_tensor *t)
 	int n_before;
 
 	if (!g)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_graph_expand: graph is NULL");
 	if (!t)
 		return loom__ctx_errorf(g->ctx, LOOM_E_INVAL,
 					"loom_graph_expand: tensor is NULL "
-					"(%s)", loom_last_error());
+					"(%s)", loom_error_message());
 	if (loom__ptrmap_find(&g->seen, t))
 		return LOOM_OK;
 	n_before = g->nodes.n + g->leafs.n;
@@ -309,26 +309,26 @@ int loom_graph_expand(loom_graph_t *g, struct loom_tensor *t)
 	return err;
 }
 
-int loom_graph_n_nodes(const loom_graph_t *g)
+size_t loom_graph_n_nodes(const loom_graph_t *g)
 {
-	return g ? g->nodes.n : 0;
+	return g ? (size_t)g->nodes.n : 0;
 }
 
-struct loom_tensor *loom_graph_node(const loom_graph_t *g, int i)
+struct loom_tensor *loom_graph_node(const loom_graph_t *g, size_t i)
 {
-	if (!g || i < 0 || i >= g->nodes.n)
+	if (!g || i >= (size_t)g->nodes.n)
 		return NULL;
 	return g->nodes.v[i];
 }
 
-int loom_graph_n_leafs(const loom_graph_t *g)
+size_t loom_graph_n_leaves(const loom_graph_t *g)
 {
-	return g ? g->leafs.n : 0;
+	return g ? (size_t)g->leafs.n : 0;
 }
 
-struct loom_tensor *loom_graph_leaf(const loom_graph_t *g, int i)
+struct loom_tensor *loom_graph_leaf(const loom_graph_t *g, size_t i)
 {
-	if (!g || i < 0 || i >= g->leafs.n)
+	if (!g || i >= (size_t)g->leafs.n)
 		return NULL;
 	return g->leafs.v[i];
 }
@@ -362,7 +362,7 @@ int loom_graph_add_node(loom_graph_t *g, struct loom_tensor *t)
 	int err;
 
 	if (!g)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_graph_add_node: graph is NULL");
 	if (!t)
 		return loom__ctx_errorf(g->ctx, LOOM_E_INVAL,

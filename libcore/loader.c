@@ -109,9 +109,9 @@ static int build_search_path(void)
 
 	if (search_built)
 		return LOOM_OK;
-	if (strv_split(&s, loom_getenv("LOOM_PLUGIN_PATH"), ':'))
+	if (strv_split(&s, loom_env_get("LOOM_PLUGIN_PATH"), ':'))
 		goto err_nomem;
-	sys = loom_getenv("LOOM_PLUGIN_SYSTEM_PATH");
+	sys = loom_env_get("LOOM_PLUGIN_SYSTEM_PATH");
 	if (sys ? strv_split(&s, sys, ':') :
 		  strv_push(&s, LOOM_PLUGINDIR, strlen(LOOM_PLUGINDIR)))
 		goto err_nomem;
@@ -135,7 +135,7 @@ static int build_search_path(void)
 
 err_nomem:
 	strv_free(&s);
-	return loom_set_error(LOOM_E_NOMEM, "out of memory");
+	return loom_error_set(LOOM_E_NOMEM, "out of memory");
 }
 
 void loom__loader_reset(void)
@@ -187,7 +187,7 @@ struct selection {
 
 static int parse_selection(struct selection *sel)
 {
-	const char *env = loom_getenv("LOOM_BACKENDS");
+	const char *env = loom_env_get("LOOM_BACKENDS");
 
 	memset(sel, 0, sizeof(*sel));
 	while (env && (*env == ' ' || *env == '\t'))
@@ -200,7 +200,7 @@ static int parse_selection(struct selection *sel)
 		env++;
 	}
 	if (strv_split(&sel->names, env, ','))
-		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "out of memory");
 	if (sel->mode == SEL_ONLY && sel->names.n == 0)
 		sel->mode = SEL_ALL;
 	return LOOM_OK;
@@ -359,15 +359,15 @@ int loom_load_path(const char *path, loom_reg_t **out)
 	if (out)
 		*out = NULL;
 	if (!path || !*path)
-		return loom_set_error(LOOM_E_INVAL, "loom_load_path: no path");
+		return loom_error_set(LOOM_E_INVAL, "loom_load_path: no path");
 	/* dlopen searches the library path for a name without a slash. */
 	if (!strchr(path, '/')) {
 		if (asprintf(&file, "./%s", path) < 0)
-			return loom_set_error(LOOM_E_NOMEM, "out of memory");
+			return loom_error_set(LOOM_E_NOMEM, "out of memory");
 	} else {
 		file = strdup(path);
 		if (!file)
-			return loom_set_error(LOOM_E_NOMEM, "out of memory");
+			return loom_error_set(LOOM_E_NOMEM, "out of memory");
 	}
 	name = name_of_file(base_name(file));
 	from_file = name != NULL;
@@ -376,7 +376,7 @@ int loom_load_path(const char *path, loom_reg_t **out)
 	free(name);
 	free(file);
 	if (!p) {
-		st = loom_set_error(LOOM_E_NOMEM, "out of memory");
+		st = loom_error_set(LOOM_E_NOMEM, "out of memory");
 		goto out_unlock;
 	}
 	st = open_plugin(p, from_file);
@@ -435,7 +435,7 @@ static int scan_dir(const char *dir, struct strv *files)
 
 err_nomem:
 	closedir(d);
-	return loom_set_error(LOOM_E_NOMEM, "out of memory");
+	return loom_error_set(LOOM_E_NOMEM, "out of memory");
 }
 
 /* A plugin name resolved in an earlier directory, and by which file. */
@@ -556,7 +556,7 @@ static int load_group(const char *dir, const struct strv *files,
 
 err_nomem:
 	close_variants(group, n_group);
-	return loom_set_error(LOOM_E_NOMEM, "out of memory");
+	return loom_error_set(LOOM_E_NOMEM, "out of memory");
 }
 
 /* Initialises the best variant of g; when its init fails, the next best,
@@ -634,7 +634,7 @@ static int check_requested(const struct selection *sel, char **msg)
 	}
 	if (st) {
 		*msg = strdup(buf);
-		loom_set_error(st, "%s", buf);
+		loom_error_set(st, "%s", buf);
 	}
 	return st;
 }
@@ -652,7 +652,7 @@ int loom_load_all(void)
 	if (loaded_all) {
 		st = load_all_status;
 		if (st)
-			loom_set_error(st, "%s",
+			loom_error_set(st, "%s",
 				       load_all_msg ? load_all_msg : "");
 		goto out_unlock;
 	}
@@ -689,7 +689,7 @@ int loom_load_all(void)
 						  cap * sizeof(*pending));
 
 				if (!v) {
-					st = loom_set_error(LOOM_E_NOMEM,
+					st = loom_error_set(LOOM_E_NOMEM,
 							    "out of memory");
 					close_variants(g.v, g.n);
 					free(g.v);

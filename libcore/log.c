@@ -22,7 +22,7 @@ static const char *const level_names[] = {
 	[LOOM_LOG_DEBUG] = "debug",
 };
 
-/* Reads LOOM_LOG without going through loom_getenv(), which may log. */
+/* Reads LOOM_LOG without going through loom_env_get(), which may log. */
 static void level_init(void)
 {
 	const char *s = loom__getenv_quiet("LOOM_LOG");
@@ -48,13 +48,13 @@ void loom_log_set_callback(loom_log_fn fn, void *userdata)
 	pthread_mutex_unlock(&log_lock);
 }
 
-/* A level outside the enum is refused (recorded for loom_last_error()),
+/* A level outside the enum is refused (recorded for loom_error_message()),
  * and the level stays what it was. */
 void loom_log_set_level(enum loom_log_level lvl)
 {
 	pthread_once(&level_once, level_init);
 	if ((unsigned)lvl > LOOM_LOG_DEBUG) {
-		loom_set_error(LOOM_E_INVAL,
+		loom_error_set(LOOM_E_INVAL,
 			       "loom_log_set_level: invalid level %d",
 			       (int)lvl);
 		return;

@@ -15,7 +15,7 @@ static void *meta_proc(enum loom__proc p, const char *who)
 	void *fn;
 
 	if (!reg) {
-		loom_set_error(LOOM_E_NOT_FOUND,
+		loom_error_set(LOOM_E_NOT_FOUND,
 			       "%s: the meta plugin is not loaded (install "
 			       "loom-meta, or check LOOM_BACKENDS and "
 			       "loom-info)", who);
@@ -23,7 +23,7 @@ static void *meta_proc(enum loom__proc p, const char *who)
 	}
 	fn = loom__reg_proc(reg, p);
 	if (!fn)
-		loom_set_error(LOOM_E_NOT_FOUND,
+		loom_error_set(LOOM_E_NOT_FOUND,
 			       "%s: the meta plugin has no '%s' entry point",
 			       who, loom__proc_name(p));
 	return fn;
@@ -38,7 +38,7 @@ int loom_meta_dev_new(loom_dev_t *const *devs, size_t n, loom_split_fn split,
 	if (out)
 		*out = NULL;
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_meta_dev_new: out is NULL");
 	fn = (loom_meta_device_new_fn)meta_proc(LOOM__PROC_META_DEVICE_NEW,
 						 "loom_meta_dev_new");
@@ -101,7 +101,7 @@ int loom_meta_split_default(const struct loom_tensor *t,
 	int64_t hd = 1, group = 1;
 
 	if (!t || !out)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_meta_split_default: NULL argument");
 	memset(out, 0, sizeof(*out));
 	name = t->name;

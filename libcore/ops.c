@@ -37,7 +37,7 @@ static bool have(loom_ctx_t *ctx, enum loom_op op, const char *what,
 		 const struct loom_tensor *t)
 {
 	if (!ctx) {
-		loom_set_error(LOOM_E_INVAL, "%s: ctx is NULL",
+		loom_error_set(LOOM_E_INVAL, "%s: ctx is NULL",
 			       loom_op_name(op));
 		return false;
 	}
@@ -102,7 +102,7 @@ static struct loom_tensor *view_data(loom_ctx_t *ctx, struct loom_tensor *t)
 {
 	if (loom__tensor_in_live_buffer(t->view_src) &&
 	    loom_tensor_init_view(t))
-		return bad(ctx, t->op, "%s: %s", t->name, loom_last_error());
+		return bad(ctx, t->op, "%s: %s", t->name, loom_error_message());
 	return t;
 }
 
@@ -126,7 +126,7 @@ static struct loom_tensor *new_node(loom_ctx_t *ctx, enum loom_op op,
 	return t;
 }
 
-/* A node whose result is dst itself seen through a view (cpy, set_rows):
+/* A node whose result is dst itself seen through a view (copy, set_rows):
  * same type, sizes and strides. */
 static struct loom_tensor *new_dst_view(loom_ctx_t *ctx, enum loom_op op,
 					struct loom_tensor *dst)
@@ -140,7 +140,7 @@ static struct loom_tensor *new_dst_view(loom_ctx_t *ctx, enum loom_op op,
 	memcpy(t->nb, dst->nb, sizeof(t->nb));
 	t->view_src = loom__owner(dst);
 	t->view_offs = dst->view_offs;
-	name_after(t, dst, op == LOOM_OP_CPY ? " (copy)" : " (set rows)");
+	name_after(t, dst, op == LOOM_OP_COPY ? " (copy)" : " (set rows)");
 	return view_data(ctx, t);
 }
 
@@ -157,7 +157,7 @@ static struct loom_tensor *binary(loom_ctx_t *ctx, enum loom_op op,
 		return bad(ctx, op,
 			   "a %s and b %s must be f32, f16 or bf16",
 			   DESC(a), DESC(b));
-	if (!loom_can_repeat(b, a))
+	if (!loom_tensor_can_repeat(b, a))
 		return bad(ctx, op, "b %s cannot be broadcast to a %s",
 			   DESC(b), DESC(a));
 	return new_node(ctx, op, LOOM_TYPE_F32, a->ne, a, b, NULL);
@@ -287,7 +287,7 @@ struct loom_tensor *loom_rope(loom_ctx_t *ctx, struct loom_tensor *a,
 		return bad(ctx, op,
 			   "a %s must be [head_dim, n_head, n_tokens, 1]",
 			   DESC(a));
-	if (pos->type != LOOM_TYPE_I32 || loom_n_dims(pos) != 1 ||
+	if (pos->type != LOOM_TYPE_I32 || loom_tensor_n_dims(pos) != 1 ||
 	    pos->ne[0] != a->ne[2])
 		return bad(ctx, op,
 			   "pos %s must be i32 [n_tokens = %lld] for a %s",
@@ -466,15 +466,15 @@ static bool convertible(enum loom_type from, enum loom_type to)
 	return matrix_type(from) && matrix_type(to);
 }
 
-struct loom_tensor *loom_cpy(loom_ctx_t *ctx, struct loom_tensor *a,
+struct loom_tensor *loom_copy(loom_ctx_t *ctx, struct loom_tensor *a,
 			     struct loom_tensor *b)
 {
-	const enum loom_op op = LOOM_OP_CPY;
+	const enum loom_op op = LOOM_OP_COPY;
 	struct loom_tensor *t;
 
 	if (!have(ctx, op, "a", a) || !have(ctx, op, "b", b))
 		return NULL;
-	if (loom_nelements(a) != loom_nelements(b))
+	if (loom_tensor_n_elements(a) != loom_tensor_n_elements(b))
 		return bad(ctx, op, "a %s and b %s differ in element count",
 			   DESC(a), DESC(b));
 	if (!convertible(a->type, b->type))
@@ -600,8 +600,8 @@ static struct loom_tensor *new_view(loom_ctx_t *ctx, enum loom_op op,
 		return bad(ctx, op,
 			   "ne0 = %lld is not a whole number of %s blocks",
 			   (long long)ne[0], loom_type_name(a->type));
-	span = loom_nbytes(&probe);
-	have_bytes = loom_nbytes(owner);
+	span = loom_tensor_n_bytes(&probe);
+	have_bytes = loom_tensor_n_bytes(owner);
 	if (__builtin_add_overflow(a->view_offs, offset, &offs) ||
 	    offs > have_bytes || span > have_bytes - offs)
 		return bad(ctx, op,
@@ -665,7 +665,7 @@ struct loom_tensor *loom_view_1d(loom_ctx_t *ctx, struct loom_tensor *a,
 
 	if (!have(ctx, LOOM_OP_VIEW, "a", a))
 		return NULL;
-	nb1 = loom_row_size(a->type, ne0);
+	nb1 = loom_type_row_size(a->type, ne0);
 	return loom_view_4d(ctx, a, ne0, 1, 1, 1, nb1, nb1, nb1, offset);
 }
 
@@ -680,7 +680,7 @@ struct loom_tensor *loom_reshape_4d(loom_ctx_t *ctx, struct loom_tensor *a,
 
 	if (!have(ctx, op, "a", a))
 		return NULL;
-	if (!loom_is_contiguous(a))
+	if (!loom_tensor_is_contiguous(a))
 		return bad(ctx, op, "a %s is not contiguous", DESC(a));
 	probe = (struct loom_tensor){ .type = a->type,
 				      .ne = { ne0, ne1, ne2, ne3 } };
@@ -694,7 +694,7 @@ struct loom_tensor *loom_reshape_4d(loom_ctx_t *ctx, struct loom_tensor *a,
 			   (long long)ne0, loom_type_name(a->type));
 	for (int i = 0; i < LOOM_MAX_DIMS; i++)
 		big |= __builtin_mul_overflow(count, probe.ne[i], &count);
-	if (big || count != loom_nelements(a))
+	if (big || count != loom_tensor_n_elements(a))
 		return bad(ctx, op, "%s and a %s differ in element count",
 			   DESC(&probe), DESC(a));
 	loom__tensor_set_contiguous(&probe);

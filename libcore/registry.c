@@ -65,7 +65,7 @@ int loom__missing_method(const char *kind, const char *name,
 	else
 		snprintf(missing, sizeof(missing),
 			 "%s: missing required method %s", kind, slot);
-	return loom_set_error(LOOM_E_PLUGIN, "%s", missing);
+	return loom_error_set(LOOM_E_PLUGIN, "%s", missing);
 }
 
 void loom__reg_made(loom_reg_t *reg)
@@ -178,7 +178,7 @@ int loom__plugin_error(const struct loom__plugin *p)
 {
 	int st = p->status ? p->status : LOOM_E_PLUGIN;
 
-	return loom_set_error(st, "plugin '%s' (%s): %s", p->name, p->file,
+	return loom_error_set(st, "plugin '%s' (%s): %s", p->name, p->file,
 			      p->reason);
 }
 
@@ -389,7 +389,7 @@ int loom__plugin_init(struct loom__plugin *p)
 	}
 	if (st == LOOM_E_NOT_APPLICABLE) {
 		loom__plugin_set(p, LOOM_PLUGIN_NOT_APPLICABLE, st, "%s",
-				 *loom_last_error() ? loom_last_error()
+				 *loom_error_message() ? loom_error_message()
 						    : loom_strerror(st));
 		goto err_destroy;
 	}
@@ -398,7 +398,7 @@ int loom__plugin_init(struct loom__plugin *p)
 			st = LOOM_E_PLUGIN;
 		loom__plugin_set(p, LOOM_PLUGIN_FAILED, st,
 				 "init failed: %s",
-				 *loom_last_error() ? loom_last_error()
+				 *loom_error_message() ? loom_error_message()
 						    : loom_strerror(st));
 		goto err_destroy;
 	}
@@ -442,7 +442,7 @@ err_destroy:
 	return p->status;
 }
 
-int loom_register_static(const struct loom_plugin_desc *desc,
+int loom_load_static(const struct loom_plugin_desc *desc,
 			 loom_reg_t **out)
 {
 	struct loom__plugin *p;
@@ -451,13 +451,13 @@ int loom_register_static(const struct loom_plugin_desc *desc,
 	if (out)
 		*out = NULL;
 	if (!desc)
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_register_static: desc is NULL");
+		return loom_error_set(LOOM_E_INVAL,
+				      "loom_load_static: desc is NULL");
 	loom__registry_lock();
 	p = loom__plugin_add(desc->name ? desc->name : "(unnamed)",
 			     "(static)");
 	if (!p) {
-		st = loom_set_error(LOOM_E_NOMEM, "out of memory");
+		st = loom_error_set(LOOM_E_NOMEM, "out of memory");
 		goto out_unlock;
 	}
 	st = loom__plugin_check_desc(p, desc, false);
@@ -661,7 +661,7 @@ loom_dev_t *loom_dev_by_name(const char *name)
 loom_dev_t *loom_dev_by_type(enum loom_dev_type type)
 {
 	if ((unsigned)type > LOOM_DEV_TYPE_META) {
-		loom_set_error(LOOM_E_INVAL,
+		loom_error_set(LOOM_E_INVAL,
 			       "loom_dev_by_type: invalid device type %d",
 			       (int)type);
 		return NULL;
@@ -688,12 +688,12 @@ int loom_plugin_info(size_t i, struct loom_plugin_info *out)
 	const struct loom__plugin *p;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_plugin_info: out is NULL");
 	loom__registry_lock();
 	if (i >= n_plugins) {
 		loom__registry_unlock();
-		return loom_set_error(LOOM_E_RANGE,
+		return loom_error_set(LOOM_E_RANGE,
 				      "loom_plugin_info: no record %zu", i);
 	}
 	p = plugins[i];

@@ -24,13 +24,13 @@ const char *loom_strerror(int status)
 	return "unknown status";
 }
 
-const char *loom_last_error(void)
+const char *loom_error_message(void)
 {
 	return last_error;
 }
 
 /* Formats into a scratch buffer first, so that a message may quote the
- * previous one (loom_set_error(st, "init: %s", loom_last_error())). */
+ * previous one (loom_error_set(st, "init: %s", loom_error_message())). */
 int loom__vset_error(int status, const char *fmt, va_list ap)
 {
 	char msg[ERROR_MAX];
@@ -45,7 +45,7 @@ int loom__vset_error(int status, const char *fmt, va_list ap)
 	return status;
 }
 
-int loom_set_error(int status, const char *fmt, ...)
+int loom_error_set(int status, const char *fmt, ...)
 {
 	va_list ap;
 

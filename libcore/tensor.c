@@ -52,7 +52,7 @@ int loom__ctx_errorf(loom_ctx_t *ctx, int status, const char *fmt, ...)
 	va_end(ap);
 	if (ctx)
 		memcpy(ctx->error, msg, sizeof(msg));
-	return loom_set_error(status, "%s", msg);
+	return loom_error_set(status, "%s", msg);
 }
 
 int loom_ctx_new(size_t max_tensors, loom_ctx_t **out)
@@ -60,12 +60,12 @@ int loom_ctx_new(size_t max_tensors, loom_ctx_t **out)
 	loom_ctx_t *ctx;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_ctx_new: out is NULL");
 	*out = NULL;
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
-		return loom_set_error(LOOM_E_NOMEM,
+		return loom_error_set(LOOM_E_NOMEM,
 				      "loom_ctx_new: out of memory");
 	ctx->max_tensors = max_tensors;
 	*out = ctx;
@@ -193,7 +193,7 @@ size_t loom_ctx_n_tensors(const loom_ctx_t *ctx)
 void loom__tensor_set_contiguous(struct loom_tensor *t)
 {
 	t->nb[0] = loom_type_size(t->type);
-	t->nb[1] = loom_row_size(t->type, t->ne[0]);
+	t->nb[1] = loom_type_row_size(t->type, t->ne[0]);
 	for (int i = 2; i < LOOM_MAX_DIMS; i++)
 		t->nb[i] = t->nb[i - 1] * (size_t)t->ne[i - 1];
 }
@@ -212,7 +212,7 @@ char *loom__tensor_desc(const struct loom_tensor *t, char *buf, size_t n)
 
 /* Checks a type and sizes: known type, no negative size, dimension 0 a
  * whole number of blocks, and an element count and a byte size that fit
- * in an int64_t (so loom_nelements() and loom_nbytes() cannot overflow). */
+ * in an int64_t (so loom_tensor_n_elements() and loom_tensor_n_bytes() cannot overflow). */
 static int check_shape(loom_ctx_t *ctx, const char *who, enum loom_type type,
 		       const int64_t ne[LOOM_MAX_DIMS])
 {
@@ -235,8 +235,8 @@ static int check_shape(loom_ctx_t *ctx, const char *who, enum loom_type type,
 					who, (long long)ne[0],
 					loom_type_name(type),
 					(long long)loom_type_block_size(type));
-	/* loom_row_size() is 0 for a row too large for a size_t. */
-	bytes = loom_row_size(type, ne[0]);
+	/* loom_type_row_size() is 0 for a row too large for a size_t. */
+	bytes = loom_type_row_size(type, ne[0]);
 	big = ne[0] > 0 && bytes == 0;
 	for (int i = 0; i < LOOM_MAX_DIMS && !big; i++)
 		big = __builtin_mul_overflow(count, ne[i], &count) ||
@@ -270,72 +270,72 @@ struct loom_tensor *loom__new_tensor(loom_ctx_t *ctx, const char *who,
 	return t;
 }
 
-struct loom_tensor *loom_new_tensor(loom_ctx_t *ctx, enum loom_type type,
+struct loom_tensor *loom_tensor_new(loom_ctx_t *ctx, enum loom_type type,
 				    int n_dims, const int64_t *ne)
 {
 	int64_t dims[LOOM_MAX_DIMS] = { 1, 1, 1, 1 };
 
 	if (!ctx) {
-		loom_set_error(LOOM_E_INVAL, "loom_new_tensor: ctx is NULL");
+		loom_error_set(LOOM_E_INVAL, "loom_tensor_new: ctx is NULL");
 		return NULL;
 	}
 	if (n_dims < 1 || n_dims > LOOM_MAX_DIMS || !ne) {
 		loom__ctx_errorf(ctx, LOOM_E_INVAL,
-				 "loom_new_tensor: n_dims %d (1..%d) or ne "
+				 "loom_tensor_new: n_dims %d (1..%d) or ne "
 				 "NULL", n_dims, LOOM_MAX_DIMS);
 		return NULL;
 	}
 	memcpy(dims, ne, (size_t)n_dims * sizeof(*ne));
-	return loom__new_tensor(ctx, "loom_new_tensor", type, dims);
+	return loom__new_tensor(ctx, "loom_tensor_new", type, dims);
 }
 
-struct loom_tensor *loom_new_tensor_1d(loom_ctx_t *ctx, enum loom_type type,
+struct loom_tensor *loom_tensor_new_1d(loom_ctx_t *ctx, enum loom_type type,
 				       int64_t ne0)
 {
-	return loom_new_tensor(ctx, type, 1, &ne0);
+	return loom_tensor_new(ctx, type, 1, &ne0);
 }
 
-struct loom_tensor *loom_new_tensor_2d(loom_ctx_t *ctx, enum loom_type type,
+struct loom_tensor *loom_tensor_new_2d(loom_ctx_t *ctx, enum loom_type type,
 				       int64_t ne0, int64_t ne1)
 {
 	const int64_t ne[] = { ne0, ne1 };
 
-	return loom_new_tensor(ctx, type, 2, ne);
+	return loom_tensor_new(ctx, type, 2, ne);
 }
 
-struct loom_tensor *loom_new_tensor_3d(loom_ctx_t *ctx, enum loom_type type,
+struct loom_tensor *loom_tensor_new_3d(loom_ctx_t *ctx, enum loom_type type,
 				       int64_t ne0, int64_t ne1, int64_t ne2)
 {
 	const int64_t ne[] = { ne0, ne1, ne2 };
 
-	return loom_new_tensor(ctx, type, 3, ne);
+	return loom_tensor_new(ctx, type, 3, ne);
 }
 
-struct loom_tensor *loom_new_tensor_4d(loom_ctx_t *ctx, enum loom_type type,
+struct loom_tensor *loom_tensor_new_4d(loom_ctx_t *ctx, enum loom_type type,
 				       int64_t ne0, int64_t ne1, int64_t ne2,
 				       int64_t ne3)
 {
 	const int64_t ne[] = { ne0, ne1, ne2, ne3 };
 
-	return loom_new_tensor(ctx, type, 4, ne);
+	return loom_tensor_new(ctx, type, 4, ne);
 }
 
-struct loom_tensor *loom_dup_tensor(loom_ctx_t *ctx,
+struct loom_tensor *loom_tensor_dup(loom_ctx_t *ctx,
 				    const struct loom_tensor *t)
 {
 	if (!ctx || !t) {
 		loom__ctx_errorf(ctx, LOOM_E_INVAL,
-				 "loom_dup_tensor: NULL %s",
+				 "loom_tensor_dup: NULL %s",
 				 ctx ? "tensor" : "ctx");
 		return NULL;
 	}
-	return loom__new_tensor(ctx, "loom_dup_tensor", t->type, t->ne);
+	return loom__new_tensor(ctx, "loom_tensor_dup", t->type, t->ne);
 }
 
 /* A raw node: only the op, the type and the sizes are checked.  Results of
  * view ops, SET_ROWS and CPY view their destination, as the checked
  * constructors' do, so that allocators treat them alike. */
-struct loom_tensor *loom_new_op_tensor(loom_ctx_t *ctx, enum loom_op op,
+struct loom_tensor *loom_tensor_new_op(loom_ctx_t *ctx, enum loom_op op,
 				       enum loom_type type,
 				       const int64_t ne[LOOM_MAX_DIMS],
 				       struct loom_tensor *const *srcs,
@@ -345,29 +345,29 @@ struct loom_tensor *loom_new_op_tensor(loom_ctx_t *ctx, enum loom_op op,
 
 	if (!ctx || !ne) {
 		loom__ctx_errorf(ctx, LOOM_E_INVAL,
-				 "loom_new_op_tensor: NULL %s",
+				 "loom_tensor_new_op: NULL %s",
 				 ctx ? "ne" : "ctx");
 		return NULL;
 	}
 	if ((unsigned)op >= LOOM_OP_COUNT) {
 		loom__ctx_errorf(ctx, LOOM_E_INVAL,
-				 "loom_new_op_tensor: invalid op %d", (int)op);
+				 "loom_tensor_new_op: invalid op %d", (int)op);
 		return NULL;
 	}
 	if (loom_op_is_view(op) || op == LOOM_OP_SET_ROWS)
 		dst = srcs ? srcs[0] : NULL;
-	else if (op == LOOM_OP_CPY)
+	else if (op == LOOM_OP_COPY)
 		dst = srcs ? srcs[1] : NULL;
 	if (!dst && (loom_op_is_view(op) || op == LOOM_OP_SET_ROWS ||
-		     op == LOOM_OP_CPY)) {
+		     op == LOOM_OP_COPY)) {
 		/* Without it the result would own memory it only views. */
 		loom__ctx_errorf(ctx, LOOM_E_INVAL,
-				 "loom_new_op_tensor: %s needs the tensor it "
+				 "loom_tensor_new_op: %s needs the tensor it "
 				 "views or writes as a source",
 				 loom_op_name(op));
 		return NULL;
 	}
-	t = loom__new_tensor(ctx, "loom_new_op_tensor", type, ne);
+	t = loom__new_tensor(ctx, "loom_tensor_new_op", type, ne);
 	if (!t)
 		return NULL;
 	t->op = op;
@@ -385,14 +385,14 @@ struct loom_tensor *loom_new_op_tensor(loom_ctx_t *ctx, enum loom_op op,
 /* ------------------------------------------------------------------------
  * Shapes.
  */
-int64_t loom_nelements(const struct loom_tensor *t)
+int64_t loom_tensor_n_elements(const struct loom_tensor *t)
 {
 	if (!t)
 		return 0;
 	return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
 }
 
-int64_t loom_nrows(const struct loom_tensor *t)
+int64_t loom_tensor_n_rows(const struct loom_tensor *t)
 {
 	if (!t)
 		return 0;
@@ -403,7 +403,7 @@ int64_t loom_nrows(const struct loom_tensor *t)
  * types, dimension 0 counts whole blocks).  Strides a caller chose may be
  * huge: a span that does not fit gives SIZE_MAX, which no buffer holds, so
  * every bounds check that uses it fails. */
-size_t loom_nbytes(const struct loom_tensor *t)
+size_t loom_tensor_n_bytes(const struct loom_tensor *t)
 {
 	int64_t blck;
 	size_t bytes, step;
@@ -432,7 +432,7 @@ size_t loom_nbytes(const struct loom_tensor *t)
 }
 
 /* Dimensions of size one may have any stride. */
-bool loom_is_contiguous(const struct loom_tensor *t)
+bool loom_tensor_is_contiguous(const struct loom_tensor *t)
 {
 	size_t next;
 
@@ -441,7 +441,7 @@ bool loom_is_contiguous(const struct loom_tensor *t)
 	next = loom_type_size(t->type);
 	if (t->nb[0] != next)
 		return false;
-	next = loom_row_size(t->type, t->ne[0]);
+	next = loom_type_row_size(t->type, t->ne[0]);
 	for (int i = 1; i < LOOM_MAX_DIMS; i++) {
 		if (t->ne[i] != 1 && t->nb[i] != next)
 			return false;
@@ -450,7 +450,7 @@ bool loom_is_contiguous(const struct loom_tensor *t)
 	return true;
 }
 
-bool loom_are_same_shape(const struct loom_tensor *a,
+bool loom_tensor_same_shape(const struct loom_tensor *a,
 			 const struct loom_tensor *b)
 {
 	if (!a || !b)
@@ -461,7 +461,7 @@ bool loom_are_same_shape(const struct loom_tensor *a,
 	return true;
 }
 
-bool loom_can_repeat(const struct loom_tensor *b, const struct loom_tensor *a)
+bool loom_tensor_can_repeat(const struct loom_tensor *b, const struct loom_tensor *a)
 {
 	if (!a || !b)
 		return false;
@@ -476,7 +476,7 @@ bool loom_can_repeat(const struct loom_tensor *b, const struct loom_tensor *a)
 	return true;
 }
 
-int loom_n_dims(const struct loom_tensor *t)
+int loom_tensor_n_dims(const struct loom_tensor *t)
 {
 	if (!t)
 		return 0;
@@ -489,14 +489,14 @@ int loom_n_dims(const struct loom_tensor *t)
 /* ------------------------------------------------------------------------
  * Names, flags, op parameters.
  */
-void loom_set_name(struct loom_tensor *t, const char *name)
+void loom_tensor_set_name(struct loom_tensor *t, const char *name)
 {
 	if (!t)
 		return;
 	snprintf(t->name, sizeof(t->name), "%s", name ? name : "");
 }
 
-struct loom_tensor *loom_set_name_fmt(struct loom_tensor *t, const char *fmt,
+struct loom_tensor *loom_tensor_set_name_fmt(struct loom_tensor *t, const char *fmt,
 				      ...)
 {
 	va_list ap;
@@ -510,13 +510,13 @@ struct loom_tensor *loom_set_name_fmt(struct loom_tensor *t, const char *fmt,
 }
 
 /* Adds flags to t (flags already set stay set). */
-void loom_set_flags(struct loom_tensor *t, uint32_t flags)
+void loom_tensor_set_flags(struct loom_tensor *t, uint32_t flags)
 {
 	if (t)
 		t->flags |= flags;
 }
 
-float loom_get_op_param_f32(const struct loom_tensor *t, int i)
+float loom_tensor_op_param_f32(const struct loom_tensor *t, int i)
 {
 	float f;
 
@@ -526,7 +526,7 @@ float loom_get_op_param_f32(const struct loom_tensor *t, int i)
 	return f;
 }
 
-int32_t loom_get_op_param_i32(const struct loom_tensor *t, int i)
+int32_t loom_tensor_op_param_i32(const struct loom_tensor *t, int i)
 {
 	if (!t || i < 0 || i >= LOOM_MAX_OP_PARAMS)
 		return 0;

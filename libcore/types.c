@@ -1,5 +1,5 @@
 /* types.c - element types (traits from LOOM_TYPE_MAP), half and bfloat16
- * conversions, Q8_0 blocks, loom_convert(), and op names.  Tensors live in
+ * conversions, Q8_0 blocks, loom_type_convert(), and op names.  Tensors live in
  * tensor.c, op constructors in ops.c. */
 #include "config.h"
 
@@ -42,7 +42,7 @@ const char *loom_type_name(enum loom_type type)
 int loom_type_from_name(const char *name, enum loom_type *out)
 {
 	if (!name || !out)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "loom_type_from_name: NULL argument");
 	for (int i = 0; i < LOOM_TYPE_COUNT; i++) {
 		if (strcmp(type_traits[i].name, name) == 0) {
@@ -50,7 +50,7 @@ int loom_type_from_name(const char *name, enum loom_type *out)
 			return LOOM_OK;
 		}
 	}
-	return loom_set_error(LOOM_E_NOT_FOUND, "unknown type name \"%s\"",
+	return loom_error_set(LOOM_E_NOT_FOUND, "unknown type name \"%s\"",
 			      name);
 }
 
@@ -71,7 +71,7 @@ bool loom_type_is_quantized(enum loom_type type)
 
 /* Returns 0 for an invalid type, a negative count, a count that is not
  * a whole number of blocks, or one whose bytes do not fit in a size_t. */
-size_t loom_row_size(enum loom_type type, int64_t ne0)
+size_t loom_type_row_size(enum loom_type type, int64_t ne0)
 {
 	size_t bytes;
 
@@ -117,7 +117,7 @@ static float bits_f32(uint32_t u)
 
 /* Rounds to nearest, ties to even; overflow gives infinity, NaN stays a
  * (quiet) NaN with the sign and the top payload bits kept. */
-uint16_t loom_fp32_to_fp16(float f)
+uint16_t loom_f32_to_f16(float f)
 {
 	uint32_t x = f32_bits(f);
 	uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
@@ -150,7 +150,7 @@ uint16_t loom_fp32_to_fp16(float f)
 	return sign | (uint16_t)q;
 }
 
-float loom_fp16_to_fp32(uint16_t h)
+float loom_f16_to_f32(uint16_t h)
 {
 	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
 	uint32_t e = (h >> 10) & 0x1f;
@@ -166,7 +166,7 @@ float loom_fp16_to_fp32(uint16_t h)
 	return bits_f32(sign | ((e + 112) << 23) | (m << 13));
 }
 
-uint16_t loom_fp32_to_bf16(float f)
+uint16_t loom_f32_to_bf16(float f)
 {
 	uint32_t x = f32_bits(f);
 
@@ -176,7 +176,7 @@ uint16_t loom_fp32_to_bf16(float f)
 	return (uint16_t)(x >> 16);
 }
 
-float loom_bf16_to_fp32(uint16_t h)
+float loom_bf16_to_f32(uint16_t h)
 {
 	return bits_f32((uint32_t)h << 16);
 }
@@ -197,8 +197,8 @@ static void quantize_q8_0(const float *x, struct loom_block_q8_0 *y,
 			if (a > amax)
 				amax = a;
 		}
-		uint16_t dh = loom_fp32_to_fp16(amax / 127.0f);
-		float d = loom_fp16_to_fp32(dh);
+		uint16_t dh = loom_f32_to_f16(amax / 127.0f);
+		float d = loom_f16_to_f32(dh);
 		float id = d != 0.0f ? 1.0f / d : 0.0f;
 
 		y[b].d = dh;
@@ -220,7 +220,7 @@ static void dequantize_q8_0(const struct loom_block_q8_0 *x, float *y,
 			    int64_t n)
 {
 	for (int64_t b = 0; b < n / LOOM_QK8_0; b++) {
-		float d = loom_fp16_to_fp32(x[b].d);
+		float d = loom_f16_to_f32(x[b].d);
 
 		for (int i = 0; i < LOOM_QK8_0; i++)
 			y[b * LOOM_QK8_0 + i] = d * (float)x[b].qs[i];
@@ -238,11 +238,11 @@ static void to_f32(enum loom_type type, const void *src, float *dst,
 		break;
 	case LOOM_TYPE_F16:
 		for (int64_t i = 0; i < n; i++)
-			dst[i] = loom_fp16_to_fp32(h[i]);
+			dst[i] = loom_f16_to_f32(h[i]);
 		break;
 	case LOOM_TYPE_BF16:
 		for (int64_t i = 0; i < n; i++)
-			dst[i] = loom_bf16_to_fp32(h[i]);
+			dst[i] = loom_bf16_to_f32(h[i]);
 		break;
 	case LOOM_TYPE_Q8_0:
 		dequantize_q8_0(src, dst, n);
@@ -263,11 +263,11 @@ static void from_f32(enum loom_type type, const float *src, void *dst,
 		break;
 	case LOOM_TYPE_F16:
 		for (int64_t i = 0; i < n; i++)
-			h[i] = loom_fp32_to_fp16(src[i]);
+			h[i] = loom_f32_to_f16(src[i]);
 		break;
 	case LOOM_TYPE_BF16:
 		for (int64_t i = 0; i < n; i++)
-			h[i] = loom_fp32_to_bf16(src[i]);
+			h[i] = loom_f32_to_bf16(src[i]);
 		break;
 	case LOOM_TYPE_Q8_0:
 		quantize_q8_0(src, dst, n);
@@ -285,35 +285,35 @@ static bool float_like(enum loom_type type)
 
 /* Converts through a small F32 staging block; its length is a multiple of
  * every block size, so only the last step can be short. */
-int loom_convert(enum loom_type src_type, const void *src,
+int loom_type_convert(enum loom_type src_type, const void *src,
 		 enum loom_type dst_type, void *dst, int64_t n)
 {
 	enum { CHUNK = 256 };
 	float tmp[CHUNK];
 
 	if (!type_valid(src_type) || !type_valid(dst_type))
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_convert: invalid type (%d -> %d)",
+		return loom_error_set(LOOM_E_INVAL,
+				      "loom_type_convert: invalid type (%d -> %d)",
 				      (int)src_type, (int)dst_type);
 	if (n < 0 || (n > 0 && (!src || !dst)))
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_convert: bad buffer or count %lld",
+		return loom_error_set(LOOM_E_INVAL,
+				      "loom_type_convert: bad buffer or count %lld",
 				      (long long)n);
 	if (n % type_traits[src_type].block_size ||
 	    n % type_traits[dst_type].block_size)
-		return loom_set_error(LOOM_E_INVAL,
-				      "loom_convert: %lld values is not a "
+		return loom_error_set(LOOM_E_INVAL,
+				      "loom_type_convert: %lld values is not a "
 				      "whole number of %s/%s blocks",
 				      (long long)n, loom_type_name(src_type),
 				      loom_type_name(dst_type));
 	if (src_type == dst_type) {
 		if (n > 0)
-			memmove(dst, src, loom_row_size(src_type, n));
+			memmove(dst, src, loom_type_row_size(src_type, n));
 		return LOOM_OK;
 	}
 	if (!float_like(src_type) || !float_like(dst_type))
-		return loom_set_error(LOOM_E_UNSUPPORTED,
-				      "loom_convert: no conversion from %s "
+		return loom_error_set(LOOM_E_UNSUPPORTED,
+				      "loom_type_convert: no conversion from %s "
 				      "to %s",
 				      loom_type_name(src_type),
 				      loom_type_name(dst_type));
@@ -326,8 +326,8 @@ int loom_convert(enum loom_type src_type, const void *src,
 
 		to_f32(src_type, s, tmp, m);
 		from_f32(dst_type, tmp, d, m);
-		s += loom_row_size(src_type, m);
-		d += loom_row_size(dst_type, m);
+		s += loom_type_row_size(src_type, m);
+		d += loom_type_row_size(dst_type, m);
 	}
 	return LOOM_OK;
 }

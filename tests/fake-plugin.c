@@ -131,14 +131,14 @@ buf_memset(loom_buffer_t *buf, struct loom_tensor *t, uint8_t value,
 	return LOOM_OK;
 }
 
-static int buf_cpy(loom_buffer_t *buf, const struct loom_tensor *src,
+static int buf_copy(loom_buffer_t *buf, const struct loom_tensor *src,
 		   struct loom_tensor *dst)
 {
-	if (control.decline_cpy || !loom_buft_is_host(
-					   loom_buffer_type(src->buffer)))
+	if (control.decline_copy || !loom_buffer_type_is_host(
+					   loom_buffer_get_type(src->buffer)))
 		return LOOM_E_DECLINED;
-	control.n_cpy++;
-	memcpy(dst->data, src->data, loom_nbytes(src));
+	control.n_copy++;
+	memcpy(dst->data, src->data, loom_tensor_n_bytes(src));
 	return LOOM_OK;
 }
 
@@ -158,7 +158,7 @@ static const struct loom_buffer_iface buffer_iface = {
 #endif
 	.set_tensor = buf_set,
 	.get_tensor = buf_get,
-	.cpy_tensor = buf_cpy,
+	.copy_tensor = buf_copy,
 	.clear = buf_clear,
 };
 
@@ -177,7 +177,7 @@ static int buft_alloc(loom_buffer_type_t *buft, size_t size,
 	int st;
 
 	if (!mem)
-		return loom_set_error(LOOM_E_NOMEM, "fake: out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "fake: out of memory");
 	st = loom_buffer_new(buft, &buffer_iface, mem, real, out);
 	if (st)
 		free(mem);
@@ -253,10 +253,10 @@ static int be_get_async(loom_backend_t *be, const struct loom_tensor *t,
 static int be_cpy_async(loom_backend_t *be_src, loom_backend_t *be_dst,
 			const struct loom_tensor *src, struct loom_tensor *dst)
 {
-	if (control.decline_cpy)
+	if (control.decline_copy)
 		return LOOM_E_DECLINED;
 	control.n_cpy_async++;
-	memcpy(dst->data, src->data, loom_nbytes(src));
+	memcpy(dst->data, src->data, loom_tensor_n_bytes(src));
 	return LOOM_OK;
 }
 
@@ -280,7 +280,7 @@ static const struct loom_backend_iface backend_iface = {
 #ifdef FAKE_ASYNC
 	.set_tensor_async = be_set_async,
 	.get_tensor_async = be_get_async,
-	.cpy_tensor_async = be_cpy_async,
+	.copy_tensor_async = be_cpy_async,
 	.event_record = be_event_record,
 	.event_wait = be_event_wait,
 #endif
@@ -461,7 +461,7 @@ __attribute__((unused)) static int fake_init(loom_reg_t **out)
 		return LOOM_E_PLUGIN;
 #endif
 #ifdef FAKE_INIT_FAIL
-	return loom_set_error(LOOM_E_DEVICE, "fake device did not answer");
+	return loom_error_set(LOOM_E_DEVICE, "fake device did not answer");
 #endif
 	st = loom_reg_new(&reg_iface, NULL, &fake.reg);
 	if (st)
@@ -469,7 +469,7 @@ __attribute__((unused)) static int fake_init(loom_reg_t **out)
 	st = loom_dev_new(fake.reg, &dev_iface, NULL, &fake.dev);
 	if (st)
 		return st;
-	st = loom_buft_new(fake.reg, fake.dev, &buft_iface, NULL, &fake.buft);
+	st = loom_buffer_type_new(fake.reg, fake.dev, &buft_iface, NULL, &fake.buft);
 	if (st)
 		return st;
 	*out = fake.reg;
@@ -484,7 +484,7 @@ __attribute__((unused)) static int fake_score(const char **why)
 }
 
 #ifdef FAKE_STATIC
-/* Linked into a test and registered with loom_register_static(). */
+/* Linked into a test and registered with loom_load_static(). */
 const struct loom_plugin_desc fake_static_desc = {
 	.abi_major = LOOM_ABI_MAJOR,
 	.abi_minor = LOOM_ABI_MINOR,

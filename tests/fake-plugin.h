@@ -9,7 +9,7 @@
 
 struct fake_control {
 	/* Calls the plugin saw. */
-	int n_set, n_get, n_set_2d, n_get_2d, n_memset, n_cpy;
+	int n_set, n_get, n_set_2d, n_get_2d, n_memset, n_copy;
 	int n_init_tensor, n_compute, n_sync;
 	int n_set_async, n_get_async, n_cpy_async;
 	int n_event_new, n_event_free, n_event_record, n_event_wait;
@@ -17,7 +17,7 @@ struct fake_control {
 	/* Switches the test turns on. */
 	int short_alloc;  /* allocate one byte less than asked */
 	int bad_align;    /* report a non-power-of-two alignment */
-	int decline_cpy;  /* cpy_tensor declines */
+	int decline_copy;  /* copy_tensor declines */
 };
 
 typedef struct fake_control *(*fake_control_fn)(void);

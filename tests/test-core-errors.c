@@ -2,7 +2,7 @@
  * (and the constructors of loom-plugin.h) called with a caller's mistake:
  * NULL pointers, bad enums, sizes whose products overflow, views outside
  * their source.  Each must return its error (or NULL) with a message in
- * loom_last_error(), and nothing may abort. */
+ * loom_error_message(), and nothing may abort. */
 #include <glib.h>
 #include <math.h>
 #include <stdint.h>
@@ -17,14 +17,14 @@ extern const struct loom_plugin_desc fake_static_desc;
 /* Forgets this thread's last error, so that each check sees its own. */
 static void reset(void)
 {
-	loom_set_error(LOOM_OK, "%s", "");
-	g_assert_cmpstr(loom_last_error(), ==, "");
+	loom_error_set(LOOM_OK, "%s", "");
+	g_assert_cmpstr(loom_error_message(), ==, "");
 }
 
 static void check_msg(const char *what)
 {
-	if (!*loom_last_error())
-		g_error("%s: no message in loom_last_error()", what);
+	if (!*loom_error_message())
+		g_error("%s: no message in loom_error_message()", what);
 }
 
 /* A status call that must fail with want and say why. */
@@ -62,8 +62,8 @@ static void test_status_log_types(void)
 	g_assert_cmpstr(loom_strerror(12345), ==, "unknown status");
 	g_assert_cmpstr(loom_strerror(LOOM_E_IO), ==, "input/output error");
 	/* A NULL format is a message of its own, not a crash. */
-	g_assert_cmpint(loom_set_error(LOOM_E_INVAL, NULL), ==, LOOM_E_INVAL);
-	check_msg("loom_set_error(NULL)");
+	g_assert_cmpint(loom_error_set(LOOM_E_INVAL, NULL), ==, LOOM_E_INVAL);
+	check_msg("loom_error_set(NULL)");
 
 	logged = g_string_new("");
 	loom_log_set_callback(capture_log, NULL);
@@ -94,16 +94,16 @@ static void test_status_log_types(void)
 	FAILS(LOOM_E_INVAL, loom_type_from_name(NULL, &type));
 	FAILS(LOOM_E_INVAL, loom_type_from_name("f32", NULL));
 	/* Row sizes that do not fit in a size_t are 0, not wrapped. */
-	g_assert_cmpuint(loom_row_size(LOOM_TYPE_F32, INT64_MAX), ==, 0);
-	g_assert_cmpuint(loom_row_size(LOOM_TYPE_F32, (int64_t)1 << 62), ==,
+	g_assert_cmpuint(loom_type_row_size(LOOM_TYPE_F32, INT64_MAX), ==, 0);
+	g_assert_cmpuint(loom_type_row_size(LOOM_TYPE_F32, (int64_t)1 << 62), ==,
 			 0);
-	g_assert_cmpuint(loom_row_size(LOOM_TYPE_F16, -2), ==, 0);
-	g_assert_cmpuint(loom_row_size(LOOM_TYPE_COUNT, 4), ==, 0);
+	g_assert_cmpuint(loom_type_row_size(LOOM_TYPE_F16, -2), ==, 0);
+	g_assert_cmpuint(loom_type_row_size(LOOM_TYPE_COUNT, 4), ==, 0);
 	FAILS(LOOM_E_INVAL,
-	      loom_convert(LOOM_TYPE_F32, f, (enum loom_type)-1, f, 32));
-	FAILS(LOOM_E_INVAL, loom_convert(LOOM_TYPE_F32, f, LOOM_TYPE_F16, NULL,
+	      loom_type_convert(LOOM_TYPE_F32, f, (enum loom_type)-1, f, 32));
+	FAILS(LOOM_E_INVAL, loom_type_convert(LOOM_TYPE_F32, f, LOOM_TYPE_F16, NULL,
 					 32));
-	FAILS(LOOM_E_INVAL, loom_convert(LOOM_TYPE_F32, f, LOOM_TYPE_F16, f,
+	FAILS(LOOM_E_INVAL, loom_type_convert(LOOM_TYPE_F32, f, LOOM_TYPE_F16, f,
 					 -1));
 	g_assert_cmpstr(loom_dev_type_name((enum loom_dev_type)99), ==,
 			"unknown");
@@ -129,48 +129,48 @@ static void test_tensors(void)
 	loom_ctx_free(NULL);
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	a = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 8, 4);
+	a = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 8, 4);
 	g_assert_nonnull(a);
 	g_assert_null(loom_ctx_next_tensor(ctx, NULL));
 	g_assert_null(loom_ctx_get_tensor(ctx, NULL));
 
-	REFUSED(loom_new_tensor_1d(NULL, LOOM_TYPE_F32, 4));
-	REFUSED(loom_new_tensor(ctx, LOOM_TYPE_F32, 2, NULL));
-	REFUSED(loom_new_tensor(ctx, LOOM_TYPE_F32, 0, a->ne));
-	REFUSED(loom_new_tensor(ctx, LOOM_TYPE_F32, -1, a->ne));
-	REFUSED(loom_new_tensor_1d(ctx, (enum loom_type)-1, 4));
-	REFUSED(loom_new_tensor_1d(ctx, LOOM_TYPE_COUNT, 4));
-	REFUSED(loom_new_tensor_3d(ctx, LOOM_TYPE_F32, 4, 4, -4));
-	REFUSED(loom_new_tensor_1d(ctx, LOOM_TYPE_F32, INT64_MIN));
+	REFUSED(loom_tensor_new_1d(NULL, LOOM_TYPE_F32, 4));
+	REFUSED(loom_tensor_new(ctx, LOOM_TYPE_F32, 2, NULL));
+	REFUSED(loom_tensor_new(ctx, LOOM_TYPE_F32, 0, a->ne));
+	REFUSED(loom_tensor_new(ctx, LOOM_TYPE_F32, -1, a->ne));
+	REFUSED(loom_tensor_new_1d(ctx, (enum loom_type)-1, 4));
+	REFUSED(loom_tensor_new_1d(ctx, LOOM_TYPE_COUNT, 4));
+	REFUSED(loom_tensor_new_3d(ctx, LOOM_TYPE_F32, 4, 4, -4));
+	REFUSED(loom_tensor_new_1d(ctx, LOOM_TYPE_F32, INT64_MIN));
 	/* Sizes whose bytes wrap around a size_t: a row of 2^62 + 1 floats
 	 * is 2^64 + 4 bytes, which must not pass as 4. */
-	REFUSED(loom_new_tensor_1d(ctx, LOOM_TYPE_F32, big + 1));
-	REFUSED(loom_new_tensor_1d(ctx, LOOM_TYPE_F32, INT64_MAX));
-	REFUSED(loom_new_tensor_2d(ctx, LOOM_TYPE_I32, 1, big));
-	REFUSED(loom_new_tensor_4d(ctx, LOOM_TYPE_F16, 1 << 20, 1 << 20,
+	REFUSED(loom_tensor_new_1d(ctx, LOOM_TYPE_F32, big + 1));
+	REFUSED(loom_tensor_new_1d(ctx, LOOM_TYPE_F32, INT64_MAX));
+	REFUSED(loom_tensor_new_2d(ctx, LOOM_TYPE_I32, 1, big));
+	REFUSED(loom_tensor_new_4d(ctx, LOOM_TYPE_F16, 1 << 20, 1 << 20,
 				   1 << 20, 1 << 20));
-	REFUSED(loom_new_tensor_4d(ctx, LOOM_TYPE_F32, (int64_t)1 << 40,
+	REFUSED(loom_tensor_new_4d(ctx, LOOM_TYPE_F32, (int64_t)1 << 40,
 				   (int64_t)1 << 40, 0, 1));
-	REFUSED(loom_new_tensor_1d(ctx, LOOM_TYPE_Q8_0, INT64_MAX / 32 * 32));
-	REFUSED(loom_dup_tensor(ctx, NULL));
-	REFUSED(loom_dup_tensor(NULL, a));
+	REFUSED(loom_tensor_new_1d(ctx, LOOM_TYPE_Q8_0, INT64_MAX / 32 * 32));
+	REFUSED(loom_tensor_dup(ctx, NULL));
+	REFUSED(loom_tensor_dup(NULL, a));
 	/* A zero-sized dimension is fine. */
-	g_assert_nonnull(loom_new_tensor_4d(ctx, LOOM_TYPE_F32, big / 4, 0,
+	g_assert_nonnull(loom_tensor_new_4d(ctx, LOOM_TYPE_F32, big / 4, 0,
 					    big / 4, 1));
 
 	/* Helpers answer for NULL. */
-	g_assert_cmpint(loom_nrows(NULL), ==, 0);
-	g_assert_cmpint(loom_n_dims(NULL), ==, 0);
-	g_assert_false(loom_are_same_shape(a, NULL));
-	g_assert_false(loom_can_repeat(a, NULL));
-	loom_set_name(NULL, "x");
-	loom_set_name(a, NULL);
+	g_assert_cmpint(loom_tensor_n_rows(NULL), ==, 0);
+	g_assert_cmpint(loom_tensor_n_dims(NULL), ==, 0);
+	g_assert_false(loom_tensor_same_shape(a, NULL));
+	g_assert_false(loom_tensor_can_repeat(a, NULL));
+	loom_tensor_set_name(NULL, "x");
+	loom_tensor_set_name(a, NULL);
 	g_assert_cmpstr(a->name, ==, "");
-	g_assert_null(loom_set_name_fmt(NULL, "%d", 1));
-	g_assert_true(loom_set_name_fmt(a, NULL) == a);
-	loom_set_flags(NULL, LOOM_TENSOR_INPUT);
-	g_assert_cmpfloat(loom_get_op_param_f32(NULL, 0), ==, 0);
-	g_assert_cmpint(loom_get_op_param_i32(a, LOOM_MAX_OP_PARAMS), ==, 0);
+	g_assert_null(loom_tensor_set_name_fmt(NULL, "%d", 1));
+	g_assert_true(loom_tensor_set_name_fmt(a, NULL) == a);
+	loom_tensor_set_flags(NULL, LOOM_TENSOR_INPUT);
+	g_assert_cmpfloat(loom_tensor_op_param_f32(NULL, 0), ==, 0);
+	g_assert_cmpint(loom_tensor_op_param_i32(a, LOOM_MAX_OP_PARAMS), ==, 0);
 
 	/* A span whose strides overflow reads as SIZE_MAX, never small. */
 	{
@@ -178,7 +178,7 @@ static void test_tensors(void)
 
 		probe.ne[1] = 3;
 		probe.nb[1] = SIZE_MAX / 2 + 1;
-		g_assert_cmpuint(loom_nbytes(&probe), ==, SIZE_MAX);
+		g_assert_cmpuint(loom_tensor_n_bytes(&probe), ==, SIZE_MAX);
 	}
 	loom_ctx_free(ctx);
 }
@@ -192,10 +192,10 @@ static void test_ops(void)
 	const int64_t qmax = INT64_MAX / 34 * 32;
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	a = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 8, 4);
-	b = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 8, 4);
-	ids = loom_new_tensor_1d(ctx, LOOM_TYPE_I32, 4);
-	pos = loom_new_tensor_1d(ctx, LOOM_TYPE_I32, 1);
+	a = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 8, 4);
+	b = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 8, 4);
+	ids = loom_tensor_new_1d(ctx, LOOM_TYPE_I32, 4);
+	pos = loom_tensor_new_1d(ctx, LOOM_TYPE_I32, 1);
 
 	REFUSED(loom_add(NULL, a, b));
 	REFUSED(loom_sub(ctx, NULL, b));
@@ -221,8 +221,8 @@ static void test_ops(void)
 	REFUSED(loom_get_rows(ctx, NULL, ids));
 	REFUSED(loom_set_rows(NULL, a, b, ids));
 	REFUSED(loom_set_rows(ctx, a, NULL, ids));
-	REFUSED(loom_cpy(NULL, a, b));
-	REFUSED(loom_cpy(ctx, a, NULL));
+	REFUSED(loom_copy(NULL, a, b));
+	REFUSED(loom_copy(ctx, a, NULL));
 	REFUSED(loom_cont(NULL, a));
 	REFUSED(loom_concat(NULL, a, b, 0));
 	REFUSED(loom_concat(ctx, a, NULL, 0));
@@ -233,28 +233,28 @@ static void test_ops(void)
 	REFUSED(loom_top_k(ctx, a, -1));
 
 	/* Two tensors that each fit, whose concatenation does not. */
-	q = loom_new_tensor_1d(ctx, LOOM_TYPE_Q8_0, qmax);
+	q = loom_tensor_new_1d(ctx, LOOM_TYPE_Q8_0, qmax);
 	g_assert_nonnull(q);
 	REFUSED(loom_concat(ctx, q, q, 0));
 
 	/* The raw constructor checks its op, type and sizes. */
-	REFUSED(loom_new_op_tensor(NULL, LOOM_OP_ADD, LOOM_TYPE_F32, ne, NULL,
+	REFUSED(loom_tensor_new_op(NULL, LOOM_OP_ADD, LOOM_TYPE_F32, ne, NULL,
 				   NULL));
-	REFUSED(loom_new_op_tensor(ctx, LOOM_OP_ADD, LOOM_TYPE_F32, NULL, NULL,
+	REFUSED(loom_tensor_new_op(ctx, LOOM_OP_ADD, LOOM_TYPE_F32, NULL, NULL,
 				   NULL));
-	REFUSED(loom_new_op_tensor(ctx, (enum loom_op)-1, LOOM_TYPE_F32, ne,
+	REFUSED(loom_tensor_new_op(ctx, (enum loom_op)-1, LOOM_TYPE_F32, ne,
 				   NULL, NULL));
-	REFUSED(loom_new_op_tensor(ctx, LOOM_OP_ADD, LOOM_TYPE_COUNT, ne, NULL,
+	REFUSED(loom_tensor_new_op(ctx, LOOM_OP_ADD, LOOM_TYPE_COUNT, ne, NULL,
 				   NULL));
 	/* View-like ops need what they view or write. */
-	REFUSED(loom_new_op_tensor(ctx, LOOM_OP_VIEW, LOOM_TYPE_F32, ne, NULL,
+	REFUSED(loom_tensor_new_op(ctx, LOOM_OP_VIEW, LOOM_TYPE_F32, ne, NULL,
 				   NULL));
 	{
 		struct loom_tensor *srcs[LOOM_MAX_SRC] = { a };
 
-		REFUSED(loom_new_op_tensor(ctx, LOOM_OP_CPY, LOOM_TYPE_F32, ne,
+		REFUSED(loom_tensor_new_op(ctx, LOOM_OP_COPY, LOOM_TYPE_F32, ne,
 					   srcs, NULL));
-		g_assert_nonnull(loom_new_op_tensor(ctx, LOOM_OP_RESHAPE,
+		g_assert_nonnull(loom_tensor_new_op(ctx, LOOM_OP_RESHAPE,
 						    LOOM_TYPE_F32, ne, srcs,
 						    NULL));
 	}
@@ -270,8 +270,8 @@ static void test_views(void)
 	size_t n;
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	a = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 8, 4);
-	n = loom_nbytes(a);
+	a = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 8, 4);
+	n = loom_tensor_n_bytes(a);
 
 	REFUSED(loom_view_1d(NULL, a, 1, 0));
 	REFUSED(loom_view_2d(ctx, NULL, 1, 1, 4, 0));
@@ -324,7 +324,7 @@ static void test_graphs(void)
 	struct loom_tensor *a;
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	a = loom_silu(ctx, loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 4));
+	a = loom_silu(ctx, loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 4));
 	FAILS(LOOM_E_INVAL, loom_graph_new(NULL, &g));
 	g_assert_null(g);
 	FAILS(LOOM_E_INVAL, loom_graph_new(ctx, NULL));
@@ -334,7 +334,7 @@ static void test_graphs(void)
 	FAILS(LOOM_E_INVAL, loom_graph_add_node(NULL, a));
 	FAILS(LOOM_E_INVAL, loom_graph_add_node(g, NULL));
 	g_assert_cmpint(loom_graph_n_nodes(NULL), ==, 0);
-	g_assert_cmpint(loom_graph_n_leafs(NULL), ==, 0);
+	g_assert_cmpint(loom_graph_n_leaves(NULL), ==, 0);
 	g_assert_null(loom_graph_node(NULL, 0));
 	g_assert_null(loom_graph_node(g, INT32_MIN));
 	g_assert_null(loom_graph_leaf(g, 0));
@@ -358,18 +358,18 @@ static void test_backend_nulls(void)
 	char data[16];
 	size_t free_ = 1, total = 1;
 
-	g_assert_cmpstr(loom_buft_name(NULL), ==, "(null)");
-	FAILS(LOOM_E_INVAL, loom_buft_alloc_buffer(NULL, 16, &buf));
+	g_assert_cmpstr(loom_buffer_type_name(NULL), ==, "(null)");
+	FAILS(LOOM_E_INVAL, loom_buffer_type_alloc_buffer(NULL, 16, &buf));
 	g_assert_null(buf);
-	g_assert_cmpuint(loom_buft_max_size(NULL), ==, 0);
-	g_assert_cmpuint(loom_buft_alloc_size(NULL, NULL), ==, 0);
-	g_assert_false(loom_buft_is_host(NULL));
-	g_assert_null(loom_buft_device(NULL));
+	g_assert_cmpuint(loom_buffer_type_max_size(NULL), ==, 0);
+	g_assert_cmpuint(loom_buffer_type_alloc_size(NULL, NULL), ==, 0);
+	g_assert_false(loom_buffer_type_is_host(NULL));
+	g_assert_null(loom_buffer_type_device(NULL));
 
 	loom_buffer_free(NULL);
 	g_assert_cmpuint(loom_buffer_size(NULL), ==, 0);
 	g_assert_null(loom_buffer_base(NULL));
-	g_assert_null(loom_buffer_type(NULL));
+	g_assert_null(loom_buffer_get_type(NULL));
 	FAILS(LOOM_E_INVAL, loom_buffer_clear(NULL, 0));
 	loom_buffer_set_usage(NULL, LOOM_BUFFER_USAGE_COMPUTE);
 	g_assert_cmpint(loom_buffer_usage(NULL), ==, LOOM_BUFFER_USAGE_ANY);
@@ -432,7 +432,7 @@ static void test_backend_nulls(void)
 	FAILS(LOOM_E_INVAL, loom_load_path(NULL, &reg));
 	g_assert_null(reg);
 	FAILS(LOOM_E_INVAL, loom_load_path("", NULL));
-	FAILS(LOOM_E_INVAL, loom_register_static(NULL, NULL));
+	FAILS(LOOM_E_INVAL, loom_load_static(NULL, NULL));
 	g_assert_null(loom_reg_get(SIZE_MAX));
 	g_assert_null(loom_reg_by_name(NULL));
 	g_assert_cmpstr(loom_reg_name(NULL), ==, "(null)");
@@ -463,19 +463,19 @@ static void test_backend_nulls(void)
 	FAILS(LOOM_E_INVAL, loom_reg_new(NULL, NULL, NULL));
 	FAILS(LOOM_E_INVAL, loom_dev_new(NULL, NULL, NULL, &dev));
 	g_assert_null(dev);
-	FAILS(LOOM_E_INVAL, loom_buft_new(NULL, NULL, NULL, NULL, &buft));
+	FAILS(LOOM_E_INVAL, loom_buffer_type_new(NULL, NULL, NULL, NULL, &buft));
 	g_assert_null(buft);
 	FAILS(LOOM_E_INVAL, loom_buffer_new(NULL, NULL, NULL, 0, &buf));
 	FAILS(LOOM_E_INVAL, loom_backend_new(NULL, NULL, NULL, &be));
 	g_assert_null(loom_reg_context(NULL));
 	g_assert_null(loom_dev_context(NULL));
-	g_assert_null(loom_buft_context(NULL));
+	g_assert_null(loom_buffer_type_context(NULL));
 	g_assert_null(loom_buffer_context(NULL));
 	g_assert_null(loom_backend_context(NULL));
 	g_assert_null(loom_event_context(NULL));
 	loom_event_set_context(NULL, NULL);
 	g_assert_null(loom_event_device(NULL));
-	g_assert_null(loom_getenv(NULL));
+	g_assert_null(loom_env_get(NULL));
 }
 
 /* ------------------------------------------------------------------------
@@ -494,19 +494,19 @@ static void test_backend_args(void)
 	uint64_t junk[32] = { 0 };
 	float data[64] = { 0 };
 
-	g_assert_cmpint(loom_register_static(&fake_static_desc, &reg), ==,
+	g_assert_cmpint(loom_load_static(&fake_static_desc, &reg), ==,
 			LOOM_OK);
 	dev = loom_reg_dev(reg, 0);
 	buft = loom_dev_buffer_type(dev);
 	g_assert_nonnull(buft);
 	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	a = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 8, 4);
-	b = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 8, 2);
+	a = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 8, 4);
+	b = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 8, 2);
 	v = loom_view_1d(ctx, a, 8, 32);
 
 	/* Pointers no constructor made are refused, not followed. */
-	FAILS(LOOM_E_INVAL, loom_buft_alloc_buffer((loom_buffer_type_t *)junk,
+	FAILS(LOOM_E_INVAL, loom_buffer_type_alloc_buffer((loom_buffer_type_t *)junk,
 						   16, &nobuf));
 	FAILS(LOOM_E_INVAL, loom_buffer_clear((loom_buffer_t *)junk, 0));
 	FAILS(LOOM_E_INVAL, loom_backend_synchronize((loom_backend_t *)junk));
@@ -515,13 +515,13 @@ static void test_backend_args(void)
 	FAILS(LOOM_E_INVAL, loom_ctx_alloc_tensors(ctx,
 						   (loom_buffer_type_t *)junk,
 						   &nobuf));
-	g_assert_cmpstr(loom_buft_name((loom_buffer_type_t *)junk), ==,
+	g_assert_cmpstr(loom_buffer_type_name((loom_buffer_type_t *)junk), ==,
 			"(null)");
-	g_assert_cmpuint(loom_buft_max_size((loom_buffer_type_t *)junk), ==,
+	g_assert_cmpuint(loom_buffer_type_max_size((loom_buffer_type_t *)junk), ==,
 			 0);
-	g_assert_false(loom_buft_is_host((loom_buffer_type_t *)junk));
-	g_assert_null(loom_buft_device((loom_buffer_type_t *)junk));
-	g_assert_cmpint(loom_buft_alloc_buffer(buft, 64, &buf), ==, LOOM_OK);
+	g_assert_false(loom_buffer_type_is_host((loom_buffer_type_t *)junk));
+	g_assert_null(loom_buffer_type_device((loom_buffer_type_t *)junk));
+	g_assert_cmpint(loom_buffer_type_alloc_buffer(buft, 64, &buf), ==, LOOM_OK);
 	reset();
 	loom_buffer_set_usage(buf, (enum loom_buffer_usage)7);
 	check_msg("loom_buffer_set_usage(7)");
@@ -534,7 +534,7 @@ static void test_backend_args(void)
 
 	/* Placing: unplaced views, misaligned and out-of-range offsets. */
 	FAILS(LOOM_E_STATE, loom_tensor_init_view(v));
-	g_assert_cmpint(loom_buft_alloc_buffer(buft, 256, &buf), ==, LOOM_OK);
+	g_assert_cmpint(loom_buffer_type_alloc_buffer(buft, 256, &buf), ==, LOOM_OK);
 	FAILS(LOOM_E_INVAL, loom_tensor_place(a, NULL, 0));
 	FAILS(LOOM_E_INVAL, loom_tensor_place(a, (loom_buffer_t *)junk, 0));
 	FAILS(LOOM_E_ALIGN, loom_tensor_place(a, buf, 1));
@@ -592,7 +592,7 @@ static void test_backend_args(void)
 	{
 		loom_galloc_t *ga;
 		loom_graph_t *g;
-		struct loom_tensor *h = loom_new_tensor_4d(ctx, LOOM_TYPE_F32,
+		struct loom_tensor *h = loom_tensor_new_4d(ctx, LOOM_TYPE_F32,
 							   4, 1, 1, 2);
 
 		h->nb[3] = SIZE_MAX / 2 + 1;
@@ -613,8 +613,8 @@ static void test_backend_args(void)
 		loom_graph_t *g1, *g2;
 		struct loom_tensor *s1, *s2;
 
-		s1 = loom_silu(ctx, loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 8));
-		s2 = loom_silu(ctx, loom_new_tensor_1d(ctx, LOOM_TYPE_F32,
+		s1 = loom_silu(ctx, loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 8));
+		s2 = loom_silu(ctx, loom_tensor_new_1d(ctx, LOOM_TYPE_F32,
 						       4096));
 		g_assert_cmpint(loom_graph_new(ctx, &g1), ==, LOOM_OK);
 		g_assert_cmpint(loom_graph_expand(g1, s1), ==, LOOM_OK);
@@ -646,8 +646,8 @@ static gpointer fail_in_thread(gpointer data)
 	const char *mine = data;
 
 	for (int i = 0; i < 2000; i++) {
-		loom_set_error(LOOM_E_INVAL, "%s %d", mine, i);
-		if (strncmp(loom_last_error(), mine, strlen(mine)) != 0)
+		loom_error_set(LOOM_E_INVAL, "%s %d", mine, i);
+		if (strncmp(loom_error_message(), mine, strlen(mine)) != 0)
 			return GINT_TO_POINTER(1);
 		g_thread_yield();
 	}
@@ -658,12 +658,12 @@ static void test_last_error_per_thread(void)
 {
 	GThread *a, *b;
 
-	loom_set_error(LOOM_E_STATE, "%s", "main thread");
+	loom_error_set(LOOM_E_STATE, "%s", "main thread");
 	a = g_thread_new("a", fail_in_thread, "thread a");
 	b = g_thread_new("b", fail_in_thread, "thread b");
 	g_assert_cmpint(GPOINTER_TO_INT(g_thread_join(a)), ==, 0);
 	g_assert_cmpint(GPOINTER_TO_INT(g_thread_join(b)), ==, 0);
-	g_assert_cmpstr(loom_last_error(), ==, "main thread");
+	g_assert_cmpstr(loom_error_message(), ==, "main thread");
 }
 
 int main(int argc, char **argv)

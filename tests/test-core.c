@@ -63,17 +63,17 @@ static double ref_round(double x, int man_bits, int min_exp, double max)
 static void test_fp16_exhaustive(void)
 {
 	for (uint32_t h = 0; h < 65536; h++) {
-		float f = loom_fp16_to_fp32((uint16_t)h);
+		float f = loom_f16_to_f32((uint16_t)h);
 		double ref = ref_decode((uint16_t)h, 5, 10);
 
 		if (isnan(ref)) {
 			g_assert_true(isnan(f));
-			g_assert_true(isnan(loom_fp16_to_fp32(
-				loom_fp32_to_fp16(f))));
+			g_assert_true(isnan(loom_f16_to_f32(
+				loom_f32_to_f16(f))));
 			continue;
 		}
 		g_assert_cmpfloat((double)f, ==, ref);
-		g_assert_cmphex(loom_fp32_to_fp16(f), ==, h);
+		g_assert_cmphex(loom_f32_to_f16(f), ==, h);
 		g_assert_cmpint(signbit(f) != 0, ==, (h & 0x8000) != 0);
 	}
 }
@@ -81,17 +81,17 @@ static void test_fp16_exhaustive(void)
 static void test_bf16_exhaustive(void)
 {
 	for (uint32_t h = 0; h < 65536; h++) {
-		float f = loom_bf16_to_fp32((uint16_t)h);
+		float f = loom_bf16_to_f32((uint16_t)h);
 		double ref = ref_decode((uint16_t)h, 8, 7);
 
 		if (isnan(ref)) {
 			g_assert_true(isnan(f));
-			g_assert_true(isnan(loom_bf16_to_fp32(
-				loom_fp32_to_bf16(f))));
+			g_assert_true(isnan(loom_bf16_to_f32(
+				loom_f32_to_bf16(f))));
 			continue;
 		}
 		g_assert_cmpfloat((double)f, ==, ref);
-		g_assert_cmphex(loom_fp32_to_bf16(f), ==, h);
+		g_assert_cmphex(loom_f32_to_bf16(f), ==, h);
 	}
 }
 
@@ -100,7 +100,7 @@ static void test_bf16_exhaustive(void)
 static void check_f16(float x)
 {
 	double ref = ref_round(x, 10, -14, F16_MAX);
-	float got = loom_fp16_to_fp32(loom_fp32_to_fp16(x));
+	float got = loom_f16_to_f32(loom_f32_to_f16(x));
 
 	if (isnan(x)) {
 		g_assert_true(isnan(got));
@@ -114,7 +114,7 @@ static void check_f16(float x)
 static void check_bf16(float x)
 {
 	double ref = ref_round(x, 7, -126, BF16_MAX);
-	float got = loom_bf16_to_fp32(loom_fp32_to_bf16(x));
+	float got = loom_bf16_to_f32(loom_f32_to_bf16(x));
 
 	if (isnan(x)) {
 		g_assert_true(isnan(got));
@@ -157,15 +157,15 @@ static void test_fp16_rounding(void)
 
 		check_bf16((float)((lo + hi) / 2));
 	}
-	g_assert_cmphex(loom_fp32_to_fp16(65519.0f), ==, 0x7bff);
-	g_assert_cmphex(loom_fp32_to_fp16(65520.0f), ==, 0x7c00);
-	g_assert_cmphex(loom_fp32_to_fp16(-INFINITY), ==, 0xfc00);
-	g_assert_cmphex(loom_fp32_to_fp16(0x1p-25f), ==, 0x0000);
-	g_assert_cmphex(loom_fp32_to_fp16(0x1.000002p-25f), ==, 0x0001);
-	g_assert_cmphex(loom_fp32_to_fp16(-0.0f), ==, 0x8000);
-	g_assert_cmphex(loom_fp32_to_bf16(FLT_MAX), ==, 0x7f80);
-	g_assert_true(isnan(loom_fp16_to_fp32(loom_fp32_to_fp16(NAN))));
-	g_assert_true(isnan(loom_bf16_to_fp32(loom_fp32_to_bf16(NAN))));
+	g_assert_cmphex(loom_f32_to_f16(65519.0f), ==, 0x7bff);
+	g_assert_cmphex(loom_f32_to_f16(65520.0f), ==, 0x7c00);
+	g_assert_cmphex(loom_f32_to_f16(-INFINITY), ==, 0xfc00);
+	g_assert_cmphex(loom_f32_to_f16(0x1p-25f), ==, 0x0000);
+	g_assert_cmphex(loom_f32_to_f16(0x1.000002p-25f), ==, 0x0001);
+	g_assert_cmphex(loom_f32_to_f16(-0.0f), ==, 0x8000);
+	g_assert_cmphex(loom_f32_to_bf16(FLT_MAX), ==, 0x7f80);
+	g_assert_true(isnan(loom_f16_to_f32(loom_f32_to_f16(NAN))));
+	g_assert_true(isnan(loom_bf16_to_f32(loom_f32_to_bf16(NAN))));
 	g_rand_free(rand);
 }
 
@@ -177,7 +177,7 @@ static void test_q8_0(void)
 	struct loom_block_q8_0 *q = g_new(struct loom_block_q8_0, N / 32);
 
 	g_assert_cmpuint(sizeof(struct loom_block_q8_0), ==, 34);
-	g_assert_cmpuint(loom_row_size(LOOM_TYPE_Q8_0, 64), ==, 68);
+	g_assert_cmpuint(loom_type_row_size(LOOM_TYPE_Q8_0, 64), ==, 68);
 	for (int round = 0; round < 20; round++) {
 		double scale = ldexp(1.0, g_rand_int_range(rand, -22, 12));
 
@@ -186,9 +186,9 @@ static void test_q8_0(void)
 				       scale);
 		if (round == 0)
 			memset(x, 0, 32 * sizeof(float));
-		g_assert_cmpint(loom_convert(LOOM_TYPE_F32, x, LOOM_TYPE_Q8_0,
+		g_assert_cmpint(loom_type_convert(LOOM_TYPE_F32, x, LOOM_TYPE_Q8_0,
 					     q, N), ==, LOOM_OK);
-		g_assert_cmpint(loom_convert(LOOM_TYPE_Q8_0, q, LOOM_TYPE_F32,
+		g_assert_cmpint(loom_type_convert(LOOM_TYPE_Q8_0, q, LOOM_TYPE_F32,
 					     y, N), ==, LOOM_OK);
 		for (int b = 0; b < N / 32; b++) {
 			double amax = 0, d = ref_decode(q[b].d, 5, 10), bound;
@@ -228,46 +228,46 @@ static void test_convert(void)
 
 	for (int i = 0; i < N; i++)
 		x[i] = (float)sin(i * 0.37) * 3;
-	g_assert_cmpint(loom_convert(LOOM_TYPE_F32, x, LOOM_TYPE_F16, h, N),
+	g_assert_cmpint(loom_type_convert(LOOM_TYPE_F32, x, LOOM_TYPE_F16, h, N),
 			==, LOOM_OK);
 	for (int i = 0; i < N; i++)
-		g_assert_cmphex(h[i], ==, loom_fp32_to_fp16(x[i]));
-	g_assert_cmpint(loom_convert(LOOM_TYPE_F16, h, LOOM_TYPE_BF16, h, 0),
+		g_assert_cmphex(h[i], ==, loom_f32_to_f16(x[i]));
+	g_assert_cmpint(loom_type_convert(LOOM_TYPE_F16, h, LOOM_TYPE_BF16, h, 0),
 			==, LOOM_OK);
 	{
 		uint16_t b[N];
 
-		g_assert_cmpint(loom_convert(LOOM_TYPE_F16, h, LOOM_TYPE_BF16,
+		g_assert_cmpint(loom_type_convert(LOOM_TYPE_F16, h, LOOM_TYPE_BF16,
 					     b, N), ==, LOOM_OK);
 		for (int i = 0; i < N; i++)
 			g_assert_cmphex(b[i], ==,
-					loom_fp32_to_bf16(
-						loom_fp16_to_fp32(h[i])));
-		g_assert_cmpint(loom_convert(LOOM_TYPE_BF16, b, LOOM_TYPE_F32,
+					loom_f32_to_bf16(
+						loom_f16_to_f32(h[i])));
+		g_assert_cmpint(loom_type_convert(LOOM_TYPE_BF16, b, LOOM_TYPE_F32,
 					     y, N), ==, LOOM_OK);
 		for (int i = 0; i < N; i++)
-			g_assert_cmpfloat(y[i], ==, loom_bf16_to_fp32(b[i]));
-		g_assert_cmpint(loom_convert(LOOM_TYPE_BF16, b, LOOM_TYPE_Q8_0,
+			g_assert_cmpfloat(y[i], ==, loom_bf16_to_f32(b[i]));
+		g_assert_cmpint(loom_type_convert(LOOM_TYPE_BF16, b, LOOM_TYPE_Q8_0,
 					     q, N), ==, LOOM_OK);
-		g_assert_cmpint(loom_convert(LOOM_TYPE_Q8_0, q, LOOM_TYPE_F16,
+		g_assert_cmpint(loom_type_convert(LOOM_TYPE_Q8_0, q, LOOM_TYPE_F16,
 					     h, N), ==, LOOM_OK);
 		for (int i = 0; i < N; i++)
-			g_assert_cmpfloat(fabs(loom_fp16_to_fp32(h[i]) - x[i]),
+			g_assert_cmpfloat(fabs(loom_f16_to_f32(h[i]) - x[i]),
 					  <, 0.03);
 	}
-	g_assert_cmpint(loom_convert(LOOM_TYPE_I32, ia, LOOM_TYPE_I32, ib, 4),
+	g_assert_cmpint(loom_type_convert(LOOM_TYPE_I32, ia, LOOM_TYPE_I32, ib, 4),
 			==, LOOM_OK);
 	g_assert_cmpmem(ia, sizeof(ia), ib, sizeof(ib));
-	g_assert_cmpint(loom_convert(LOOM_TYPE_I32, ia, LOOM_TYPE_F32, y, 4),
+	g_assert_cmpint(loom_type_convert(LOOM_TYPE_I32, ia, LOOM_TYPE_F32, y, 4),
 			==, LOOM_E_UNSUPPORTED);
-	g_assert_cmpstr(loom_last_error(), !=, "");
-	g_assert_cmpint(loom_convert(LOOM_TYPE_F32, x, LOOM_TYPE_I32, ib, 4),
+	g_assert_cmpstr(loom_error_message(), !=, "");
+	g_assert_cmpint(loom_type_convert(LOOM_TYPE_F32, x, LOOM_TYPE_I32, ib, 4),
 			==, LOOM_E_UNSUPPORTED);
-	g_assert_cmpint(loom_convert(LOOM_TYPE_F32, x, LOOM_TYPE_Q8_0, q, 40),
+	g_assert_cmpint(loom_type_convert(LOOM_TYPE_F32, x, LOOM_TYPE_Q8_0, q, 40),
 			==, LOOM_E_INVAL);
-	g_assert_cmpint(loom_convert(LOOM_TYPE_F32, NULL, LOOM_TYPE_F16, h, 4),
+	g_assert_cmpint(loom_type_convert(LOOM_TYPE_F32, NULL, LOOM_TYPE_F16, h, 4),
 			==, LOOM_E_INVAL);
-	g_assert_cmpint(loom_convert(LOOM_TYPE_COUNT, x, LOOM_TYPE_F16, h, 4),
+	g_assert_cmpint(loom_type_convert(LOOM_TYPE_COUNT, x, LOOM_TYPE_F16, h, 4),
 			==, LOOM_E_INVAL);
 }
 
@@ -301,8 +301,8 @@ static void test_type_traits(void)
 	}
 	g_assert_cmpint(loom_type_from_name("f64", &t), ==, LOOM_E_NOT_FOUND);
 	g_assert_cmpstr(loom_type_name(LOOM_TYPE_COUNT), ==, "unknown");
-	g_assert_cmpuint(loom_row_size(LOOM_TYPE_F16, 7), ==, 14);
-	g_assert_cmpuint(loom_row_size(LOOM_TYPE_Q8_0, 33), ==, 0);
+	g_assert_cmpuint(loom_type_row_size(LOOM_TYPE_F16, 7), ==, 14);
+	g_assert_cmpuint(loom_type_row_size(LOOM_TYPE_Q8_0, 33), ==, 0);
 	g_assert_cmpstr(loom_op_name(LOOM_OP_MUL_MAT), ==, "mul_mat");
 	g_assert_cmpstr(loom_op_name(LOOM_OP_TOP_K), ==, "top_k");
 	g_assert_cmpstr(loom_op_name(LOOM_OP_COUNT), ==, "unknown");
@@ -333,12 +333,12 @@ static void test_ctx(void)
 	int n = 0;
 
 	g_assert_cmpint(loom_ctx_new(2, &ctx), ==, LOOM_OK);
-	g_assert_nonnull(loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 4));
-	g_assert_nonnull(loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 4));
+	g_assert_nonnull(loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 4));
+	g_assert_nonnull(loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 4));
 	g_assert_cmpstr(loom_ctx_error(ctx), ==, "");
-	g_assert_null(loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 4));
+	g_assert_null(loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 4));
 	g_assert_cmpstr(loom_ctx_error(ctx), !=, "");
-	g_assert_cmpstr(loom_last_error(), ==, loom_ctx_error(ctx));
+	g_assert_cmpstr(loom_error_message(), ==, loom_ctx_error(ctx));
 	loom_ctx_clear_error(ctx);
 	g_assert_cmpstr(loom_ctx_error(ctx), ==, "");
 	g_assert_cmpuint(loom_ctx_n_tensors(ctx), ==, 2);
@@ -346,9 +346,9 @@ static void test_ctx(void)
 
 	ctx = ctx_new();
 	for (int i = 0; i < 10000; i++) {
-		t = loom_new_tensor_2d(ctx, LOOM_TYPE_F16, i + 1, 2);
+		t = loom_tensor_new_2d(ctx, LOOM_TYPE_F16, i + 1, 2);
 		g_assert_nonnull(t);
-		loom_set_name_fmt(t, "t%d", i);
+		loom_tensor_set_name_fmt(t, "t%d", i);
 	}
 	g_assert_cmpuint(loom_ctx_n_tensors(ctx), ==, 10000);
 	for (t = loom_ctx_first_tensor(ctx); t;
@@ -368,44 +368,44 @@ static void test_ctx(void)
 
 		memset(longname, 'x', sizeof(longname) - 1);
 		longname[sizeof(longname) - 1] = '\0';
-		loom_set_name(t, longname);
+		loom_tensor_set_name(t, longname);
 		g_assert_cmpuint(strlen(t->name), ==, LOOM_MAX_NAME - 1);
 	}
-	loom_set_flags(t, LOOM_TENSOR_INPUT);
-	loom_set_flags(t, LOOM_TENSOR_OUTPUT);
+	loom_tensor_set_flags(t, LOOM_TENSOR_INPUT);
+	loom_tensor_set_flags(t, LOOM_TENSOR_OUTPUT);
 	g_assert_cmpuint(t->flags, ==, LOOM_TENSOR_INPUT | LOOM_TENSOR_OUTPUT);
 
 	/* Shapes and strides of a new tensor. */
-	a = loom_new_tensor_4d(ctx, LOOM_TYPE_Q8_0, 64, 3, 2, 5);
+	a = loom_tensor_new_4d(ctx, LOOM_TYPE_Q8_0, 64, 3, 2, 5);
 	g_assert_nonnull(a);
 	g_assert_cmpuint(a->nb[0], ==, 34);
 	g_assert_cmpuint(a->nb[1], ==, 68);
 	g_assert_cmpuint(a->nb[2], ==, 68 * 3);
 	g_assert_cmpuint(a->nb[3], ==, 68 * 6);
-	g_assert_cmpuint(loom_nbytes(a), ==, 68 * 30);
-	g_assert_cmpint(loom_nelements(a), ==, 64 * 30);
-	g_assert_cmpint(loom_nrows(a), ==, 30);
-	g_assert_cmpint(loom_n_dims(a), ==, 4);
-	g_assert_true(loom_is_contiguous(a));
+	g_assert_cmpuint(loom_tensor_n_bytes(a), ==, 68 * 30);
+	g_assert_cmpint(loom_tensor_n_elements(a), ==, 64 * 30);
+	g_assert_cmpint(loom_tensor_n_rows(a), ==, 30);
+	g_assert_cmpint(loom_tensor_n_dims(a), ==, 4);
+	g_assert_true(loom_tensor_is_contiguous(a));
 	g_assert_null(a->data);
 	g_assert_null(a->view_src);
-	t = loom_dup_tensor(ctx, a);
-	g_assert_true(loom_are_same_shape(t, a));
+	t = loom_tensor_dup(ctx, a);
+	g_assert_true(loom_tensor_same_shape(t, a));
 	g_assert_cmpint(t->type, ==, a->type);
-	t = loom_new_tensor_3d(ctx, LOOM_TYPE_F32, 5, 1, 1);
-	g_assert_cmpint(loom_n_dims(t), ==, 1);
+	t = loom_tensor_new_3d(ctx, LOOM_TYPE_F32, 5, 1, 1);
+	g_assert_cmpint(loom_tensor_n_dims(t), ==, 1);
 
 	/* Mistakes. */
-	g_assert_null(loom_new_tensor_1d(ctx, LOOM_TYPE_Q8_0, 33));
+	g_assert_null(loom_tensor_new_1d(ctx, LOOM_TYPE_Q8_0, 33));
 	g_assert_nonnull(strstr(loom_ctx_error(ctx), "block"));
-	g_assert_null(loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 4, -1));
-	g_assert_null(loom_new_tensor_1d(ctx, LOOM_TYPE_COUNT, 4));
-	g_assert_null(loom_new_tensor(ctx, LOOM_TYPE_F32, 5,
+	g_assert_null(loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 4, -1));
+	g_assert_null(loom_tensor_new_1d(ctx, LOOM_TYPE_COUNT, 4));
+	g_assert_null(loom_tensor_new(ctx, LOOM_TYPE_F32, 5,
 				      (int64_t[]){ 1, 1, 1, 1, 1 }));
-	g_assert_null(loom_new_tensor_4d(ctx, LOOM_TYPE_F32, INT64_MAX / 2, 4,
+	g_assert_null(loom_tensor_new_4d(ctx, LOOM_TYPE_F32, INT64_MAX / 2, 4,
 					 4, 4));
-	g_assert_null(loom_new_tensor_1d(NULL, LOOM_TYPE_F32, 4));
-	g_assert_cmpstr(loom_last_error(), !=, "");
+	g_assert_null(loom_tensor_new_1d(NULL, LOOM_TYPE_F32, 4));
+	g_assert_cmpstr(loom_error_message(), !=, "");
 	loom_ctx_free(ctx);
 	loom_ctx_free(NULL);
 }
@@ -413,24 +413,24 @@ static void test_ctx(void)
 static void test_shape_helpers(void)
 {
 	loom_ctx_t *ctx = ctx_new();
-	struct loom_tensor *a = loom_new_tensor_4d(ctx, LOOM_TYPE_F32, 6, 4,
+	struct loom_tensor *a = loom_tensor_new_4d(ctx, LOOM_TYPE_F32, 6, 4,
 						   2, 3);
-	struct loom_tensor *b = loom_new_tensor_4d(ctx, LOOM_TYPE_F32, 3, 1,
+	struct loom_tensor *b = loom_tensor_new_4d(ctx, LOOM_TYPE_F32, 3, 1,
 						   2, 1);
-	struct loom_tensor *c = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 4, 4);
+	struct loom_tensor *c = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 4, 4);
 
-	g_assert_true(loom_can_repeat(b, a));
-	g_assert_false(loom_can_repeat(a, b));
-	g_assert_false(loom_can_repeat(c, a));
-	g_assert_true(loom_can_repeat(a, a));
-	g_assert_false(loom_are_same_shape(a, b));
-	g_assert_cmpfloat(loom_get_op_param_f32(a, 99), ==, 0);
-	g_assert_cmpint(loom_get_op_param_i32(a, -1), ==, 0);
+	g_assert_true(loom_tensor_can_repeat(b, a));
+	g_assert_false(loom_tensor_can_repeat(a, b));
+	g_assert_false(loom_tensor_can_repeat(c, a));
+	g_assert_true(loom_tensor_can_repeat(a, a));
+	g_assert_false(loom_tensor_same_shape(a, b));
+	g_assert_cmpfloat(loom_tensor_op_param_f32(a, 99), ==, 0);
+	g_assert_cmpint(loom_tensor_op_param_i32(a, -1), ==, 0);
 	/* Predicates on NULL answer, not crash. */
-	g_assert_cmpint(loom_nelements(NULL), ==, 0);
-	g_assert_cmpuint(loom_nbytes(NULL), ==, 0);
-	g_assert_false(loom_is_contiguous(NULL));
-	g_assert_false(loom_can_repeat(NULL, a));
+	g_assert_cmpint(loom_tensor_n_elements(NULL), ==, 0);
+	g_assert_cmpuint(loom_tensor_n_bytes(NULL), ==, 0);
+	g_assert_false(loom_tensor_is_contiguous(NULL));
+	g_assert_false(loom_tensor_can_repeat(NULL, a));
 	loom_ctx_free(ctx);
 }
 
@@ -448,7 +448,7 @@ static void expect_fail(loom_ctx_t *ctx, struct loom_tensor *t,
 	if (!strstr(loom_ctx_error(ctx), op))
 		g_error("message \"%s\" does not name %s",
 			loom_ctx_error(ctx), op);
-	g_assert_cmpstr(loom_last_error(), ==, loom_ctx_error(ctx));
+	g_assert_cmpstr(loom_error_message(), ==, loom_ctx_error(ctx));
 	loom_ctx_clear_error(ctx);
 }
 
@@ -470,7 +470,7 @@ static struct loom_tensor *T(loom_ctx_t *ctx, enum loom_type type,
 			     int64_t ne0, int64_t ne1, int64_t ne2,
 			     int64_t ne3)
 {
-	struct loom_tensor *t = loom_new_tensor_4d(ctx, type, ne0, ne1, ne2,
+	struct loom_tensor *t = loom_tensor_new_4d(ctx, type, ne0, ne1, ne2,
 						   ne3);
 
 	g_assert_nonnull(t);
@@ -522,17 +522,17 @@ static void test_binary_unary(void)
 
 	t = loom_scale(ctx, a, 0.25f);
 	expect_shape(t, LOOM_OP_SCALE, LOOM_TYPE_F32, 8, 4, 2, 1);
-	g_assert_cmpfloat(loom_get_op_param_f32(t, 0), ==, 0.25f);
+	g_assert_cmpfloat(loom_tensor_op_param_f32(t, 0), ==, 0.25f);
 	expect_shape(loom_silu(ctx, col), LOOM_OP_SILU, LOOM_TYPE_F32, 1, 4,
 		     2, 1);
 	expect_shape(loom_gelu(ctx, a), LOOM_OP_GELU, LOOM_TYPE_F32, 8, 4, 2,
 		     1);
 	t = loom_rms_norm(ctx, a, 1e-6f);
 	expect_shape(t, LOOM_OP_RMS_NORM, LOOM_TYPE_F32, 8, 4, 2, 1);
-	g_assert_cmpfloat(loom_get_op_param_f32(t, 0), ==, 1e-6f);
+	g_assert_cmpfloat(loom_tensor_op_param_f32(t, 0), ==, 1e-6f);
 	t = loom_norm(ctx, a, 1e-5f);
 	expect_shape(t, LOOM_OP_NORM, LOOM_TYPE_F32, 8, 4, 2, 1);
-	g_assert_cmpfloat(loom_get_op_param_f32(t, 0), ==, 1e-5f);
+	g_assert_cmpfloat(loom_tensor_op_param_f32(t, 0), ==, 1e-5f);
 	expect_fail(ctx, loom_scale(ctx, i32, 2), "scale");
 	expect_fail(ctx, loom_silu(ctx, q), "silu");
 	expect_fail(ctx, loom_gelu(ctx, NULL), "gelu");
@@ -548,7 +548,7 @@ static void test_binary_unary(void)
 	expect_fail(ctx, loom_argmax(ctx, a), "argmax");
 	t = loom_top_k(ctx, a, 3);
 	expect_shape(t, LOOM_OP_TOP_K, LOOM_TYPE_I32, 3, 4, 2, 1);
-	g_assert_cmpint(loom_get_op_param_i32(t, 0), ==, 3);
+	g_assert_cmpint(loom_tensor_op_param_i32(t, 0), ==, 3);
 	expect_shape(loom_top_k(ctx, a, 8), LOOM_OP_TOP_K, LOOM_TYPE_I32, 8,
 		     4, 2, 1);
 	expect_fail(ctx, loom_top_k(ctx, a, 9), "top_k");
@@ -569,7 +569,7 @@ static void test_soft_max_rope(void)
 	t = loom_soft_max(ctx, kq, mask, 0.125f);
 	expect_shape(t, LOOM_OP_SOFT_MAX, LOOM_TYPE_F32, 16, 5, 4, 1);
 	g_assert_true(t->src[1] == mask);
-	g_assert_cmpfloat(loom_get_op_param_f32(t, 0), ==, 0.125f);
+	g_assert_cmpfloat(loom_tensor_op_param_f32(t, 0), ==, 0.125f);
 	t = loom_soft_max(ctx, kq, NULL, 1);
 	expect_shape(t, LOOM_OP_SOFT_MAX, LOOM_TYPE_F32, 16, 5, 4, 1);
 	g_assert_null(t->src[1]);
@@ -589,10 +589,10 @@ static void test_soft_max_rope(void)
 	t = loom_rope(ctx, x, pos, 32, LOOM_ROPE_NEOX, 10000, 0.5f);
 	expect_shape(t, LOOM_OP_ROPE, LOOM_TYPE_F32, 64, 4, 7, 1);
 	g_assert_true(t->src[0] == x && t->src[1] == pos);
-	g_assert_cmpint(loom_get_op_param_i32(t, 0), ==, 32);
-	g_assert_cmpint(loom_get_op_param_i32(t, 1), ==, LOOM_ROPE_NEOX);
-	g_assert_cmpfloat(loom_get_op_param_f32(t, 2), ==, 10000);
-	g_assert_cmpfloat(loom_get_op_param_f32(t, 3), ==, 0.5f);
+	g_assert_cmpint(loom_tensor_op_param_i32(t, 0), ==, 32);
+	g_assert_cmpint(loom_tensor_op_param_i32(t, 1), ==, LOOM_ROPE_NEOX);
+	g_assert_cmpfloat(loom_tensor_op_param_f32(t, 2), ==, 10000);
+	g_assert_cmpfloat(loom_tensor_op_param_f32(t, 3), ==, 0.5f);
 	expect_shape(loom_rope(ctx, x, pos, 64, LOOM_ROPE_NORMAL, 1e4f, 1),
 		     LOOM_OP_ROPE, LOOM_TYPE_F32, 64, 4, 7, 1);
 	expect_fail(ctx, loom_rope(ctx, x, pos, 66, 0, 1e4f, 1), "rope");
@@ -714,24 +714,24 @@ static void test_rows_copy_concat(void)
 	expect_fail(ctx, loom_set_rows(ctx, cache, vals, ids3), "set_rows");
 	expect_fail(ctx, loom_set_rows(ctx, NULL, vals, ids), "set_rows");
 
-	t = loom_cpy(ctx, vals, T(ctx, LOOM_TYPE_Q8_0, 128, 3, 1, 1));
-	expect_shape(t, LOOM_OP_CPY, LOOM_TYPE_Q8_0, 128, 3, 1, 1);
+	t = loom_copy(ctx, vals, T(ctx, LOOM_TYPE_Q8_0, 128, 3, 1, 1));
+	expect_shape(t, LOOM_OP_COPY, LOOM_TYPE_Q8_0, 128, 3, 1, 1);
 	g_assert_true(t->view_src == t->src[1]);
-	expect_fail(ctx, loom_cpy(ctx, vals, T(ctx, LOOM_TYPE_F32, 64, 5, 1,
-					       1)), "cpy");
-	expect_fail(ctx, loom_cpy(ctx, vals, T(ctx, LOOM_TYPE_I32, 64, 6, 1,
-					       1)), "cpy");
-	expect_shape(loom_cpy(ctx, ids, T(ctx, LOOM_TYPE_I32, 3, 2, 1, 1)),
-		     LOOM_OP_CPY, LOOM_TYPE_I32, 3, 2, 1, 1);
+	expect_fail(ctx, loom_copy(ctx, vals, T(ctx, LOOM_TYPE_F32, 64, 5, 1,
+					       1)), "copy");
+	expect_fail(ctx, loom_copy(ctx, vals, T(ctx, LOOM_TYPE_I32, 64, 6, 1,
+					       1)), "copy");
+	expect_shape(loom_copy(ctx, ids, T(ctx, LOOM_TYPE_I32, 3, 2, 1, 1)),
+		     LOOM_OP_COPY, LOOM_TYPE_I32, 3, 2, 1, 1);
 
 	t = loom_cont(ctx, loom_transpose(ctx, a3));
 	expect_shape(t, LOOM_OP_CONT, LOOM_TYPE_F16, 10, 8, 3, 1);
-	g_assert_true(loom_is_contiguous(t));
+	g_assert_true(loom_tensor_is_contiguous(t));
 	expect_fail(ctx, loom_cont(ctx, NULL), "cont");
 
 	t = loom_concat(ctx, a3, T(ctx, LOOM_TYPE_F16, 8, 10, 5, 1), 2);
 	expect_shape(t, LOOM_OP_CONCAT, LOOM_TYPE_F16, 8, 10, 8, 1);
-	g_assert_cmpint(loom_get_op_param_i32(t, 0), ==, 2);
+	g_assert_cmpint(loom_tensor_op_param_i32(t, 0), ==, 2);
 	expect_shape(loom_concat(ctx, a3, a3, 0), LOOM_OP_CONCAT,
 		     LOOM_TYPE_F16, 16, 10, 3, 1);
 	expect_fail(ctx, loom_concat(ctx, a3, T(ctx, LOOM_TYPE_F32, 8, 10, 5,
@@ -766,10 +766,10 @@ static void test_views(void)
 	p = loom_permute(ctx, a, 2, 0, 3, 1);
 	expect_shape(p, LOOM_OP_PERMUTE, LOOM_TYPE_F32, 5, 3, 6, 4);
 	g_assert_true(p->view_src == a && p->src[0] == a);
-	g_assert_cmpint(loom_get_op_param_i32(p, 0), ==, 2);
-	g_assert_cmpint(loom_get_op_param_i32(p, 3), ==, 1);
-	g_assert_false(loom_is_contiguous(p));
-	g_assert_cmpuint(loom_nbytes(p), ==, loom_nbytes(a));
+	g_assert_cmpint(loom_tensor_op_param_i32(p, 0), ==, 2);
+	g_assert_cmpint(loom_tensor_op_param_i32(p, 3), ==, 1);
+	g_assert_false(loom_tensor_is_contiguous(p));
+	g_assert_cmpuint(loom_tensor_n_bytes(p), ==, loom_tensor_n_bytes(a));
 	for (int i0 = 0; i0 < 6; i0++)
 		for (int i1 = 0; i1 < 5; i1++)
 			for (int i2 = 0; i2 < 4; i2++)
@@ -789,13 +789,13 @@ static void test_views(void)
 	g_assert_cmpuint(t->nb[1], ==, a->nb[0]);
 	g_assert_cmpuint(t->nb[2], ==, a->nb[2]);
 	expect_fail(ctx, loom_reshape_1d(ctx, t, 360), "reshape");
-	g_assert_true(loom_is_contiguous(loom_transpose(ctx, t)));
+	g_assert_true(loom_tensor_is_contiguous(loom_transpose(ctx, t)));
 
 	/* Views are named after what they show. */
-	loom_set_name(a, "a");
+	loom_tensor_set_name(a, "a");
 	g_assert_cmpstr(loom_transpose(ctx, a)->name, ==, "a (transposed)");
 	g_assert_cmpstr(loom_reshape_1d(ctx, a, 360)->name, ==, "a (reshaped)");
-	loom_set_name(a, "");
+	loom_tensor_set_name(a, "");
 
 	/* A view of a view of a view points at the owner, offsets add. */
 	v = loom_view_2d(ctx, a, 6, 4, a->nb[1], a->nb[2]);
@@ -814,12 +814,12 @@ static void test_views(void)
 	expect_shape(t, LOOM_OP_VIEW, LOOM_TYPE_F32, 2, 5, 4, 1);
 	g_assert_cmpuint(t->nb[3], ==, a->nb[2] * 4);
 	t = loom_view_4d(ctx, a, 6, 5, 4, 3, a->nb[1], a->nb[2], a->nb[3], 0);
-	g_assert_true(loom_is_contiguous(t));
-	g_assert_cmpuint(loom_nbytes(t), ==, loom_nbytes(a));
+	g_assert_true(loom_tensor_is_contiguous(t));
+	g_assert_cmpuint(loom_tensor_n_bytes(t), ==, loom_tensor_n_bytes(a));
 
 	/* Out of bounds. */
 	expect_fail(ctx, loom_view_1d(ctx, a, 361, 0), "view");
-	expect_fail(ctx, loom_view_1d(ctx, a, 2, loom_nbytes(a) - 4), "view");
+	expect_fail(ctx, loom_view_1d(ctx, a, 2, loom_tensor_n_bytes(a) - 4), "view");
 	expect_fail(ctx, loom_view_2d(ctx, a, 6, 5, a->nb[1], a->nb[3] * 3),
 		    "view");
 	expect_fail(ctx, loom_view_1d(ctx, a, 1, SIZE_MAX - 2), "view");
@@ -830,7 +830,7 @@ static void test_views(void)
 	/* reshape keeps the data and the element count. */
 	t = loom_reshape_3d(ctx, a, 30, 4, 3);
 	expect_shape(t, LOOM_OP_RESHAPE, LOOM_TYPE_F32, 30, 4, 3, 1);
-	g_assert_true(loom_is_contiguous(t));
+	g_assert_true(loom_tensor_is_contiguous(t));
 	g_assert_true(t->view_src == a);
 	t = loom_reshape_4d(ctx, t, 2, 3, 5, 12);
 	expect_shape(t, LOOM_OP_RESHAPE, LOOM_TYPE_F32, 2, 3, 5, 12);
@@ -853,16 +853,16 @@ static void test_op_tensor_raw(void)
 	const int64_t ne[4] = { 4, 4, 1, 1 };
 	struct loom_tensor *t;
 
-	t = loom_new_op_tensor(ctx, LOOM_OP_ADD, LOOM_TYPE_F32, ne, srcs,
+	t = loom_tensor_new_op(ctx, LOOM_OP_ADD, LOOM_TYPE_F32, ne, srcs,
 			       params);
 	expect_shape(t, LOOM_OP_ADD, LOOM_TYPE_F32, 4, 4, 1, 1);
 	g_assert_true(t->src[0] == a && t->src[1] == a);
 	g_assert_cmpint(t->op_params[0], ==, 7);
 	g_assert_null(t->view_src);
-	t = loom_new_op_tensor(ctx, LOOM_OP_RESHAPE, LOOM_TYPE_F32, ne, srcs,
+	t = loom_tensor_new_op(ctx, LOOM_OP_RESHAPE, LOOM_TYPE_F32, ne, srcs,
 			       NULL);
 	g_assert_true(t->view_src == a);
-	g_assert_null(loom_new_op_tensor(ctx, LOOM_OP_COUNT, LOOM_TYPE_F32, ne,
+	g_assert_null(loom_tensor_new_op(ctx, LOOM_OP_COUNT, LOOM_TYPE_F32, ne,
 					 NULL, NULL));
 	g_assert_cmpstr(loom_ctx_error(ctx), !=, "");
 	loom_ctx_free(ctx);
@@ -891,7 +891,7 @@ static void check_order(loom_graph_t *g)
 		}
 		g_hash_table_add(pos, t);
 	}
-	for (int i = 0; i < loom_graph_n_leafs(g); i++) {
+	for (size_t i = 0; i < loom_graph_n_leaves(g); i++) {
 		struct loom_tensor *l = loom_graph_leaf(g, i);
 
 		g_assert_cmpint(l->op, ==, LOOM_OP_NONE);
@@ -921,7 +921,7 @@ static void test_graph_basic(void)
 	g_assert_cmpuint(v1, !=, v0);
 	/* h and s are shared: mul_mat, silu, mul, add. */
 	g_assert_cmpint(loom_graph_n_nodes(g), ==, 4);
-	g_assert_cmpint(loom_graph_n_leafs(g), ==, 2);
+	g_assert_cmpint(loom_graph_n_leaves(g), ==, 2);
 	g_assert_true(loom_graph_node(g, 0) == h);
 	g_assert_true(loom_graph_node(g, 3) == y);
 	check_order(g);
@@ -949,10 +949,10 @@ static void test_graph_basic(void)
 		g_assert_cmpint(loom_graph_add_node(g2, s), ==, LOOM_OK);
 		g_assert_cmpuint(loom_graph_version(g2), >, v);
 		g_assert_cmpint(loom_graph_n_nodes(g2), ==, 1);
-		g_assert_cmpint(loom_graph_n_leafs(g2), ==, 1);
+		g_assert_cmpint(loom_graph_n_leaves(g2), ==, 1);
 		g_assert_true(loom_graph_leaf(g2, 0) == h);
 		g_assert_cmpint(loom_graph_add_node(g2, h), ==, LOOM_OK);
-		g_assert_cmpint(loom_graph_n_leafs(g2), ==, 2);
+		g_assert_cmpint(loom_graph_n_leaves(g2), ==, 2);
 		g_assert_cmpint(loom_graph_n_nodes(g2), ==, 2);
 		g_assert_cmpint(loom_graph_add_node(g2, h), ==, LOOM_OK);
 		g_assert_cmpint(loom_graph_n_nodes(g2), ==, 2);
@@ -975,7 +975,7 @@ static void test_graph_views_cycle(void)
 	g_assert_cmpint(loom_graph_expand(g, loom_sum_rows(ctx, v)), ==,
 			LOOM_OK);
 	g_assert_cmpint(loom_graph_n_nodes(g), ==, 3);
-	g_assert_cmpint(loom_graph_n_leafs(g), ==, 3);
+	g_assert_cmpint(loom_graph_n_leaves(g), ==, 3);
 	check_order(g);
 
 	/* A cycle made by hand is an error, not a hang. */
@@ -1019,7 +1019,7 @@ static void test_graph_deep(void)
 	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
 	g_assert_cmpint(loom_graph_expand(g, x), ==, LOOM_OK);
 	g_assert_cmpint(loom_graph_n_nodes(g), ==, LAYERS * 100);
-	g_assert_cmpint(loom_graph_n_leafs(g), ==, 3);
+	g_assert_cmpint(loom_graph_n_leaves(g), ==, 3);
 	g_test_message("100000 nodes in %.1f ms",
 		       (g_get_monotonic_time() - t0) / 1000.0);
 	/* Quadratic work would take minutes; valgrind stays well inside. */

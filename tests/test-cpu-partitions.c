@@ -144,7 +144,7 @@ static void test_numa(void)
 		g_assert_cmpuint(total, >, 0);
 		g_assert_cmpuint(free, <=, total);
 		g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-		t = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, ne);
+		t = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, ne);
 		g_assert_cmpint(loom_ctx_alloc_tensors(
 					ctx, loom_dev_buffer_type(dev), &buf),
 				==, LOOM_OK);
@@ -200,8 +200,8 @@ static void group_init(struct group *gr, int n, int n_threads, int64_t ne)
 							   n_threads),
 				==, LOOM_OK);
 		g_assert_cmpint(loom_ctx_new(0, &gr->ctx[i]), ==, LOOM_OK);
-		gr->t[i] = loom_new_tensor_1d(gr->ctx[i], LOOM_TYPE_F32, ne);
-		s = loom_cpy(gr->ctx[i],
+		gr->t[i] = loom_tensor_new_1d(gr->ctx[i], LOOM_TYPE_F32, ne);
+		s = loom_copy(gr->ctx[i],
 			     loom_scale(gr->ctx[i], gr->t[i], 2.0f), gr->t[i]);
 		g_assert_nonnull(s);
 		g_assert_cmpint(loom_graph_new(gr->ctx[i], &gr->g[i]), ==,
@@ -300,8 +300,8 @@ static void test_allreduce_declines(void)
 
 	group_init(&gr, 2, 1, 64);
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	h = loom_new_tensor_1d(ctx, LOOM_TYPE_F16, 64);
-	big = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 65);
+	h = loom_tensor_new_1d(ctx, LOOM_TYPE_F16, 64);
+	big = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 65);
 	g_assert_cmpint(loom_ctx_alloc_tensors(
 				ctx, loom_dev_buffer_type(
 					     loom_reg_dev(gr.reg, 1)), &buf),

@@ -64,8 +64,8 @@ static void run_chain(loom_dev_t *dev, int n_threads)
 	int i, j;
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	x = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, NE0, NE1);
-	y = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, NE0, 1);
+	x = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, NE0, NE1);
+	y = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, NE0, 1);
 	t = loom_add(ctx, x, y);
 	t = loom_mul(ctx, t, x);
 	t = loom_silu(ctx, t);
@@ -160,7 +160,7 @@ static void test_variants(void)
 			file = g_build_filename(dirs[i], name, NULL);
 			if (loom_load_path(file, &reg) != LOOM_OK) {
 				g_test_message("%s: %s", name,
-					       loom_last_error());
+					       loom_error_message());
 			} else {
 				g_test_message("%s: runs here", name);
 				run_chain(loom_reg_dev(reg, 0), 1);
@@ -194,8 +194,8 @@ static void test_flat(void)
 	size_t i;
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	a = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, n);
-	b = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, n);
+	a = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, n);
+	b = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, n);
 	c = loom_gelu(ctx, loom_sub(ctx, a, b));
 	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
 	g_assert_cmpint(loom_graph_expand(g, c), ==, LOOM_OK);
@@ -251,13 +251,13 @@ static void test_async(void)
 	int i, k;
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	x = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 16);
-	one = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 16);
+	x = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 16);
+	one = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 16);
 	t = x;
 	for (i = 0; i < N_NODES; i++)
 		t = loom_add(ctx, t, one);
 	/* Write back into x, so each run starts where the last ended. */
-	t = loom_cpy(ctx, t, x);
+	t = loom_copy(ctx, t, x);
 	g_assert_nonnull(t);
 	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
 	g_assert_cmpint(loom_graph_expand(g, t), ==, LOOM_OK);
@@ -311,7 +311,7 @@ static void test_2d(void)
 	g_assert_nonnull(loom_reg_proc_address(reg, LOOM_PROC_SET_TENSOR_2D));
 	g_assert_nonnull(loom_reg_proc_address(reg, LOOM_PROC_GET_TENSOR_2D));
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	t = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 8, 5);
+	t = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 8, 5);
 	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(dev),
 					       &buf), ==, LOOM_OK);
 	memset(dev_all, 0, sizeof(dev_all));
@@ -362,9 +362,9 @@ static void test_async_copies(void)
 	int i, k;
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	x = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 100, N / 100);
-	y = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 100, N / 100);
-	s = loom_cpy(ctx, loom_scale(ctx, x, 2.0f), x);
+	x = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 100, N / 100);
+	y = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 100, N / 100);
+	s = loom_copy(ctx, loom_scale(ctx, x, 2.0f), x);
 	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
 	g_assert_cmpint(loom_graph_expand(g, s), ==, LOOM_OK);
 	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(dev),
@@ -433,13 +433,13 @@ static void test_errors(void)
 	struct loom_tensor *a, *b;
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	a = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 8);
+	a = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 8);
 	b = loom_silu(ctx, a);
 	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
 	g_assert_cmpint(loom_graph_expand(g, b), ==, LOOM_OK);
 	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
 	g_assert_cmpint(loom_backend_graph_compute(be, g), ==, LOOM_E_STATE);
-	g_assert_cmpstr(loom_last_error(), !=, "");
+	g_assert_cmpstr(loom_error_message(), !=, "");
 	g_assert_cmpint(loom_backend_set_n_threads(be, 0), ==, LOOM_E_INVAL);
 	g_assert_cmpint(loom_backend_set_n_threads(be, 3), ==, LOOM_OK);
 	loom_backend_free(be);

@@ -160,7 +160,7 @@ static int host_init(loom_reg_t **out)
 	err = loom_dev_new(reg, &dev_iface, NULL, &host_dev);
 	if (err)
 		return err;
-	err = loom_buft_new(reg, host_dev, &buft_iface, NULL, &host_buft);
+	err = loom_buffer_type_new(reg, host_dev, &buft_iface, NULL, &host_buft);
 	if (err)
 		return err;
 	*out = reg;
@@ -191,7 +191,7 @@ static struct loom_tensor *owner(struct loom_tensor *t)
  * must not share bytes.  Returns the sum of the placed owners' sizes. */
 static size_t check_no_overlap(loom_graph_t *g, loom_buffer_t *buf)
 {
-	int n = loom_graph_n_nodes(g), nl = loom_graph_n_leafs(g);
+	int n = loom_graph_n_nodes(g), nl = loom_graph_n_leaves(g);
 	GHashTable *first = g_hash_table_new(NULL, NULL);
 	GHashTable *last = g_hash_table_new(NULL, NULL);
 	GPtrArray *owners = g_ptr_array_new();
@@ -225,7 +225,7 @@ static size_t check_no_overlap(loom_graph_t *g, loom_buffer_t *buf)
 	}
 	for (guint a = 0; a < owners->len; a++) {
 		struct loom_tensor *x = owners->pdata[a];
-		char *xs = x->data, *xe = xs + loom_nbytes(x);
+		char *xs = x->data, *xe = xs + loom_tensor_n_bytes(x);
 		int xf = GPOINTER_TO_INT(g_hash_table_lookup(first, x));
 		int xl = GPOINTER_TO_INT(g_hash_table_lookup(last, x));
 
@@ -234,10 +234,10 @@ static size_t check_no_overlap(loom_graph_t *g, loom_buffer_t *buf)
 		if (!xl || (x->flags & (LOOM_TENSOR_INPUT |
 					LOOM_TENSOR_OUTPUT)))
 			xl = n + 1;
-		sum += loom_nbytes(x);
+		sum += loom_tensor_n_bytes(x);
 		for (guint b = 0; b < owners->len; b++) {
 			struct loom_tensor *y = owners->pdata[b];
-			char *ys = y->data, *ye = ys + loom_nbytes(y);
+			char *ys = y->data, *ye = ys + loom_tensor_n_bytes(y);
 			int yf = GPOINTER_TO_INT(g_hash_table_lookup(first, y));
 
 			/* y is written while x is still needed. */
@@ -279,19 +279,19 @@ static void model_build(struct model *m, int layers)
 	memset(m, 0, sizeof(*m));
 	g_assert_cmpint(loom_ctx_new(0, &m->wctx), ==, LOOM_OK);
 	g_assert_cmpint(loom_ctx_new(0, &m->ctx), ==, LOOM_OK);
-	x = m->x = loom_new_tensor_2d(m->ctx, LOOM_TYPE_F32, D, T);
-	loom_set_name(x, "x");
-	loom_set_flags(x, LOOM_TENSOR_INPUT);
+	x = m->x = loom_tensor_new_2d(m->ctx, LOOM_TYPE_F32, D, T);
+	loom_tensor_set_name(x, "x");
+	loom_tensor_set_flags(x, LOOM_TENSOR_INPUT);
 	for (int l = 0; l < layers; l++) {
 		struct loom_tensor *w, *b, *up, *gate, *down, *h, *r;
 
-		w = loom_new_tensor_2d(m->wctx, LOOM_TYPE_F16, D, D);
-		b = loom_new_tensor_1d(m->wctx, LOOM_TYPE_F32, 2 * D);
-		up = loom_new_tensor_2d(m->wctx, LOOM_TYPE_Q8_0, D, 4 * D);
-		gate = loom_new_tensor_2d(m->wctx, LOOM_TYPE_Q8_0, D, 4 * D);
-		down = loom_new_tensor_2d(m->wctx, LOOM_TYPE_F16, 4 * D, D);
-		loom_set_name_fmt(w, "w%d", l);
-		loom_set_name_fmt(b, "b%d", l);
+		w = loom_tensor_new_2d(m->wctx, LOOM_TYPE_F16, D, D);
+		b = loom_tensor_new_1d(m->wctx, LOOM_TYPE_F32, 2 * D);
+		up = loom_tensor_new_2d(m->wctx, LOOM_TYPE_Q8_0, D, 4 * D);
+		gate = loom_tensor_new_2d(m->wctx, LOOM_TYPE_Q8_0, D, 4 * D);
+		down = loom_tensor_new_2d(m->wctx, LOOM_TYPE_F16, 4 * D, D);
+		loom_tensor_set_name_fmt(w, "w%d", l);
+		loom_tensor_set_name_fmt(b, "b%d", l);
 
 		/* A mixer that goes through views of its intermediates. */
 		h = loom_mul_mat(m->ctx, w, loom_rms_norm(m->ctx, x, 1e-5f));
@@ -305,11 +305,11 @@ static void model_build(struct model *m, int layers)
 		r = loom_silu(m->ctx, loom_mul_mat(m->ctx, gate, h));
 		h = loom_mul(m->ctx, r, loom_mul_mat(m->ctx, up, h));
 		x = loom_add(m->ctx, x, loom_mul_mat(m->ctx, down, h));
-		loom_set_name_fmt(x, "x%d", l);
+		loom_tensor_set_name_fmt(x, "x%d", l);
 	}
 	g_assert_nonnull(x);
 	m->out = x;
-	loom_set_flags(x, LOOM_TENSOR_OUTPUT);
+	loom_tensor_set_flags(x, LOOM_TENSOR_OUTPUT);
 	g_assert_cmpint(loom_ctx_alloc_tensors(m->wctx, host_buft, &m->wbuf),
 			==, LOOM_OK);
 	g_assert_cmpint(loom_graph_new(m->ctx, &m->g), ==, LOOM_OK);
@@ -347,7 +347,7 @@ static void test_layers(void)
 		g_assert_cmpint(loom_galloc_alloc_graph(ga, m.g), ==, LOOM_OK);
 		g_assert_cmpuint(loom_galloc_buffer_size(ga), ==, reserved);
 		sum = check_no_overlap(m.g, loom_galloc_buffer(ga));
-		g_test_message("%d layers: %d nodes, buffer %zu bytes, "
+		g_test_message("%d layers: %zu nodes, buffer %zu bytes, "
 			       "intermediates %zu bytes",
 			       layers, loom_graph_n_nodes(m.g), reserved, sum);
 		g_assert_cmpuint(reserved, <, sum);
@@ -378,17 +378,17 @@ static void test_leaves_outputs_growth(void)
 	size_t small;
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	a = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 32, 4);
-	b = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 32, 4);
-	loom_set_name(a, "a");
-	loom_set_name(b, "b");
+	a = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 32, 4);
+	b = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 32, 4);
+	loom_tensor_set_name(a, "a");
+	loom_tensor_set_name(b, "b");
 	keep = loom_silu(ctx, a);
-	loom_set_name(keep, "keep");
-	loom_set_flags(keep, LOOM_TENSOR_OUTPUT);
+	loom_tensor_set_name(keep, "keep");
+	loom_tensor_set_flags(keep, LOOM_TENSOR_OUTPUT);
 	y = loom_add(ctx, keep, b);
 	for (int i = 0; i < 6; i++)
 		y = loom_scale(ctx, y, 2);
-	loom_set_name(y, "y");
+	loom_tensor_set_name(y, "y");
 	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
 	g_assert_cmpint(loom_graph_expand(g, y), ==, LOOM_OK);
 
@@ -398,19 +398,19 @@ static void test_leaves_outputs_growth(void)
 	g_assert_nonnull(a->data);
 	g_assert_nonnull(b->data);
 	check_no_overlap(g, loom_galloc_buffer(ga));
-	for (int i = 0; i < loom_graph_n_nodes(g); i++) {
+	for (size_t i = 0; i < loom_graph_n_nodes(g); i++) {
 		struct loom_tensor *n = loom_graph_node(g, i);
 		char *ks = keep->data, *ns = n->data;
 
 		if (n != keep)
-			g_assert_true(ns + loom_nbytes(n) <= ks ||
-				      ks + loom_nbytes(keep) <= ns);
+			g_assert_true(ns + loom_tensor_n_bytes(n) <= ks ||
+				      ks + loom_tensor_n_bytes(keep) <= ns);
 	}
 
 	/* The same graph, grown after it was placed: it moves into the
 	 * grown buffer whole, and nothing overlaps. */
 	{
-		struct loom_tensor *w = loom_new_tensor_2d(ctx, LOOM_TYPE_F32,
+		struct loom_tensor *w = loom_tensor_new_2d(ctx, LOOM_TYPE_F32,
 							   512, 16);
 
 		w = loom_add(ctx, loom_silu(ctx, w), loom_sum_rows(ctx, w));
@@ -429,7 +429,7 @@ static void test_leaves_outputs_growth(void)
 		loom_ctx_t *ctx2;
 
 		g_assert_cmpint(loom_ctx_new(0, &ctx2), ==, LOOM_OK);
-		z = loom_new_tensor_2d(ctx2, LOOM_TYPE_F32, 1024, 16);
+		z = loom_tensor_new_2d(ctx2, LOOM_TYPE_F32, 1024, 16);
 		z = loom_gelu(ctx2, loom_silu(ctx2, z));
 		g_assert_cmpint(loom_graph_new(ctx2, &big), ==, LOOM_OK);
 		g_assert_cmpint(loom_graph_expand(big, z), ==, LOOM_OK);
@@ -467,7 +467,7 @@ static void test_views_keep_alive(void)
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
 	g_assert_cmpint(loom_ctx_new(0, &wctx), ==, LOOM_OK);
-	cache = loom_new_tensor_2d(wctx, LOOM_TYPE_F16, 64, 16);
+	cache = loom_tensor_new_2d(wctx, LOOM_TYPE_F16, 64, 16);
 	g_assert_cmpint(loom_ctx_alloc_tensors(wctx, host_buft, &wbuf), ==,
 			LOOM_OK);
 	/* A view of a placed tensor has its data at once. */
@@ -475,10 +475,10 @@ static void test_views_keep_alive(void)
 	g_assert_true((char *)v->data == (char *)cache->data + cache->nb[1]);
 	g_assert_true(v->buffer == wbuf);
 
-	x = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 64, 4);
-	ids = loom_new_tensor_1d(ctx, LOOM_TYPE_I32, 4);
+	x = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 64, 4);
+	ids = loom_tensor_new_1d(ctx, LOOM_TYPE_I32, 4);
 	h = loom_silu(ctx, x);
-	loom_set_name(h, "h");
+	loom_tensor_set_name(h, "h");
 	v = loom_view_1d(ctx, h, 64, 64 * sizeof(float));
 	y = h;
 	for (int i = 0; i < 8; i++)
@@ -501,7 +501,7 @@ static void test_views_keep_alive(void)
 	loom_ctx_free(wctx);
 }
 
-/* Ops whose result is a view of a weight (cpy into a weight's view,
+/* Ops whose result is a view of a weight (copy into a weight's view,
  * set_rows into a cache) write in place: the allocator places nothing for
  * them, and the compute buffer is the size it is without them.  A view of
  * a view of an intermediate read last keeps the intermediate alive. */
@@ -517,14 +517,14 @@ static void test_in_place_and_views_of_views(void)
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
 	g_assert_cmpint(loom_ctx_new(0, &wctx), ==, LOOM_OK);
-	w = loom_new_tensor_2d(wctx, LOOM_TYPE_F32, 64, 16);
-	cache = loom_new_tensor_2d(wctx, LOOM_TYPE_F16, 64, 32);
-	ids = loom_new_tensor_1d(wctx, LOOM_TYPE_I32, 4);
+	w = loom_tensor_new_2d(wctx, LOOM_TYPE_F32, 64, 16);
+	cache = loom_tensor_new_2d(wctx, LOOM_TYPE_F16, 64, 32);
+	ids = loom_tensor_new_1d(wctx, LOOM_TYPE_I32, 4);
 	g_assert_cmpint(loom_ctx_alloc_tensors(wctx, host_buft, &wbuf), ==,
 			LOOM_OK);
 
-	x = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 64, 4);
-	loom_set_flags(x, LOOM_TENSOR_INPUT);
+	x = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 64, 4);
+	loom_tensor_set_flags(x, LOOM_TENSOR_INPUT);
 	h = loom_silu(ctx, x);
 	y = loom_scale(ctx, h, 0.5f);
 	g_assert_cmpint(loom_graph_new(ctx, &g1), ==, LOOM_OK);
@@ -535,7 +535,7 @@ static void test_in_place_and_views_of_views(void)
 	loom_galloc_free(ga);
 
 	wv = loom_view_2d(ctx, w, 64, 4, w->nb[1], 4 * w->nb[1]);
-	c1 = loom_cpy(ctx, y, wv);
+	c1 = loom_copy(ctx, y, wv);
 	s1 = loom_set_rows(ctx, cache, y, ids);
 	g_assert_nonnull(c1);
 	g_assert_nonnull(s1);
@@ -550,7 +550,7 @@ static void test_in_place_and_views_of_views(void)
 	g_assert_true((char *)c1->data == (char *)w->data + 4 * w->nb[1]);
 	g_assert_true(s1->buffer == wbuf && s1->data == cache->data);
 	g_assert_true(w->buffer == wbuf && cache->buffer == wbuf);
-	for (int i = 0; i < loom_graph_n_nodes(g2); i++) {
+	for (size_t i = 0; i < loom_graph_n_nodes(g2); i++) {
 		struct loom_tensor *n = loom_graph_node(g2, i);
 
 		if (n->buffer == cbuf)
@@ -563,7 +563,7 @@ static void test_in_place_and_views_of_views(void)
 	 * context: the tensors above point into the freed buffer.) */
 	loom_ctx_free(ctx);
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	x = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 64, 4);
+	x = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 64, 4);
 	h = loom_silu(ctx, x);
 	y = loom_scale(ctx, h, 0.5f);
 	v1 = loom_view_2d(ctx, h, 32, 4, h->nb[1], 32 * sizeof(float));
@@ -598,8 +598,8 @@ static void test_view_outputs_kept(void)
 	struct loom_tensor *x, *a, *r, *z;
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	x = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 64, 4);
-	loom_set_flags(x, LOOM_TENSOR_INPUT);
+	x = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 64, 4);
+	loom_tensor_set_flags(x, LOOM_TENSOR_INPUT);
 	a = loom_silu(ctx, x);
 	r = loom_reshape_1d(ctx, a, 256);
 	z = x;
@@ -611,13 +611,13 @@ static void test_view_outputs_kept(void)
 	g_assert_cmpint(loom_galloc_new(host_buft, &ga), ==, LOOM_OK);
 	g_assert_cmpint(loom_galloc_alloc_graph(ga, g), ==, LOOM_OK);
 	g_assert_true(r->data == a->data);
-	for (int i = 0; i < loom_graph_n_nodes(g); i++) {
+	for (size_t i = 0; i < loom_graph_n_nodes(g); i++) {
 		struct loom_tensor *n = loom_graph_node(g, i);
 		char *as = a->data, *ns = n->data;
 
 		if (owner(n) != a)
-			g_assert_true(ns + loom_nbytes(n) <= as ||
-				      as + loom_nbytes(a) <= ns);
+			g_assert_true(ns + loom_tensor_n_bytes(n) <= as ||
+				      as + loom_tensor_n_bytes(a) <= ns);
 	}
 	loom_galloc_free(ga);
 	loom_ctx_free(ctx);
@@ -635,11 +635,11 @@ static void test_outgrown_buffer(void)
 	void *old_base;
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	a = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 16, 4);
+	a = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 16, 4);
 	a = loom_scale(ctx, loom_silu(ctx, a), 2);
 	v = loom_view_1d(ctx, a, 16, 0);
 	a = loom_add(ctx, a, v);
-	b = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 1024, 64);
+	b = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 1024, 64);
 	b = loom_scale(ctx, loom_silu(ctx, b), 2);
 	g_assert_cmpint(loom_graph_new(ctx, &small), ==, LOOM_OK);
 	g_assert_cmpint(loom_graph_expand(small, a), ==, LOOM_OK);
@@ -656,7 +656,7 @@ static void test_outgrown_buffer(void)
 	/* A view made now of a tensor in the outgrown buffer waits. */
 	g_assert_null(loom_view_1d(ctx, a, 8, 0)->data);
 	g_assert_cmpint(loom_galloc_alloc_graph(ga, small), ==, LOOM_OK);
-	for (int i = 0; i < loom_graph_n_nodes(small); i++)
+	for (size_t i = 0; i < loom_graph_n_nodes(small); i++)
 		g_assert_true(loom_graph_node(small, i)->buffer ==
 			      loom_galloc_buffer(ga));
 	g_assert_true((char *)v->data == (char *)owner(v)->data);
@@ -674,11 +674,11 @@ static void test_ctx_alloc(void)
 	struct loom_tensor *a, *b, *c, *v1, *v2;
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	a = loom_new_tensor_1d(ctx, LOOM_TYPE_F16, 5);
+	a = loom_tensor_new_1d(ctx, LOOM_TYPE_F16, 5);
 	v1 = loom_view_1d(ctx, a, 4, 2);
 	v2 = loom_view_1d(ctx, v1, 2, 4);
-	b = loom_new_tensor_2d(ctx, LOOM_TYPE_Q8_0, 32, 3);
-	c = loom_new_tensor_1d(ctx, LOOM_TYPE_I32, 1);
+	b = loom_tensor_new_2d(ctx, LOOM_TYPE_Q8_0, 32, 3);
+	c = loom_tensor_new_1d(ctx, LOOM_TYPE_I32, 1);
 	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, host_buft, &buf), ==,
 			LOOM_OK);
 	g_assert_true(a->buffer == buf && b->buffer == buf &&
@@ -701,9 +701,9 @@ int main(int argc, char **argv)
 	int ret;
 
 	g_test_init(&argc, &argv, NULL);
-	if (loom_register_static(&host_desc, &reg) != LOOM_OK)
+	if (loom_load_static(&host_desc, &reg) != LOOM_OK)
 		g_error("cannot register the test plugin: %s",
-			loom_last_error());
+			loom_error_message());
 	g_test_add_func("/galloc/layers", test_layers);
 	g_test_add_func("/galloc/leaves-outputs-growth",
 			test_leaves_outputs_growth);

@@ -54,11 +54,11 @@ static double time_graph(loom_dev_t *dev, loom_ctx_t *ctx,
 	if (!st)
 		st = loom_buffer_clear(*buf, 0);
 	if (st) {
-		fprintf(stderr, "setup: %s\n", loom_last_error());
+		fprintf(stderr, "setup: %s\n", loom_error_message());
 		return -1;
 	}
 	if (loom_dev_init_backend(dev, NULL, &be)) {
-		fprintf(stderr, "backend: %s\n", loom_last_error());
+		fprintf(stderr, "backend: %s\n", loom_error_message());
 		return -1;
 	}
 	st = loom_backend_graph_compute(be, g);
@@ -72,7 +72,7 @@ static double time_graph(loom_dev_t *dev, loom_ctx_t *ctx,
 	if (!st)
 		s = (g_get_monotonic_time() - t0) / 1e6 / REPS;
 	else
-		fprintf(stderr, "compute: %s\n", loom_last_error());
+		fprintf(stderr, "compute: %s\n", loom_error_message());
 	loom_backend_free(be);
 	return s;
 }
@@ -106,8 +106,8 @@ int main(int argc, char **argv)
 
 	loom_ctx_new(0, &ctx);
 	s = time_graph(dev, ctx,
-		       loom_add(ctx, loom_new_tensor_1d(ctx, LOOM_TYPE_F32, n),
-				loom_new_tensor_1d(ctx, LOOM_TYPE_F32, n)),
+		       loom_add(ctx, loom_tensor_new_1d(ctx, LOOM_TYPE_F32, n),
+				loom_tensor_new_1d(ctx, LOOM_TYPE_F32, n)),
 		       &buf);
 	if (s <= 0)
 		return 1;
@@ -124,9 +124,9 @@ int main(int argc, char **argv)
 	loom_ctx_new(0, &ctx);
 	s = time_graph(dev, ctx,
 		       loom_mul_mat(ctx,
-				    loom_new_tensor_2d(ctx, LOOM_TYPE_BF16, k,
+				    loom_tensor_new_2d(ctx, LOOM_TYPE_BF16, k,
 						       k),
-				    loom_new_tensor_2d(ctx, LOOM_TYPE_BF16, k,
+				    loom_tensor_new_2d(ctx, LOOM_TYPE_BF16, k,
 						       k)),
 		       &buf);
 	if (s <= 0)

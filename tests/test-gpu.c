@@ -122,7 +122,7 @@ struct one {
 static void one_new(struct one *o, loom_buffer_type_t *buft)
 {
 	g_assert_cmpint(loom_ctx_new(0, &o->ctx), ==, LOOM_OK);
-	o->t = loom_new_tensor_2d(o->ctx, LOOM_TYPE_F32, NE0, NE1);
+	o->t = loom_tensor_new_2d(o->ctx, LOOM_TYPE_F32, NE0, NE1);
 	g_assert_nonnull(o->t);
 	g_assert_cmpint(loom_ctx_alloc_tensors(o->ctx, buft, &o->buf), ==,
 			LOOM_OK);
@@ -199,7 +199,7 @@ static void test_buffers(void)
 	loom_buffer_type_t *hbt = loom_dev_host_buffer_type(dev);
 
 	g_assert_nonnull(hbt);
-	g_assert_true(loom_buft_is_host(hbt));
+	g_assert_true(loom_buffer_type_is_host(hbt));
 	one_new(&h, hbt);
 	fill(in, G_N_ELEMENTS(in), -3.0f);
 	memcpy(h.t->data, in, sizeof(in));
@@ -297,8 +297,8 @@ static void check_mul_mat(loom_dev_t *dev, const char *params,
 	loom_test_rng_seed(&rng, 42 + K + M + N);
 	g_assert_cmpint(loom_dev_init_backend(dev, params, &be), ==, LOOM_OK);
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	a = loom_new_tensor_2d(ctx, at, K, M);
-	b = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, K, N);
+	a = loom_tensor_new_2d(ctx, at, K, M);
+	b = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, K, N);
 	c = loom_mul_mat(ctx, a, b);
 	g_assert_nonnull(c);
 	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);

@@ -339,7 +339,7 @@ static void test_load_path(struct fixture *f, gconstpointer data)
 					     good);
 
 		g_assert_cmpstr(info.reason, ==, want);
-		g_assert_nonnull(strstr(loom_last_error(), want));
+		g_assert_nonnull(strstr(loom_error_message(), want));
 		g_free(want);
 	}
 
@@ -349,7 +349,7 @@ static void test_load_path(struct fixture *f, gconstpointer data)
 
 	g_assert_cmpint(loom_load_path(score0, NULL), ==,
 			LOOM_E_NOT_APPLICABLE);
-	g_assert_nonnull(strstr(loom_last_error(), "no fake hardware here"));
+	g_assert_nonnull(strstr(loom_error_message(), "no fake hardware here"));
 	g_assert_cmpint(loom_load_path(NULL, NULL), ==, LOOM_E_INVAL);
 	g_assert_cmpuint(loom_reg_count(), ==, 1);
 	g_free(good);
@@ -384,13 +384,13 @@ static void test_override(struct fixture *f, gconstpointer data)
 	}
 	/* A static plugin of a name already loaded is refused. */
 	reg = (loom_reg_t *)1;
-	g_assert_cmpint(loom_register_static(&fake_static_desc, &reg), ==,
+	g_assert_cmpint(loom_load_static(&fake_static_desc, &reg), ==,
 			LOOM_OK);
 	g_assert_nonnull(reg);
-	g_assert_cmpint(loom_register_static(&fake_static_desc, &reg), ==,
+	g_assert_cmpint(loom_load_static(&fake_static_desc, &reg), ==,
 			LOOM_E_PLUGIN);
 	g_assert_null(reg);
-	g_assert_nonnull(strstr(loom_last_error(),
+	g_assert_nonnull(strstr(loom_error_message(),
 				"duplicate name: 'static' is already loaded "
 				"from (static)"));
 	g_free(path);
@@ -520,12 +520,12 @@ static void test_requested(struct fixture *f, gconstpointer data)
 	g_assert_cmpint(loom_load_all(), ==, LOOM_E_NOT_FOUND);
 	want = g_strdup_printf("LOOM_BACKENDS: backend 'nosuch' not found in "
 			       "%s", f->dir);
-	g_assert_cmpstr(loom_last_error(), ==, want);
+	g_assert_cmpstr(loom_error_message(), ==, want);
 	g_free(want);
 	/* The others load all the same; a second call says it again. */
 	g_assert_nonnull(loom_dev_by_name("good0"));
 	g_assert_cmpint(loom_load_all(), ==, LOOM_E_NOT_FOUND);
-	g_assert_nonnull(strstr(loom_last_error(), "'nosuch' not found"));
+	g_assert_nonnull(strstr(loom_error_message(), "'nosuch' not found"));
 	loom_unload_all();
 
 	setenv("LOOM_BACKENDS", "initfail", 1);
@@ -534,13 +534,13 @@ static void test_requested(struct fixture *f, gconstpointer data)
 			       "loaded: init failed: fake device did not "
 			       "answer (%s)",
 			       initfail);
-	g_assert_cmpstr(loom_last_error(), ==, want);
+	g_assert_cmpstr(loom_error_message(), ==, want);
 	g_free(want);
 	loom_unload_all();
 
 	setenv("LOOM_BACKENDS", "score0", 1);
 	g_assert_cmpint(loom_load_all(), ==, LOOM_E_NOT_APPLICABLE);
-	g_assert_nonnull(strstr(loom_last_error(), "no fake hardware here"));
+	g_assert_nonnull(strstr(loom_error_message(), "no fake hardware here"));
 	g_free(initfail);
 }
 
@@ -552,8 +552,8 @@ static void test_secure(struct fixture *f, gconstpointer data)
 	loom_log_set_level(LOOM_LOG_INFO);
 	pretend_secure = 1;
 
-	g_assert_null(loom_getenv("LOOM_CPU_THREADS"));
-	g_assert_null(loom_getenv("LOOM_PLUGIN_PATH"));
+	g_assert_null(loom_env_get("LOOM_CPU_THREADS"));
+	g_assert_null(loom_env_get("LOOM_PLUGIN_PATH"));
 	g_assert_nonnull(strstr(logged->str, "secure execution"));
 	/* LOOM_BACKENDS and LOOM_PLUGIN_PATH are ignored. */
 	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
@@ -563,7 +563,7 @@ static void test_secure(struct fixture *f, gconstpointer data)
 	loom_unload_all();
 
 	pretend_secure = 0;
-	g_assert_cmpstr(loom_getenv("LOOM_CPU_THREADS"), ==, "3");
+	g_assert_cmpstr(loom_env_get("LOOM_CPU_THREADS"), ==, "3");
 	unsetenv("LOOM_BACKENDS");
 	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
 	g_assert_nonnull(loom_reg_by_name("good"));
@@ -581,7 +581,7 @@ static void test_reload(struct fixture *f, gconstpointer data)
 		g_assert_cmpuint(loom_reg_count(), ==, 2);
 		g_assert_cmpuint(loom_dev_count(), ==, 2);
 		g_assert_cmpuint(loom_plugin_count(), >=, 3);
-		g_assert_cmpint(loom_register_static(&fake_static_desc, NULL),
+		g_assert_cmpint(loom_load_static(&fake_static_desc, NULL),
 				==, LOOM_OK);
 		g_assert_cmpuint(loom_dev_count(), ==, 3);
 		loom_unload_all();
@@ -618,8 +618,8 @@ static void test_async_events(struct fixture *f, gconstpointer data)
 	g_assert_cmpuint(loom_dev_caps(gpu), ==, 0);
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	a = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 8);
-	b = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 8);
+	a = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 8);
+	b = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 8);
 	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(good),
 					       &buf),
 			==, LOOM_OK);
@@ -641,11 +641,11 @@ static void test_async_events(struct fixture *f, gconstpointer data)
 	g_assert_cmpint(loom_backend_tensor_copy_async(be, be, a, b), ==,
 			LOOM_OK);
 	g_assert_cmpint(ctl->n_cpy_async, ==, 1);
-	ctl->decline_cpy = 1;
+	ctl->decline_copy = 1;
 	g_assert_cmpint(loom_backend_tensor_copy_async(be, be, a, b), ==,
 			LOOM_OK);
 	g_assert_cmpint(ctl->n_cpy_async, ==, 1);
-	ctl->decline_cpy = 0;
+	ctl->decline_copy = 0;
 	g_assert_cmpint(loom_backend_tensor_get_async(be, b, out, 0,
 						      sizeof(out)),
 			==, LOOM_OK);
@@ -767,7 +767,7 @@ static void test_enumerate_while_loading(struct fixture *f,
 	for (int round = 0; round < 3; round++) {
 		g_assert_cmpint(loom_load_path(good, NULL), ==, LOOM_OK);
 		g_assert_cmpint(loom_load_path(fgpu, NULL), ==, LOOM_OK);
-		g_assert_cmpint(loom_register_static(&fake_static_desc, NULL),
+		g_assert_cmpint(loom_load_static(&fake_static_desc, NULL),
 				==, LOOM_OK);
 		/* Loading again only adds records that say why not. */
 		for (int i = 0; i < 20; i++)
@@ -943,7 +943,7 @@ static void test_tables(void)
 
 	g_assert_cmpint(loom_reg_new(&ri, NULL, &reg), ==, LOOM_E_PLUGIN);
 	g_assert_null(reg);
-	g_assert_cmpstr(loom_last_error(), ==,
+	g_assert_cmpstr(loom_error_message(), ==,
 			"reg 'tables': missing required method get_dev");
 	g_assert_cmpint(loom_reg_new(NULL, NULL, &reg), ==, LOOM_E_INVAL);
 
@@ -956,12 +956,12 @@ static void test_tables(void)
 
 	g_assert_cmpint(loom_dev_new(reg, &di, NULL, &dev), ==, LOOM_E_PLUGIN);
 	g_assert_null(dev);
-	g_assert_cmpstr(loom_last_error(), ==,
+	g_assert_cmpstr(loom_error_message(), ==,
 			"device: missing required method get_name");
-	g_assert_cmpint(loom_buft_new(reg, NULL, &bi, NULL, &buft), ==,
+	g_assert_cmpint(loom_buffer_type_new(reg, NULL, &bi, NULL, &buft), ==,
 			LOOM_E_PLUGIN);
 	g_assert_null(buft);
-	g_assert_nonnull(strstr(loom_last_error(), "interface size 0"));
+	g_assert_nonnull(strstr(loom_error_message(), "interface size 0"));
 	g_assert_cmpint(loom_dev_new(NULL, &di, NULL, &dev), ==, LOOM_E_INVAL);
 
 	/* The reg was never registered; it is the test's to forget.  Load
@@ -988,7 +988,7 @@ static void data_setup(struct data_fixture *d, gconstpointer unused)
 
 	logged = g_string_new("");
 	loom_log_set_callback(capture_log, NULL);
-	g_assert_cmpint(loom_register_static(&fake_static_desc, &d->reg), ==,
+	g_assert_cmpint(loom_load_static(&fake_static_desc, &d->reg), ==,
 			LOOM_OK);
 	d->dev = loom_dev_by_name("static0");
 	g_assert_nonnull(d->dev);
@@ -1013,18 +1013,18 @@ static void test_buffers(struct data_fixture *d, gconstpointer unused)
 {
 	loom_buffer_t *buf = (loom_buffer_t *)1;
 
-	g_assert_cmpstr(loom_buft_name(d->buft), ==, "static_host");
-	g_assert_cmpuint(loom_buft_alignment(d->buft), ==, 32);
-	g_assert_cmpuint(loom_buft_max_size(d->buft), ==, (size_t)1 << 30);
-	g_assert_true(loom_buft_is_host(d->buft));
-	g_assert_true(loom_buft_device(d->buft) == d->dev);
+	g_assert_cmpstr(loom_buffer_type_name(d->buft), ==, "static_host");
+	g_assert_cmpuint(loom_buffer_type_alignment(d->buft), ==, 32);
+	g_assert_cmpuint(loom_buffer_type_max_size(d->buft), ==, (size_t)1 << 30);
+	g_assert_true(loom_buffer_type_is_host(d->buft));
+	g_assert_true(loom_buffer_type_device(d->buft) == d->dev);
 	g_assert_true(loom_dev_supports_buft(d->dev, d->buft));
 
-	g_assert_cmpint(loom_buft_alloc_buffer(d->buft, 100, &buf), ==,
+	g_assert_cmpint(loom_buffer_type_alloc_buffer(d->buft, 100, &buf), ==,
 			LOOM_OK);
 	g_assert_cmpuint(loom_buffer_size(buf), ==, 100);
 	g_assert_nonnull(loom_buffer_base(buf));
-	g_assert_true(loom_buffer_type(buf) == d->buft);
+	g_assert_true(loom_buffer_get_type(buf) == d->buft);
 	g_assert_cmpint(loom_buffer_clear(buf, 7), ==, LOOM_OK);
 	g_assert_cmpint(((uint8_t *)loom_buffer_base(buf))[99], ==, 7);
 	loom_buffer_set_usage(buf, LOOM_BUFFER_USAGE_WEIGHTS);
@@ -1033,50 +1033,50 @@ static void test_buffers(struct data_fixture *d, gconstpointer unused)
 	loom_buffer_free(NULL);
 
 	/* Larger than the type allows: refused before the plugin runs. */
-	g_assert_cmpint(loom_buft_alloc_buffer(d->buft, (size_t)2 << 30, &buf),
+	g_assert_cmpint(loom_buffer_type_alloc_buffer(d->buft, (size_t)2 << 30, &buf),
 			==, LOOM_E_NOMEM);
 	g_assert_null(buf);
 	/* A plugin returning less than asked is caught. */
 	d->ctl->short_alloc = 1;
-	g_assert_cmpint(loom_buft_alloc_buffer(d->buft, 100, &buf), ==,
+	g_assert_cmpint(loom_buffer_type_alloc_buffer(d->buft, 100, &buf), ==,
 			LOOM_E_PLUGIN);
 	g_assert_null(buf);
-	g_assert_cmpstr(loom_last_error(), ==,
+	g_assert_cmpstr(loom_error_message(), ==,
 			"buffer type 'static_host': asked for 100 bytes, got "
 			"a buffer of 99 bytes");
 	d->ctl->short_alloc = 0;
 	/* A non-power-of-two alignment is replaced, with a warning. */
 	d->ctl->bad_align = 1;
-	g_assert_cmpuint(loom_buft_alignment(d->buft), ==, 64);
+	g_assert_cmpuint(loom_buffer_type_alignment(d->buft), ==, 64);
 	g_assert_nonnull(strstr(logged->str, "not a power of two"));
 	d->ctl->bad_align = 0;
 
-	g_assert_cmpint(loom_buft_alloc_buffer(NULL, 1, &buf), ==,
+	g_assert_cmpint(loom_buffer_type_alloc_buffer(NULL, 1, &buf), ==,
 			LOOM_E_INVAL);
-	g_assert_cmpint(loom_buft_alloc_buffer(d->buft, 1, NULL), ==,
+	g_assert_cmpint(loom_buffer_type_alloc_buffer(d->buft, 1, NULL), ==,
 			LOOM_E_INVAL);
 }
 
 static void test_set_get(struct data_fixture *d, gconstpointer unused)
 {
-	struct loom_tensor *t = loom_new_tensor_1d(d->ctx, LOOM_TYPE_F32, 16);
-	struct loom_tensor *u = loom_new_tensor_1d(d->ctx, LOOM_TYPE_F32, 16);
+	struct loom_tensor *t = loom_tensor_new_1d(d->ctx, LOOM_TYPE_F32, 16);
+	struct loom_tensor *u = loom_tensor_new_1d(d->ctx, LOOM_TYPE_F32, 16);
 	loom_buffer_t *buf;
 	float in[16], out[16];
 	size_t nb;
 
 	for (int i = 0; i < 16; i++)
 		in[i] = (float)i * 0.5f;
-	loom_set_name(t, "t");
+	loom_tensor_set_name(t, "t");
 	/* Unplaced. */
 	g_assert_cmpint(loom_tensor_set(t, in, 0, 4), ==, LOOM_E_STATE);
-	g_assert_cmpstr(loom_last_error(), ==,
+	g_assert_cmpstr(loom_error_message(), ==,
 			"loom_tensor_set: tensor 't' is not placed in a "
 			"buffer");
 	g_assert_cmpint(loom_tensor_get(t, out, 0, 4), ==, LOOM_E_STATE);
 	g_assert_cmpint(loom_tensor_set(NULL, in, 0, 4), ==, LOOM_E_INVAL);
 
-	g_assert_cmpint(loom_buft_alloc_buffer(d->buft, 256, &buf), ==,
+	g_assert_cmpint(loom_buffer_type_alloc_buffer(d->buft, 256, &buf), ==,
 			LOOM_OK);
 	/* Misaligned, and too far. */
 	g_assert_cmpint(loom_tensor_place(t, buf, 4), ==, LOOM_E_ALIGN);
@@ -1089,7 +1089,7 @@ static void test_set_get(struct data_fixture *d, gconstpointer unused)
 	g_assert_true(t->buffer == buf);
 	g_assert_cmpint(d->ctl->n_init_tensor, ==, 2);
 
-	nb = loom_nbytes(t);
+	nb = loom_tensor_n_bytes(t);
 	g_assert_cmpuint(nb, ==, sizeof(in));
 	g_assert_cmpint(loom_tensor_set(t, in, 0, nb), ==, LOOM_OK);
 	memset(out, 0, sizeof(out));
@@ -1118,19 +1118,19 @@ static void test_set_get(struct data_fixture *d, gconstpointer unused)
 	 * differ. */
 	g_assert_cmpint(loom_tensor_set(t, in, 0, nb), ==, LOOM_OK);
 	g_assert_cmpint(loom_tensor_copy(t, u), ==, LOOM_OK);
-	g_assert_cmpint(d->ctl->n_cpy, ==, 1);
+	g_assert_cmpint(d->ctl->n_copy, ==, 1);
 	memset(out, 0, sizeof(out));
 	g_assert_cmpint(loom_tensor_get(u, out, 0, nb), ==, LOOM_OK);
 	g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
-	d->ctl->decline_cpy = 1;
+	d->ctl->decline_copy = 1;
 	g_assert_cmpint(loom_tensor_memset(u, 0, 0, nb), ==, LOOM_OK);
 	g_assert_cmpint(loom_tensor_copy(t, u), ==, LOOM_OK);
-	g_assert_cmpint(d->ctl->n_cpy, ==, 1);
+	g_assert_cmpint(d->ctl->n_copy, ==, 1);
 	g_assert_cmpint(loom_tensor_get(u, out, 0, nb), ==, LOOM_OK);
 	g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
 	{
 		struct loom_tensor *small =
-			loom_new_tensor_1d(d->ctx, LOOM_TYPE_F32, 8);
+			loom_tensor_new_1d(d->ctx, LOOM_TYPE_F32, 8);
 
 		g_assert_cmpint(loom_tensor_place(small, buf, 128), ==,
 				LOOM_OK);
@@ -1144,14 +1144,14 @@ static void test_set_get(struct data_fixture *d, gconstpointer unused)
  * point (dst on the static fake) and through the core's loop. */
 static void test_2d(struct data_fixture *d, gconstpointer unused)
 {
-	struct loom_tensor *t = loom_new_tensor_2d(d->ctx, LOOM_TYPE_F32, 8, 6);
+	struct loom_tensor *t = loom_tensor_new_2d(d->ctx, LOOM_TYPE_F32, 8, 6);
 	loom_buffer_t *buf;
 	uint8_t host[6 * 40], back[6 * 40], ref[8 * 6 * 4];
 	size_t nb;
 
 	g_assert_cmpint(loom_ctx_alloc_tensors(d->ctx, d->buft, &buf), ==,
 			LOOM_OK);
-	nb = loom_nbytes(t);
+	nb = loom_tensor_n_bytes(t);
 	g_assert_cmpuint(nb, ==, sizeof(ref));
 	for (size_t i = 0; i < sizeof(host); i++)
 		host[i] = (uint8_t)(i * 7 + 3);
@@ -1193,8 +1193,8 @@ static void test_2d(struct data_fixture *d, gconstpointer unused)
 
 static void test_views_alloc(struct data_fixture *d, gconstpointer unused)
 {
-	struct loom_tensor *a = loom_new_tensor_2d(d->ctx, LOOM_TYPE_F32, 4, 3);
-	struct loom_tensor *b = loom_new_tensor_1d(d->ctx, LOOM_TYPE_F16, 5);
+	struct loom_tensor *a = loom_tensor_new_2d(d->ctx, LOOM_TYPE_F32, 4, 3);
+	struct loom_tensor *b = loom_tensor_new_1d(d->ctx, LOOM_TYPE_F16, 5);
 	struct loom_tensor *v = loom_view_1d(d->ctx, a, 4, 16);
 	loom_buffer_t *buf, *again;
 	float row[4] = { 1, 2, 3, 4 }, out[4];
@@ -1225,11 +1225,11 @@ static void test_views_alloc(struct data_fixture *d, gconstpointer unused)
 		struct loom_tensor *big, *w;
 
 		g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-		big = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 1 << 15, 1 << 14);
+		big = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 1 << 15, 1 << 14);
 		g_assert_nonnull(big);
 		g_assert_cmpint(loom_ctx_alloc_tensors(ctx, d->buft, &again),
 				==, LOOM_E_NOMEM);
-		g_assert_nonnull(strstr(loom_last_error(), "more than"));
+		g_assert_nonnull(strstr(loom_error_message(), "more than"));
 		g_assert_null(big->data);
 		w = loom_view_1d(ctx, big, 4, 0);
 		g_assert_cmpint(loom_tensor_init_view(w), ==, LOOM_E_STATE);
@@ -1239,8 +1239,8 @@ static void test_views_alloc(struct data_fixture *d, gconstpointer unused)
 
 static void test_backend(struct data_fixture *d, gconstpointer unused)
 {
-	struct loom_tensor *t = loom_new_tensor_2d(d->ctx, LOOM_TYPE_F32, 4, 4);
-	struct loom_tensor *u = loom_new_tensor_2d(d->ctx, LOOM_TYPE_F32, 4, 4);
+	struct loom_tensor *t = loom_tensor_new_2d(d->ctx, LOOM_TYPE_F32, 4, 4);
+	struct loom_tensor *u = loom_tensor_new_2d(d->ctx, LOOM_TYPE_F32, 4, 4);
 	loom_backend_t *be;
 	loom_event_t *ev;
 	loom_buffer_t *buf, *buf2;

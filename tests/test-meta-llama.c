@@ -52,12 +52,12 @@ static float *run_model(const struct llama_hparams *hp, loom_dev_t *dev,
 	ret = llama_model_new(hp, dev, 7, &m);
 	if (ret)
 		g_error("model on %s: %s", loom_dev_name(dev),
-			loom_last_error());
+			loom_error_message());
 	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
 	ret = llama_eval(m, be, tokens, N_PROMPT, 0, true, out);
 	if (ret)
 		g_error("eval on %s: %s", loom_dev_name(dev),
-			loom_last_error());
+			loom_error_message());
 	for (int s = 0; s < N_GEN; s++) {
 		int32_t tok = (int32_t)((s * 11 + 3) % hp->n_vocab);
 		float *dst = out + nv * (N_PROMPT + s);
@@ -65,7 +65,7 @@ static float *run_model(const struct llama_hparams *hp, loom_dev_t *dev,
 		ret = llama_eval(m, be, &tok, 1, N_PROMPT + s, false, dst);
 		if (ret)
 			g_error("decode on %s: %s", loom_dev_name(dev),
-				loom_last_error());
+				loom_error_message());
 	}
 	loom_backend_free(be);
 	llama_model_free(m);
@@ -119,7 +119,7 @@ static void test_stack(gconstpointer data)
 	}
 	opts.ratios = c->ratios;
 	if (loom_meta_dev_new(devs, (size_t)c->n, NULL, &model, &opts, &meta))
-		g_error("meta device: %s", loom_last_error());
+		g_error("meta device: %s", loom_error_message());
 
 	ref = run_model(&hp, devs[0], &n_ref);
 	got = run_model(&hp, meta, &n_got);

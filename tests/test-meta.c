@@ -35,7 +35,7 @@ static int table_split(const struct loom_tensor *t, struct loom_split *out,
 		if (strcmp(r->name, t->name))
 			continue;
 		if (r->fail)
-			return loom_set_error(LOOM_E_INVAL, "refused");
+			return loom_error_set(LOOM_E_INVAL, "refused");
 		out->state = r->state;
 		out->granularity = r->granularity;
 		out->n_segments = r->n_seg;
@@ -58,7 +58,7 @@ static loom_dev_t *meta_new(int n, const struct rule *rules,
 
 	if (loom_meta_dev_new(cpu, (size_t)n, table_split, (void *)rules,
 			      &opts, &dev))
-		g_error("meta device: %s", loom_last_error());
+		g_error("meta device: %s", loom_error_message());
 	return dev;
 }
 
@@ -101,10 +101,10 @@ static void test_compose(void)
 	loom_dev_memory(cpu[1], &f1, &t1);
 	g_assert_cmpuint(t, ==, t0 + t1);
 	buft = loom_dev_buffer_type(meta);
-	g_assert_cmpuint(loom_buft_alignment(buft), >=,
-			 loom_buft_alignment(loom_dev_buffer_type(cpu[0])));
-	g_assert_cmpuint(loom_buft_max_size(buft), <=,
-			 loom_buft_max_size(loom_dev_buffer_type(cpu[1])));
+	g_assert_cmpuint(loom_buffer_type_alignment(buft), >=,
+			 loom_buffer_type_alignment(loom_dev_buffer_type(cpu[0])));
+	g_assert_cmpuint(loom_buffer_type_max_size(buft), <=,
+			 loom_buffer_type_max_size(loom_dev_buffer_type(cpu[1])));
 }
 
 static gpointer make_same(gpointer data)
@@ -170,8 +170,8 @@ static void test_largest_remainder(void)
 	float in[10 * 7], out[10 * 7];
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	w = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 10, 7);
-	loom_set_name(w, "w");
+	w = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 10, 7);
+	loom_tensor_set_name(w, "w");
 	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(meta),
 					       &buf), ==, LOOM_OK);
 	dev_sizes(buf, sizes, 3);
@@ -213,14 +213,14 @@ static void test_set_get(void)
 	size_t unit_a = 6 * 5 * 4, unit_b = 9 * 4;
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	a = loom_new_tensor_3d(ctx, LOOM_TYPE_F32, 6, 5, 3);
-	b = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 9, 4);
-	m = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 11);
-	p = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 13);
-	loom_set_name(a, "a");
-	loom_set_name(b, "b");
-	loom_set_name(m, "m");
-	loom_set_name(p, "p");
+	a = loom_tensor_new_3d(ctx, LOOM_TYPE_F32, 6, 5, 3);
+	b = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 9, 4);
+	m = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 11);
+	p = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 13);
+	loom_tensor_set_name(a, "a");
+	loom_tensor_set_name(b, "b");
+	loom_tensor_set_name(m, "m");
+	loom_tensor_set_name(p, "p");
 	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(meta),
 					       &buf), ==, LOOM_OK);
 	loom_buffer_set_usage(buf, LOOM_BUFFER_USAGE_WEIGHTS);
@@ -333,10 +333,10 @@ static void mm_run(loom_dev_t *dev, const float *w1, const float *w2,
 	loom_meta_backend_dev_sizes_fn sizes_fn;
 
 	g_assert_cmpint(loom_ctx_new(0, &wctx), ==, LOOM_OK);
-	tw1 = loom_new_tensor_2d(wctx, LOOM_TYPE_F32, K, M);
-	tw2 = loom_new_tensor_2d(wctx, LOOM_TYPE_F32, M, N);
-	loom_set_name(tw1, "w1");
-	loom_set_name(tw2, "w2");
+	tw1 = loom_tensor_new_2d(wctx, LOOM_TYPE_F32, K, M);
+	tw2 = loom_tensor_new_2d(wctx, LOOM_TYPE_F32, M, N);
+	loom_tensor_set_name(tw1, "w1");
+	loom_tensor_set_name(tw2, "w2");
 	g_assert_cmpint(loom_ctx_alloc_tensors(wctx, loom_dev_buffer_type(dev),
 					       &wbuf), ==, LOOM_OK);
 	loom_buffer_set_usage(wbuf, LOOM_BUFFER_USAGE_WEIGHTS);
@@ -346,19 +346,19 @@ static void mm_run(loom_dev_t *dev, const float *w1, const float *w2,
 			LOOM_OK);
 
 	g_assert_cmpint(loom_ctx_new(0, &gctx), ==, LOOM_OK);
-	tx = loom_new_tensor_2d(gctx, LOOM_TYPE_F32, K, T);
-	loom_set_name(tx, "x");
-	loom_set_flags(tx, LOOM_TENSOR_INPUT);
+	tx = loom_tensor_new_2d(gctx, LOOM_TYPE_F32, K, T);
+	loom_tensor_set_name(tx, "x");
+	loom_tensor_set_flags(tx, LOOM_TENSOR_INPUT);
 	y = loom_mul_mat(gctx, tw1, tx);
 	z = loom_mul_mat(gctx, tw2, y);
 	s = loom_silu(gctx, loom_scale(gctx, z, 2.0f));
 	g_assert_nonnull(s);
-	loom_set_name(y, "y");
-	loom_set_name(z, "z");
-	loom_set_name(s, "s");
-	loom_set_flags(y, LOOM_TENSOR_OUTPUT);
-	loom_set_flags(z, LOOM_TENSOR_OUTPUT);
-	loom_set_flags(s, LOOM_TENSOR_OUTPUT);
+	loom_tensor_set_name(y, "y");
+	loom_tensor_set_name(z, "z");
+	loom_tensor_set_name(s, "s");
+	loom_tensor_set_flags(y, LOOM_TENSOR_OUTPUT);
+	loom_tensor_set_flags(z, LOOM_TENSOR_OUTPUT);
+	loom_tensor_set_flags(s, LOOM_TENSOR_OUTPUT);
 	g_assert_cmpint(loom_graph_new(gctx, &g), ==, LOOM_OK);
 	g_assert_cmpint(loom_graph_expand(g, y), ==, LOOM_OK);
 	g_assert_cmpint(loom_graph_expand(g, z), ==, LOOM_OK);
@@ -375,7 +375,7 @@ static void mm_run(loom_dev_t *dev, const float *w1, const float *w2,
 	/* Twice: the second run reuses the cached plan. */
 	for (int i = 0; i < 2; i++)
 		if (loom_backend_graph_compute(be, g))
-			g_error("compute: %s", loom_last_error());
+			g_error("compute: %s", loom_error_message());
 	g_assert_cmpint(loom_tensor_get(y, r->y, 0, sizeof(r->y)), ==,
 			LOOM_OK);
 	g_assert_cmpint(loom_tensor_get(z, r->z, 0, sizeof(r->z)), ==,
@@ -486,12 +486,12 @@ static void test_memory(void)
 	size_t whole_q = 2 * 34 * 8, slack = 1024;
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	big = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 64, 256);
-	q = loom_new_tensor_2d(ctx, LOOM_TYPE_Q8_0, 64, 8);
-	mir = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 100);
-	loom_set_name(big, "big");
-	loom_set_name(q, "q");
-	loom_set_name(mir, "mirror");
+	big = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 64, 256);
+	q = loom_tensor_new_2d(ctx, LOOM_TYPE_Q8_0, 64, 8);
+	mir = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 100);
+	loom_tensor_set_name(big, "big");
+	loom_tensor_set_name(q, "q");
+	loom_tensor_set_name(mir, "mirror");
 	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(meta),
 					       &buf), ==, LOOM_OK);
 	dev_sizes(buf, sizes, 2);
@@ -529,23 +529,23 @@ static void test_compute_memory(void)
 				      LOOM_PROC_META_BACKEND_DEV_SIZES);
 
 	g_assert_cmpint(loom_ctx_new(0, &wctx), ==, LOOM_OK);
-	w = loom_new_tensor_2d(wctx, LOOM_TYPE_F32, 16, 1024);
-	loom_set_name(w, "w1");
+	w = loom_tensor_new_2d(wctx, LOOM_TYPE_F32, 16, 1024);
+	loom_tensor_set_name(w, "w1");
 	g_assert_cmpint(loom_ctx_alloc_tensors(wctx, loom_dev_buffer_type(meta),
 					       &wbuf), ==, LOOM_OK);
 	loom_buffer_clear(wbuf, 0);
 	g_assert_cmpint(loom_ctx_new(0, &gctx), ==, LOOM_OK);
-	x = loom_new_tensor_2d(gctx, LOOM_TYPE_F32, 16, 32);
-	loom_set_flags(x, LOOM_TENSOR_INPUT);
-	loom_set_name(x, "x");
+	x = loom_tensor_new_2d(gctx, LOOM_TYPE_F32, 16, 32);
+	loom_tensor_set_flags(x, LOOM_TENSOR_INPUT);
+	loom_tensor_set_name(x, "x");
 	y = loom_silu(gctx, loom_mul_mat(gctx, w, x));
-	loom_set_flags(y, LOOM_TENSOR_OUTPUT);
+	loom_tensor_set_flags(y, LOOM_TENSOR_OUTPUT);
 	g_assert_cmpint(loom_graph_new(gctx, &g), ==, LOOM_OK);
 	g_assert_cmpint(loom_graph_expand(g, y), ==, LOOM_OK);
 	g_assert_cmpint(loom_galloc_new(loom_dev_buffer_type(meta), &ga), ==,
 			LOOM_OK);
 	g_assert_cmpint(loom_galloc_alloc_graph(ga, g), ==, LOOM_OK);
-	loom_tensor_memset(x, 0, 0, loom_nbytes(x));
+	loom_tensor_memset(x, 0, 0, loom_tensor_n_bytes(x));
 	g_assert_cmpint(loom_dev_init_backend(meta, NULL, &be), ==, LOOM_OK);
 	g_assert_cmpint(loom_backend_graph_compute(be, g), ==, LOOM_OK);
 	g_assert_cmpint(fn(be, sizes, 2), ==, LOOM_OK);
@@ -573,8 +573,8 @@ static int alloc_one(loom_dev_t *meta, enum loom_type type, int64_t ne0,
 	int rc;
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	t = loom_new_tensor_2d(ctx, type, ne0, ne1);
-	loom_set_name(t, name);
+	t = loom_tensor_new_2d(ctx, type, ne0, ne1);
+	loom_tensor_set_name(t, name);
 	rc = loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(meta), &buf);
 	loom_buffer_free(buf);
 	loom_ctx_free(ctx);
@@ -633,8 +633,8 @@ static void test_bad_callbacks(void)
 	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
 		g_assert_cmpint(alloc_one(meta, LOOM_TYPE_F32, 4, 6,
 					  bad[i].name), ==, bad[i].rc);
-		g_assert_nonnull(strstr(loom_last_error(), bad[i].name));
-		g_assert_nonnull(strstr(loom_last_error(), bad[i].msg));
+		g_assert_nonnull(strstr(loom_error_message(), bad[i].name));
+		g_assert_nonnull(strstr(loom_error_message(), bad[i].msg));
 	}
 	g_assert_cmpint(alloc_one(meta, LOOM_TYPE_F32, 4, 6, "gran-zero"), ==,
 			LOOM_OK);
@@ -645,25 +645,25 @@ static void test_bad_callbacks(void)
 		struct loom_tensor *w, *x;
 
 		g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-		w = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 4, 6);
-		loom_set_name(w, bad[i].name);
-		loom_set_flags(w, LOOM_TENSOR_WEIGHT);
-		x = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 4, 1);
-		loom_set_flags(x, LOOM_TENSOR_INPUT);
+		w = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 4, 6);
+		loom_tensor_set_name(w, bad[i].name);
+		loom_tensor_set_flags(w, LOOM_TENSOR_WEIGHT);
+		x = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 4, 1);
+		loom_tensor_set_flags(x, LOOM_TENSOR_INPUT);
 		g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
 		g_assert_cmpint(loom_graph_expand(g, loom_mul_mat(ctx, w, x)),
 				==, LOOM_OK);
 		g_assert_cmpint(loom_meta_check(meta, g), ==, bad[i].rc);
-		g_assert_nonnull(strstr(loom_last_error(), bad[i].msg));
+		g_assert_nonnull(strstr(loom_error_message(), bad[i].msg));
 		loom_ctx_free(ctx);
 	}
 
 	g_assert_cmpint(alloc_one(meta, LOOM_TYPE_F32, 4, 7, "sum"), ==,
 			LOOM_E_INVAL);
-	g_assert_nonnull(strstr(loom_last_error(), "add up"));
+	g_assert_nonnull(strstr(loom_error_message(), "add up"));
 	g_assert_cmpint(alloc_one(meta, LOOM_TYPE_Q8_0, 64, 2, "block"), ==,
 			LOOM_E_INVAL);
-	g_assert_nonnull(strstr(loom_last_error(), "block"));
+	g_assert_nonnull(strstr(loom_error_message(), "block"));
 	g_assert_cmpint(alloc_one(meta, LOOM_TYPE_F32, 4, 6, "gran"), ==,
 			LOOM_E_INVAL);
 	g_assert_cmpint(alloc_one(meta, LOOM_TYPE_F32, 4, 6, "refused"), !=,
@@ -686,15 +686,15 @@ static void test_empty_split_view(void)
 	struct loom_tensor *w, *v;
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	w = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 0, 4);
-	loom_set_name(w, "empty");
-	loom_set_flags(w, LOOM_TENSOR_WEIGHT);
+	w = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 0, 4);
+	loom_tensor_set_name(w, "empty");
+	loom_tensor_set_flags(w, LOOM_TENSOR_WEIGHT);
 	v = loom_view_2d(ctx, w, 0, 2, w->nb[1], 0);
 	g_assert_nonnull(v);
 	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
 	g_assert_cmpint(loom_graph_expand(g, loom_cont(ctx, v)), ==, LOOM_OK);
 	g_assert_cmpint(loom_meta_check(meta, g), ==, LOOM_E_UNSUPPORTED);
-	g_assert_nonnull(strstr(loom_last_error(), "empty split tensor"));
+	g_assert_nonnull(strstr(loom_error_message(), "empty split tensor"));
 	loom_ctx_free(ctx);
 }
 
@@ -711,22 +711,22 @@ static void test_unsupported(void)
 	struct loom_tensor *w, *x, *y;
 
 	g_assert_cmpint(loom_ctx_new(0, &wctx), ==, LOOM_OK);
-	w = loom_new_tensor_2d(wctx, LOOM_TYPE_F32, K, M);
-	loom_set_name(w, "w1");
+	w = loom_tensor_new_2d(wctx, LOOM_TYPE_F32, K, M);
+	loom_tensor_set_name(w, "w1");
 	g_assert_cmpint(loom_ctx_alloc_tensors(wctx, loom_dev_buffer_type(meta),
 					       &wbuf), ==, LOOM_OK);
 	g_assert_cmpint(loom_ctx_new(0, &gctx), ==, LOOM_OK);
-	x = loom_new_tensor_2d(gctx, LOOM_TYPE_F32, K, T);
-	loom_set_flags(x, LOOM_TENSOR_INPUT);
+	x = loom_tensor_new_2d(gctx, LOOM_TYPE_F32, K, T);
+	loom_tensor_set_flags(x, LOOM_TENSOR_INPUT);
 	y = loom_rms_norm(gctx, loom_mul_mat(gctx, w, x), 1e-5f);
-	loom_set_name(y, "normed");
+	loom_tensor_set_name(y, "normed");
 	g_assert_cmpint(loom_graph_new(gctx, &g), ==, LOOM_OK);
 	g_assert_cmpint(loom_graph_expand(g, y), ==, LOOM_OK);
 
 	g_assert_cmpint(loom_meta_check(meta, g), ==, LOOM_E_UNSUPPORTED);
-	g_assert_nonnull(strstr(loom_last_error(), "rms_norm"));
-	g_assert_nonnull(strstr(loom_last_error(), "normed"));
-	g_assert_nonnull(strstr(loom_last_error(), "SPLIT(0)"));
+	g_assert_nonnull(strstr(loom_error_message(), "rms_norm"));
+	g_assert_nonnull(strstr(loom_error_message(), "normed"));
+	g_assert_nonnull(strstr(loom_error_message(), "SPLIT(0)"));
 
 	g_assert_cmpint(loom_galloc_new(loom_dev_buffer_type(meta), &ga), ==,
 			LOOM_OK);
@@ -734,7 +734,7 @@ static void test_unsupported(void)
 	g_assert_cmpint(loom_dev_init_backend(meta, NULL, &be), ==, LOOM_OK);
 	g_assert_cmpint(loom_backend_graph_compute(be, g), ==,
 			LOOM_E_UNSUPPORTED);
-	g_assert_nonnull(strstr(loom_last_error(), "rms_norm"));
+	g_assert_nonnull(strstr(loom_error_message(), "rms_norm"));
 	loom_backend_free(be);
 	loom_galloc_free(ga);
 	loom_ctx_free(gctx);
@@ -773,9 +773,9 @@ struct ops_graph {
 static struct loom_tensor *weight(struct ops_graph *o, enum loom_type type,
 				  int64_t ne0, int64_t ne1, const char *name)
 {
-	struct loom_tensor *t = loom_new_tensor_2d(o->wctx, type, ne0, ne1);
+	struct loom_tensor *t = loom_tensor_new_2d(o->wctx, type, ne0, ne1);
 
-	loom_set_name(t, name);
+	loom_tensor_set_name(t, name);
 	o->w[o->n_w++] = t;
 	return t;
 }
@@ -783,7 +783,7 @@ static struct loom_tensor *weight(struct ops_graph *o, enum loom_type type,
 /* One graph touching the rules of META.md beyond the decoder stack:
  * broadcast and full-size MIRRORED operands of split values, the linear
  * ops a PARTIAL value passes through, views of segments, get_rows of a
- * split table, argmax of a split, concat, cpy into a split destination. */
+ * split table, argmax of a split, concat, copy into a split destination. */
 static void ops_build(struct ops_graph *o, loom_dev_t *dev)
 {
 	struct loom_tensor *w1, *w2, *qkv, *table, *bias, *gain, *dst, *xs;
@@ -808,7 +808,7 @@ static void ops_build(struct ops_graph *o, loom_dev_t *dev)
 					       &o->wbuf), ==, LOOM_OK);
 	loom_buffer_set_usage(o->wbuf, LOOM_BUFFER_USAGE_WEIGHTS);
 	for (int i = 0; i < o->n_w; i++) {
-		size_t n = (size_t)loom_nelements(o->w[i]);
+		size_t n = (size_t)loom_tensor_n_elements(o->w[i]);
 		float *v = g_new(float, n);
 
 		fill(v, n, 100u + (unsigned)i);
@@ -819,15 +819,15 @@ static void ops_build(struct ops_graph *o, loom_dev_t *dev)
 
 	g_assert_cmpint(loom_ctx_new(0, &o->gctx), ==, LOOM_OK);
 	c = o->gctx;
-	x = loom_new_tensor_2d(c, LOOM_TYPE_F32, OPS_K, OPS_T);
-	ids = loom_new_tensor_1d(c, LOOM_TYPE_I32, 4);
-	loom_set_name(x, "x");
-	loom_set_name(ids, "ids");
-	loom_set_flags(x, LOOM_TENSOR_INPUT);
-	loom_set_flags(ids, LOOM_TENSOR_INPUT);
-	pos = loom_new_tensor_1d(c, LOOM_TYPE_I32, OPS_T);
-	loom_set_name(pos, "pos");
-	loom_set_flags(pos, LOOM_TENSOR_INPUT);
+	x = loom_tensor_new_2d(c, LOOM_TYPE_F32, OPS_K, OPS_T);
+	ids = loom_tensor_new_1d(c, LOOM_TYPE_I32, 4);
+	loom_tensor_set_name(x, "x");
+	loom_tensor_set_name(ids, "ids");
+	loom_tensor_set_flags(x, LOOM_TENSOR_INPUT);
+	loom_tensor_set_flags(ids, LOOM_TENSOR_INPUT);
+	pos = loom_tensor_new_1d(c, LOOM_TYPE_I32, OPS_T);
+	loom_tensor_set_name(pos, "pos");
+	loom_tensor_set_flags(pos, LOOM_TENSOR_INPUT);
 	o->in[0] = x;
 	o->in[1] = ids;
 	o->in[2] = pos;
@@ -857,8 +857,8 @@ static void ops_build(struct ops_graph *o, loom_dev_t *dev)
 	o->out[7] = loom_soft_max(c, r, NULL, 0.7f);
 	/* concat of two SPLIT(0) values along dimension 1. */
 	o->out[8] = loom_concat(c, y, loom_gelu(c, y), 1);
-	/* cpy into a split destination; rms_norm of a MIRRORED value. */
-	e = loom_cpy(c, y, dst);
+	/* copy into a split destination; rms_norm of a MIRRORED value. */
+	e = loom_copy(c, y, dst);
 	o->out[9] = e;
 	o->out[10] = loom_rms_norm(c, loom_mul_mat(c, w2, e), 1e-5f);
 	o->out[11] = loom_top_k(c, r, 3);
@@ -877,8 +877,8 @@ static void ops_build(struct ops_graph *o, loom_dev_t *dev)
 	for (int i = 0; i < OPS_OUT; i++) {
 		if (!o->out[i])
 			g_error("out%d: %s", i, loom_ctx_error(c));
-		loom_set_name_fmt(o->out[i], "out%d", i);
-		loom_set_flags(o->out[i], LOOM_TENSOR_OUTPUT);
+		loom_tensor_set_name_fmt(o->out[i], "out%d", i);
+		loom_tensor_set_flags(o->out[i], LOOM_TENSOR_OUTPUT);
 	}
 }
 
@@ -903,7 +903,7 @@ static GArray *ops_run(loom_dev_t *dev)
 		g_assert_cmpint(loom_graph_expand(g, o.out[i]), ==, LOOM_OK);
 	if (loom_dev_type(dev) == LOOM_DEV_TYPE_META &&
 	    loom_meta_check(dev, g))
-		g_error("check: %s", loom_last_error());
+		g_error("check: %s", loom_error_message());
 	g_assert_cmpint(loom_galloc_new(loom_dev_buffer_type(dev), &ga), ==,
 			LOOM_OK);
 	g_assert_cmpint(loom_galloc_alloc_graph(ga, g), ==, LOOM_OK);
@@ -916,14 +916,14 @@ static GArray *ops_run(loom_dev_t *dev)
 	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
 	if (loom_backend_graph_compute(be, g))
 		g_error("compute on %s: %s", loom_dev_name(dev),
-			loom_last_error());
+			loom_error_message());
 	for (int i = 0; i < OPS_OUT; i++) {
 		struct loom_tensor *t = o.out[i];
-		size_t n = (size_t)loom_nelements(t);
+		size_t n = (size_t)loom_tensor_n_elements(t);
 		void *v = g_malloc(n * 4);
 
 		if (loom_tensor_get(t, v, 0, n * 4))
-			g_error("get %s: %s", t->name, loom_last_error());
+			g_error("get %s: %s", t->name, loom_error_message());
 		ops_len[i] = n;
 		for (size_t j = 0; j < n; j++) {
 			float f = t->type == LOOM_TYPE_I32
@@ -990,8 +990,8 @@ static void test_split_buffer_type(void)
 	g_assert_nonnull(fn);
 	g_assert_cmpint(fn(cpu, 2, r, &buft), ==, LOOM_OK);
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	w = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 8, 12);
-	loom_set_name(w, "rows");
+	w = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 8, 12);
+	loom_tensor_set_name(w, "rows");
 	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, buft, &buf), ==, LOOM_OK);
 	dev_sizes(buf, sizes, 2);
 	g_assert_cmpuint(sizes[0], >=, 3 * 8 * 4);
@@ -1070,12 +1070,12 @@ static void test_default_policy(void)
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
-		struct loom_tensor *t = loom_new_tensor_3d(
+		struct loom_tensor *t = loom_tensor_new_3d(
 			ctx, LOOM_TYPE_F32, cases[i].ne0, cases[i].ne1,
 			cases[i].ne2);
 		struct loom_split sp;
 
-		loom_set_name(t, cases[i].name);
+		loom_tensor_set_name(t, cases[i].name);
 		g_assert_cmpint(loom_meta_split_default(t, &sp, &m), ==,
 				LOOM_OK);
 		g_test_message("%s", cases[i].name);
@@ -1134,7 +1134,7 @@ int main(int argc, char **argv)
 	/* Without the meta plugin: a clear LOOM_E_NOT_FOUND. */
 	g_assert_cmpint(loom_meta_dev_new(cpu, 2, NULL, NULL, NULL, &dev), ==,
 			LOOM_E_NOT_FOUND);
-	g_assert_nonnull(strstr(loom_last_error(), "meta plugin"));
+	g_assert_nonnull(strstr(loom_error_message(), "meta plugin"));
 	g_assert_cmpint(loom_meta_check(NULL, NULL), ==, LOOM_E_NOT_FOUND);
 
 	if (path)

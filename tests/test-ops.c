@@ -104,7 +104,7 @@ struct op_case {
 	struct input in[MAX_INPUTS];
 	int32_t ip[4];  /* integer parameters (n_dims, mode, dim, k) */
 	double fp[4];   /* float parameters (eps, scale, freq base/scale) */
-	int result_in;  /* cpy, set_rows: the input the op writes, else -1 */
+	int result_in;  /* copy, set_rows: the input the op writes, else -1 */
 	double max_nmse;
 	uint64_t seed;
 };
@@ -754,7 +754,7 @@ static void add_cpy_cases(void)
 
 #define CPY(ta, a0, a1, a2, a3, la, tb, b0, b1, b2, b3, lb)                  \
 	do {                                                                 \
-		c = case_new(LOOM_OP_CPY, store_nmse(ta, tb));               \
+		c = case_new(LOOM_OP_COPY, store_nmse(ta, tb));               \
 		case_in(c, ta, a0, a1, a2, a3, la);                          \
 		case_in(c, tb, b0, b1, b2, b3, lb);                          \
 		c->result_in = 1;                                            \
@@ -772,7 +772,7 @@ static void add_cpy_cases(void)
 	    LOOM_TYPE_F16, 64, 3, 2, 1, LAYOUT_CONT);
 	CPY(LOOM_TYPE_Q8_0, 64, 3, 2, 1, LAYOUT_PAD,
 	    LOOM_TYPE_Q8_0, 64, 3, 2, 1, LAYOUT_CONT);
-	c = case_new(LOOM_OP_CPY, NMSE_EXACT);
+	c = case_new(LOOM_OP_COPY, NMSE_EXACT);
 	a = case_in(c, LOOM_TYPE_I32, 17, 3, 1, 1, LAYOUT_CONT);
 	a->fill = FILL_IDS;
 	a->range = 1000000;
@@ -986,7 +986,7 @@ static void add_many_rows_cases(void)
 	case_ids(c, FILL_DISTINCT, 300, 200, 1, 1);
 	c->result_in = 0;
 	case_add(c, "rows");
-	c = case_new(LOOM_OP_CPY, NMSE_F16 / 10);
+	c = case_new(LOOM_OP_COPY, NMSE_F16 / 10);
 	case_in(c, LOOM_TYPE_F32, 1023, 33, 1, 1, LAYOUT_TRANSPOSE);
 	case_in(c, LOOM_TYPE_F16, 1023, 33, 1, 1, LAYOUT_CONT);
 	c->result_in = 1;
@@ -1160,7 +1160,7 @@ static void fill_ids_row(int32_t *p, int64_t n, const struct input *in,
 static int fill_leaf(struct loom_tensor *leaf, const struct input *in,
 		     struct loom_test_rng *rng)
 {
-	int64_t n = loom_nelements(leaf);
+	int64_t n = loom_tensor_n_elements(leaf);
 	int64_t row = leaf->ne[0];
 	int32_t *ids;
 	float *v;
@@ -1503,8 +1503,8 @@ static struct loom_tensor *build_op(loom_ctx_t *ctx, const struct op_case *c,
 		return loom_get_rows(ctx, s[0], s[1]);
 	case LOOM_OP_SET_ROWS:
 		return loom_set_rows(ctx, s[0], s[1], s[2]);
-	case LOOM_OP_CPY:
-		return loom_cpy(ctx, s[0], s[1]);
+	case LOOM_OP_COPY:
+		return loom_copy(ctx, s[0], s[1]);
 	case LOOM_OP_CONT:
 		return loom_cont(ctx, s[0]);
 	case LOOM_OP_CONCAT:
@@ -1583,7 +1583,7 @@ static void reference(const struct op_case *c, struct ref_tensor *r,
 		scatter_view(&c->in[0], &tmp, out);
 		ref_tensor_free(&tmp);
 		break;
-	case LOOM_OP_CPY:
+	case LOOM_OP_COPY:
 		/* The whole destination leaf, the view overwritten. */
 		ref_cpy(&r[0], c->in[1].ne, &tmp);
 		ref_cpy(leaf, leaf->ne, out);
@@ -1619,7 +1619,7 @@ static enum loom_type result_type(const struct op_case *c)
 	case LOOM_OP_CONT:
 	case LOOM_OP_CONCAT:
 		return c->in[0].type;
-	case LOOM_OP_CPY:
+	case LOOM_OP_COPY:
 		return c->in[1].type;
 	case LOOM_OP_SET_ROWS:
 		return c->in[0].type;
@@ -1642,7 +1642,7 @@ static char *describe_node(const struct loom_tensor *t)
 				       loom_type_name(t->src[i]->type),
 				       t->src[i]->ne[0], t->src[i]->ne[1],
 				       t->src[i]->ne[2], t->src[i]->ne[3],
-				       loom_is_contiguous(t->src[i]) ? "" :
+				       loom_tensor_is_contiguous(t->src[i]) ? "" :
 				       " strided");
 	g_string_append_printf(s, ") -> %s", loom_type_name(t->type));
 	return g_string_free(s, FALSE);
@@ -1738,7 +1738,7 @@ static bool check_call(int st, const char *what)
 	if (st == LOOM_OK)
 		return false;
 	g_test_message("%s: %s: %s", what, loom_strerror(st),
-		       loom_last_error());
+		       loom_error_message());
 	g_test_fail();
 	return true;
 }
@@ -1771,7 +1771,7 @@ static void run_case(gconstpointer data)
 	if (!d->be && check_call(loom_dev_init_backend(d->dev, NULL, &d->be),
 				 "loom_dev_init_backend")) {
 		d->be_error = g_strdup_printf("no backend: %s",
-					      loom_last_error());
+					      loom_error_message());
 		return;
 	}
 	if (check_call(loom_ctx_new(0, &ctx), "loom_ctx_new"))
@@ -1783,18 +1783,18 @@ static void run_case(gconstpointer data)
 		int64_t ne[4];
 
 		leaf_shape(&c->in[i], ne);
-		leaf[i] = loom_new_tensor(ctx, c->in[i].type, 4, ne);
+		leaf[i] = loom_tensor_new(ctx, c->in[i].type, 4, ne);
 		if (!leaf[i]) {
-			g_test_message("loom_new_tensor: %s",
+			g_test_message("loom_tensor_new: %s",
 				       loom_ctx_error(ctx));
 			g_test_fail();
 			goto out_free_ctx;
 		}
 		if (c->in[i].name)
-			loom_set_name(leaf[i], c->in[i].name);
+			loom_tensor_set_name(leaf[i], c->in[i].name);
 		else
-			loom_set_name_fmt(leaf[i], "in%d", i);
-		loom_set_flags(leaf[i], LOOM_TENSOR_INPUT);
+			loom_tensor_set_name_fmt(leaf[i], "in%d", i);
+		loom_tensor_set_flags(leaf[i], LOOM_TENSOR_INPUT);
 	}
 	if (check_call(loom_ctx_alloc_tensors(ctx, buft, &wbuf),
 		       "loom_ctx_alloc_tensors"))
@@ -1808,13 +1808,13 @@ static void run_case(gconstpointer data)
 		g_test_fail();
 		goto out_free_buf;
 	}
-	loom_set_name(out, "out");
-	loom_set_flags(out, LOOM_TENSOR_OUTPUT);
+	loom_tensor_set_name(out, "out");
+	loom_tensor_set_flags(out, LOOM_TENSOR_OUTPUT);
 	if (check_call(loom_graph_new(ctx, &g), "loom_graph_new") ||
 	    check_call(loom_graph_expand(g, out), "loom_graph_expand"))
 		goto out_free_buf;
 
-	for (int i = 0; i < loom_graph_n_nodes(g); i++) {
+	for (size_t i = 0; i < loom_graph_n_nodes(g); i++) {
 		struct loom_tensor *node = loom_graph_node(g, i);
 		char *what, *msg;
 
@@ -1943,7 +1943,7 @@ static void G_GNUC_PRINTF(1, 2) note(const char *fmt, ...)
 		if (r_) {                                                    \
 			note("%s: gave a tensor, expected NULL", #expr);     \
 			g_test_fail();                                       \
-		} else if (!*loom_ctx_error(ctx) || !*loom_last_error()) {   \
+		} else if (!*loom_ctx_error(ctx) || !*loom_error_message()) {   \
 			note("%s: NULL without a message", #expr);           \
 			g_test_fail();                                       \
 		}                                                            \
@@ -1959,7 +1959,7 @@ static void G_GNUC_PRINTF(1, 2) note(const char *fmt, ...)
 			     loom_strerror(st_),                             \
 			     (want) == 1 ? "an error" : loom_strerror(want)); \
 			g_test_fail();                                       \
-		} else if ((want) != LOOM_OK && !*loom_last_error()) {       \
+		} else if ((want) != LOOM_OK && !*loom_error_message()) {       \
 			note("%s: error without a message", #call);          \
 			g_test_fail();                                       \
 		}                                                            \
@@ -1975,18 +1975,18 @@ static void errors_shapes(void)
 	loom_ctx_t *ctx;
 
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	f4x3 = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 4, 3);
-	f3x3 = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 3, 3);
-	f4x1 = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 4, 1);
-	f4x3x2 = loom_new_tensor_3d(ctx, LOOM_TYPE_F32, 4, 3, 2);
-	i4 = loom_new_tensor_1d(ctx, LOOM_TYPE_I32, 4);
-	q32 = loom_new_tensor_2d(ctx, LOOM_TYPE_Q8_0, 32, 2);
-	f32x2 = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 32, 2);
-	q32x2 = loom_new_tensor_3d(ctx, LOOM_TYPE_Q8_0, 32, 2, 4);
-	pos3 = loom_new_tensor_1d(ctx, LOOM_TYPE_I32, 3);
-	pos2 = loom_new_tensor_1d(ctx, LOOM_TYPE_I32, 2);
-	mask = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 5, 3);
-	ids = loom_new_tensor_2d(ctx, LOOM_TYPE_I32, 2, 3);
+	f4x3 = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 4, 3);
+	f3x3 = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 3, 3);
+	f4x1 = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 4, 1);
+	f4x3x2 = loom_tensor_new_3d(ctx, LOOM_TYPE_F32, 4, 3, 2);
+	i4 = loom_tensor_new_1d(ctx, LOOM_TYPE_I32, 4);
+	q32 = loom_tensor_new_2d(ctx, LOOM_TYPE_Q8_0, 32, 2);
+	f32x2 = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 32, 2);
+	q32x2 = loom_tensor_new_3d(ctx, LOOM_TYPE_Q8_0, 32, 2, 4);
+	pos3 = loom_tensor_new_1d(ctx, LOOM_TYPE_I32, 3);
+	pos2 = loom_tensor_new_1d(ctx, LOOM_TYPE_I32, 2);
+	mask = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 5, 3);
+	ids = loom_tensor_new_2d(ctx, LOOM_TYPE_I32, 2, 3);
 	g_assert_nonnull(f4x3);
 	g_assert_nonnull(f3x3);
 	g_assert_nonnull(f4x1);
@@ -2001,11 +2001,11 @@ static void errors_shapes(void)
 	g_assert_nonnull(ids);
 
 	/* New tensors. */
-	EXPECT_NULL(ctx, loom_new_tensor(ctx, LOOM_TYPE_F32, 2, bad_ne));
+	EXPECT_NULL(ctx, loom_tensor_new(ctx, LOOM_TYPE_F32, 2, bad_ne));
 	bad_ne[0] = 2;
-	EXPECT_NULL(ctx, loom_new_tensor(ctx, LOOM_TYPE_F32, 5, bad_ne));
-	EXPECT_NULL(ctx, loom_new_tensor_1d(ctx, LOOM_TYPE_Q8_0, 33));
-	EXPECT_NULL(ctx, loom_new_tensor_1d(ctx, LOOM_TYPE_COUNT, 4));
+	EXPECT_NULL(ctx, loom_tensor_new(ctx, LOOM_TYPE_F32, 5, bad_ne));
+	EXPECT_NULL(ctx, loom_tensor_new_1d(ctx, LOOM_TYPE_Q8_0, 33));
+	EXPECT_NULL(ctx, loom_tensor_new_1d(ctx, LOOM_TYPE_COUNT, 4));
 	/* Binary ops: b must repeat over a; NULL sources; types. */
 	EXPECT_NULL(ctx, loom_add(ctx, f4x3, f3x3));
 	EXPECT_NULL(ctx, loom_mul(ctx, f4x1, f4x3));
@@ -2019,20 +2019,20 @@ static void errors_shapes(void)
 	EXPECT_NULL(ctx, loom_mul_mat(ctx, f4x3, f32x2));
 	EXPECT_NULL(ctx, loom_mul_mat(ctx, q32, q32));
 	EXPECT_NULL(ctx, loom_mul_mat(ctx, f4x3x2,
-				      loom_new_tensor_3d(ctx, LOOM_TYPE_F32,
+				      loom_tensor_new_3d(ctx, LOOM_TYPE_F32,
 							 4, 3, 3)));
 	EXPECT_NULL(ctx, loom_mul_mat(ctx, f4x3, i4));
 	/* mul_mat_id: ids I32 [n_used, n_tokens]; B1 is 1 or n_used. */
 	EXPECT_NULL(ctx, loom_mul_mat_id(ctx, q32x2,
-					 loom_new_tensor_3d(ctx, LOOM_TYPE_F32,
+					 loom_tensor_new_3d(ctx, LOOM_TYPE_F32,
 							    32, 1, 3),
 					 f3x3));
 	EXPECT_NULL(ctx, loom_mul_mat_id(ctx, q32x2,
-					 loom_new_tensor_3d(ctx, LOOM_TYPE_F32,
+					 loom_tensor_new_3d(ctx, LOOM_TYPE_F32,
 							    32, 3, 3),
 					 ids));
 	EXPECT_NULL(ctx, loom_mul_mat_id(ctx, q32x2,
-					 loom_new_tensor_3d(ctx, LOOM_TYPE_F32,
+					 loom_tensor_new_3d(ctx, LOOM_TYPE_F32,
 							    16, 1, 3),
 					 ids));
 	/* Rows. */
@@ -2040,7 +2040,7 @@ static void errors_shapes(void)
 	EXPECT_NULL(ctx, loom_set_rows(ctx, f4x3, f3x3, pos3));
 	EXPECT_NULL(ctx, loom_set_rows(ctx, f4x3, f4x3, f4x1));
 	/* rope: n_dims even and <= head_dim; I32 positions, one a token. */
-	t = loom_new_tensor_3d(ctx, LOOM_TYPE_F32, 8, 2, 3);
+	t = loom_tensor_new_3d(ctx, LOOM_TYPE_F32, 8, 2, 3);
 	EXPECT_NULL(ctx, loom_rope(ctx, t, pos3, 7, LOOM_ROPE_NORMAL, 1e4f,
 				   1.0f));
 	EXPECT_NULL(ctx, loom_rope(ctx, t, pos3, 10, LOOM_ROPE_NEOX, 1e4f,
@@ -2053,17 +2053,17 @@ static void errors_shapes(void)
 	EXPECT_NULL(ctx, loom_soft_max(ctx, f4x3, mask, 1.0f));
 	EXPECT_NULL(ctx, loom_soft_max(ctx, f4x3, f4x1, 1.0f));
 	EXPECT_NULL(ctx, loom_soft_max(ctx, f4x3,
-				       loom_new_tensor_2d(ctx, LOOM_TYPE_I32,
+				       loom_tensor_new_2d(ctx, LOOM_TYPE_I32,
 							  4, 3), 1.0f));
-	/* concat, cpy, top_k, argmax. */
+	/* concat, copy, top_k, argmax. */
 	EXPECT_NULL(ctx, loom_concat(ctx, f4x3, f3x3, 1));
 	EXPECT_NULL(ctx, loom_concat(ctx, f4x3, f4x3, 4));
 	EXPECT_NULL(ctx, loom_concat(ctx, f4x3, f4x3, -1));
 	EXPECT_NULL(ctx, loom_concat(ctx, f4x3,
-				     loom_new_tensor_2d(ctx, LOOM_TYPE_F16,
+				     loom_tensor_new_2d(ctx, LOOM_TYPE_F16,
 							4, 3), 0));
-	EXPECT_NULL(ctx, loom_cpy(ctx, f4x3, f3x3));
-	EXPECT_NULL(ctx, loom_cpy(ctx, f4x3, NULL));
+	EXPECT_NULL(ctx, loom_copy(ctx, f4x3, f3x3));
+	EXPECT_NULL(ctx, loom_copy(ctx, f4x3, NULL));
 	EXPECT_NULL(ctx, loom_top_k(ctx, f4x3, 5));
 	EXPECT_NULL(ctx, loom_top_k(ctx, f4x3, -1));
 	EXPECT_NULL(ctx, loom_argmax(ctx, f4x3x2));
@@ -2103,8 +2103,8 @@ static void errors_data(void)
 	}
 	buft = loom_dev_buffer_type(dev);
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	t = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 16);      /* 64 bytes */
-	q = loom_new_tensor_1d(ctx, LOOM_TYPE_Q8_0, 64);     /* 68 bytes */
+	t = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 16);      /* 64 bytes */
+	q = loom_tensor_new_1d(ctx, LOOM_TYPE_Q8_0, 64);     /* 68 bytes */
 	g_assert_nonnull(t);
 	g_assert_nonnull(q);
 	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, buft, &buf), ==,
@@ -2114,7 +2114,7 @@ static void errors_data(void)
 	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, buft, &buf2), ==,
 			LOOM_OK);
 	g_assert_null(buf2);
-	u = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 16);      /* never placed */
+	u = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 16);      /* never placed */
 	g_assert_nonnull(u);
 
 	EXPECT_STATUS(loom_tensor_set(t, host, 0, 64), LOOM_OK);
@@ -2145,7 +2145,7 @@ static void errors_data(void)
 	EXPECT_STATUS(loom_tensor_get_2d(u, host, 0, 4, 2, 4, 4),
 		      LOOM_E_STATE);
 	/* Placing at a misaligned offset, past the end, or twice. */
-	align = loom_buft_alignment(buft);
+	align = loom_buffer_type_alignment(buft);
 	if (align > 1)
 		EXPECT_STATUS(loom_tensor_place(u, buf, 1), LOOM_E_ALIGN);
 	EXPECT_STATUS(loom_tensor_place(u, buf, loom_buffer_size(buf) +
@@ -2171,8 +2171,8 @@ static void errors_compute(void)
 	}
 	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	a = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 16);
-	b = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, 16);
+	a = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 16);
+	b = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 16);
 	r = loom_add(ctx, a, b);
 	g_assert_nonnull(r);
 	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
@@ -2197,9 +2197,9 @@ static void errors_misc(void)
 		float src[33] = { 0 };
 		struct loom_block_q8_0 dst[2];
 
-		EXPECT_STATUS(loom_convert(LOOM_TYPE_F32, src, LOOM_TYPE_Q8_0,
+		EXPECT_STATUS(loom_type_convert(LOOM_TYPE_F32, src, LOOM_TYPE_Q8_0,
 					   dst, 33), ANY_ERROR);
-		EXPECT_STATUS(loom_convert(LOOM_TYPE_F32, src, LOOM_TYPE_I32,
+		EXPECT_STATUS(loom_type_convert(LOOM_TYPE_F32, src, LOOM_TYPE_I32,
 					   dst, 4), LOOM_E_UNSUPPORTED);
 	}
 }
@@ -2369,9 +2369,9 @@ static void reference_get_doubles(void)
 		return;
 	}
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	f32 = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, 3, 2);
-	f16 = loom_new_tensor_2d(ctx, LOOM_TYPE_F16, 3, 2);
-	q = loom_new_tensor_1d(ctx, LOOM_TYPE_Q8_0, 64);
+	f32 = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 3, 2);
+	f16 = loom_tensor_new_2d(ctx, LOOM_TYPE_F16, 3, 2);
+	q = loom_tensor_new_1d(ctx, LOOM_TYPE_Q8_0, 64);
 	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(dev),
 					       &buf), ==, LOOM_OK);
 	g_assert_cmpint(loom_test_set_f32(f32, v), ==, LOOM_OK);
@@ -2483,7 +2483,7 @@ int main(int argc, char **argv)
 	if (st != LOOM_OK) {
 		g_snprintf(load_error, sizeof(load_error),
 			   "loom_load_all: %s: %s", loom_strerror(st),
-			   loom_last_error());
+			   loom_error_message());
 		if (g_getenv("LOOM_BACKENDS"))
 			g_test_add_data_func("/ops/load", load_error,
 					     fail_load);

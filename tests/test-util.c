@@ -64,17 +64,17 @@ double loom_test_bf16_to_double(uint16_t h)
 
 int loom_test_set_f32(struct loom_tensor *t, const float *values)
 {
-	int64_t n = loom_nelements(t);
-	size_t size = loom_nbytes(t);
+	int64_t n = loom_tensor_n_elements(t);
+	size_t size = loom_tensor_n_bytes(t);
 	void *buf;
 	int st;
 
-	if (!loom_is_contiguous(t))
+	if (!loom_tensor_is_contiguous(t))
 		return LOOM_E_INVAL;
 	if (t->type == LOOM_TYPE_F32)
 		return loom_tensor_set(t, values, 0, size);
 	buf = g_malloc(size ? size : 1);
-	st = loom_convert(LOOM_TYPE_F32, values, t->type, buf, n);
+	st = loom_type_convert(LOOM_TYPE_F32, values, t->type, buf, n);
 	if (st == LOOM_OK)
 		st = loom_tensor_set(t, buf, 0, size);
 	g_free(buf);
@@ -83,15 +83,15 @@ int loom_test_set_f32(struct loom_tensor *t, const float *values)
 
 int loom_test_set_i32(struct loom_tensor *t, const int32_t *values)
 {
-	if (t->type != LOOM_TYPE_I32 || !loom_is_contiguous(t))
+	if (t->type != LOOM_TYPE_I32 || !loom_tensor_is_contiguous(t))
 		return LOOM_E_INVAL;
-	return loom_tensor_set(t, values, 0, loom_nbytes(t));
+	return loom_tensor_set(t, values, 0, loom_tensor_n_bytes(t));
 }
 
 int loom_test_fill_uniform(struct loom_tensor *t, struct loom_test_rng *rng,
 			   double lo, double hi)
 {
-	int64_t n = loom_nelements(t);
+	int64_t n = loom_tensor_n_elements(t);
 	float *v = g_new(float, n ? n : 1);
 	int st;
 
@@ -141,8 +141,8 @@ static void q8_0_to_double(const uint8_t *p, double *out)
 
 double *loom_test_get_doubles(const struct loom_tensor *t, char **error)
 {
-	int64_t n = loom_nelements(t);
-	size_t nbytes = loom_nbytes(t);
+	int64_t n = loom_tensor_n_elements(t);
+	size_t nbytes = loom_tensor_n_bytes(t);
 	uint8_t *raw;
 	double *out, *o;
 	int st;
@@ -161,7 +161,7 @@ double *loom_test_get_doubles(const struct loom_tensor *t, char **error)
 	st = loom_tensor_get(t, raw, 0, nbytes);
 	if (st != LOOM_OK) {
 		*error = g_strdup_printf("loom_tensor_get: %s: %s",
-					 loom_strerror(st), loom_last_error());
+					 loom_strerror(st), loom_error_message());
 		g_free(raw);
 		return NULL;
 	}

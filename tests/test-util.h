@@ -28,8 +28,8 @@ int64_t loom_test_rng_int(struct loom_test_rng *rng, int64_t n);
 double loom_test_fp16_to_double(uint16_t h);
 double loom_test_bf16_to_double(uint16_t h);
 
-/* Sets every element of t (placed, contiguous) from n = loom_nelements(t)
- * floats, converted to t's type with loom_convert (so quantized types are
+/* Sets every element of t (placed, contiguous) from n = loom_tensor_n_elements(t)
+ * floats, converted to t's type with loom_type_convert (so quantized types are
  * quantized).  Returns LOOM_OK or the failing call's status. */
 int loom_test_set_f32(struct loom_tensor *t, const float *values);
 /* Sets every element of t (placed, contiguous, I32). */

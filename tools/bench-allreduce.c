@@ -67,7 +67,7 @@ static int ar_check(struct ar_run *r, int64_t ne)
 		ret = loom_tensor_get(r->t[j], v, 0, (size_t)ne * sizeof(*v));
 		for (int64_t i = 0; !ret && i < ne; i++)
 			if (v[i] != want)
-				ret = loom_set_error(
+				ret = loom_error_set(
 					LOOM_E_DEVICE,
 					"allreduce gave %g, not %g (partition "
 					"%zu, element %lld of %lld)", v[i],
@@ -135,7 +135,7 @@ int bench_cmd_allreduce(const struct bench_opts *o)
 
 		ret = loom_ctx_new(0, &ctx[i]);
 		if (!ret) {
-			r.t[i] = loom_new_tensor_1d(ctx[i], LOOM_TYPE_F32,
+			r.t[i] = loom_tensor_new_1d(ctx[i], LOOM_TYPE_F32,
 						    AR_MAX_BYTES / 4);
 			ret = r.t[i] ? loom_ctx_alloc_tensors(ctx[i],
 				       loom_dev_buffer_type(dev), &buf[i])

@@ -22,21 +22,21 @@ int bench_dispatch_measure(loom_dev_t *dev, const struct bench_opts *o,
 	ret = loom_ctx_new(0, &ctx);
 	if (ret)
 		return ret;
-	x = loom_new_tensor_1d(ctx, LOOM_TYPE_F32, DISPATCH_NE);
+	x = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, DISPATCH_NE);
 	if (!x) {
 		ret = LOOM_E_NOMEM;
 		goto out;
 	}
 	ret = loom_ctx_alloc_tensors(ctx, buft, &buf);
 	if (!ret)
-		ret = loom_tensor_memset(x, 0, 0, loom_nbytes(x));
+		ret = loom_tensor_memset(x, 0, 0, loom_tensor_n_bytes(x));
 	if (ret)
 		goto out;
 	y = x;
 	for (int i = 0; i < DISPATCH_NODES && y; i++)
 		y = loom_add(ctx, y, x);
 	if (!y) {
-		ret = loom_set_error(LOOM_E_INVAL, "%s", loom_ctx_error(ctx));
+		ret = loom_error_set(LOOM_E_INVAL, "%s", loom_ctx_error(ctx));
 		goto out;
 	}
 	ret = bench_graph_time(dev, o, ctx, y, &t, n_nodes);

@@ -19,14 +19,14 @@ int bench_mm_time(loom_dev_t *dev, const struct bench_opts *o,
 	ret = loom_ctx_new(0, &ctx);
 	if (ret)
 		return ret;
-	a = loom_new_tensor_2d(ctx, type, k, m);
-	b = loom_new_tensor_2d(ctx, LOOM_TYPE_F32, k, n);
+	a = loom_tensor_new_2d(ctx, type, k, m);
+	b = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, k, n);
 	if (!a || !b) {
-		ret = loom_set_error(LOOM_E_INVAL, "%s", loom_ctx_error(ctx));
+		ret = loom_error_set(LOOM_E_INVAL, "%s", loom_ctx_error(ctx));
 		goto out;
 	}
-	loom_set_name(a, "a");
-	loom_set_name(b, "b");
+	loom_tensor_set_name(a, "a");
+	loom_tensor_set_name(b, "b");
 	ret = loom_ctx_alloc_tensors(ctx, buft, &buf);
 	if (ret)
 		goto out;
@@ -38,12 +38,12 @@ int bench_mm_time(loom_dev_t *dev, const struct bench_opts *o,
 		goto out;
 	c = loom_mul_mat(ctx, a, b);
 	if (!c) {
-		ret = loom_set_error(LOOM_E_INVAL, "%s", loom_ctx_error(ctx));
+		ret = loom_error_set(LOOM_E_INVAL, "%s", loom_ctx_error(ctx));
 		goto out;
 	}
 	ret = bench_graph_time(dev, o, ctx, c, median, NULL);
 	if (a_bytes)
-		*a_bytes = loom_nbytes(a);
+		*a_bytes = loom_tensor_n_bytes(a);
 out:
 	loom_buffer_free(buf);
 	loom_ctx_free(ctx);

@@ -22,7 +22,7 @@ static int64_t gemv_rows(const struct bench_opts *o, enum loom_type type,
 		target = GEMV_MIN_BYTES;
 	if (target > GEMV_MAX_BYTES)
 		target = GEMV_MAX_BYTES;
-	return (int64_t)(target / loom_row_size(type, k));
+	return (int64_t)(target / loom_type_row_size(type, k));
 }
 
 int bench_cmd_gemv(const struct bench_opts *o)

@@ -134,7 +134,7 @@ static int run_device(struct model_bench *mb, struct model_run *r)
 	tp = calloc((size_t)o->reps, sizeof(*tp));
 	td = calloc((size_t)(D + 1), sizeof(*td));
 	if (!r->logits || !tp || !td) {
-		ret = loom_set_error(LOOM_E_NOMEM, "no memory");
+		ret = loom_error_set(LOOM_E_NOMEM, "no memory");
 		goto out;
 	}
 	snprintf(what, sizeof(what), "%s: building", r->name);
@@ -277,7 +277,7 @@ static int plan_devices(struct model_bench *mb)
 			loom_dev_t *dev = loom_dev_by_name(p);
 
 			if (!dev)
-				return loom_set_error(LOOM_E_NOT_FOUND,
+				return loom_error_set(LOOM_E_NOT_FOUND,
 						      "no device '%s' (see "
 						      "loom-info)", p);
 			add_run(mb, dev);
@@ -286,7 +286,7 @@ static int plan_devices(struct model_bench *mb)
 	}
 	single = bench_pick_device(o);
 	if (!single)
-		return loom_set_error(LOOM_E_NOT_FOUND, "no device");
+		return loom_error_set(LOOM_E_NOT_FOUND, "no device");
 	if (o->internal) {
 		add_run(mb, single);
 		return LOOM_OK;
@@ -315,7 +315,7 @@ static int plan_devices(struct model_bench *mb)
 			devs[i] = loom_reg_dev(cpu, i);
 		ret = loom_meta_dev_new(devs, n, NULL, &shape, NULL, &meta);
 		if (ret) {
-			add_note(mb, "meta run skipped: %s", loom_last_error());
+			add_note(mb, "meta run skipped: %s", loom_error_message());
 			meta = NULL;
 		}
 	}
@@ -358,7 +358,7 @@ static int run_whole_cpu(struct model_bench *mb)
 	memset(r, 0, sizeof(*r));
 	fd = mkstemp(path);
 	if (fd < 0)
-		return loom_set_error(LOOM_E_IO, "mkstemp: %s",
+		return loom_error_set(LOOM_E_IO, "mkstemp: %s",
 				      strerror(errno));
 	close(fd);
 	snprintf(a_pre, sizeof(a_pre), "%d", o->prefill);
@@ -400,13 +400,13 @@ static int run_whole_cpu(struct model_bench *mb)
 	posix_spawn_file_actions_destroy(&fa);
 	if (fd) {
 		unlink(path);
-		return loom_set_error(LOOM_E_IO, "cannot run a child: %s",
+		return loom_error_set(LOOM_E_IO, "cannot run a child: %s",
 				      strerror(fd));
 	}
 	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
 	    WEXITSTATUS(status)) {
 		unlink(path);
-		return loom_set_error(LOOM_E_DEVICE,
+		return loom_error_set(LOOM_E_DEVICE,
 				      "the whole-CPU reference run failed");
 	}
 	r->logits = malloc(n_logits * sizeof(float));
@@ -429,7 +429,7 @@ static int run_whole_cpu(struct model_bench *mb)
 	} else {
 		free(r->logits);
 		r->logits = NULL;
-		ret = loom_set_error(LOOM_E_IO, "bad reference run output");
+		ret = loom_error_set(LOOM_E_IO, "bad reference run output");
 	}
 	if (f)
 		fclose(f);
@@ -466,14 +466,14 @@ static int write_internal(struct model_bench *mb, const char *path)
 	int ok;
 
 	if (!f)
-		return loom_set_error(LOOM_E_IO, "%s: %s", path,
+		return loom_error_set(LOOM_E_IO, "%s: %s", path,
 				      strerror(errno));
 	fprintf(f, "%s %.17g %.17g %.17g %.17g %zu %zu\n", r->name,
 		r->prefill_tok_s, r->prefill_ms, r->decode_tok_s,
 		r->decode_ms_median, r->compute_bytes, r->dev_weights[0]);
 	ok = fwrite(r->logits, sizeof(float), n, f) == n;
 	ok = !fclose(f) && ok;
-	return ok ? LOOM_OK : loom_set_error(LOOM_E_IO, "%s: short write",
+	return ok ? LOOM_OK : loom_error_set(LOOM_E_IO, "%s: short write",
 					     path);
 }
 
@@ -770,7 +770,7 @@ int bench_cmd_model(const struct bench_opts *o)
 		if (ret) {
 			/* Then one partition, in this process, is the
 			 * reference. */
-			add_note(mb, "%s; the reference is %s", loom_last_error(),
+			add_note(mb, "%s; the reference is %s", loom_error_message(),
 				 loom_dev_name(mb->single));
 			add_run(mb, mb->single);
 		}
@@ -812,7 +812,7 @@ int bench_cmd_model(const struct bench_opts *o)
 			merge_reference(mb);
 		else
 			add_note(mb, "second reference run: %s",
-				 loom_last_error());
+				 loom_error_message());
 	}
 	for (int i = 0; i < mb->n_runs; i++)
 		if (mb->runs[i].separate)

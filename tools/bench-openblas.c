@@ -80,7 +80,7 @@ int bench_openblas_load(int threads, struct bench_openblas *out)
 		h = ob_open(out);
 	}
 	if (!h)
-		return loom_set_error(LOOM_E_NOT_FOUND,
+		return loom_error_set(LOOM_E_NOT_FOUND,
 				      "OpenBLAS not loaded: %s", dlerror());
 	out->handle = h;
 	*(void **)&out->sgemm = dlsym(h, "cblas_sgemm");
@@ -90,7 +90,7 @@ int bench_openblas_load(int threads, struct bench_openblas *out)
 	if (!out->sgemm || !out->sgemv || !set_threads) {
 		dlclose(h);
 		out->handle = NULL;
-		return loom_set_error(LOOM_E_NOT_FOUND,
+		return loom_error_set(LOOM_E_NOT_FOUND,
 				      "libopenblas.so.0 lacks cblas_sgemm");
 	}
 	set_threads(threads);

@@ -245,7 +245,7 @@ int bench_stream_measure(int threads, int reps, bool quick,
 	a->a = big_alloc(bytes);
 	a->b = a->a ? (float *)((char *)a->a + bytes / 2) : NULL;
 	if (!a->a) {
-		ret = loom_set_error(LOOM_E_NOMEM, "cannot map %zu bytes",
+		ret = loom_error_set(LOOM_E_NOMEM, "cannot map %zu bytes",
 				     bytes);
 		goto out;
 	}

@@ -443,13 +443,13 @@ void bench_progress_end(void)
 void bench_warn_last_error(void)
 {
 	bench_progress_end();
-	fprintf(stderr, "loom-bench: %s\n", loom_last_error());
+	fprintf(stderr, "loom-bench: %s\n", loom_error_message());
 }
 
 int bench_fail(const char *what, int status)
 {
 	bench_progress_end();
-	fprintf(stderr, "loom-bench: %s: %s (%s)\n", what, loom_last_error(),
+	fprintf(stderr, "loom-bench: %s: %s (%s)\n", what, loom_error_message(),
 		loom_strerror(status));
 	return 1;
 }
@@ -460,7 +460,7 @@ int bench_load(void)
 
 	if (ret)
 		fprintf(stderr, "loom-bench: warning: %s\n",
-			loom_last_error());
+			loom_error_message());
 	if (!loom_dev_count()) {
 		fprintf(stderr,
 			"loom-bench: no device found (see loom-info)\n");
@@ -520,7 +520,7 @@ int bench_graph_time(loom_dev_t *dev, const struct bench_opts *o,
 	loom_galloc_t *ga = NULL;
 	int ret;
 
-	loom_set_flags(out, LOOM_TENSOR_OUTPUT);
+	loom_tensor_set_flags(out, LOOM_TENSOR_OUTPUT);
 	ret = loom_graph_new(ctx, &r.g);
 	if (!ret)
 		ret = loom_graph_expand(r.g, out);
@@ -564,7 +564,7 @@ loom_dev_t *bench_pick_device(const struct bench_opts *o)
  * huge matrices fill quickly and with little temporary memory. */
 int bench_fill_tensor(struct loom_tensor *t, uint64_t seed, float scale)
 {
-	size_t row = t->nb[1], rows = (size_t)loom_nrows(t);
+	size_t row = t->nb[1], rows = (size_t)loom_tensor_n_rows(t);
 	size_t chunk_rows = ((size_t)16 << 20) / row;
 	int64_t ne0 = t->ne[0];
 	uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
@@ -572,8 +572,8 @@ int bench_fill_tensor(struct loom_tensor *t, uint64_t seed, float scale)
 	void *conv = NULL;
 	int ret;
 
-	if (!loom_is_contiguous(t))
-		return loom_set_error(LOOM_E_INVAL, "%s is not contiguous",
+	if (!loom_tensor_is_contiguous(t))
+		return loom_error_set(LOOM_E_INVAL, "%s is not contiguous",
 				      t->name);
 	if (chunk_rows < 1)
 		chunk_rows = 1;
@@ -582,7 +582,7 @@ int bench_fill_tensor(struct loom_tensor *t, uint64_t seed, float scale)
 	f = malloc(chunk_rows * (size_t)ne0 * sizeof(*f));
 	conv = malloc(chunk_rows * row);
 	if (!f || !conv) {
-		ret = loom_set_error(LOOM_E_NOMEM, "no memory to fill %s",
+		ret = loom_error_set(LOOM_E_NOMEM, "no memory to fill %s",
 				     t->name);
 		goto out;
 	}
@@ -592,7 +592,7 @@ int bench_fill_tensor(struct loom_tensor *t, uint64_t seed, float scale)
 		s ^= s << 17;
 		f[i] = scale * ((float)(s >> 40) * (1.0f / 8388608.0f) - 1.0f);
 	}
-	ret = loom_convert(LOOM_TYPE_F32, f, t->type, conv,
+	ret = loom_type_convert(LOOM_TYPE_F32, f, t->type, conv,
 			   (int64_t)chunk_rows * ne0);
 	for (size_t r = 0; !ret && r < rows; r += chunk_rows) {
 		size_t n = rows - r < chunk_rows ? rows - r : chunk_rows;

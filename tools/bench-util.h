@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* loom-plugin.h for the entry-point types (allreduce) and loom_set_error. */
+/* loom-plugin.h for the entry-point types (allreduce) and loom_error_set. */
 #include <loom/loom-plugin.h>
 
 #define BENCH_MAX_TYPES 8

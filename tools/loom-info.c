@@ -406,12 +406,12 @@ int main(int argc, char **argv)
 
 	/* Every failure is in the report; the log repeats it only when the
 	 * user asks for a level. */
-	if (!loom_getenv("LOOM_LOG"))
+	if (!loom_env_get("LOOM_LOG"))
 		loom_log_set_level(LOOM_LOG_ERROR);
 	st = loom_load_all();
-	/* loom_last_error() is per thread and later calls may replace it. */
+	/* loom_error_message() is per thread and later calls may replace it. */
 	if (st)
-		why = strdup(loom_last_error());
+		why = strdup(loom_error_message());
 
 	if (st && (!why || !*why)) {
 		free(why);

@@ -68,7 +68,7 @@ int llama_hparams_preset(const char *name, struct llama_hparams *out)
 	};
 
 	if (!name)
-		return loom_set_error(LOOM_E_INVAL, "no preset name");
+		return loom_error_set(LOOM_E_INVAL, "no preset name");
 	if (!strcmp(name, "tiny") || !strcmp(name, "tiny-moe")) {
 		if (!strcmp(name, "tiny-moe")) {
 			hp.n_expert = 4;
@@ -97,7 +97,7 @@ int llama_hparams_preset(const char *name, struct llama_hparams *out)
 		hp.n_ff = 11008;
 		hp.n_layer = 2;
 	} else {
-		return loom_set_error(LOOM_E_NOT_FOUND,
+		return loom_error_set(LOOM_E_NOT_FOUND,
 				      "unknown preset '%s'", name);
 	}
 	*out = hp;
@@ -116,25 +116,25 @@ int llama_hparams_check(const struct llama_hparams *hp)
 	if (hp->n_vocab <= 0 || hp->n_embd <= 0 || hp->n_head <= 0 ||
 	    hp->n_head_kv <= 0 || hp->head_dim <= 0 || hp->n_ff <= 0 ||
 	    hp->n_layer <= 0 || hp->n_ctx <= 0)
-		return loom_set_error(LOOM_E_INVAL, "llama: sizes must be > 0");
+		return loom_error_set(LOOM_E_INVAL, "llama: sizes must be > 0");
 	if (hp->n_head % hp->n_head_kv)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "llama: n_head %lld not a multiple of "
 				      "n_head_kv %lld", (long long)hp->n_head,
 				      (long long)hp->n_head_kv);
 	if (hp->head_dim % 2)
-		return loom_set_error(LOOM_E_INVAL, "llama: odd head_dim");
+		return loom_error_set(LOOM_E_INVAL, "llama: odd head_dim");
 	if (is_moe(hp) && hp->n_expert_used > hp->n_expert)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "llama: more experts used than exist");
 	if (hp->n_ctx > INT32_MAX)
-		return loom_set_error(LOOM_E_INVAL, "llama: n_ctx too large");
+		return loom_error_set(LOOM_E_INVAL, "llama: n_ctx too large");
 	if (hp->wtype == LOOM_TYPE_I32 || hp->wtype >= LOOM_TYPE_COUNT)
-		return loom_set_error(LOOM_E_INVAL, "llama: bad weight type");
+		return loom_error_set(LOOM_E_INVAL, "llama: bad weight type");
 	bs = loom_type_block_size(hp->wtype);
 	if (hp->n_embd % bs || hp->n_ff % bs ||
 	    (hp->n_head * hp->head_dim) % bs)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "llama: n_embd, n_ff and n_head*head_dim "
 				      "must be multiples of %lld for %s",
 				      (long long)bs, loom_type_name(hp->wtype));
@@ -180,27 +180,27 @@ static void fill_uniform(float *dst, int64_t n, uint64_t seed, float offset,
 static int fill_tensor(struct loom_tensor *t, uint64_t seed, float offset,
 		       float scale)
 {
-	int64_t n = loom_nelements(t);
-	size_t bytes = loom_nbytes(t);
+	int64_t n = loom_tensor_n_elements(t);
+	size_t bytes = loom_tensor_n_bytes(t);
 	float *f;
 	void *conv = NULL;
 	int ret;
 
 	f = malloc((size_t)n * sizeof(*f));
 	if (!f)
-		return loom_set_error(LOOM_E_NOMEM, "llama: no memory for %s",
+		return loom_error_set(LOOM_E_NOMEM, "llama: no memory for %s",
 				      t->name);
 	fill_uniform(f, n, splitmix64(&seed) ^ name_hash(t->name), offset,
 		     scale);
 	if (t->type != LOOM_TYPE_F32) {
 		conv = malloc(bytes);
 		if (!conv) {
-			ret = loom_set_error(LOOM_E_NOMEM,
+			ret = loom_error_set(LOOM_E_NOMEM,
 					     "llama: no memory for %s",
 					     t->name);
 			goto out;
 		}
-		ret = loom_convert(LOOM_TYPE_F32, f, t->type, conv, n);
+		ret = loom_type_convert(LOOM_TYPE_F32, f, t->type, conv, n);
 		if (ret)
 			goto out;
 	}
@@ -222,11 +222,11 @@ static struct loom_tensor *new_weight(loom_ctx_t *ctx, enum loom_type type,
 				      int64_t ne2, const char *name)
 {
 	int64_t ne[3] = { ne0, ne1, ne2 };
-	struct loom_tensor *t = loom_new_tensor(ctx, type, n_dims, ne);
+	struct loom_tensor *t = loom_tensor_new(ctx, type, n_dims, ne);
 
 	if (t) {
-		loom_set_name(t, name);
-		loom_set_flags(t, LOOM_TENSOR_WEIGHT);
+		loom_tensor_set_name(t, name);
+		loom_tensor_set_flags(t, LOOM_TENSOR_WEIGHT);
 	}
 	return t;
 }
@@ -245,7 +245,7 @@ static int create_tensors(struct llama_model *m)
 		snprintf(name, sizeof(name), fmt, ##__VA_ARGS__);            \
 		field = new_weight(c, type, nd, a, b, c2, name);             \
 		if (!field)                                                  \
-			return loom_set_error(LOOM_E_INVAL, "llama: %s: %s", \
+			return loom_error_set(LOOM_E_INVAL, "llama: %s: %s", \
 					      name, loom_ctx_error(c));      \
 	} while (0)
 
@@ -313,16 +313,16 @@ static int fill_weights(struct llama_model *m, uint64_t seed)
 	     t = loom_ctx_next_tensor(m->wctx, t)) {
 		bool cache = !strncmp(t->name, "cache_", 6);
 		bool norm = strstr(t->name, "norm") != NULL;
-		size_t bytes = loom_nbytes(t);
+		size_t bytes = loom_tensor_n_bytes(t);
 
 		if (cache) {
 			m->cache_bytes += bytes;
 			continue;
 		}
 		m->weight_bytes += bytes;
-		m->n_params += loom_nelements(t);
+		m->n_params += loom_tensor_n_elements(t);
 		if (t == m->tok_embd)
-			m->decode_bytes += loom_row_size(t->type, t->ne[0]);
+			m->decode_bytes += loom_type_row_size(t->type, t->ne[0]);
 		else if (strstr(t->name, "_exps"))
 			m->decode_bytes += bytes / (size_t)hp->n_expert *
 					   (size_t)hp->n_expert_used;
@@ -348,9 +348,9 @@ int llama_model_clear_cache(struct llama_model *m)
 		struct loom_tensor *v = m->layers[i].cache_v;
 		int ret;
 
-		ret = loom_tensor_memset(k, 0, 0, loom_nbytes(k));
+		ret = loom_tensor_memset(k, 0, 0, loom_tensor_n_bytes(k));
 		if (!ret)
-			ret = loom_tensor_memset(v, 0, 0, loom_nbytes(v));
+			ret = loom_tensor_memset(v, 0, 0, loom_tensor_n_bytes(v));
 		if (ret)
 			return ret;
 	}
@@ -365,24 +365,24 @@ int llama_model_new(const struct llama_hparams *hp, loom_dev_t *dev,
 	int ret;
 
 	if (!hp || !dev || !out)
-		return loom_set_error(LOOM_E_INVAL, "llama: NULL argument");
+		return loom_error_set(LOOM_E_INVAL, "llama: NULL argument");
 	ret = llama_hparams_check(hp);
 	if (ret)
 		return ret;
 	buft = loom_dev_buffer_type(dev);
 	if (!buft)
-		return loom_set_error(LOOM_E_DEVICE,
+		return loom_error_set(LOOM_E_DEVICE,
 				      "llama: %s has no buffer type",
 				      loom_dev_name(dev));
 
 	m = calloc(1, sizeof(*m));
 	if (!m)
-		return loom_set_error(LOOM_E_NOMEM, "llama: no memory");
+		return loom_error_set(LOOM_E_NOMEM, "llama: no memory");
 	m->hp = *hp;
 	m->dev = dev;
 	m->layers = calloc((size_t)hp->n_layer, sizeof(*m->layers));
 	if (!m->layers) {
-		ret = loom_set_error(LOOM_E_NOMEM, "llama: no memory");
+		ret = loom_error_set(LOOM_E_NOMEM, "llama: no memory");
 		goto err_free;
 	}
 	ret = loom_ctx_new(0, &m->wctx);
@@ -609,11 +609,11 @@ static struct loom_tensor *new_input(loom_ctx_t *c, enum loom_type type,
 				     const char *name)
 {
 	int64_t ne[2] = { ne0, ne1 };
-	struct loom_tensor *t = loom_new_tensor(c, type, n_dims, ne);
+	struct loom_tensor *t = loom_tensor_new(c, type, n_dims, ne);
 
 	if (t) {
-		loom_set_name(t, name);
-		loom_set_flags(t, LOOM_TENSOR_INPUT);
+		loom_tensor_set_name(t, name);
+		loom_tensor_set_flags(t, LOOM_TENSOR_INPUT);
 	}
 	return t;
 }
@@ -659,12 +659,12 @@ static int build_graph(struct llama_model *m, int n_tokens, int n_kv,
 				 (size_t)(n_tokens - 1) * x->nb[1]);
 	x = loom_mul_mat(c, m->output, x);
 	if (!x) {
-		ret = loom_set_error(LOOM_E_INVAL, "llama: graph: %s",
+		ret = loom_error_set(LOOM_E_INVAL, "llama: graph: %s",
 				     loom_ctx_error(c));
 		goto err_free;
 	}
-	loom_set_name(x, "logits");
-	loom_set_flags(x, LOOM_TENSOR_OUTPUT);
+	loom_tensor_set_name(x, "logits");
+	loom_tensor_set_flags(x, LOOM_TENSOR_OUTPUT);
 
 	ret = loom_graph_new(c, &m->graph);
 	if (!ret)
@@ -701,7 +701,7 @@ int llama_model_reserve(struct llama_model *m, int n_tokens)
 	int ret;
 
 	if (n_tokens < 1 || n_tokens > m->hp.n_ctx)
-		return loom_set_error(LOOM_E_RANGE,
+		return loom_error_set(LOOM_E_RANGE,
 				      "llama: cannot reserve %d tokens",
 				      n_tokens);
 	ret = build_graph(m, n_tokens, (int)m->hp.n_ctx, true);
@@ -731,7 +731,7 @@ static int set_inputs(struct llama_model *m, const int32_t *tokens,
 	ids = malloc(n_ids * sizeof(*ids));
 	mask = malloc((size_t)(rows * n_kv) * sizeof(*mask));
 	if (!ids || !mask) {
-		ret = loom_set_error(LOOM_E_NOMEM, "llama: no memory");
+		ret = loom_error_set(LOOM_E_NOMEM, "llama: no memory");
 		goto out;
 	}
 	for (size_t i = 0; i < n_ids; i++)
@@ -766,15 +766,15 @@ int llama_eval(struct llama_model *m, loom_backend_t *be,
 	int n_kv, ret;
 
 	if (!m || !be || !tokens || !logits)
-		return loom_set_error(LOOM_E_INVAL, "llama: NULL argument");
+		return loom_error_set(LOOM_E_INVAL, "llama: NULL argument");
 	if (n_tokens < 1 || n_past < 0 || n_past + n_tokens > m->hp.n_ctx)
-		return loom_set_error(LOOM_E_RANGE,
+		return loom_error_set(LOOM_E_RANGE,
 				      "llama: %d tokens at %d exceed n_ctx "
 				      "%lld", n_tokens, n_past,
 				      (long long)m->hp.n_ctx);
 	for (int i = 0; i < n_tokens; i++)
 		if (tokens[i] < 0 || tokens[i] >= m->hp.n_vocab)
-			return loom_set_error(LOOM_E_RANGE,
+			return loom_error_set(LOOM_E_RANGE,
 					      "llama: token %d out of range",
 					      (int)tokens[i]);
 
@@ -802,5 +802,5 @@ int llama_eval(struct llama_model *m, loom_backend_t *be,
 	if (ret)
 		return ret;
 	return loom_tensor_get(m->out_logits, logits, 0,
-			       loom_nbytes(m->out_logits));
+			       loom_tensor_n_bytes(m->out_logits));
 }

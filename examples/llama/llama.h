@@ -38,7 +38,7 @@ int llama_hparams_preset(const char *name, struct llama_hparams *out);
 /* The preset names, NULL-terminated (static). */
 const char *const *llama_preset_names(void);
 /* Checks the shape (divisibility, block sizes); LOOM_E_INVAL with a
- * message in loom_last_error() when it cannot be built. */
+ * message in loom_error_message() when it cannot be built. */
 int llama_hparams_check(const struct llama_hparams *hp);
 
 /* The shape facts loom_meta_split_default() needs for whole heads. */

@@ -28,16 +28,16 @@ static double *read_weight(struct ref *r, const char *name)
 	double *d = NULL;
 
 	if (!t) {
-		loom_set_error(LOOM_E_NOT_FOUND, "reference: no %s", name);
+		loom_error_set(LOOM_E_NOT_FOUND, "reference: no %s", name);
 		return NULL;
 	}
-	n = loom_nelements(t);
-	bytes = loom_nbytes(t);
+	n = loom_tensor_n_elements(t);
+	bytes = loom_tensor_n_bytes(t);
 	raw = malloc(bytes);
 	f = malloc((size_t)n * sizeof(*f));
 	d = malloc((size_t)n * sizeof(*d));
 	if (!raw || !f || !d || loom_tensor_get(t, raw, 0, bytes) ||
-	    loom_convert(t->type, raw, LOOM_TYPE_F32, f, n)) {
+	    loom_type_convert(t->type, raw, LOOM_TYPE_F32, f, n)) {
 		free(d);
 		d = NULL;
 	} else {
@@ -298,7 +298,7 @@ int llama_reference_eval(struct llama_model *m, const int32_t *tokens,
 	int ret = LOOM_E_NOMEM;
 
 	if (!m || !tokens || !logits || n_tokens < 1)
-		return loom_set_error(LOOM_E_INVAL, "reference: bad argument");
+		return loom_error_set(LOOM_E_INVAL, "reference: bad argument");
 	for (int i = 0; i < 8; i++)
 		if (!(buf[i] = malloc(sizes[i] * sizeof(double))))
 			goto out;

@@ -24,7 +24,7 @@ static int argmax(const float *v, int64_t n)
 
 static int fail(const char *what, int ret)
 {
-	fprintf(stderr, "run: %s: %s (%s)\n", what, loom_last_error(),
+	fprintf(stderr, "run: %s: %s (%s)\n", what, loom_error_message(),
 		loom_strerror(ret));
 	return 1;
 }
@@ -112,7 +112,7 @@ int main(int argc, char **argv)
 	}
 	ret = loom_load_all();
 	if (ret)
-		fprintf(stderr, "run: warning: %s\n", loom_last_error());
+		fprintf(stderr, "run: warning: %s\n", loom_error_message());
 	dev = dev_name && strcmp(dev_name, "-") ? loom_dev_by_name(dev_name)
 						: loom_dev_get(0);
 	if (!dev) {

@@ -60,7 +60,7 @@ static int my_buft_alloc(loom_buffer_type_t *buft, size_t size,
 	int st;
 
 	if (!mem && size)
-		return loom_set_error(LOOM_E_NOMEM,
+		return loom_error_set(LOOM_E_NOMEM,
 				      "my: cannot allocate %zu bytes", size);
 	st = loom_buffer_new(buft, &my_buffer_iface, mem, size, out);
 	if (st)
@@ -100,7 +100,7 @@ static void my_backend_free(loom_backend_t *be)
 static int my_backend_compute(loom_backend_t *be, loom_graph_t *g)
 {
 	/* Run every node of g here; supports_op said which ones we can. */
-	return loom_set_error(LOOM_E_UNSUPPORTED, "my: no kernels yet");
+	return loom_error_set(LOOM_E_UNSUPPORTED, "my: no kernels yet");
 }
 
 static const struct loom_backend_iface my_backend_iface = {
@@ -183,7 +183,7 @@ static int my_init(loom_reg_t **out)
 	if (!st)
 		st = loom_dev_new(my.reg, &my_dev_iface, NULL, &my.dev);
 	if (!st)
-		st = loom_buft_new(my.reg, my.dev, &my_buft_iface, NULL,
+		st = loom_buffer_type_new(my.reg, my.dev, &my_buft_iface, NULL,
 				   &my.buft);
 	if (st)
 		return st;

@@ -25,22 +25,22 @@ typedef struct loom_galloc loom_galloc_t;
  * Buffer types: allocators of one kind of memory.
  * Owned by their plugin; valid until loom_unload_all().
  */
-LOOM_API const char *loom_buft_name(loom_buffer_type_t *buft);
+LOOM_API const char *loom_buffer_type_name(loom_buffer_type_t *buft);
 /* Allocates a buffer of size bytes (0 is allowed).  The caller frees it
  * with loom_buffer_free(). */
-LOOM_API int loom_buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
+LOOM_API int loom_buffer_type_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 				    loom_buffer_t **out);
 /* Alignment of tensor data in buffers of this type (a power of two). */
-LOOM_API size_t loom_buft_alignment(loom_buffer_type_t *buft);
+LOOM_API size_t loom_buffer_type_alignment(loom_buffer_type_t *buft);
 /* Largest buffer one allocation can make. */
-LOOM_API size_t loom_buft_max_size(loom_buffer_type_t *buft);
-/* Bytes the tensor needs in a buffer of this type (>= loom_nbytes). */
-LOOM_API size_t loom_buft_alloc_size(loom_buffer_type_t *buft,
+LOOM_API size_t loom_buffer_type_max_size(loom_buffer_type_t *buft);
+/* Bytes the tensor needs in a buffer of this type (>= loom_tensor_n_bytes). */
+LOOM_API size_t loom_buffer_type_alloc_size(loom_buffer_type_t *buft,
 				     const struct loom_tensor *t);
 /* True when the memory is host memory the CPU can address directly. */
-LOOM_API bool loom_buft_is_host(loom_buffer_type_t *buft);
+LOOM_API bool loom_buffer_type_is_host(loom_buffer_type_t *buft);
 /* The device this type belongs to, or NULL for a device-less type. */
-LOOM_API loom_dev_t *loom_buft_device(loom_buffer_type_t *buft);
+LOOM_API loom_dev_t *loom_buffer_type_device(loom_buffer_type_t *buft);
 
 /* ------------------------------------------------------------------------
  * Buffers.
@@ -56,7 +56,7 @@ enum loom_buffer_usage {
 LOOM_API void loom_buffer_free(loom_buffer_t *buf);
 LOOM_API size_t loom_buffer_size(loom_buffer_t *buf);
 LOOM_API void *loom_buffer_base(loom_buffer_t *buf);
-LOOM_API loom_buffer_type_t *loom_buffer_type(loom_buffer_t *buf);
+LOOM_API loom_buffer_type_t *loom_buffer_get_type(loom_buffer_t *buf);
 LOOM_API int loom_buffer_clear(loom_buffer_t *buf, uint8_t value);
 LOOM_API void loom_buffer_set_usage(loom_buffer_t *buf,
 				    enum loom_buffer_usage usage);
@@ -78,7 +78,7 @@ LOOM_API int loom_ctx_alloc_tensors(loom_ctx_t *ctx, loom_buffer_type_t *buft,
 
 /* ------------------------------------------------------------------------
  * Tensor data.  Offsets and sizes are in bytes within the tensor; they
- * are checked against loom_nbytes() before any plugin sees them
+ * are checked against loom_tensor_n_bytes() before any plugin sees them
  * (LOOM_E_RANGE), and the tensor must be placed (LOOM_E_STATE).
  * These calls are blocking.
  */
@@ -198,14 +198,14 @@ LOOM_API loom_reg_t *loom_dev_reg(loom_dev_t *dev);
  * path (LOOM_PLUGIN_PATH, then the installed plugin directory).  It is safe
  * to call more than once; it returns LOOM_E_NOT_FOUND (or the plugin's own
  * error) when a backend named in LOOM_BACKENDS cannot be loaded, with the
- * reason in loom_last_error(); the other plugins are loaded all the same.
+ * reason in loom_error_message(); the other plugins are loaded all the same.
  */
 LOOM_API int loom_load_all(void);
 /* Loads one plugin file, whatever LOOM_BACKENDS says. */
 LOOM_API int loom_load_path(const char *path, loom_reg_t **out);
 /* Registers a plugin linked into the application. */
 struct loom_plugin_desc;
-LOOM_API int loom_register_static(const struct loom_plugin_desc *desc,
+LOOM_API int loom_load_static(const struct loom_plugin_desc *desc,
 				  loom_reg_t **out);
 /* Unloads every plugin and frees every device, buffer type and record.
  * Buffers and backends the application still holds must be freed first. */

@@ -36,7 +36,7 @@ struct loom_buffer_type_iface {
 	size_t (*get_alignment)(loom_buffer_type_t *buft);
 	/* optional: NULL means SIZE_MAX */
 	size_t (*get_max_size)(loom_buffer_type_t *buft);
-	/* optional: NULL means loom_nbytes(t) */
+	/* optional: NULL means loom_tensor_n_bytes(t) */
 	size_t (*get_alloc_size)(loom_buffer_type_t *buft,
 				 const struct loom_tensor *t);
 	/* optional: NULL means false */
@@ -68,7 +68,7 @@ struct loom_buffer_iface {
 	/* optional: copy src (any buffer) into dst (this buffer); return
 	 * LOOM_E_DECLINED when it cannot.  NULL means declined: the core
 	 * stages the copy through host memory. */
-	int (*cpy_tensor)(loom_buffer_t *buf, const struct loom_tensor *src,
+	int (*copy_tensor)(loom_buffer_t *buf, const struct loom_tensor *src,
 			  struct loom_tensor *dst);
 	/* required: fill the whole buffer */
 	int (*clear)(loom_buffer_t *buf, uint8_t value);
@@ -94,7 +94,7 @@ struct loom_backend_iface {
 	/* optional: copy src into dst (dst on this backend's device); return
 	 * LOOM_E_DECLINED when it cannot.  NULL means declined: the core
 	 * synchronizes both backends and copies blocking. */
-	int (*cpy_tensor_async)(loom_backend_t *be_src, loom_backend_t *be_dst,
+	int (*copy_tensor_async)(loom_backend_t *be_src, loom_backend_t *be_dst,
 				const struct loom_tensor *src,
 				struct loom_tensor *dst);
 	/* optional: NULL means the backend never has work in flight */
@@ -172,7 +172,7 @@ struct loom_plugin_desc {
 	const char *name;   /* "cpu"; the file is loom-<name>[-<variant>].so */
 	const char *version;
 	/* required: make the registry entry with loom_reg_new().  Return
-	 * LOOM_E_NOT_APPLICABLE, with loom_set_error() saying why, when the
+	 * LOOM_E_NOT_APPLICABLE, with loom_error_set() saying why, when the
 	 * hardware or driver is absent: the file is then "not-applicable",
 	 * not "failed".  A reg with zero devices is loaded as is. */
 	int (*init)(loom_reg_t **out);
@@ -205,7 +205,7 @@ LOOM_API int loom_reg_new(const struct loom_reg_iface *iface, void *context,
 LOOM_API int loom_dev_new(loom_reg_t *reg, const struct loom_dev_iface *iface,
 			  void *context, loom_dev_t **out);
 /* Freed by the core with reg; dev may be NULL. */
-LOOM_API int loom_buft_new(loom_reg_t *reg, loom_dev_t *dev,
+LOOM_API int loom_buffer_type_new(loom_reg_t *reg, loom_dev_t *dev,
 			   const struct loom_buffer_type_iface *iface,
 			   void *context, loom_buffer_type_t **out);
 /* Freed by loom_buffer_free(), which calls iface->free_buffer first. */
@@ -219,7 +219,7 @@ LOOM_API int loom_backend_new(loom_dev_t *dev,
 
 LOOM_API void *loom_reg_context(loom_reg_t *reg);
 LOOM_API void *loom_dev_context(loom_dev_t *dev);
-LOOM_API void *loom_buft_context(loom_buffer_type_t *buft);
+LOOM_API void *loom_buffer_type_context(loom_buffer_type_t *buft);
 LOOM_API void *loom_buffer_context(loom_buffer_t *buf);
 LOOM_API void *loom_backend_context(loom_backend_t *be);
 /* An event's plugin-side state, set by event_new. */
@@ -227,19 +227,19 @@ LOOM_API void *loom_event_context(loom_event_t *ev);
 LOOM_API void loom_event_set_context(loom_event_t *ev, void *context);
 LOOM_API loom_dev_t *loom_event_device(loom_event_t *ev);
 
-/* Records an error message for loom_last_error() and returns status. */
-LOOM_API int loom_set_error(int status, const char *fmt, ...)
+/* Records an error message for loom_error_message() and returns status. */
+LOOM_API int loom_error_set(int status, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Logs through the application's callback. */
 LOOM_API void loom_log(enum loom_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Reads a LOOM_* variable (NULL in secure-execution processes). */
-LOOM_API const char *loom_getenv(const char *name);
+LOOM_API const char *loom_env_get(const char *name);
 
 /* A raw node, for plugins that rewrite graphs (the meta device): no shape
  * checks beyond the type.  srcs has LOOM_MAX_SRC entries or is NULL;
  * params has LOOM_MAX_OP_PARAMS words or is NULL. */
-LOOM_API struct loom_tensor *loom_new_op_tensor(loom_ctx_t *ctx,
+LOOM_API struct loom_tensor *loom_tensor_new_op(loom_ctx_t *ctx,
 						enum loom_op op,
 						enum loom_type type,
 						const int64_t ne[LOOM_MAX_DIMS],

@@ -55,7 +55,7 @@ LOOM_API const char *loom_strerror(int status);
 /* Returns the message of the last error recorded on this thread by any
  * loom call (never NULL; "" when none).  The string is owned by the library
  * and valid until the next failing call on this thread. */
-LOOM_API const char *loom_last_error(void);
+LOOM_API const char *loom_error_message(void);
 
 /* ------------------------------------------------------------------------
  * Logging.  Default level is warn (LOOM_LOG=warn|info|debug|none), to
@@ -109,16 +109,16 @@ LOOM_API int64_t loom_type_block_size(enum loom_type type);
 LOOM_API size_t loom_type_size(enum loom_type type); /* bytes per block */
 LOOM_API bool loom_type_is_quantized(enum loom_type type);
 /* Bytes of a row of ne0 elements; ne0 must be a multiple of the block. */
-LOOM_API size_t loom_row_size(enum loom_type type, int64_t ne0);
+LOOM_API size_t loom_type_row_size(enum loom_type type, int64_t ne0);
 
-LOOM_API uint16_t loom_fp32_to_fp16(float f);
-LOOM_API float loom_fp16_to_fp32(uint16_t h);
-LOOM_API uint16_t loom_fp32_to_bf16(float f); /* round to nearest even */
-LOOM_API float loom_bf16_to_fp32(uint16_t h);
+LOOM_API uint16_t loom_f32_to_f16(float f);
+LOOM_API float loom_f16_to_f32(uint16_t h);
+LOOM_API uint16_t loom_f32_to_bf16(float f); /* round to nearest even */
+LOOM_API float loom_bf16_to_f32(uint16_t h);
 /* Converts n values (n a multiple of the block sizes of both types) from
  * one type to another.  F32, F16, BF16 and Q8_0 convert among themselves;
  * I32 only to I32.  Returns LOOM_E_UNSUPPORTED otherwise. */
-LOOM_API int loom_convert(enum loom_type src_type, const void *src,
+LOOM_API int loom_type_convert(enum loom_type src_type, const void *src,
 			  enum loom_type dst_type, void *dst, int64_t n);
 
 /* ------------------------------------------------------------------------
@@ -141,7 +141,7 @@ LOOM_API int loom_convert(enum loom_type src_type, const void *src,
 	X(MUL_MAT_ID, "mul_mat_id")                                          \
 	X(GET_ROWS, "get_rows")                                              \
 	X(SET_ROWS, "set_rows")                                              \
-	X(CPY, "cpy")                                                        \
+	X(COPY, "copy")                                                      \
 	X(CONT, "cont")                                                      \
 	X(CONCAT, "concat")                                                  \
 	X(SUM_ROWS, "sum_rows")                                              \
@@ -205,26 +205,26 @@ struct loom_tensor {
 	char name[LOOM_MAX_NAME];
 };
 
-LOOM_API int64_t loom_nelements(const struct loom_tensor *t);
-LOOM_API int64_t loom_nrows(const struct loom_tensor *t); /* ne1*ne2*ne3 */
+LOOM_API int64_t loom_tensor_n_elements(const struct loom_tensor *t);
+LOOM_API int64_t loom_tensor_n_rows(const struct loom_tensor *t); /* ne1*ne2*ne3 */
 /* Bytes spanned by the tensor's data, strides included. */
-LOOM_API size_t loom_nbytes(const struct loom_tensor *t);
-LOOM_API bool loom_is_contiguous(const struct loom_tensor *t);
-LOOM_API bool loom_are_same_shape(const struct loom_tensor *a,
+LOOM_API size_t loom_tensor_n_bytes(const struct loom_tensor *t);
+LOOM_API bool loom_tensor_is_contiguous(const struct loom_tensor *t);
+LOOM_API bool loom_tensor_same_shape(const struct loom_tensor *a,
 				  const struct loom_tensor *b);
 /* True when b can be broadcast to a (every a->ne[i] a multiple of b->ne[i]). */
-LOOM_API bool loom_can_repeat(const struct loom_tensor *b,
+LOOM_API bool loom_tensor_can_repeat(const struct loom_tensor *b,
 			      const struct loom_tensor *a);
-LOOM_API int loom_n_dims(const struct loom_tensor *t);
+LOOM_API int loom_tensor_n_dims(const struct loom_tensor *t);
 
-LOOM_API void loom_set_name(struct loom_tensor *t, const char *name);
-LOOM_API struct loom_tensor *loom_set_name_fmt(struct loom_tensor *t,
+LOOM_API void loom_tensor_set_name(struct loom_tensor *t, const char *name);
+LOOM_API struct loom_tensor *loom_tensor_set_name_fmt(struct loom_tensor *t,
 					       const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-LOOM_API void loom_set_flags(struct loom_tensor *t, uint32_t flags);
+LOOM_API void loom_tensor_set_flags(struct loom_tensor *t, uint32_t flags);
 
-LOOM_API float loom_get_op_param_f32(const struct loom_tensor *t, int i);
-LOOM_API int32_t loom_get_op_param_i32(const struct loom_tensor *t, int i);
+LOOM_API float loom_tensor_op_param_f32(const struct loom_tensor *t, int i);
+LOOM_API int32_t loom_tensor_op_param_i32(const struct loom_tensor *t, int i);
 
 /* ------------------------------------------------------------------------
  * Contexts: arenas of tensor descriptors (no tensor data).
@@ -250,25 +250,25 @@ LOOM_API size_t loom_ctx_n_tensors(const loom_ctx_t *ctx);
 
 /* New tensors without data.  Dimensions past n_dims are 1.  Invalid
  * arguments return NULL and record a message on ctx (and on the thread). */
-LOOM_API struct loom_tensor *loom_new_tensor(loom_ctx_t *ctx,
+LOOM_API struct loom_tensor *loom_tensor_new(loom_ctx_t *ctx,
 					     enum loom_type type, int n_dims,
 					     const int64_t *ne);
-LOOM_API struct loom_tensor *loom_new_tensor_1d(loom_ctx_t *ctx,
+LOOM_API struct loom_tensor *loom_tensor_new_1d(loom_ctx_t *ctx,
 						enum loom_type type,
 						int64_t ne0);
-LOOM_API struct loom_tensor *loom_new_tensor_2d(loom_ctx_t *ctx,
+LOOM_API struct loom_tensor *loom_tensor_new_2d(loom_ctx_t *ctx,
 						enum loom_type type,
 						int64_t ne0, int64_t ne1);
-LOOM_API struct loom_tensor *loom_new_tensor_3d(loom_ctx_t *ctx,
+LOOM_API struct loom_tensor *loom_tensor_new_3d(loom_ctx_t *ctx,
 						enum loom_type type,
 						int64_t ne0, int64_t ne1,
 						int64_t ne2);
-LOOM_API struct loom_tensor *loom_new_tensor_4d(loom_ctx_t *ctx,
+LOOM_API struct loom_tensor *loom_tensor_new_4d(loom_ctx_t *ctx,
 						enum loom_type type,
 						int64_t ne0, int64_t ne1,
 						int64_t ne2, int64_t ne3);
 /* A new tensor of the same type and shape as t (contiguous). */
-LOOM_API struct loom_tensor *loom_dup_tensor(loom_ctx_t *ctx,
+LOOM_API struct loom_tensor *loom_tensor_dup(loom_ctx_t *ctx,
 					     const struct loom_tensor *t);
 
 /* ------------------------------------------------------------------------
@@ -279,7 +279,7 @@ LOOM_API struct loom_tensor *loom_dup_tensor(loom_ctx_t *ctx,
  * Elementwise and row ops read F32, F16 or BF16 and produce F32.
  */
 
-/* a op b, with b broadcast to a's shape (loom_can_repeat(b, a)). */
+/* a op b, with b broadcast to a's shape (loom_tensor_can_repeat(b, a)). */
 LOOM_API struct loom_tensor *loom_add(loom_ctx_t *ctx, struct loom_tensor *a,
 				      struct loom_tensor *b);
 LOOM_API struct loom_tensor *loom_sub(loom_ctx_t *ctx, struct loom_tensor *a,
@@ -353,7 +353,7 @@ LOOM_API struct loom_tensor *loom_set_rows(loom_ctx_t *ctx,
 					   struct loom_tensor *ids);
 /* Copies a into b (same number of elements), converting type and layout.
  * The result is a view of b. */
-LOOM_API struct loom_tensor *loom_cpy(loom_ctx_t *ctx, struct loom_tensor *a,
+LOOM_API struct loom_tensor *loom_copy(loom_ctx_t *ctx, struct loom_tensor *a,
 				      struct loom_tensor *b);
 /* A contiguous copy of a (same type). */
 LOOM_API struct loom_tensor *loom_cont(loom_ctx_t *ctx, struct loom_tensor *a);
@@ -422,11 +422,12 @@ typedef struct loom_graph loom_graph_t;
 LOOM_API int loom_graph_new(loom_ctx_t *ctx, loom_graph_t **out);
 /* Adds t and every node it depends on that is not yet in the graph. */
 LOOM_API int loom_graph_expand(loom_graph_t *g, struct loom_tensor *t);
-LOOM_API int loom_graph_n_nodes(const loom_graph_t *g);
-LOOM_API struct loom_tensor *loom_graph_node(const loom_graph_t *g, int i);
+LOOM_API size_t loom_graph_n_nodes(const loom_graph_t *g);
+LOOM_API struct loom_tensor *loom_graph_node(const loom_graph_t *g, size_t i);
 /* Leaves: tensors the graph reads that no node of it computes. */
-LOOM_API int loom_graph_n_leafs(const loom_graph_t *g);
-LOOM_API struct loom_tensor *loom_graph_leaf(const loom_graph_t *g, int i);
+LOOM_API size_t loom_graph_n_leaves(const loom_graph_t *g);
+LOOM_API struct loom_tensor *loom_graph_leaf(const loom_graph_t *g,
+					      size_t i);
 /* A counter bumped by every change to g, for caches keyed on a graph. */
 LOOM_API uint64_t loom_graph_version(const loom_graph_t *g);
 

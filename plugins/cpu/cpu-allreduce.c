@@ -86,7 +86,7 @@ void cpu_allreduce_run(struct cpu_allreduce *ar, int part, int ith)
 static bool overlaps(const struct loom_tensor *a, const struct loom_tensor *b)
 {
 	const char *pa = a->data, *pb = b->data;
-	size_t na = loom_nbytes(a), nb = loom_nbytes(b);
+	size_t na = loom_tensor_n_bytes(a), nb = loom_tensor_n_bytes(b);
 
 	return pa < pb + nb && pb < pa + na;
 }
@@ -113,11 +113,11 @@ static const char *check(loom_backend_t *const *backends,
 			return "called from inside a pool";
 		if (!t || !t->data || t->type != LOOM_TYPE_F32)
 			return "a tensor that is not placed F32";
-		if (!loom_is_contiguous(t) ||
-		    !loom_are_same_shape(t, tensors[0]))
+		if (!loom_tensor_is_contiguous(t) ||
+		    !loom_tensor_same_shape(t, tensors[0]))
 			return "tensors of different shapes or layouts";
 		if (t->buffer &&
-		    !loom_buft_is_host(loom_buffer_type(t->buffer)))
+		    !loom_buffer_type_is_host(loom_buffer_get_type(t->buffer)))
 			return "a tensor outside host memory";
 		for (j = 0; j < i; j++) {
 			if (cbs[j] == cbs[i])
@@ -149,7 +149,7 @@ static bool reduce_inline(struct cpu_backend *const *cbs,
 		ptr[i] = tensors[i]->data;
 	}
 	if (idle)
-		reduce_range(ptr, (int)n, 0, loom_nelements(tensors[0]));
+		reduce_range(ptr, (int)n, 0, loom_tensor_n_elements(tensors[0]));
 	while (i--)
 		pthread_mutex_unlock(&cbs[i]->pool->lock);
 	pthread_mutex_unlock(&cr->post_lock);
@@ -174,23 +174,23 @@ int cpu_allreduce(loom_backend_t *const *backends,
 	bool leader_only;
 
 	if (!backends || !tensors || n == 0 || n > 4096)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "cpu: allreduce of %zu tensors", n);
 	if (n > 8) {
 		cbs = calloc(n, sizeof(*cbs));
 		if (!cbs)
-			return loom_set_error(LOOM_E_NOMEM,
+			return loom_error_set(LOOM_E_NOMEM,
 					      "cpu: out of memory");
 	}
 	why = check(backends, tensors, n, opts, cbs);
 	if (why) {
-		err = loom_set_error(LOOM_E_DECLINED, "cpu: allreduce: %s",
+		err = loom_error_set(LOOM_E_DECLINED, "cpu: allreduce: %s",
 				     why);
 		goto out;
 	}
-	if (n == 1 || loom_nelements(tensors[0]) == 0)
+	if (n == 1 || loom_tensor_n_elements(tensors[0]) == 0)
 		goto out;
-	if (loom_nbytes(tensors[0]) <= AR_INLINE_MAX &&
+	if (loom_tensor_n_bytes(tensors[0]) <= AR_INLINE_MAX &&
 	    reduce_inline(cbs, tensors, n))
 		goto out;
 
@@ -198,13 +198,13 @@ int cpu_allreduce(loom_backend_t *const *backends,
 	size = sizeof(*ar) + n * sizeof(int) + n * sizeof(float *);
 	ar = calloc(1, size);
 	if (!ar) {
-		err = loom_set_error(LOOM_E_NOMEM, "cpu: out of memory");
+		err = loom_error_set(LOOM_E_NOMEM, "cpu: out of memory");
 		goto out;
 	}
 	ar->ptr = (float **)(ar + 1);
 	ar->base = (int *)(ar->ptr + n);
 	ar->n = (int)n;
-	ar->ne = loom_nelements(tensors[0]);
+	ar->ne = loom_tensor_n_elements(tensors[0]);
 	leader_only = ar->ne * sizeof(float) <= AR_LEADERS_MAX;
 	for (i = 0; i < n; i++) {
 		ar->ptr[i] = tensors[i]->data;

@@ -48,7 +48,7 @@ bool cpu_supports_op(const struct loom_tensor *op)
 	case LOOM_OP_MUL:
 	case LOOM_OP_DIV:
 		return f32 && src_float(op, 0) && src_float(op, 1) &&
-		       loom_can_repeat(op->src[1], a);
+		       loom_tensor_can_repeat(op->src[1], a);
 	case LOOM_OP_SCALE:
 	case LOOM_OP_SILU:
 	case LOOM_OP_GELU:
@@ -60,8 +60,8 @@ bool cpu_supports_op(const struct loom_tensor *op)
 		return f32 && src_float(op, 0) &&
 		       (!op->src[1] || src_float(op, 1));
 	case LOOM_OP_ROPE: {
-		int mode = loom_get_op_param_i32(op, 1);
-		int n_dims = loom_get_op_param_i32(op, 0);
+		int mode = loom_tensor_op_param_i32(op, 1);
+		int n_dims = loom_tensor_op_param_i32(op, 0);
 
 		return f32 && src_float(op, 0) &&
 		       src_is(op, 1, LOOM_TYPE_I32) &&
@@ -82,7 +82,7 @@ bool cpu_supports_op(const struct loom_tensor *op)
 	case LOOM_OP_SET_ROWS:
 		return is_storage(op->type) && src_float(op, 1) &&
 		       src_is(op, 2, LOOM_TYPE_I32);
-	case LOOM_OP_CPY:
+	case LOOM_OP_COPY:
 	case LOOM_OP_CONT:
 		if (!a)
 			return false;
@@ -90,7 +90,7 @@ bool cpu_supports_op(const struct loom_tensor *op)
 			return true;
 		return is_storage(a->type) && is_storage(op->type);
 	case LOOM_OP_CONCAT: {
-		int dim = loom_get_op_param_i32(op, 0);
+		int dim = loom_tensor_op_param_i32(op, 0);
 
 		return a && op->src[1] && a->type == op->type &&
 		       op->src[1]->type == op->type && dim >= 0 && dim < 4;
@@ -114,7 +114,7 @@ static bool is_noop(const struct loom_tensor *node)
 	case LOOM_OP_TRANSPOSE:
 		return true;
 	default:
-		return loom_nelements(node) == 0;
+		return loom_tensor_n_elements(node) == 0;
 	}
 }
 
@@ -166,9 +166,9 @@ static void compute_node(const struct cpu_task *task, struct loom_tensor *n)
 	case LOOM_OP_SET_ROWS:
 		cpu_op_set_rows(task, n);
 		break;
-	case LOOM_OP_CPY:
+	case LOOM_OP_COPY:
 	case LOOM_OP_CONT:
-		cpu_op_cpy(task, n);
+		cpu_op_copy(task, n);
 		break;
 	case LOOM_OP_CONCAT:
 		cpu_op_concat(task, n);
@@ -230,22 +230,22 @@ static int check_graph(loom_graph_t *g, int nth, size_t *wsize)
 		if (is_noop(node))
 			continue;
 		if (!cpu_supports_op(node))
-			return loom_set_error(LOOM_E_UNSUPPORTED,
+			return loom_error_set(LOOM_E_UNSUPPORTED,
 					      "cpu: %s (%s, %s) is not "
 					      "supported",
 					      loom_op_name(node->op),
 					      node->name,
 					      loom_type_name(node->type));
 		if (!node->data)
-			return loom_set_error(LOOM_E_STATE,
+			return loom_error_set(LOOM_E_STATE,
 					      "cpu: node %s (%s) has no memory",
 					      node->name,
 					      loom_op_name(node->op));
 		for (j = 0; j < LOOM_MAX_SRC; j++) {
 			const struct loom_tensor *s = node->src[j];
 
-			if (s && !s->data && loom_nelements(s) > 0)
-				return loom_set_error(
+			if (s && !s->data && loom_tensor_n_elements(s) > 0)
+				return loom_error_set(
 					LOOM_E_STATE,
 					"cpu: source %d (%s) of %s has no "
 					"memory", j, s->name, node->name);
@@ -315,7 +315,7 @@ static int run_inline(struct cpu_backend *cb, loom_graph_t *g, size_t wsize)
 	void *w = wsize ? aligned_alloc(64, (wsize + 63) & ~(size_t)63) : NULL;
 
 	if (wsize && !w)
-		return loom_set_error(LOOM_E_NOMEM,
+		return loom_error_set(LOOM_E_NOMEM,
 				      "cpu: cannot allocate %zu bytes of work "
 				      "memory", wsize);
 	cpu_graph_run(cb->pool, g, 0, 1, w, wsize);
@@ -432,19 +432,19 @@ int cpu_get_tensor_2d_async(loom_backend_t *be, const struct loom_tensor *t,
 
 /* Copies within one backend's stream, from host memory; anything that
  * would need a second stream's order is the core's to do blocking. */
-static int be_cpy_tensor_async(loom_backend_t *be_src, loom_backend_t *be_dst,
+static int be_copy_tensor_async(loom_backend_t *be_src, loom_backend_t *be_dst,
 			       const struct loom_tensor *src,
 			       struct loom_tensor *dst)
 {
 	struct cpu_copy c = {
 		.dst = dst->data,
 		.src = src->data,
-		.size = loom_nbytes(src),
+		.size = loom_tensor_n_bytes(src),
 		.n = 1,
 	};
 
 	if (be_src != be_dst || !src->buffer || !src->data ||
-	    !loom_buft_is_host(loom_buffer_type(src->buffer)))
+	    !loom_buffer_type_is_host(loom_buffer_get_type(src->buffer)))
 		return LOOM_E_DECLINED;
 	return post_copy(loom_backend_context(be_dst), &c);
 }
@@ -455,7 +455,7 @@ static const struct loom_backend_iface cpu_backend_iface = {
 	.free = be_free,
 	.set_tensor_async = be_set_tensor_async,
 	.get_tensor_async = be_get_tensor_async,
-	.cpy_tensor_async = be_cpy_tensor_async,
+	.copy_tensor_async = be_copy_tensor_async,
 	.synchronize = be_synchronize,
 	.graph_compute = be_graph_compute,
 };
@@ -492,7 +492,7 @@ static int parse_threads(const char *s)
 
 int cpu_default_threads(const struct cpu_device *cd)
 {
-	const char *env = loom_getenv("LOOM_CPU_THREADS");
+	const char *env = loom_env_get("LOOM_CPU_THREADS");
 	int n = parse_threads(env);
 
 	/* One thread per physical core: SMT siblings share the FMA units
@@ -515,14 +515,14 @@ int cpu_backend_init(struct cpu_device *cd, const char *params,
 	if (params && *params) {
 		if (strncmp(params, "threads=", 8) ||
 		    !(n_threads = parse_threads(params + 8)))
-			return loom_set_error(LOOM_E_INVAL,
+			return loom_error_set(LOOM_E_INVAL,
 					      "cpu: unknown backend parameters "
 					      "'%s' (expected threads=N)",
 					      params);
 	}
 	cb = calloc(1, sizeof(*cb));
 	if (!cb)
-		return loom_set_error(LOOM_E_NOMEM, "cpu: out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "cpu: out of memory");
 	cb->cd = cd;
 	snprintf(cb->name, sizeof(cb->name), "%s", cd->name);
 	err = cpu_pool_new(n_threads, cd->cpus, cd->n_cpus, &cb->pool);
@@ -548,15 +548,15 @@ int cpu_backend_set_n_threads(loom_backend_t *be, int n_threads)
 	int err;
 
 	if (!cb)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "cpu: set_n_threads on a backend of "
 				      "another plugin");
 	if (n_threads < 1 || n_threads > 4096)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "cpu: %d is not a thread count",
 				      n_threads);
 	if (cpu_pool_is_worker(cb->pool))
-		return loom_set_error(LOOM_E_STATE,
+		return loom_error_set(LOOM_E_STATE,
 				      "cpu: set_n_threads from inside the "
 				      "backend's own work");
 	if (n_threads == cb->pool->n_threads)

@@ -56,13 +56,13 @@ static int buf_get_tensor(loom_buffer_t *buf, const struct loom_tensor *t,
 }
 
 /* Copies from any host buffer; device memory is the core's to stage. */
-static int buf_cpy_tensor(loom_buffer_t *buf, const struct loom_tensor *src,
+static int buf_copy_tensor(loom_buffer_t *buf, const struct loom_tensor *src,
 			  struct loom_tensor *dst)
 {
 	if (!src->buffer || !src->data ||
-	    !loom_buft_is_host(loom_buffer_type(src->buffer)))
+	    !loom_buffer_type_is_host(loom_buffer_get_type(src->buffer)))
 		return LOOM_E_DECLINED;
-	memmove(dst->data, src->data, loom_nbytes(src));
+	memmove(dst->data, src->data, loom_tensor_n_bytes(src));
 	return LOOM_OK;
 }
 
@@ -79,7 +79,7 @@ static const struct loom_buffer_iface cpu_buffer_iface = {
 	.memset_tensor = buf_memset_tensor,
 	.set_tensor = buf_set_tensor,
 	.get_tensor = buf_get_tensor,
-	.cpy_tensor = buf_cpy_tensor,
+	.copy_tensor = buf_copy_tensor,
 	.clear = buf_clear,
 };
 
@@ -120,7 +120,7 @@ int cpu_get_tensor_2d(loom_buffer_t *buf, const struct loom_tensor *t,
 
 static const char *buft_get_name(loom_buffer_type_t *buft)
 {
-	struct cpu_device *cd = loom_buft_context(buft);
+	struct cpu_device *cd = loom_buffer_type_context(buft);
 
 	return cd->name;
 }
@@ -144,7 +144,7 @@ static void prefer_node(void *mem, size_t size, int node)
 static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 			     loom_buffer_t **out)
 {
-	struct cpu_device *cd = loom_buft_context(buft);
+	struct cpu_device *cd = loom_buffer_type_context(buft);
 	size_t padded, align;
 	void *mem;
 	int err;
@@ -158,7 +158,7 @@ static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 	else
 		align = CPU_BUFFER_ALIGN;
 	if (size > SIZE_MAX - align)
-		return loom_set_error(LOOM_E_NOMEM,
+		return loom_error_set(LOOM_E_NOMEM,
 				      "cpu: cannot allocate %zu bytes", size);
 	/* Zero bytes still get a real, aligned address. */
 	padded = (size + align - 1) & ~(align - 1);
@@ -166,7 +166,7 @@ static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 		padded = align;
 	mem = aligned_alloc(align, padded);
 	if (!mem)
-		return loom_set_error(LOOM_E_NOMEM,
+		return loom_error_set(LOOM_E_NOMEM,
 				      "cpu: cannot allocate %zu bytes", size);
 	/* Only a hint: without huge pages the buffer still works. */
 	if (align == CPU_HUGE_PAGE && madvise(mem, padded, MADV_HUGEPAGE))
@@ -200,6 +200,6 @@ static const struct loom_buffer_type_iface cpu_buft_iface = {
 
 int cpu_buft_create(struct cpu_reg *cr, struct cpu_device *cd)
 {
-	return loom_buft_new(cr->reg, cd->dev, &cpu_buft_iface, cd,
+	return loom_buffer_type_new(cr->reg, cd->dev, &cpu_buft_iface, cd,
 			     &cd->buft);
 }

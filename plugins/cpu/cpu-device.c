@@ -267,7 +267,7 @@ static bool dev_supports_op(loom_dev_t *dev, const struct loom_tensor *op)
 
 static bool dev_supports_buft(loom_dev_t *dev, loom_buffer_type_t *buft)
 {
-	return loom_buft_is_host(buft);
+	return loom_buffer_type_is_host(buft);
 }
 
 static const struct loom_dev_iface cpu_dev_iface = {
@@ -286,7 +286,7 @@ static const struct loom_dev_iface cpu_dev_iface = {
 /* Device count asked for by LOOM_CPU_DEVICES: N >= 1, or 0 for numa. */
 static int requested_devices(void)
 {
-	const char *s = loom_getenv("LOOM_CPU_DEVICES");
+	const char *s = loom_env_get("LOOM_CPU_DEVICES");
 	char *end;
 	long v;
 
@@ -483,7 +483,7 @@ int cpu_devices_init(struct cpu_reg *cr)
 
 	n_cpus = allowed_cpus(&cpus);
 	if (n_cpus < 0)
-		return loom_set_error(LOOM_E_NOMEM, "cpu: out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "cpu: out of memory");
 	core_of = malloc(sizeof(*core_of) * n_cpus);
 	sorted = malloc(sizeof(*sorted) * n_cpus);
 	if (!core_of || !sorted) {
@@ -509,7 +509,7 @@ out_free:
 	free(core_of);
 	if (n < 0) {
 		free(sorted);
-		return loom_set_error(LOOM_E_NOMEM, "cpu: out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "cpu: out of memory");
 	}
 	cr->n_devices = n;
 

@@ -232,7 +232,7 @@ void cpu_op_soft_max(const struct cpu_task *task, struct loom_tensor *dst);
 void cpu_op_rope(const struct cpu_task *task, struct loom_tensor *dst);
 void cpu_op_get_rows(const struct cpu_task *task, struct loom_tensor *dst);
 void cpu_op_set_rows(const struct cpu_task *task, struct loom_tensor *dst);
-void cpu_op_cpy(const struct cpu_task *task, struct loom_tensor *dst);
+void cpu_op_copy(const struct cpu_task *task, struct loom_tensor *dst);
 void cpu_op_concat(const struct cpu_task *task, struct loom_tensor *dst);
 void cpu_op_sum_rows(const struct cpu_task *task, struct loom_tensor *dst);
 void cpu_op_argmax(const struct cpu_task *task, struct loom_tensor *dst);

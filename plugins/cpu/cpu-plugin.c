@@ -268,7 +268,7 @@ static int cpu_init(loom_reg_t **out)
 	int err;
 
 	if (!cr)
-		return loom_set_error(LOOM_E_NOMEM, "cpu: out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "cpu: out of memory");
 	pthread_mutex_init(&cr->post_lock, NULL);
 	err = loom_reg_new(&cpu_reg_iface, cr, &cr->reg);
 	if (err) {

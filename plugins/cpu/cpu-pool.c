@@ -277,7 +277,7 @@ static void *worker_main(void *p)
 
 static int64_t spin_ns_from_env(void)
 {
-	const char *s = loom_getenv("LOOM_CPU_SPIN_US");
+	const char *s = loom_env_get("LOOM_CPU_SPIN_US");
 	char *end;
 	long v;
 
@@ -298,7 +298,7 @@ int cpu_pool_new(int n_threads, const int *cpus, int n_cpus,
 
 	pool = aligned_alloc(64, size);
 	if (!pool)
-		return loom_set_error(LOOM_E_NOMEM, "cpu: out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "cpu: out of memory");
 	memset(pool, 0, sizeof(*pool));
 	if (n_threads < 1)
 		n_threads = 1;
@@ -352,7 +352,7 @@ err_stop:
 err_lock:
 	pthread_mutex_destroy(&pool->lock);
 	free(pool);
-	return loom_set_error(LOOM_E_NOMEM, "cpu: cannot start %d threads",
+	return loom_error_set(LOOM_E_NOMEM, "cpu: cannot start %d threads",
 			      n_threads);
 }
 
@@ -425,7 +425,7 @@ int cpu_pool_reserve(struct cpu_pool *pool, size_t size)
 	size = (size + 4095) & ~(size_t)4095;
 	p = aligned_alloc(64, size);
 	if (!p)
-		return loom_set_error(LOOM_E_NOMEM,
+		return loom_error_set(LOOM_E_NOMEM,
 				      "cpu: cannot allocate %zu bytes of "
 				      "work memory", size);
 	free(pool->wdata);

@@ -177,12 +177,12 @@ void cpu_store_f32(enum loom_type type, char *dst, size_t nb0,
 	case LOOM_TYPE_Q8_0:
 		/* The core's quantizer, so every device rounds alike. */
 		if (nb0 == sizeof(struct loom_block_q8_0)) {
-			loom_convert(LOOM_TYPE_F32, src, LOOM_TYPE_Q8_0, dst,
+			loom_type_convert(LOOM_TYPE_F32, src, LOOM_TYPE_Q8_0, dst,
 				     n - n % LOOM_QK8_0);
 			break;
 		}
 		for (i = 0; i < n / LOOM_QK8_0; i++)
-			loom_convert(LOOM_TYPE_F32, src + i * LOOM_QK8_0,
+			loom_type_convert(LOOM_TYPE_F32, src + i * LOOM_QK8_0,
 				     LOOM_TYPE_Q8_0, dst + i * nb0,
 				     LOOM_QK8_0);
 		break;

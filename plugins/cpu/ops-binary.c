@@ -70,9 +70,9 @@ void cpu_op_binary(const struct cpu_task *task, struct loom_tensor *dst)
 	int64_t r, r0, r1;
 
 	if (cpu_is_f32_contig(a) && cpu_is_f32_contig(b) &&
-	    cpu_is_f32_contig(dst) && loom_are_same_shape(a, b)) {
+	    cpu_is_f32_contig(dst) && loom_tensor_same_shape(a, b)) {
 		/* Whole vectors: split the elements, in 64-byte pieces. */
-		int64_t n = loom_nelements(dst);
+		int64_t n = loom_tensor_n_elements(dst);
 		int64_t per = ((n + task->nth - 1) / task->nth + 15) & ~15;
 		int64_t i0 = per * task->ith;
 		int64_t i1 = i0 + per < n ? i0 + per : n;
@@ -84,7 +84,7 @@ void cpu_op_binary(const struct cpu_task *task, struct loom_tensor *dst)
 		return;
 	}
 
-	cpu_split_rows(task, loom_nrows(dst), &r0, &r1);
+	cpu_split_rows(task, loom_tensor_n_rows(dst), &r0, &r1);
 	for (r = r0; r < r1; r++) {
 		int64_t i1, i2, i3, k;
 		const float *x, *y;

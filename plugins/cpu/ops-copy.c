@@ -1,4 +1,4 @@
-/* ops-copy.c - cpy and cont (any layout to any layout of the same element
+/* ops-copy.c - copy and cont (any layout to any layout of the same element
  * count, converting between F32, F16, BF16 and Q8_0) and concat.  Copies
  * within one type move bytes, so they are exact for every type.
  */
@@ -38,7 +38,7 @@ static void copy_units(char *d, size_t dnb, const char *s, size_t snb,
 
 /* Both tensors walked in their logical order, units (elements, or blocks
  * of a quantized type) moved as bytes. */
-static void cpy_same_type(const struct cpu_task *task,
+static void copy_same_type(const struct cpu_task *task,
 			  const struct loom_tensor *src,
 			  struct loom_tensor *dst)
 {
@@ -48,7 +48,7 @@ static void cpy_same_type(const struct cpu_task *task,
 	int64_t nu_d = dst->ne[0] / bs;
 	int64_t r, r0, r1;
 
-	cpu_split_rows(task, loom_nrows(dst), &r0, &r1);
+	cpu_split_rows(task, loom_tensor_n_rows(dst), &r0, &r1);
 	for (r = r0; r < r1; r++) {
 		int64_t i1, i2, i3, k = r * nu_d, done = 0;
 		char *d;
@@ -75,7 +75,7 @@ static void cpy_same_type(const struct cpu_task *task,
 
 /* The same walk through F32: each dst row is gathered as F32, then
  * stored in dst's type. */
-static void cpy_convert(const struct cpu_task *task,
+static void copy_convert(const struct cpu_task *task,
 			const struct loom_tensor *src, struct loom_tensor *dst)
 {
 	int64_t ne_s = src->ne[0];
@@ -85,7 +85,7 @@ static void cpy_convert(const struct cpu_task *task,
 	int64_t cached = -1;
 	int64_t r, r0, r1;
 
-	cpu_split_rows(task, loom_nrows(dst), &r0, &r1);
+	cpu_split_rows(task, loom_tensor_n_rows(dst), &r0, &r1);
 	if (ne_s == ne_d) {
 		/* Rows match: convert each straight from the source row. */
 		for (r = r0; r < r1; r++) {
@@ -135,27 +135,27 @@ static void cpy_convert(const struct cpu_task *task,
 	}
 }
 
-void cpu_op_cpy(const struct cpu_task *task, struct loom_tensor *dst)
+void cpu_op_copy(const struct cpu_task *task, struct loom_tensor *dst)
 {
 	const struct loom_tensor *src = dst->src[0];
 
 	/* For CPY the node is a view of src[1], so it is the destination. */
 	if (src->type == dst->type)
-		cpy_same_type(task, src, dst);
+		copy_same_type(task, src, dst);
 	else
-		cpy_convert(task, src, dst);
+		copy_convert(task, src, dst);
 }
 
 void cpu_op_concat(const struct cpu_task *task, struct loom_tensor *dst)
 {
 	const struct loom_tensor *a = dst->src[0];
 	const struct loom_tensor *b = dst->src[1];
-	int dim = loom_get_op_param_i32(dst, 0);
+	int dim = loom_tensor_op_param_i32(dst, 0);
 	int64_t bs = loom_type_block_size(dst->type);
 	size_t us = loom_type_size(dst->type);
 	int64_t r, r0, r1;
 
-	cpu_split_rows(task, loom_nrows(dst), &r0, &r1);
+	cpu_split_rows(task, loom_tensor_n_rows(dst), &r0, &r1);
 	for (r = r0; r < r1; r++) {
 		int64_t c[4];
 		char *d;

@@ -24,11 +24,11 @@ static float sum_sq(const float *x, float c, int64_t n)
 void cpu_op_norm(const struct cpu_task *task, struct loom_tensor *dst)
 {
 	const struct loom_tensor *a = dst->src[0];
-	float eps = loom_get_op_param_f32(dst, 0);
+	float eps = loom_tensor_op_param_f32(dst, 0);
 	int64_t n = dst->ne[0];
 	int64_t r, r0, r1, i;
 
-	cpu_split_rows(task, loom_nrows(dst), &r0, &r1);
+	cpu_split_rows(task, loom_tensor_n_rows(dst), &r0, &r1);
 	for (r = r0; r < r1; r++) {
 		int64_t i1, i2, i3;
 		const float *x;

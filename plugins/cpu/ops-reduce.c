@@ -8,7 +8,7 @@ void cpu_op_sum_rows(const struct cpu_task *task, struct loom_tensor *dst)
 	const struct loom_tensor *a = dst->src[0];
 	int64_t r, r0, r1;
 
-	cpu_split_rows(task, loom_nrows(a), &r0, &r1);
+	cpu_split_rows(task, loom_tensor_n_rows(a), &r0, &r1);
 	for (r = r0; r < r1; r++) {
 		int64_t i1, i2, i3;
 		const float *x;
@@ -33,7 +33,7 @@ void cpu_op_argmax(const struct cpu_task *task, struct loom_tensor *dst)
 	const struct loom_tensor *a = dst->src[0];
 	int64_t r, r0, r1, i;
 
-	cpu_split_rows(task, loom_nrows(a), &r0, &r1);
+	cpu_split_rows(task, loom_tensor_n_rows(a), &r0, &r1);
 	for (r = r0; r < r1; r++) {
 		int64_t i1, i2, i3, best = 0;
 		const float *x;
@@ -110,7 +110,7 @@ void cpu_op_top_k(const struct cpu_task *task, struct loom_tensor *dst)
 
 	if (k > n)
 		k = n;
-	cpu_split_rows(task, loom_nrows(a), &r0, &r1);
+	cpu_split_rows(task, loom_tensor_n_rows(a), &r0, &r1);
 	for (r = r0; r < r1; r++) {
 		int64_t i1, i2, i3;
 		const float *x;

@@ -11,10 +11,10 @@ void cpu_op_rope(const struct cpu_task *task, struct loom_tensor *dst)
 {
 	const struct loom_tensor *a = dst->src[0];
 	const struct loom_tensor *pos = dst->src[1];
-	int n_dims = loom_get_op_param_i32(dst, 0);
-	int mode = loom_get_op_param_i32(dst, 1);
-	double base = loom_get_op_param_f32(dst, 2);
-	double fscale = loom_get_op_param_f32(dst, 3);
+	int n_dims = loom_tensor_op_param_i32(dst, 0);
+	int mode = loom_tensor_op_param_i32(dst, 1);
+	double base = loom_tensor_op_param_f32(dst, 2);
+	double fscale = loom_tensor_op_param_f32(dst, 3);
 	int64_t half = n_dims / 2;
 	int64_t cached = -1;
 	float *cs = cpu_scratch(task, dst, 2);
@@ -24,7 +24,7 @@ void cpu_op_rope(const struct cpu_task *task, struct loom_tensor *dst)
 	double *freq = (double *)cpu_scratch(task, dst, 3);
 	int64_t r, r0, r1, i;
 
-	cpu_split_rows(task, loom_nrows(dst), &r0, &r1);
+	cpu_split_rows(task, loom_tensor_n_rows(dst), &r0, &r1);
 	if (r0 < r1)
 		for (i = 0; i < half; i++)
 			freq[i] = fscale * pow(base, -2.0 * i / n_dims);

@@ -23,7 +23,7 @@ void cpu_op_get_rows(const struct cpu_task *task, struct loom_tensor *dst)
 	int64_t ne0 = dst->ne[0];
 	int64_t r, r0, r1;
 
-	cpu_split_rows(task, loom_nrows(dst), &r0, &r1);
+	cpu_split_rows(task, loom_tensor_n_rows(dst), &r0, &r1);
 	for (r = r0; r < r1; r++) {
 		int64_t i1, i2, i3;
 		int32_t id;
@@ -67,7 +67,7 @@ void cpu_op_set_rows(const struct cpu_task *task, struct loom_tensor *dst)
 	int64_t r, r0, r1;
 
 	/* The node views the destination: write through the node itself. */
-	cpu_split_rows(task, loom_nrows(v), &r0, &r1);
+	cpu_split_rows(task, loom_tensor_n_rows(v), &r0, &r1);
 	for (r = r0; r < r1; r++) {
 		int64_t i1, i2, i3;
 		int32_t id;

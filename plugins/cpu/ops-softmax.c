@@ -7,11 +7,11 @@ void cpu_op_soft_max(const struct cpu_task *task, struct loom_tensor *dst)
 {
 	const struct loom_tensor *a = dst->src[0];
 	const struct loom_tensor *mask = dst->src[1];
-	float scale = loom_get_op_param_f32(dst, 0);
+	float scale = loom_tensor_op_param_f32(dst, 0);
 	int64_t n = dst->ne[0];
 	int64_t r, r0, r1, i;
 
-	cpu_split_rows(task, loom_nrows(dst), &r0, &r1);
+	cpu_split_rows(task, loom_tensor_n_rows(dst), &r0, &r1);
 	for (r = r0; r < r1; r++) {
 		int64_t i1, i2, i3;
 		const float *x;

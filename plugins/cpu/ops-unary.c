@@ -11,7 +11,7 @@ static void vec_unary(const struct loom_tensor *dst, float *d, const float *x,
 
 	switch (dst->op) {
 	case LOOM_OP_SCALE: {
-		float s = loom_get_op_param_f32(dst, 0);
+		float s = loom_tensor_op_param_f32(dst, 0);
 
 		for (i = 0; i < n; i++)
 			d[i] = x[i] * s;
@@ -43,7 +43,7 @@ void cpu_op_unary(const struct cpu_task *task, struct loom_tensor *dst)
 	int64_t r, r0, r1;
 
 	if (cpu_is_f32_contig(a) && cpu_is_f32_contig(dst)) {
-		int64_t n = loom_nelements(dst);
+		int64_t n = loom_tensor_n_elements(dst);
 		int64_t per = ((n + task->nth - 1) / task->nth + 15) & ~15;
 		int64_t i0 = per * task->ith;
 		int64_t i1 = i0 + per < n ? i0 + per : n;
@@ -54,7 +54,7 @@ void cpu_op_unary(const struct cpu_task *task, struct loom_tensor *dst)
 		return;
 	}
 
-	cpu_split_rows(task, loom_nrows(dst), &r0, &r1);
+	cpu_split_rows(task, loom_tensor_n_rows(dst), &r0, &r1);
 	for (r = r0; r < r1; r++) {
 		int64_t i1, i2, i3;
 		const float *x;

@@ -22,7 +22,7 @@ struct cuda_comm_group {
 
 static int nccl_error(ncclResult_t r, const char *what)
 {
-	return loom_set_error(LOOM_E_DEVICE, "%s: nccl: %s: %s", LOOM_GPU_NAME,
+	return loom_error_set(LOOM_E_DEVICE, "%s: nccl: %s: %s", LOOM_GPU_NAME,
 			      what, ncclGetErrorString(r));
 }
 
@@ -52,12 +52,12 @@ static int group_get(struct cuda_reg *reg, const int *ids, int n,
 	}
 	grp = calloc(1, sizeof(*grp));
 	if (!grp)
-		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "out of memory");
 	grp->ids = calloc(n, sizeof(*grp->ids));
 	grp->comms = calloc(n, sizeof(*grp->comms));
 	if (!grp->ids || !grp->comms) {
 		group_free(grp);
-		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "out of memory");
 	}
 	memcpy(grp->ids, ids, n * sizeof(*ids));
 	r = ncclCommInitAll(grp->comms, n, grp->ids);
@@ -94,8 +94,8 @@ static bool accept(loom_backend_t *const *backends,
 			return false;
 		if (!reg)
 			reg = be->dev->reg;
-		if (t->type != LOOM_TYPE_F32 || !loom_is_contiguous(t) ||
-		    !loom_are_same_shape(t, t0) ||
+		if (t->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(t) ||
+		    !loom_tensor_same_shape(t, t0) ||
 		    !cuda_tensor_on_device(reg, t))
 			return false;
 		cb = loom_buffer_context(t->buffer);
@@ -150,7 +150,7 @@ int cuda_allreduce(loom_backend_t *const *backends,
 		   struct loom_tensor *const *tensors, size_t n,
 		   const struct loom_allreduce_opts *opts)
 {
-	const char *mode = loom_getenv("LOOM_CUDA_ALLREDUCE");
+	const char *mode = loom_env_get("LOOM_CUDA_ALLREDUCE");
 	int ids[CUDA_MAX_DEVICES];
 	struct cuda_comm_group *grp = NULL;
 	struct cuda_reg *reg;
@@ -181,7 +181,7 @@ int cuda_allreduce(loom_backend_t *const *backends,
 	default:
 		return LOOM_E_DECLINED;
 	}
-	count = loom_nelements(tensors[0]);
+	count = loom_tensor_n_elements(tensors[0]);
 	if (count == 0)
 		return LOOM_OK;
 

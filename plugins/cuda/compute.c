@@ -81,7 +81,7 @@ bool cuda_supports_op(const struct loom_tensor *t)
 	case LOOM_OP_SET_ROWS:
 		return src_ok(a, is_weight_type) && src_ok(b, is_float) &&
 		       src_ok(t->src[2], is_i32) && t->type == a->type;
-	case LOOM_OP_CPY:
+	case LOOM_OP_COPY:
 	case LOOM_OP_CONT: {
 		enum loom_type st = a ? a->type : LOOM_TYPE_COUNT;
 
@@ -120,8 +120,8 @@ static int (*const op_kernel[LOOM_OP_COUNT])(struct cuda_backend *,
 	[LOOM_OP_MUL_MAT_ID] = cuda_op_mul_mat_id,
 	[LOOM_OP_GET_ROWS] = cuda_op_get_rows,
 	[LOOM_OP_SET_ROWS] = cuda_op_set_rows,
-	[LOOM_OP_CPY] = cuda_op_cpy,
-	[LOOM_OP_CONT] = cuda_op_cpy,
+	[LOOM_OP_COPY] = cuda_op_copy,
+	[LOOM_OP_CONT] = cuda_op_copy,
 	[LOOM_OP_CONCAT] = cuda_op_concat,
 	[LOOM_OP_SUM_ROWS] = cuda_op_reduce,
 	[LOOM_OP_ARGMAX] = cuda_op_reduce,
@@ -133,7 +133,7 @@ static int (*const op_kernel[LOOM_OP_COUNT])(struct cuda_backend *,
 static bool reachable(const struct cuda_backend *be,
 		      const struct loom_tensor *t)
 {
-	loom_buffer_type_t *buft = loom_buffer_type(t->buffer);
+	loom_buffer_type_t *buft = loom_buffer_get_type(t->buffer);
 
 	return buft == be->dev->buft || buft == be->dev->reg->host_buft;
 }
@@ -150,15 +150,15 @@ static int check_node(const struct cuda_backend *be,
 		if (!x)
 			continue;
 		if (!x->data || !x->buffer)
-			return loom_set_error(LOOM_E_STATE,
+			return loom_error_set(LOOM_E_STATE,
 					      "%s: tensor '%s' is not placed",
 					      be->name, x->name);
 		if (!reachable(be, x))
-			return loom_set_error(
+			return loom_error_set(
 				LOOM_E_INVAL,
 				"%s: tensor '%s' is in a buffer of type '%s', "
 				"which %s cannot address", be->name, x->name,
-				loom_buft_name(loom_buffer_type(x->buffer)),
+				loom_buffer_type_name(loom_buffer_get_type(x->buffer)),
 				be->name);
 	}
 	return LOOM_OK;
@@ -175,10 +175,10 @@ int cuda_graph_compute(struct cuda_backend *be, loom_graph_t *g)
 		struct loom_tensor *t = loom_graph_node(g, i);
 		int status;
 
-		if (no_kernel(t->op) || loom_nelements(t) == 0)
+		if (no_kernel(t->op) || loom_tensor_n_elements(t) == 0)
 			continue;
 		if (!cuda_supports_op(t) || !op_kernel[t->op])
-			return loom_set_error(LOOM_E_UNSUPPORTED,
+			return loom_error_set(LOOM_E_UNSUPPORTED,
 					      "%s: op %s on tensor '%s' is not "
 					      "supported", be->name,
 					      loom_op_name(t->op), t->name);

@@ -81,7 +81,7 @@ struct cuda_backend {
 };
 
 /* LOOM_OK for cudaSuccess; otherwise records the runtime's error for
- * loom_last_error() and returns LOOM_E_DEVICE (LOOM_E_NOMEM for an
+ * loom_error_message() and returns LOOM_E_DEVICE (LOOM_E_NOMEM for an
  * allocation failure). */
 int cuda_error(cudaError_t err, const char *what);
 
@@ -108,9 +108,9 @@ int cuda_allreduce(loom_backend_t *const *backends,
 void cuda_allreduce_free(struct cuda_reg *reg);
 
 /* Kernels, one entry per op family, each enqueued on be's stream.  They
- * return LOOM_OK or an error recorded with loom_set_error().  binary: add,
- * sub, mul, div; unary: scale, silu, gelu; norm: rms_norm, norm; cpy:
- * cpy, cont; reduce: sum_rows, argmax, top_k. */
+ * return LOOM_OK or an error recorded with loom_error_set().  binary: add,
+ * sub, mul, div; unary: scale, silu, gelu; norm: rms_norm, norm; copy:
+ * copy, cont; reduce: sum_rows, argmax, top_k. */
 int cuda_op_binary(struct cuda_backend *be, struct loom_tensor *t);
 int cuda_op_unary(struct cuda_backend *be, struct loom_tensor *t);
 int cuda_op_norm(struct cuda_backend *be, struct loom_tensor *t);
@@ -118,7 +118,7 @@ int cuda_op_softmax(struct cuda_backend *be, struct loom_tensor *t);
 int cuda_op_rope(struct cuda_backend *be, struct loom_tensor *t);
 int cuda_op_get_rows(struct cuda_backend *be, struct loom_tensor *t);
 int cuda_op_set_rows(struct cuda_backend *be, struct loom_tensor *t);
-int cuda_op_cpy(struct cuda_backend *be, struct loom_tensor *t);
+int cuda_op_copy(struct cuda_backend *be, struct loom_tensor *t);
 int cuda_op_concat(struct cuda_backend *be, struct loom_tensor *t);
 int cuda_op_reduce(struct cuda_backend *be, struct loom_tensor *t);
 int cuda_op_mul_mat(struct cuda_backend *be, struct loom_tensor *t);

@@ -71,7 +71,7 @@ static inline unsigned int grid_for(int64_t n, int block = OPS_BLOCK)
 	return (unsigned int)(g < OPS_MAX_BLOCKS ? g : OPS_MAX_BLOCKS);
 }
 
-/* Checks the last launch and records a failure for loom_last_error(). */
+/* Checks the last launch and records a failure for loom_error_message(). */
 static inline int launch_status(const struct cuda_backend *be,
 				const char *what)
 {
@@ -79,7 +79,7 @@ static inline int launch_status(const struct cuda_backend *be,
 
 	if (err == cudaSuccess)
 		return LOOM_OK;
-	return loom_set_error(LOOM_E_DEVICE, "%s: %s: %s", be->name, what,
+	return loom_error_set(LOOM_E_DEVICE, "%s: %s: %s", be->name, what,
 			      cudaGetErrorString(err));
 }
 
@@ -195,7 +195,7 @@ __device__ __forceinline__ void row_index(int64_t r, const int64_t *ne,
 	*i3 = r / ne[2];
 }
 
-/* Quantizes 32 values into a Q8_0 block as loom_convert() does: d is
+/* Quantizes 32 values into a Q8_0 block as loom_type_convert() does: d is
  * max|x| / 127 rounded to half, q = round(x / d) within +-127, NaN to 0. */
 __device__ __forceinline__ void quantize_q8_0(const float *x,
 					      struct loom_block_q8_0 *b)

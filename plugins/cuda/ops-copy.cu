@@ -1,4 +1,4 @@
-/* ops-copy.cu - cpy and cont (any layout, F32/F16/BF16/Q8_0 converted
+/* ops-copy.cu - copy and cont (any layout, F32/F16/BF16/Q8_0 converted
  * among themselves, any type to itself), concat, and the conversions other
  * files need: a tensor to a contiguous float type, F32 <-> BF16.
  */
@@ -91,7 +91,7 @@ static int copy_view(const struct cuda_backend *be, const tview &dst,
 	if (n == 0)
 		return LOOM_OK;
 	if (src.ne[0] % sb || dst.ne[0] % db)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "%s: copy: rows do not fill whole blocks",
 				      be->name);
 	bool flat = view_is_flat(src) && view_is_flat(dst);
@@ -120,7 +120,7 @@ static int copy_view(const struct cuda_backend *be, const tview &dst,
 	return launch_status(be, "copy");
 }
 
-extern "C" int cuda_op_cpy(struct cuda_backend *be, struct loom_tensor *t)
+extern "C" int cuda_op_copy(struct cuda_backend *be, struct loom_tensor *t)
 {
 	return copy_view(be, make_view(t), make_view(t->src[0]));
 }
@@ -170,13 +170,13 @@ extern "C" int cuda_op_concat(struct cuda_backend *be, struct loom_tensor *t)
 {
 	tview dst = make_view(t), a = make_view(t->src[0]),
 	      b = make_view(t->src[1]);
-	int dim = loom_get_op_param_i32(t, 0);
+	int dim = loom_tensor_op_param_i32(t, 0);
 	int blck = (int)loom_type_block_size(t->type);
 	int size = (int)loom_type_size(t->type);
 	int64_t n;
 
 	if (dim < 0 || dim > 3 || dst.ne[0] % blck || a.ne[0] % blck)
-		return loom_set_error(LOOM_E_INVAL, "%s: concat: bad dim %d",
+		return loom_error_set(LOOM_E_INVAL, "%s: concat: bad dim %d",
 				      be->name, dim);
 	n = view_nelements(dst) / blck;
 	concat_kernel<<<grid_for(n), OPS_BLOCK, 0, be->stream>>>(

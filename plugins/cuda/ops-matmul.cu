@@ -180,7 +180,7 @@ static int mul_mat_own(struct cuda_backend *be, const tview &dst,
 		  (unsigned int)(gz < OPS_MAX_BLOCKS ? gz : OPS_MAX_BLOCKS));
 
 	if (gx > INT32_MAX)
-		return loom_set_error(LOOM_E_UNSUPPORTED,
+		return loom_error_set(LOOM_E_UNSUPPORTED,
 				      "%s: mul_mat: %lld rows is too many",
 				      be->name, (long long)a.ne[1]);
 	gemm_kernel<<<grid, GEMM_THREADS, 0, be->stream>>>(dst, a, b);
@@ -197,12 +197,12 @@ extern "C" int cuda_blas_create(struct cuda_backend *be)
 	cublasHandle_t h;
 
 	if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS)
-		return loom_set_error(LOOM_E_DEVICE,
+		return loom_error_set(LOOM_E_DEVICE,
 				      "%s: cannot create a BLAS handle",
 				      be->name);
 	if (cublasSetStream(h, be->stream) != CUBLAS_STATUS_SUCCESS) {
 		cublasDestroy(h);
-		return loom_set_error(LOOM_E_DEVICE,
+		return loom_error_set(LOOM_E_DEVICE,
 				      "%s: cannot set the BLAS stream",
 				      be->name);
 	}
@@ -323,7 +323,7 @@ static int mul_mat_blas(struct cuda_backend *be, const tview &dst,
 				CUBLAS_GEMM_DEFAULT);
 
 			if (st != CUBLAS_STATUS_SUCCESS)
-				return loom_set_error(LOOM_E_DEVICE,
+				return loom_error_set(LOOM_E_DEVICE,
 						      "%s: mul_mat: BLAS "
 						      "status %d", be->name,
 						      (int)st);
@@ -342,7 +342,7 @@ extern "C" int cuda_op_mul_mat(struct cuda_backend *be, struct loom_tensor *t)
 
 	if (a.ne[2] == 0 || a.ne[3] == 0 || b.ne[2] % a.ne[2] ||
 	    b.ne[3] % a.ne[3])
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "%s: mul_mat: b does not broadcast a",
 				      be->name);
 	if (N == 1 && (a.type == LOOM_TYPE_Q8_0 || be->own_gemm))

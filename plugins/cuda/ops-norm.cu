@@ -39,7 +39,7 @@ extern "C" int cuda_op_norm(struct cuda_backend *be, struct loom_tensor *t)
 {
 	tview dst = make_view(t), a = make_view(t->src[0]);
 	int64_t rows = view_nrows(a);
-	float eps = loom_get_op_param_f32(t, 0);
+	float eps = loom_tensor_op_param_f32(t, 0);
 
 	norm_kernel<<<grid_for(rows, 1), OPS_BLOCK, 0, be->stream>>>(
 		dst, a, t->op == LOOM_OP_RMS_NORM, eps, rows);

@@ -100,10 +100,10 @@ extern "C" int cuda_op_reduce(struct cuda_backend *be, struct loom_tensor *t)
 {
 	tview dst = make_view(t), a = make_view(t->src[0]);
 	int64_t rows = view_nrows(a);
-	int k = t->op == LOOM_OP_TOP_K ? loom_get_op_param_i32(t, 0) : 1;
+	int k = t->op == LOOM_OP_TOP_K ? loom_tensor_op_param_i32(t, 0) : 1;
 
 	if (k < 1 || k > a.ne[0])
-		return loom_set_error(LOOM_E_INVAL, "%s: top_k: bad k %d",
+		return loom_error_set(LOOM_E_INVAL, "%s: top_k: bad k %d",
 				      be->name, k);
 	reduce_kernel<<<grid_for(rows, 1), OPS_BLOCK, 0, be->stream>>>(
 		dst, a, t->op, k, rows);

@@ -50,15 +50,15 @@ extern "C" int cuda_op_rope(struct cuda_backend *be, struct loom_tensor *t)
 	const struct loom_tensor *pos = t->src[1];
 	tview dst = make_view(t), a = make_view(t->src[0]);
 	int64_t n = view_nelements(dst);
-	int n_dims = loom_get_op_param_i32(t, 0);
+	int n_dims = loom_tensor_op_param_i32(t, 0);
 
 	if (n_dims < 0 || n_dims > a.ne[0] || n_dims % 2)
-		return loom_set_error(LOOM_E_INVAL, "%s: rope: bad n_dims %d",
+		return loom_error_set(LOOM_E_INVAL, "%s: rope: bad n_dims %d",
 				      be->name, n_dims);
 	rope_kernel<<<grid_for(n), OPS_BLOCK, 0, be->stream>>>(
 		dst, a, (const int32_t *)pos->data,
 		(int64_t)(pos->nb[0] / sizeof(int32_t)), n_dims,
-		loom_get_op_param_i32(t, 1) == LOOM_ROPE_NEOX,
-		loom_get_op_param_f32(t, 2), loom_get_op_param_f32(t, 3), n);
+		loom_tensor_op_param_i32(t, 1) == LOOM_ROPE_NEOX,
+		loom_tensor_op_param_f32(t, 2), loom_tensor_op_param_f32(t, 3), n);
 	return launch_status(be, loom_op_name(t->op));
 }

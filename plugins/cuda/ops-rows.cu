@@ -81,7 +81,7 @@ extern "C" int cuda_op_set_rows(struct cuda_backend *be, struct loom_tensor *t)
 	int64_t n;
 
 	if (val.ne[0] % blck)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "%s: set_rows: row of %lld values does "
 				      "not fill whole blocks", be->name,
 				      (long long)val.ne[0]);

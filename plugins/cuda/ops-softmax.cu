@@ -51,7 +51,7 @@ extern "C" int cuda_op_softmax(struct cuda_backend *be, struct loom_tensor *t)
 {
 	tview dst = make_view(t), a = make_view(t->src[0]), mask = {};
 	int64_t rows = view_nrows(a);
-	float scale = loom_get_op_param_f32(t, 0);
+	float scale = loom_tensor_op_param_f32(t, 0);
 
 	if (t->src[1])
 		mask = make_view(t->src[1]);

@@ -42,7 +42,7 @@ extern "C" int cuda_op_unary(struct cuda_backend *be, struct loom_tensor *t)
 {
 	tview dst = make_view(t), a = make_view(t->src[0]);
 	int64_t n = view_nelements(dst);
-	float s = t->op == LOOM_OP_SCALE ? loom_get_op_param_f32(t, 0) : 0.0f;
+	float s = t->op == LOOM_OP_SCALE ? loom_tensor_op_param_f32(t, 0) : 0.0f;
 
 	bool flat = view_is_flat(dst) && view_is_flat(a);
 

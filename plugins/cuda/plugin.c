@@ -24,7 +24,7 @@ int cuda_error(cudaError_t err, const char *what)
 		status = LOOM_E_NOMEM;
 	/* Clear the sticky last error so the next call starts clean. */
 	(void)cudaGetLastError();
-	return loom_set_error(status, "%s: %s: %s", LOOM_GPU_NAME, what,
+	return loom_error_set(status, "%s: %s: %s", LOOM_GPU_NAME, what,
 			      cudaGetErrorString(err));
 }
 
@@ -173,7 +173,7 @@ bool cuda_tensor_on_device(const struct cuda_reg *reg,
 			   const struct loom_tensor *t)
 {
 	return t->buffer &&
-	       buft_is_ours_device(reg, loom_buffer_type(t->buffer));
+	       buft_is_ours_device(reg, loom_buffer_get_type(t->buffer));
 }
 
 /* The device whose memory holds t (a tensor in one of our buffers). */
@@ -190,10 +190,10 @@ static int dev_buffer_cpy(loom_buffer_t *buf, const struct loom_tensor *src,
 			  struct loom_tensor *dst)
 {
 	struct cuda_buffer *cb = loom_buffer_context(buf);
-	size_t size = loom_nbytes(src);
+	size_t size = loom_tensor_n_bytes(src);
 	cudaError_t err;
 
-	if (size != loom_nbytes(dst) || !src->buffer)
+	if (size != loom_tensor_n_bytes(dst) || !src->buffer)
 		return LOOM_E_DECLINED;
 	if (cuda_tensor_on_device(&g_reg, src)) {
 		struct cuda_dev *sdev = buffer_dev(src);
@@ -208,7 +208,7 @@ static int dev_buffer_cpy(loom_buffer_t *buf, const struct loom_tensor *src,
 						  size, 0);
 		return sync_legacy(err, "copy");
 	}
-	if (loom_buft_is_host(loom_buffer_type(src->buffer)))
+	if (loom_buffer_type_is_host(loom_buffer_get_type(src->buffer)))
 		return copy_sync(cb->dev, dst->data, src->data, size,
 				 cudaMemcpyHostToDevice);
 	return LOOM_E_DECLINED;
@@ -231,13 +231,13 @@ static const struct loom_buffer_iface dev_buffer_iface = {
 	.memset_tensor = dev_buffer_memset,
 	.set_tensor = dev_buffer_set,
 	.get_tensor = dev_buffer_get,
-	.cpy_tensor = dev_buffer_cpy,
+	.copy_tensor = dev_buffer_cpy,
 	.clear = dev_buffer_clear,
 };
 
 static const char *dev_buft_name(loom_buffer_type_t *buft)
 {
-	struct cuda_dev *cd = loom_buft_context(buft);
+	struct cuda_dev *cd = loom_buffer_type_context(buft);
 
 	return cd->name;
 }
@@ -299,7 +299,7 @@ static int buffer_alloc(loom_buffer_type_t *buft, struct cuda_dev *cd,
 
 	cb = calloc(1, sizeof(*cb));
 	if (!cb)
-		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "out of memory");
 	cb->dev = cd;
 	cb->size = size;
 	if (cd) {
@@ -309,7 +309,7 @@ static int buffer_alloc(loom_buffer_type_t *buft, struct cuda_dev *cd,
 		err = cudaMallocHost(&cb->ptr, size ? size : 1);
 	}
 	if (err != cudaSuccess) {
-		status = loom_set_error(!cd || err == cudaErrorMemoryAllocation ?
+		status = loom_error_set(!cd || err == cudaErrorMemoryAllocation ?
 						LOOM_E_NOMEM : LOOM_E_DEVICE,
 					"%s: cannot %s %zu bytes: %s",
 					cd ? cd->name : host_buft_name(buft),
@@ -335,7 +335,7 @@ err_free_cb:
 static int dev_buft_alloc(loom_buffer_type_t *buft, size_t size,
 			  loom_buffer_t **out)
 {
-	return buffer_alloc(buft, loom_buft_context(buft), size, out);
+	return buffer_alloc(buft, loom_buffer_type_context(buft), size, out);
 }
 
 static int host_buft_alloc(loom_buffer_type_t *buft, size_t size,
@@ -508,7 +508,7 @@ void *cuda_scratch(struct cuda_backend *be, int slot, size_t size)
 	want = size + size / 4;
 	err = cudaMalloc(&be->scratch[slot], want);
 	if (err != cudaSuccess) {
-		loom_set_error(LOOM_E_NOMEM,
+		loom_error_set(LOOM_E_NOMEM,
 			       "%s: cannot allocate %zu bytes of scratch: %s",
 			       be->dev->name, want, cudaGetErrorString(err));
 		(void)cudaGetLastError();
@@ -570,13 +570,13 @@ static int backend_cpy_async(loom_backend_t *be_src, loom_backend_t *be_dst,
 			     struct loom_tensor *dst)
 {
 	struct cuda_backend *s, *d;
-	size_t size = loom_nbytes(src);
+	size_t size = loom_tensor_n_bytes(src);
 	cudaError_t err;
 
 	if (!cuda_backend_is_ours(be_src) ||
 	    !cuda_backend_is_ours(be_dst) ||
 	    !cuda_tensor_on_device(&g_reg, src) ||
-	    !cuda_tensor_on_device(&g_reg, dst) || size != loom_nbytes(dst))
+	    !cuda_tensor_on_device(&g_reg, dst) || size != loom_tensor_n_bytes(dst))
 		return LOOM_E_DECLINED;
 	s = loom_backend_context(be_src);
 	d = loom_backend_context(be_dst);
@@ -657,7 +657,7 @@ static const struct loom_backend_iface backend_iface = {
 	.free = backend_free,
 	.set_tensor_async = backend_set_async,
 	.get_tensor_async = backend_get_async,
-	.cpy_tensor_async = backend_cpy_async,
+	.copy_tensor_async = backend_cpy_async,
 	.synchronize = backend_synchronize,
 	.graph_compute = backend_graph_compute,
 	.event_record = backend_event_record,
@@ -771,13 +771,13 @@ static int dev_init_backend(loom_dev_t *dev, const char *params,
 {
 	struct cuda_dev *cd = loom_dev_context(dev);
 	struct cuda_backend *cbe;
-	const char *env = loom_getenv("LOOM_CUDA_GEMM");
+	const char *env = loom_env_get("LOOM_CUDA_GEMM");
 	cudaError_t err;
 	int status;
 
 	cbe = calloc(1, sizeof(*cbe));
 	if (!cbe)
-		return loom_set_error(LOOM_E_NOMEM, "out of memory");
+		return loom_error_set(LOOM_E_NOMEM, "out of memory");
 	cbe->dev = cd;
 	snprintf(cbe->name, sizeof(cbe->name), "%s", cd->name);
 #ifdef LOOM_HAVE_BLAS
@@ -1083,7 +1083,7 @@ static int init_dev(struct cuda_reg *reg, int i)
 	status = loom_dev_new(reg->reg, &dev_iface, cd, &cd->dev);
 	if (status)
 		return status;
-	return loom_buft_new(reg->reg, cd->dev, &dev_buft_iface, cd,
+	return loom_buffer_type_new(reg->reg, cd->dev, &dev_buft_iface, cd,
 			     &cd->buft);
 }
 
@@ -1106,7 +1106,7 @@ static int cuda_init(loom_reg_t **out)
 			return status;
 		}
 	}
-	status = loom_buft_new(g_reg.reg, NULL, &host_buft_iface, &g_reg,
+	status = loom_buffer_type_new(g_reg.reg, NULL, &host_buft_iface, &g_reg,
 			       &g_reg.host_buft);
 	if (status)
 		return status;

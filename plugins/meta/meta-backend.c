@@ -100,7 +100,7 @@ static float *scratch(struct meta_backend *mb, size_t n)
 
 static float round_bf16(float v)
 {
-	return loom_bf16_to_fp32(loom_fp32_to_bf16(v));
+	return loom_bf16_to_f32(loom_f32_to_bf16(v));
 }
 
 /* The generic allreduce, for any mix of plugins: every summand comes to
@@ -115,7 +115,7 @@ static int reduce_generic(struct meta_backend *mb,
 	float *host = scratch(mb, n * (size_t)n_dev), *acc = host;
 
 	if (!host)
-		return loom_set_error(LOOM_E_NOMEM, "meta: allreduce: no "
+		return loom_error_set(LOOM_E_NOMEM, "meta: allreduce: no "
 				      "memory");
 	for (int j = 0; j < n_dev; j++) {
 		rc = loom_backend_tensor_get_async(mb->be[j], ts[j],
@@ -151,7 +151,7 @@ static int allreduce(struct meta_backend *mb, struct meta_reduce *r)
 	struct meta_dev *md = mb->md;
 	struct loom_tensor *ts[META_MAX_DEVS];
 	loom_reg_t *reg = loom_dev_reg(md->members[0]);
-	size_t nbytes = loom_nbytes(r->t);
+	size_t nbytes = loom_tensor_n_bytes(r->t);
 	bool bf16 = md->reduce_type == LOOM_TYPE_BF16 &&
 		    nbytes >= md->bf16_min_bytes;
 	int rc;
@@ -166,9 +166,9 @@ static int allreduce(struct meta_backend *mb, struct meta_reduce *r)
 	}
 	for (int j = 0; j < md->n; j++) {
 		ts[j] = r->mt->dev_t[j];
-		if (!ts[j] || !loom_is_contiguous(ts[j]) ||
+		if (!ts[j] || !loom_tensor_is_contiguous(ts[j]) ||
 		    ts[j]->type != LOOM_TYPE_F32)
-			return loom_set_error(LOOM_E_UNSUPPORTED,
+			return loom_error_set(LOOM_E_UNSUPPORTED,
 					      "meta: allreduce of %s needs "
 					      "contiguous F32 on every device",
 					      r->t->name);
@@ -215,9 +215,9 @@ static int run_piece(struct meta_backend *mb, struct meta_piece *p)
 			continue;
 		rc = loom_backend_graph_compute_async(mb->be[j], p->g[j]);
 		if (rc)
-			return loom_set_error(rc, "meta: device %s: %s",
+			return loom_error_set(rc, "meta: device %s: %s",
 					      loom_dev_name(mb->md->members[j]),
-					      loom_last_error());
+					      loom_error_message());
 	}
 	return LOOM_OK;
 }
@@ -267,7 +267,7 @@ static int get_plan(struct meta_backend *mb, loom_graph_t *g,
 	rc = meta_plan_build(mb->md, g, false, &mb->plans[victim]);
 	if (rc)
 		return rc;
-	loom_log(LOOM_LOG_DEBUG, "meta: %s: planned a graph of %d nodes in "
+	loom_log(LOOM_LOG_DEBUG, "meta: %s: planned a graph of %zu nodes in "
 		 "%d pieces", mb->md->name, loom_graph_n_nodes(g),
 		 mb->plans[victim]->n_pieces);
 	mb->stamp[victim] = ++mb->clock;
@@ -287,7 +287,7 @@ static int place_plan(struct meta_backend *mb, struct meta_plan *pl, int j)
 	if (pl->placed_in[j] && pl->placed_gen[j] == mb->ga_gen[j])
 		return LOOM_OK;
 	if (pl->placed_in[j]) {
-		for (int i = 0; i < loom_graph_n_nodes(full); i++) {
+		for (size_t i = 0; i < loom_graph_n_nodes(full); i++) {
 			struct loom_tensor *t = loom_graph_node(full, i);
 
 			if (t->buffer == pl->placed_in[j]) {
@@ -352,7 +352,7 @@ int meta_backend_new(struct meta_dev *md, loom_backend_t **out)
 
 	mb = calloc(1, sizeof(*mb));
 	if (!mb)
-		return loom_set_error(LOOM_E_NOMEM, "meta backend: no memory");
+		return loom_error_set(LOOM_E_NOMEM, "meta backend: no memory");
 	mb->md = md;
 	for (int j = 0; j < md->n; j++) {
 		loom_buffer_type_t *buft = loom_dev_buffer_type(md->members[j]);
@@ -385,11 +385,11 @@ int meta_check(loom_dev_t *dev, loom_graph_t *g)
 	int rc;
 
 	if (!md)
-		return loom_set_error(LOOM_E_INVAL, "meta_check: %s is not a "
+		return loom_error_set(LOOM_E_INVAL, "meta_check: %s is not a "
 				      "meta device",
 				      dev ? loom_dev_name(dev) : "(null)");
 	if (!g)
-		return loom_set_error(LOOM_E_INVAL, "meta_check: no graph");
+		return loom_error_set(LOOM_E_INVAL, "meta_check: no graph");
 	rc = meta_plan_build(md, g, true, &pl);
 	if (rc)
 		return rc;
@@ -404,7 +404,7 @@ int meta_backend_dev_sizes(loom_backend_t *be, size_t *sizes, size_t n)
 	struct meta_backend *mb;
 
 	if (!be || !sizes || !meta_dev_of(loom_backend_device(be)))
-		return loom_set_error(LOOM_E_INVAL, "meta_backend_dev_sizes: "
+		return loom_error_set(LOOM_E_INVAL, "meta_backend_dev_sizes: "
 				      "not a meta backend");
 	mb = loom_backend_context(be);
 	for (size_t j = 0; j < n; j++) {

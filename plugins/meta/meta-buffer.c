@@ -20,21 +20,21 @@ struct meta_tensor *meta_tensor_of(const struct loom_tensor *t)
 
 static const char *buft_get_name(loom_buffer_type_t *buft)
 {
-	struct meta_dev *md = loom_buft_context(buft);
+	struct meta_dev *md = loom_buffer_type_context(buft);
 
 	return md->name;
 }
 
 static size_t buft_get_alignment(loom_buffer_type_t *buft)
 {
-	struct meta_dev *md = loom_buft_context(buft);
+	struct meta_dev *md = loom_buffer_type_context(buft);
 
 	return md->max_align;
 }
 
 static size_t buft_get_max_size(loom_buffer_type_t *buft)
 {
-	struct meta_dev *md = loom_buft_context(buft);
+	struct meta_dev *md = loom_buffer_type_context(buft);
 
 	return md->min_max_size;
 }
@@ -98,19 +98,19 @@ static int place_slice(struct meta_buffer *mb, struct meta_tensor *mt,
 		if (ne[d] == 0)
 			return LOOM_OK; /* a zero-sized slice: nothing here */
 
-	dt = loom_new_tensor(mb->ctx, t->type, LOOM_MAX_DIMS, ne);
+	dt = loom_tensor_new(mb->ctx, t->type, LOOM_MAX_DIMS, ne);
 	if (!dt)
-		return loom_set_error(LOOM_E_NOMEM, "slice of %s: %s", t->name,
+		return loom_error_set(LOOM_E_NOMEM, "slice of %s: %s", t->name,
 				      loom_ctx_error(mb->ctx));
-	loom_set_name(dt, t->name);
+	loom_tensor_set_name(dt, t->name);
 	dt->flags = t->flags;
 	mt->dev_t[j] = dt;
-	mt->bytes[j] = loom_buft_alloc_size(dbuft, dt);
+	mt->bytes[j] = loom_buffer_type_alloc_size(dbuft, dt);
 	if (!own) {
 		mt->pending = true;
 		return LOOM_OK;
 	}
-	rc = loom_buft_alloc_buffer(dbuft, mt->bytes[j], &mt->dev_buf[j]);
+	rc = loom_buffer_type_alloc_buffer(dbuft, mt->bytes[j], &mt->dev_buf[j]);
 	if (rc)
 		return rc;
 	rc = loom_tensor_place(dt, mt->dev_buf[j], 0);
@@ -146,7 +146,7 @@ static int lay_out(struct meta_buffer *mb, struct meta_chunk *chunk,
 
 			if (!mt->dev_t[j])
 				continue;
-			a = loom_buft_alignment(
+			a = loom_buffer_type_alignment(
 				loom_dev_buffer_type(mb->md->members[j]));
 			need[j] = align_up(need[j], a);
 			if (chunk) {
@@ -177,10 +177,10 @@ static int materialize(struct meta_buffer *mb)
 		return LOOM_OK;
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		return loom_set_error(LOOM_E_NOMEM, "meta buffer: no memory");
+		return loom_error_set(LOOM_E_NOMEM, "meta buffer: no memory");
 	for (int j = 0; j < n && !rc; j++)
 		if (need[j])
-			rc = loom_buft_alloc_buffer(
+			rc = loom_buffer_type_alloc_buffer(
 				loom_dev_buffer_type(mb->md->members[j]),
 				need[j], &c->buf[j]);
 	if (!rc)
@@ -288,7 +288,7 @@ static int buffer_init_tensor(loom_buffer_t *buf, struct loom_tensor *t)
 	mt = calloc(1, sizeof(*mt));
 	if (!mt) {
 		pthread_mutex_unlock(&mb->lock);
-		return loom_set_error(LOOM_E_NOMEM, "meta tensor %s: no memory",
+		return loom_error_set(LOOM_E_NOMEM, "meta tensor %s: no memory",
 				      t->name);
 	}
 	mt->magic = META_TENSOR_MAGIC;
@@ -320,7 +320,7 @@ static struct meta_tensor *record_of(const struct loom_tensor *t)
 	if (mt)
 		return mt;
 	if (t->view_src && t->view_offs == 0 &&
-	    loom_are_same_shape(t, t->view_src) &&
+	    loom_tensor_same_shape(t, t->view_src) &&
 	    t->type == t->view_src->type)
 		return meta_tensor_of(t->view_src);
 	return NULL;
@@ -334,7 +334,7 @@ int meta_tensor_data(const struct loom_tensor *t, struct meta_tensor **out)
 	struct meta_tensor *mt = record_of(t);
 
 	if (!mt)
-		return loom_set_error(LOOM_E_STATE,
+		return loom_error_set(LOOM_E_STATE,
 				      "%s has no data on the meta device yet "
 				      "(a node is readable after the meta "
 				      "backend computed it; views other than "
@@ -387,13 +387,13 @@ static const struct loom_buffer_iface meta_buffer_iface = {
 static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 			     loom_buffer_t **out)
 {
-	struct meta_dev *md = loom_buft_context(buft);
+	struct meta_dev *md = loom_buffer_type_context(buft);
 	struct meta_buffer *mb;
 	int rc;
 
 	mb = calloc(1, sizeof(*mb));
 	if (!mb)
-		return loom_set_error(LOOM_E_NOMEM, "meta buffer: no memory");
+		return loom_error_set(LOOM_E_NOMEM, "meta buffer: no memory");
 	mb->md = md;
 	mb->size = size;
 	/* Never dereferenced: tensors' data pointers only locate them. */
@@ -426,7 +426,7 @@ static const struct loom_buffer_type_iface meta_buft_iface = {
 
 int meta_buft_new(struct meta_dev *md, loom_reg_t *reg)
 {
-	return loom_buft_new(reg, md->dev, &meta_buft_iface, md, &md->buft);
+	return loom_buffer_type_new(reg, md->dev, &meta_buft_iface, md, &md->buft);
 }
 
 /* Bytes each member device holds for buf (its "meta_buffer_dev_sizes"
@@ -437,10 +437,10 @@ int meta_buffer_dev_sizes(loom_buffer_t *buf, size_t *sizes, size_t n)
 	struct meta_buffer *mb;
 
 	if (!buf || !sizes)
-		return loom_set_error(LOOM_E_INVAL, "meta_buffer_dev_sizes: "
+		return loom_error_set(LOOM_E_INVAL, "meta_buffer_dev_sizes: "
 				      "NULL argument");
-	if (!meta_dev_of(loom_buft_device(loom_buffer_type(buf))))
-		return loom_set_error(LOOM_E_INVAL, "meta_buffer_dev_sizes: "
+	if (!meta_dev_of(loom_buffer_type_device(loom_buffer_get_type(buf))))
+		return loom_error_set(LOOM_E_INVAL, "meta_buffer_dev_sizes: "
 				      "not a meta buffer");
 	mb = loom_buffer_context(buf);
 	pthread_mutex_lock(&mb->lock);

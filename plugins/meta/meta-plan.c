@@ -100,7 +100,7 @@ static int no_rule(const struct loom_tensor *t, struct meta_tensor *const *s,
 							   : "(unnamed)",
 					meta_state_name(raw[i]));
 	}
-	return loom_set_error(LOOM_E_UNSUPPORTED,
+	return loom_error_set(LOOM_E_UNSUPPORTED,
 			      "meta: no rule for %s '%s' with sources %s%s%s",
 			      loom_op_name(t->op), t->name, buf,
 			      why ? ": " : "", why ? why : "");
@@ -121,12 +121,12 @@ static int leaf_record(struct meta_plan *pl, const struct loom_tensor *t,
 		return pl->dry ? LOOM_OK : meta_tensor_ready(mt);
 	}
 	if (mt || !pl->dry || t->op != LOOM_OP_NONE)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "meta: %s is not in a buffer of meta "
 				      "device %s", t->name, pl->md->name);
 	mt = new_record(pl);
 	if (!mt)
-		return loom_set_error(LOOM_E_NOMEM, "meta: no memory");
+		return loom_error_set(LOOM_E_NOMEM, "meta: no memory");
 	rc = meta_split_of(pl->md, t, t->flags & LOOM_TENSOR_WEIGHT,
 			   &mt->st);
 	if (rc)
@@ -185,7 +185,7 @@ static int sync_src(struct meta_plan *pl, const struct loom_tensor *t,
 						 NULL, t->ne, t->nb,
 						 t->view_offs, t->name);
 			if (!mt->dev_t[j])
-				return loom_set_error(
+				return loom_error_set(
 					LOOM_E_INVAL, "meta: %s: %s", t->name,
 					loom_ctx_error(pl->ctx[j]));
 			mt->zero[j] = false;
@@ -194,7 +194,7 @@ static int sync_src(struct meta_plan *pl, const struct loom_tensor *t,
 		return LOOM_OK;
 	}
 	if (t->op == LOOM_OP_NONE)
-		return loom_set_error(LOOM_E_UNSUPPORTED,
+		return loom_error_set(LOOM_E_UNSUPPORTED,
 				      "meta: PARTIAL leaf %s would need an "
 				      "allreduce in place", t->name);
 	if (pl->n_pending == pl->cap_pending) {
@@ -202,7 +202,7 @@ static int sync_src(struct meta_plan *pl, const struct loom_tensor *t,
 
 		r = realloc(pl->pending, (size_t)cap * sizeof(*r));
 		if (!r)
-			return loom_set_error(LOOM_E_NOMEM, "meta: no memory");
+			return loom_error_set(LOOM_E_NOMEM, "meta: no memory");
 		pl->pending = r;
 		pl->cap_pending = cap;
 	}
@@ -219,12 +219,12 @@ static int sync_src(struct meta_plan *pl, const struct loom_tensor *t,
 		if (pl->dry)
 			continue;
 		if (!pl->zctx[j] && loom_ctx_new(0, &pl->zctx[j]))
-			return loom_set_error(LOOM_E_NOMEM, "meta: no memory");
-		z = loom_new_tensor(pl->zctx[j], t->type, LOOM_MAX_DIMS, t->ne);
+			return loom_error_set(LOOM_E_NOMEM, "meta: no memory");
+		z = loom_tensor_new(pl->zctx[j], t->type, LOOM_MAX_DIMS, t->ne);
 		if (!z)
-			return loom_set_error(LOOM_E_INVAL, "meta: %s",
+			return loom_error_set(LOOM_E_INVAL, "meta: %s",
 					      loom_ctx_error(pl->zctx[j]));
-		loom_set_name(z, t->name);
+		loom_tensor_set_name(z, t->name);
 		mt->dev_t[j] = z;
 		mt->zero[j] = false;
 	}
@@ -244,7 +244,7 @@ static struct loom_tensor *make_view(loom_ctx_t *ctx, struct loom_tensor *base,
 	struct loom_tensor *srcs[LOOM_MAX_SRC] = { dep ? dep : base };
 	struct loom_tensor *v;
 
-	v = loom_new_op_tensor(ctx, LOOM_OP_VIEW, base->type, ne, srcs, NULL);
+	v = loom_tensor_new_op(ctx, LOOM_OP_VIEW, base->type, ne, srcs, NULL);
 	if (!v)
 		return NULL;
 	memcpy(v->nb, nb, sizeof(v->nb));
@@ -255,7 +255,7 @@ static struct loom_tensor *make_view(loom_ctx_t *ctx, struct loom_tensor *base,
 		v->view_src = base;
 		v->view_offs = offs;
 	}
-	loom_set_name(v, name);
+	loom_tensor_set_name(v, name);
 	if (v->view_src->data)
 		loom_tensor_init_view(v);
 	return v;
@@ -275,7 +275,7 @@ static int slice_src(struct meta_plan *pl, int j, const struct loom_tensor *t,
 	if (!src || src->ne[d] == 1)
 		return LOOM_OK;
 	if (ref->n_seg != 1)
-		return loom_set_error(LOOM_E_UNSUPPORTED,
+		return loom_error_set(LOOM_E_UNSUPPORTED,
 				      "meta: %s: a MIRRORED source cannot "
 				      "meet a split of several segments",
 				      t->name);
@@ -287,14 +287,14 @@ static int slice_src(struct meta_plan *pl, int j, const struct loom_tensor *t,
 		return LOOM_OK;
 	}
 	if (start + len > src->ne[d])
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "meta: %s: source %s is too short along "
 				      "dimension %d for the split", t->name,
 				      src->name, d);
 	if (d == 0 && loom_type_block_size(src->type) > 1 &&
 	    (start % loom_type_block_size(src->type) ||
 	     len % loom_type_block_size(src->type)))
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "meta: %s: slice of %s along dimension "
 				      "0 is off its block size", t->name,
 				      src->name);
@@ -303,7 +303,7 @@ static int slice_src(struct meta_plan *pl, int j, const struct loom_tensor *t,
 	offs = (size_t)meta_axis_bytes(src, d, start);
 	*out = make_view(pl->ctx[j], src, NULL, ne, src->nb, offs, src->name);
 	if (!*out)
-		return loom_set_error(LOOM_E_INVAL, "meta: %s",
+		return loom_error_set(LOOM_E_INVAL, "meta: %s",
 				      loom_ctx_error(pl->ctx[j]));
 	return LOOM_OK;
 }
@@ -322,24 +322,24 @@ static struct loom_tensor *build_op(loom_ctx_t *c, const struct loom_tensor *t,
 	case LOOM_OP_DIV:
 		return loom_div(c, s[0], s[1]);
 	case LOOM_OP_SCALE:
-		return loom_scale(c, s[0], loom_get_op_param_f32(t, 0));
+		return loom_scale(c, s[0], loom_tensor_op_param_f32(t, 0));
 	case LOOM_OP_SILU:
 		return loom_silu(c, s[0]);
 	case LOOM_OP_GELU:
 		return loom_gelu(c, s[0]);
 	case LOOM_OP_RMS_NORM:
-		return loom_rms_norm(c, s[0], loom_get_op_param_f32(t, 0));
+		return loom_rms_norm(c, s[0], loom_tensor_op_param_f32(t, 0));
 	case LOOM_OP_NORM:
-		return loom_norm(c, s[0], loom_get_op_param_f32(t, 0));
+		return loom_norm(c, s[0], loom_tensor_op_param_f32(t, 0));
 	case LOOM_OP_SOFT_MAX:
 		return loom_soft_max(c, s[0], s[1],
-				     loom_get_op_param_f32(t, 0));
+				     loom_tensor_op_param_f32(t, 0));
 	case LOOM_OP_ROPE:
-		return loom_rope(c, s[0], s[1], loom_get_op_param_i32(t, 0),
+		return loom_rope(c, s[0], s[1], loom_tensor_op_param_i32(t, 0),
 				 (enum loom_rope_mode)
-					 loom_get_op_param_i32(t, 1),
-				 loom_get_op_param_f32(t, 2),
-				 loom_get_op_param_f32(t, 3));
+					 loom_tensor_op_param_i32(t, 1),
+				 loom_tensor_op_param_f32(t, 2),
+				 loom_tensor_op_param_f32(t, 3));
 	case LOOM_OP_MUL_MAT:
 		return loom_mul_mat(c, s[0], s[1]);
 	case LOOM_OP_MUL_MAT_ID:
@@ -348,18 +348,18 @@ static struct loom_tensor *build_op(loom_ctx_t *c, const struct loom_tensor *t,
 		return loom_get_rows(c, s[0], s[1]);
 	case LOOM_OP_SET_ROWS:
 		return loom_set_rows(c, s[0], s[1], s[2]);
-	case LOOM_OP_CPY:
-		return loom_cpy(c, s[0], s[1]);
+	case LOOM_OP_COPY:
+		return loom_copy(c, s[0], s[1]);
 	case LOOM_OP_CONT:
 		return loom_cont(c, s[0]);
 	case LOOM_OP_CONCAT:
-		return loom_concat(c, s[0], s[1], loom_get_op_param_i32(t, 0));
+		return loom_concat(c, s[0], s[1], loom_tensor_op_param_i32(t, 0));
 	case LOOM_OP_SUM_ROWS:
 		return loom_sum_rows(c, s[0]);
 	case LOOM_OP_ARGMAX:
 		return loom_argmax(c, s[0]);
 	case LOOM_OP_TOP_K:
-		return loom_top_k(c, s[0], loom_get_op_param_i32(t, 0));
+		return loom_top_k(c, s[0], loom_tensor_op_param_i32(t, 0));
 	default:
 		return NULL;
 	}
@@ -373,9 +373,9 @@ static struct loom_tensor *rope_part(loom_ctx_t *c, const struct loom_tensor *t,
 				     struct loom_tensor **s, int64_t o,
 				     int64_t len)
 {
-	int n_dims = loom_get_op_param_i32(t, 0);
-	double base = loom_get_op_param_f32(t, 2);
-	double scale = loom_get_op_param_f32(t, 3);
+	int n_dims = loom_tensor_op_param_i32(t, 0);
+	double base = loom_tensor_op_param_f32(t, 2);
+	double scale = loom_tensor_op_param_f32(t, 3);
 	int64_t nl = n_dims - o;
 
 	if (nl > len)
@@ -609,7 +609,7 @@ static bool find_rule(const struct loom_tensor *t, struct meta_tensor **s,
 			return true;
 		}
 		if (sa == LOOM_SPLIT_DIM0 && a->n_seg == 1 &&
-		    loom_get_op_param_i32(t, 1) == LOOM_ROPE_NORMAL) {
+		    loom_tensor_op_param_i32(t, 1) == LOOM_ROPE_NORMAL) {
 			/* whole rotation pairs: every cut even */
 			for (int j = 0; j < n; j++)
 				if (a->len[0][j] % 2)
@@ -625,7 +625,7 @@ static bool find_rule(const struct loom_tensor *t, struct meta_tensor **s,
 		return s[1]->st.state == M &&
 		       (sa == M || sa == P || sa == LOOM_SPLIT_DIM0);
 	case LOOM_OP_SET_ROWS:
-	case LOOM_OP_CPY: {
+	case LOOM_OP_COPY: {
 		/* the result is the destination */
 		int id = t->op == LOOM_OP_SET_ROWS ? 0 : 1;
 		int iv = t->op == LOOM_OP_SET_ROWS ? 1 : 0;
@@ -641,8 +641,8 @@ static bool find_rule(const struct loom_tensor *t, struct meta_tensor **s,
 			return val->state == M;
 		if (t->op == LOOM_OP_SET_ROWS && sd == LOOM_SPLIT_DIM1)
 			return false;
-		if (t->op == LOOM_OP_CPY &&
-		    !loom_are_same_shape(t->src[0], t->src[1]))
+		if (t->op == LOOM_OP_COPY &&
+		    !loom_tensor_same_shape(t->src[0], t->src[1]))
 			return false;
 		if (t->op == LOOM_OP_SET_ROWS && sd >= LOOM_SPLIT_DIM2 &&
 		    t->src[2]->ne[sd - 1] > 1) {
@@ -657,7 +657,7 @@ static bool find_rule(const struct loom_tensor *t, struct meta_tensor **s,
 	}
 	case LOOM_OP_CONCAT: {
 		const struct meta_state *b = &s[1]->st;
-		int dim = loom_get_op_param_i32(t, 0);
+		int dim = loom_tensor_op_param_i32(t, 0);
 
 		r->out = *a;
 		if (sa == b->state && (sa == M || sa == P))
@@ -694,16 +694,16 @@ static int map_view(struct meta_plan *pl, const struct loom_tensor *t,
 {
 	int n = pl->md->n, a = (int)rs->state, E = -1, s0, s1;
 	size_t unit_a = a == 0 ? root->nb[0] : root->nb[a];
-	size_t unit_up = a < 3 ? root->nb[a + 1] : loom_nbytes(root);
+	size_t unit_up = a < 3 ? root->nb[a + 1] : loom_tensor_n_bytes(root);
 	size_t o_out, o_in, lower, axis_off, pos, span, cover;
 	size_t seg_b[META_MAX_SEG];
 
-	if (!loom_is_contiguous(root))
-		return loom_set_error(LOOM_E_UNSUPPORTED,
+	if (!loom_tensor_is_contiguous(root))
+		return loom_error_set(LOOM_E_UNSUPPORTED,
 				      "meta: view %s of a non-contiguous split "
 				      "tensor %s", t->name, root->name);
 	if (unit_a == 0 || unit_up == 0)
-		return loom_set_error(LOOM_E_UNSUPPORTED,
+		return loom_error_set(LOOM_E_UNSUPPORTED,
 				      "meta: view %s of the empty split tensor "
 				      "%s", t->name, root->name);
 	o_out = offs / unit_up;
@@ -715,7 +715,7 @@ static int map_view(struct meta_plan *pl, const struct loom_tensor *t,
 		    (E < 0 || t->nb[k] > t->nb[E]))
 			E = k;
 	if (E < 0 || (t->nb[E] < unit_a && lower != 0))
-		return loom_set_error(LOOM_E_UNSUPPORTED,
+		return loom_error_set(LOOM_E_UNSUPPORTED,
 				      "meta: view %s does not keep the split "
 				      "dimension %d of %s whole", t->name, a,
 				      root->name);
@@ -734,7 +734,7 @@ static int map_view(struct meta_plan *pl, const struct loom_tensor *t,
 	for (s1 = s0; s1 < rs->n_seg && cover < span; s1++)
 		cover += seg_b[s1];
 	if (pos != axis_off || cover != span || s1 == s0)
-		return loom_set_error(LOOM_E_UNSUPPORTED,
+		return loom_error_set(LOOM_E_UNSUPPORTED,
 				      "meta: view %s cuts %s (%s) inside a "
 				      "slice", t->name, root->name,
 				      meta_state_name(rs->state));
@@ -758,7 +758,7 @@ static int map_view(struct meta_plan *pl, const struct loom_tensor *t,
 							   rs->len[s][j]);
 
 			if (b % t->nb[E])
-				return loom_set_error(
+				return loom_error_set(
 					LOOM_E_UNSUPPORTED,
 					"meta: view %s: a slice of %s is not "
 					"a whole number of its dimension %d",
@@ -771,7 +771,7 @@ static int map_view(struct meta_plan *pl, const struct loom_tensor *t,
 			if (t->nb[k] < unit_up)
 				continue;
 			if (t->nb[k] % unit_up && t->ne[k] > 1)
-				return loom_set_error(
+				return loom_error_set(
 					LOOM_E_UNSUPPORTED,
 					"meta: view %s: stride %zu does not "
 					"fit the split of %s", t->name,
@@ -834,7 +834,7 @@ static int plan_view(struct meta_plan *pl, const struct loom_tensor *t,
 					 dep ? dep->dev_t[j] : NULL, ne_j[j],
 					 nb_j[j], offs_j[j], t->name);
 		if (!mt->dev_t[j])
-			return loom_set_error(LOOM_E_INVAL, "meta: view %s: %s",
+			return loom_error_set(LOOM_E_INVAL, "meta: view %s: %s",
 					      t->name,
 					      loom_ctx_error(pl->ctx[j]));
 	}
@@ -853,7 +853,7 @@ static int new_piece(struct meta_plan *pl)
 
 		p = realloc(pl->pieces, (size_t)cap * sizeof(*p));
 		if (!p)
-			return loom_set_error(LOOM_E_NOMEM, "meta: no memory");
+			return loom_error_set(LOOM_E_NOMEM, "meta: no memory");
 		pl->pieces = p;
 		pl->cap_pieces = cap;
 	}
@@ -905,7 +905,7 @@ static int build_with_empty(struct meta_plan *pl, const struct loom_tensor *t,
 	    meta_state_dev_len(&mt->st, pl->md->n, j) == 0)
 		return LOOM_OK;
 	if (mt->st.state != LOOM_SPLIT_PARTIAL)
-		return loom_set_error(LOOM_E_UNSUPPORTED,
+		return loom_error_set(LOOM_E_UNSUPPORTED,
 				      "meta: %s '%s' needs a slice that is "
 				      "empty on device %d",
 				      loom_op_name(t->op), t->name, j);
@@ -915,12 +915,12 @@ static int build_with_empty(struct meta_plan *pl, const struct loom_tensor *t,
 
 		*out = loom_scale(pl->ctx[j], s[0] ? s[0] : s[1], f);
 		if (!*out)
-			return loom_set_error(LOOM_E_INVAL, "meta: %s",
+			return loom_error_set(LOOM_E_INVAL, "meta: %s",
 					      loom_ctx_error(pl->ctx[j]));
 		return LOOM_OK;
 	}
 	if (t->op == LOOM_OP_CONCAT)
-		return loom_set_error(LOOM_E_UNSUPPORTED,
+		return loom_error_set(LOOM_E_UNSUPPORTED,
 				      "meta: concat '%s' of a PARTIAL value "
 				      "that device %d skipped", t->name, j);
 	mt->zero[j] = true;
@@ -948,7 +948,7 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 
 	mt = new_record(pl);
 	if (!mt)
-		return loom_set_error(LOOM_E_NOMEM, "meta: no memory");
+		return loom_error_set(LOOM_E_NOMEM, "meta: no memory");
 
 	if (loom_op_is_view(t->op)) {
 		rc = plan_view(pl, t, mt);
@@ -964,7 +964,7 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 		n_src = i + 1;
 	}
 	if (!s[0])
-		return loom_set_error(LOOM_E_INVAL, "meta: node %s has no "
+		return loom_error_set(LOOM_E_INVAL, "meta: node %s has no "
 				      "source", t->name);
 
 	if (!find_rule(t, s, &r, n)) {
@@ -1030,7 +1030,7 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 				dt = build_op(pl->ctx[j], t, ds);
 			}
 			if (!dt)
-				return loom_set_error(
+				return loom_error_set(
 					LOOM_E_INVAL,
 					"meta: %s '%s' on device %d: %s",
 					loom_op_name(t->op), t->name, j,
@@ -1038,7 +1038,7 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 			if (is_split(mt->st.state) &&
 			    dt->ne[mt->st.state] !=
 				    meta_state_dev_len(&mt->st, n, j))
-				return loom_set_error(
+				return loom_error_set(
 					LOOM_E_INVAL,
 					"meta: %s '%s': device %d has %lld "
 					"along dimension %d, the split says "
@@ -1051,7 +1051,7 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 		mt->dev_t[j] = dt;
 		if (!dt)
 			continue;
-		loom_set_name(dt, t->name);
+		loom_tensor_set_name(dt, t->name);
 		dt->flags |= t->flags & LOOM_TENSOR_OUTPUT;
 		rc = emit(pl, j, dt);
 		if (rc)
@@ -1101,18 +1101,18 @@ int meta_plan_build(struct meta_dev *md, loom_graph_t *g, bool dry,
 
 	pl = calloc(1, sizeof(*pl));
 	if (!pl)
-		return loom_set_error(LOOM_E_NOMEM, "meta: no memory");
+		return loom_error_set(LOOM_E_NOMEM, "meta: no memory");
 	pl->md = md;
 	pl->g = g;
 	pl->version = loom_graph_version(g);
 	pl->dry = dry;
 	pl->map_cap = 64;
-	while (pl->map_cap < 2 * (size_t)(n_nodes + loom_graph_n_leafs(g)) +
+	while (pl->map_cap < 2 * (size_t)(n_nodes + loom_graph_n_leaves(g)) +
 				     64)
 		pl->map_cap *= 2;
 	pl->map = calloc(pl->map_cap, sizeof(*pl->map));
 	if (!pl->map) {
-		rc = loom_set_error(LOOM_E_NOMEM, "meta: no memory");
+		rc = loom_error_set(LOOM_E_NOMEM, "meta: no memory");
 		goto err_free;
 	}
 	if (!dry) {

@@ -154,28 +154,28 @@ static int read_opts(const struct loom_meta_opts *opts, size_t n,
 	(opts->size >= offsetof(struct loom_meta_opts, field) +              \
 			       sizeof(opts->field))
 	if (opts->size < sizeof(opts->size))
-		return loom_set_error(LOOM_E_INVAL, "meta options: size %u",
+		return loom_error_set(LOOM_E_INVAL, "meta options: size %u",
 				      opts->size);
 	if (HAS(ratios) && opts->ratios) {
 		for (size_t j = 0; j < n; j++) {
 			float r = opts->ratios[j];
 
 			if (!isfinite(r) || r < 0)
-				return loom_set_error(LOOM_E_INVAL,
+				return loom_error_set(LOOM_E_INVAL,
 						      "meta options: ratio %zu "
 						      "is %g", j, (double)r);
 			want->ratios[j] = r;
 			sum += r;
 		}
 		if (sum <= 0)
-			return loom_set_error(LOOM_E_INVAL,
+			return loom_error_set(LOOM_E_INVAL,
 					      "meta options: the ratios sum "
 					      "to zero");
 		want->has_ratios = true;
 	}
 	if (HAS(reduce_type) && opts->reduce_type != LOOM_TYPE_F32) {
 		if (opts->reduce_type != LOOM_TYPE_BF16)
-			return loom_set_error(
+			return loom_error_set(
 				LOOM_E_INVAL,
 				"meta options: reduce type %s (F32 or BF16)",
 				loom_type_name(opts->reduce_type));
@@ -205,11 +205,11 @@ static int meta_dev_create(loom_dev_t *const *devs, size_t n,
 	int rc;
 
 	if (G.n_devs == META_MAX_META_DEVS)
-		return loom_set_error(LOOM_E_NOMEM, "meta: at most %d meta "
+		return loom_error_set(LOOM_E_NOMEM, "meta: at most %d meta "
 				      "devices", META_MAX_META_DEVS);
 	md = calloc(1, sizeof(*md));
 	if (!md)
-		return loom_set_error(LOOM_E_NOMEM, "meta: no memory");
+		return loom_error_set(LOOM_E_NOMEM, "meta: no memory");
 	*md = *want;
 	md->n = (int)n;
 	md->split = split;
@@ -218,7 +218,7 @@ static int meta_dev_create(loom_dev_t *const *devs, size_t n,
 	md->min_max_size = SIZE_MAX;
 	for (size_t j = 0; j < n; j++) {
 		loom_buffer_type_t *b = loom_dev_buffer_type(devs[j]);
-		size_t a = loom_buft_alignment(b), m = loom_buft_max_size(b);
+		size_t a = loom_buffer_type_alignment(b), m = loom_buffer_type_max_size(b);
 
 		md->members[j] = devs[j];
 		if (a > md->max_align)
@@ -230,7 +230,7 @@ static int meta_dev_create(loom_dev_t *const *devs, size_t n,
 	snprintf(md->name, sizeof(md->name), "meta%d", G.n_devs);
 	md->desc = malloc(len);
 	if (!md->desc) {
-		rc = loom_set_error(LOOM_E_NOMEM, "meta: no memory");
+		rc = loom_error_set(LOOM_E_NOMEM, "meta: no memory");
 		goto err_free;
 	}
 	strcpy(md->desc, "meta(");
@@ -265,18 +265,18 @@ static int meta_device_new(loom_dev_t *const *devs, size_t n,
 	int rc;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL, "meta_device_new: out is "
+		return loom_error_set(LOOM_E_INVAL, "meta_device_new: out is "
 				      "NULL");
 	*out = NULL;
 	if (!devs || n == 0 || n > META_MAX_DEVS)
-		return loom_set_error(LOOM_E_INVAL, "meta_device_new: %zu "
+		return loom_error_set(LOOM_E_INVAL, "meta_device_new: %zu "
 				      "devices (1 to %d)", n, META_MAX_DEVS);
 	for (size_t j = 0; j < n; j++) {
 		if (!devs[j])
-			return loom_set_error(LOOM_E_INVAL, "meta_device_new: "
+			return loom_error_set(LOOM_E_INVAL, "meta_device_new: "
 					      "device %zu is NULL", j);
 		if (loom_dev_type(devs[j]) == LOOM_DEV_TYPE_META)
-			return loom_set_error(LOOM_E_UNSUPPORTED,
+			return loom_error_set(LOOM_E_UNSUPPORTED,
 					      "meta_device_new: %s is itself "
 					      "a meta device",
 					      loom_dev_name(devs[j]));
@@ -307,7 +307,7 @@ static int split_rows(const struct loom_tensor *t, struct loom_split *out,
 {
 	(void)userdata;
 	memset(out, 0, sizeof(*out));
-	out->state = loom_n_dims(t) == 2 ? LOOM_SPLIT_DIM1
+	out->state = loom_tensor_n_dims(t) == 2 ? LOOM_SPLIT_DIM1
 					 : LOOM_SPLIT_MIRRORED;
 	return LOOM_OK;
 }
@@ -325,7 +325,7 @@ static int split_buffer_type(loom_dev_t *const *devs, size_t n,
 	int rc;
 
 	if (!out)
-		return loom_set_error(LOOM_E_INVAL, "split_buffer_type: out "
+		return loom_error_set(LOOM_E_INVAL, "split_buffer_type: out "
 				      "is NULL");
 	rc = meta_device_new(devs, n, split_rows, NULL, &opts, &dev);
 	if (rc)
@@ -407,7 +407,7 @@ static const struct loom_reg_iface meta_reg_iface = {
  * there are at least two.  Returns the count; 0 composes nothing. */
 static size_t compose_members(loom_dev_t **devs)
 {
-	const char *env = loom_getenv("LOOM_META_DEVICES");
+	const char *env = loom_env_get("LOOM_META_DEVICES");
 	size_t n = 0;
 
 	if (env && *env) {
@@ -468,7 +468,7 @@ static int meta_init(loom_reg_t **out)
 		pthread_mutex_unlock(&G.lock);
 		if (rc)
 			loom_log(LOOM_LOG_WARN, "meta: composing failed: %s",
-				 loom_last_error());
+				 loom_error_message());
 		else
 			loom_log(LOOM_LOG_INFO, "meta: %s = %s", md->name,
 				 md->desc);

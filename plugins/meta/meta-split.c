@@ -112,7 +112,7 @@ static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
 	float w[META_MAX_DEVS];
 
 	if ((int)sp->state < LOOM_SPLIT_DIM0 || sp->state > LOOM_SPLIT_PARTIAL)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "split callback gave an unknown state %d "
 				      "for %s", (int)sp->state, t->name);
 	meta_state_whole(out, sp->state);
@@ -122,7 +122,7 @@ static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
 	axis = (int)sp->state;
 	n_seg = sp->n_segments;
 	if (n_seg < 0 || n_seg > META_MAX_SEG)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "split callback gave %d segments for %s "
 				      "(at most %d)", n_seg, t->name,
 				      META_MAX_SEG);
@@ -133,12 +133,12 @@ static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
 		for (int s = 0; s < n_seg; s++) {
 			seg[s] = sp->segments[s];
 			if (seg[s] < 0)
-				return loom_set_error(LOOM_E_INVAL,
+				return loom_error_set(LOOM_E_INVAL,
 						      "split callback gave a "
 						      "negative segment for %s",
 						      t->name);
 			if (seg[s] > t->ne[axis] - sum)
-				return loom_set_error(LOOM_E_INVAL,
+				return loom_error_set(LOOM_E_INVAL,
 						      "segments of %s add up to "
 						      "more than its dimension "
 						      "%d (%lld)", t->name,
@@ -147,7 +147,7 @@ static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
 			sum += seg[s];
 		}
 		if (sum != t->ne[axis])
-			return loom_set_error(LOOM_E_INVAL,
+			return loom_error_set(LOOM_E_INVAL,
 					      "segments of %s add up to %lld, "
 					      "not its dimension %d (%lld)",
 					      t->name, (long long)sum, axis,
@@ -155,7 +155,7 @@ static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
 	}
 
 	if (sp->granularity < 0)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "split callback gave granularity %lld for "
 				      "%s (0 or 1: any)",
 				      (long long)sp->granularity, t->name);
@@ -163,7 +163,7 @@ static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
 	blck = axis == 0 ? loom_type_block_size(t->type) : 1;
 	if (blck > 1) {
 		if (sp->granularity > 1 && g % blck != 0)
-			return loom_set_error(LOOM_E_INVAL,
+			return loom_error_set(LOOM_E_INVAL,
 					      "split of dimension 0 of %s: "
 					      "granularity %lld is not a "
 					      "multiple of the %s block size "
@@ -179,7 +179,7 @@ static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
 	out->n_seg = n_seg;
 	for (int s = 0; s < n_seg; s++) {
 		if (seg[s] % g != 0)
-			return loom_set_error(LOOM_E_INVAL,
+			return loom_error_set(LOOM_E_INVAL,
 					      "split of dimension %d of %s: "
 					      "segment of %lld is not a "
 					      "multiple of %lld%s", axis,
@@ -202,16 +202,16 @@ static int ask_split(struct meta_dev *md, const struct loom_tensor *t,
 	int rc;
 
 	/* Empty, so that a refusal without a message is told apart. */
-	loom_set_error(LOOM_OK, "%s", "");
+	loom_error_set(LOOM_OK, "%s", "");
 	rc = md->split(t, sp, md->userdata);
 	if (rc > 0)
-		return loom_set_error(LOOM_E_INVAL, "split callback returned "
+		return loom_error_set(LOOM_E_INVAL, "split callback returned "
 				      "%d for %s (not a loom status)", rc,
 				      t->name);
 	if (rc < 0)
-		return loom_set_error(rc, "split callback refused %s: %s",
-				      t->name, *loom_last_error() ?
-				      loom_last_error() : loom_strerror(rc));
+		return loom_error_set(rc, "split callback refused %s: %s",
+				      t->name, *loom_error_message() ?
+				      loom_error_message() : loom_strerror(rc));
 	return LOOM_OK;
 }
 
@@ -237,7 +237,7 @@ int meta_split_of(struct meta_dev *md, const struct loom_tensor *t, bool ask,
 int64_t meta_axis_bytes(const struct loom_tensor *t, int axis, int64_t pos)
 {
 	if (axis == 0)
-		return (int64_t)loom_row_size(t->type, pos);
+		return (int64_t)loom_type_row_size(t->type, pos);
 	return pos * (int64_t)t->nb[axis];
 }
 
@@ -245,18 +245,18 @@ int64_t meta_axis_bytes(const struct loom_tensor *t, int axis, int64_t pos)
  * dimension (the whole tensor for dimension 3). */
 static size_t split_unit(const struct loom_tensor *t, int axis)
 {
-	return axis < 3 ? t->nb[axis + 1] : loom_nbytes(t);
+	return axis < 3 ? t->nb[axis + 1] : loom_tensor_n_bytes(t);
 }
 
 static int check_rows(const struct loom_tensor *t, int axis, size_t offset,
 		      size_t size, size_t unit)
 {
-	if (!loom_is_contiguous(t))
-		return loom_set_error(LOOM_E_UNSUPPORTED,
+	if (!loom_tensor_is_contiguous(t))
+		return loom_error_set(LOOM_E_UNSUPPORTED,
 				      "set/get of %s: a split tensor must be "
 				      "contiguous", t->name);
 	if (unit == 0 || offset % unit != 0 || size % unit != 0)
-		return loom_set_error(LOOM_E_INVAL,
+		return loom_error_set(LOOM_E_INVAL,
 				      "set/get of %s (%s): offset %zu and "
 				      "size %zu must fall on row boundaries "
 				      "of the split (%zu bytes)", t->name,
@@ -298,8 +298,8 @@ static int split_copy(struct meta_tensor *mt, const struct loom_tensor *t,
 				host_pos += len;
 				continue;
 			}
-			if (!loom_is_contiguous(dt))
-				return loom_set_error(
+			if (!loom_tensor_is_contiguous(dt))
+				return loom_error_set(
 					LOOM_E_UNSUPPORTED,
 					"set/get of %s: its slices are views "
 					"(make it contiguous with cont)",
@@ -385,12 +385,12 @@ static int partial_get(struct meta_tensor *mt, const struct loom_tensor *t,
 	int rc = LOOM_OK;
 
 	if (t->type != LOOM_TYPE_F32 || offset % 4 || size % 4)
-		return loom_set_error(LOOM_E_UNSUPPORTED,
+		return loom_error_set(LOOM_E_UNSUPPORTED,
 				      "get of PARTIAL %s: only whole F32 "
 				      "values can be summed", t->name);
 	tmp = malloc(size ? size : 1);
 	if (!tmp)
-		return loom_set_error(LOOM_E_NOMEM, "get of %s: no memory",
+		return loom_error_set(LOOM_E_NOMEM, "get of %s: no memory",
 				      t->name);
 	for (int j = 0; j < mt->md->n; j++) {
 		struct loom_tensor *dt = mt->dev_t[j];
@@ -436,6 +436,6 @@ int meta_tensor_get(const struct loom_tensor *t, void *data, size_t offset,
 							     size);
 		return loom_tensor_get(mt->dev_t[j], data, offset, size);
 	}
-	return loom_set_error(LOOM_E_STATE, "get of %s: no device holds it",
+	return loom_error_set(LOOM_E_STATE, "get of %s: no device holds it",
 			      t->name);
 }
