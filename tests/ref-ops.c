@@ -6,6 +6,7 @@
 
 #include <glib.h>
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 void ref_tensor_init(struct ref_tensor *t, const int64_t ne[4])
@@ -293,6 +294,17 @@ void ref_sum_rows(const struct ref_tensor *a, struct ref_tensor *out)
 		*ref_at(out, 0, i1, i2, i3) += *ref_at(a, i0, i1, i2, i3);
 }
 
+/* True when (v, i) ranks before (w, j): larger, then the lower index;
+ * NaN after every number. */
+static bool ranks_before(double v, int64_t i, double w, int64_t j)
+{
+	if (isnan(v) != isnan(w))
+		return isnan(w);
+	if (isnan(v))
+		return i < j;
+	return v > w || (v == w && i < j);
+}
+
 void ref_argmax(const struct ref_tensor *a, struct ref_tensor *out)
 {
 	int64_t ne[4] = { a->ne[1], 1, 1, 1 };
@@ -302,8 +314,8 @@ void ref_argmax(const struct ref_tensor *a, struct ref_tensor *out)
 		int64_t best = 0;
 
 		for (int64_t i0 = 1; i0 < a->ne[0]; i0++)
-			if (*ref_at(a, i0, i1, 0, 0) >
-			    *ref_at(a, best, i1, 0, 0))
+			if (ranks_before(*ref_at(a, i0, i1, 0, 0), i0,
+					 *ref_at(a, best, i1, 0, 0), best))
 				best = i0;
 		out->data[i1] = best;
 	}
@@ -320,11 +332,12 @@ void ref_top_k(const struct ref_tensor *a, int k, struct ref_tensor *out)
 		for (int j = 0; j < k; j++) {
 			int64_t best = -1;
 
-			/* A strict > keeps the lower index on ties. */
 			for (int64_t i0 = 0; i0 < a->ne[0]; i0++)
 				if (!taken[i0] &&
-				    (best < 0 || *ref_at(a, i0, i1, i2, i3) >
-						 *ref_at(a, best, i1, i2, i3)))
+				    (best < 0 ||
+				     ranks_before(*ref_at(a, i0, i1, i2, i3), i0,
+						  *ref_at(a, best, i1, i2, i3),
+						  best)))
 					best = i0;
 			taken[best] = TRUE;
 			*ref_at(out, j, i1, i2, i3) = best;

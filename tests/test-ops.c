@@ -69,6 +69,7 @@ enum fill {
 	FILL_IDS,      /* I32 uniform in [0, range) */
 	FILL_DISTINCT, /* I32, distinct within each row, in [0, range) */
 	FILL_MASK,     /* uniform in [-1, 0), -INFINITY past a diagonal */
+	FILL_NAN,      /* small integers 0..4, about two in three NaN */
 };
 
 struct input {
@@ -890,6 +891,11 @@ static void add_argmax_cases(void)
 		a->fill = FILL_TIES;
 		case_add(c, "ties");
 	}
+	/* NaN ranks below every number. */
+	c = case_new(LOOM_OP_ARGMAX, NMSE_EXACT);
+	a = case_in(c, LOOM_TYPE_F32, 17, 8, 1, 1, LAYOUT_CONT);
+	a->fill = FILL_NAN;
+	case_add(c, "nan");
 	c = case_new(LOOM_OP_ARGMAX, NMSE_EXACT);
 	case_in(c, LOOM_TYPE_F32, 17, 5, 1, 1, LAYOUT_PAD);
 	case_add(c, NULL);
@@ -905,19 +911,23 @@ static void add_top_k_cases(void)
 		int k;
 		enum loom_type type;
 		enum layout layout;
-		bool ties;
+		enum fill fill;
 	} cases[] = {
-		{ { 1, 1, 1, 1 }, 1, LOOM_TYPE_F32, LAYOUT_CONT, false },
-		{ { 3, 2, 1, 1 }, 3, LOOM_TYPE_F32, LAYOUT_CONT, false },
-		{ { 17, 3, 2, 1 }, 5, LOOM_TYPE_F32, LAYOUT_CONT, false },
-		{ { 64, 3, 1, 1 }, 1, LOOM_TYPE_F32, LAYOUT_CONT, false },
-		{ { 1023, 2, 1, 1 }, 8, LOOM_TYPE_F32, LAYOUT_CONT, false },
-		{ { 17, 4, 1, 1 }, 6, LOOM_TYPE_F32, LAYOUT_CONT, true },
-		{ { 17, 4, 1, 1 }, 17, LOOM_TYPE_F32, LAYOUT_CONT, true },
-		{ { 17, 4, 1, 1 }, 6, LOOM_TYPE_F16, LAYOUT_CONT, true },
-		{ { 17, 4, 1, 1 }, 6, LOOM_TYPE_BF16, LAYOUT_CONT, false },
-		{ { 17, 3, 2, 1 }, 4, LOOM_TYPE_F32, LAYOUT_PAD, false },
-		{ { 17, 3, 2, 1 }, 4, LOOM_TYPE_F32, LAYOUT_TRANSPOSE, true },
+		{ { 1, 1, 1, 1 }, 1, LOOM_TYPE_F32, LAYOUT_CONT, FILL_UNIFORM },
+		{ { 3, 2, 1, 1 }, 3, LOOM_TYPE_F32, LAYOUT_CONT, FILL_UNIFORM },
+		{ { 17, 3, 2, 1 }, 5, LOOM_TYPE_F32, LAYOUT_CONT, FILL_UNIFORM },
+		{ { 64, 3, 1, 1 }, 1, LOOM_TYPE_F32, LAYOUT_CONT, FILL_UNIFORM },
+		{ { 1023, 2, 1, 1 }, 8, LOOM_TYPE_F32, LAYOUT_CONT, FILL_UNIFORM },
+		{ { 17, 4, 1, 1 }, 6, LOOM_TYPE_F32, LAYOUT_CONT, FILL_TIES },
+		{ { 17, 4, 1, 1 }, 17, LOOM_TYPE_F32, LAYOUT_CONT, FILL_TIES },
+		{ { 17, 4, 1, 1 }, 6, LOOM_TYPE_F16, LAYOUT_CONT, FILL_TIES },
+		{ { 17, 4, 1, 1 }, 6, LOOM_TYPE_BF16, LAYOUT_CONT, FILL_UNIFORM },
+		{ { 17, 3, 2, 1 }, 4, LOOM_TYPE_F32, LAYOUT_PAD, FILL_UNIFORM },
+		/* Rows with fewer numbers than k: NaN fills the rest, each
+		 * index once. */
+		{ { 17, 4, 1, 1 }, 12, LOOM_TYPE_F32, LAYOUT_CONT, FILL_NAN },
+		{ { 300, 3, 1, 1 }, 150, LOOM_TYPE_F32, LAYOUT_CONT, FILL_NAN },
+		{ { 17, 3, 2, 1 }, 4, LOOM_TYPE_F32, LAYOUT_TRANSPOSE, FILL_TIES },
 	};
 
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -927,11 +937,11 @@ static void add_top_k_cases(void)
 
 		a = case_in(c, cases[i].type, cases[i].ne[0], cases[i].ne[1],
 			    cases[i].ne[2], cases[i].ne[3], cases[i].layout);
-		if (cases[i].ties)
-			a->fill = FILL_TIES;
+		a->fill = cases[i].fill;
 		c->ip[0] = cases[i].k;
 		g_snprintf(tag, sizeof(tag), "k%d%s", cases[i].k,
-			   cases[i].ties ? "_ties" : "");
+			   cases[i].fill == FILL_TIES  ? "_ties" :
+			   cases[i].fill == FILL_NAN ? "_nan" : "");
 		case_add(c, tag);
 	}
 }
@@ -1180,7 +1190,10 @@ static int fill_leaf(struct loom_tensor *leaf, const struct input *in,
 	for (int64_t i = 0; i < n; i++) {
 		int64_t i0 = i % row, i1 = (i / row) % leaf->ne[1];
 
-		if (in->fill == FILL_TIES)
+		if (in->fill == FILL_NAN &&
+		    loom_test_rng_uniform(rng, 0, 3) < 2)
+			v[i] = NAN;
+		else if (in->fill == FILL_TIES || in->fill == FILL_NAN)
 			v[i] = floorf((float)loom_test_rng_uniform(rng, 0, 5));
 		else if (i0 > i1 + row / 2)
 			v[i] = -INFINITY;

@@ -364,7 +364,8 @@ LOOM_API struct loom_tensor *loom_concat(loom_ctx_t *ctx,
 /* F32 [1, ne1, ne2, ne3]: the sum of each row. */
 LOOM_API struct loom_tensor *loom_sum_rows(loom_ctx_t *ctx,
 					   struct loom_tensor *a);
-/* I32 [ne1]: the index of each row's largest value (2D a; first on ties). */
+/* I32 [ne1]: the index of each row's largest value (2D a; first on ties).
+ * Here and in loom_top_k, NaN ranks below every number. */
 LOOM_API struct loom_tensor *loom_argmax(loom_ctx_t *ctx,
 					 struct loom_tensor *a);
 /* I32 [k, ne1, ne2, ne3]: indices of each row's k largest values, largest

@@ -22,6 +22,19 @@ void cpu_op_sum_rows(const struct cpu_task *task, struct loom_tensor *dst)
 	}
 }
 
+/* True when element i ranks before element j: larger, or equal with the
+ * lower index; NaN ranks after every number, so the order is total. */
+static inline bool ranks_before(const float *x, int32_t i, int32_t j)
+{
+	bool in = isnan(x[i]), jn = isnan(x[j]);
+
+	if (in != jn)
+		return jn;
+	if (in)
+		return i < j;
+	return x[i] > x[j] || (x[i] == x[j] && i < j);
+}
+
 static void store_i32(const struct loom_tensor *t, char *p, int64_t i,
 		      int32_t v)
 {
@@ -41,7 +54,7 @@ void cpu_op_argmax(const struct cpu_task *task, struct loom_tensor *dst)
 		cpu_row_coords(a, r, &i1, &i2, &i3);
 		x = cpu_row_f32(a, i1, i2, i3, cpu_scratch(task, dst, 0));
 		for (i = 1; i < a->ne[0]; i++)
-			if (x[i] > x[best])
+			if (ranks_before(x, (int32_t)i, (int32_t)best))
 				best = i;
 		/* dst is [ne1] for a 2D a; its element r in general. */
 		cpu_row_coords(dst, r / dst->ne[0], &i1, &i2, &i3);
@@ -50,12 +63,7 @@ void cpu_op_argmax(const struct cpu_task *task, struct loom_tensor *dst)
 	}
 }
 
-/* True when element i ranks before element j: larger, or equal with the
- * lower index. */
-static inline bool ranks_before(const float *x, int32_t i, int32_t j)
-{
-	return x[i] > x[j] || (x[i] == x[j] && i < j);
-}
+
 
 /* Sorts idx[0..n) by rank, with tmp as room for n more. */
 static void merge_sort(const float *x, int32_t *idx, int32_t *tmp, int64_t n)

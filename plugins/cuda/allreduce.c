@@ -18,6 +18,7 @@ struct cuda_comm_group {
 	int n;
 	int *ids;
 	ncclComm_t *comms;
+	bool failed;  /* NCCL refused this group: every call declines */
 };
 
 static int nccl_error(ncclResult_t r, const char *what)
@@ -37,7 +38,10 @@ static void group_free(struct cuda_comm_group *grp)
 }
 
 /* Finds the cached group of exactly these devices in this order, or makes
- * one with ncclCommInitAll.  Called with reg->lock held. */
+ * one with ncclCommInitAll.  A group NCCL refuses (no shared memory, a
+ * driver it rejects, too little memory) is remembered as failed and the
+ * allreduce declines for it, so the meta device falls back to its own
+ * reduce instead of failing every step.  Called with reg->lock held. */
 static int group_get(struct cuda_reg *reg, const int *ids, int n,
 		     struct cuda_comm_group **out)
 {
@@ -47,7 +51,7 @@ static int group_get(struct cuda_reg *reg, const int *ids, int n,
 	for (grp = reg->comm_groups; grp; grp = grp->next) {
 		if (grp->n == n && !memcmp(grp->ids, ids, n * sizeof(*ids))) {
 			*out = grp;
-			return LOOM_OK;
+			return grp->failed ? LOOM_E_DECLINED : LOOM_OK;
 		}
 	}
 	grp = calloc(1, sizeof(*grp));
@@ -63,14 +67,27 @@ static int group_get(struct cuda_reg *reg, const int *ids, int n,
 	r = ncclCommInitAll(grp->comms, n, grp->ids);
 	if (r != ncclSuccess) {
 		memset(grp->comms, 0, n * sizeof(*grp->comms));
-		group_free(grp);
-		return nccl_error(r, "cannot create communicators");
+		loom_log(LOOM_LOG_WARN, "%s: nccl: cannot create communicators "
+			 "for %d devices (%s); the meta device's own reduce "
+			 "runs instead", LOOM_GPU_NAME, n,
+			 ncclGetErrorString(r));
+		(void)cudaGetLastError();
+		goto err_failed;
 	}
 	grp->n = n;
 	grp->next = reg->comm_groups;
 	reg->comm_groups = grp;
 	*out = grp;
 	return LOOM_OK;
+
+err_failed:
+	memcpy(grp->ids, ids, n * sizeof(*ids));
+	grp->n = n;
+	grp->failed = true;
+	grp->next = reg->comm_groups;
+	reg->comm_groups = grp;
+	*out = grp;
+	return LOOM_E_DECLINED;
 }
 
 /* Says whether the call is one NCCL can serve: our backends on distinct
@@ -127,9 +144,10 @@ static int convert_all(loom_backend_t *const *backends,
 	for (size_t i = 0; i < n; i++) {
 		struct cuda_backend *be = loom_backend_context(backends[i]);
 		uint16_t *tmp;
-		int status;
+		int status = cuda_use_dev(be->dev);
 
-		cudaSetDevice(be->dev->id);
+		if (status)
+			return status;
 		tmp = cuda_scratch(be, CUDA_SCRATCH_REDUCE,
 				   (size_t)count * sizeof(*tmp));
 		if (!tmp)
@@ -166,8 +184,9 @@ int cuda_allreduce(loom_backend_t *const *backends,
 		return LOOM_E_DECLINED;
 	if (!accept(backends, tensors, n, &reg, ids))
 		return LOOM_E_DECLINED;
-	if (n == 1)
-		return LOOM_OK; /* the sum of one */
+	/* One device runs through NCCL as well (a one-rank communicator):
+	 * the result is its own tensor, rounded to BF16 when asked, and the
+	 * path a machine with one GPU tests is the one many GPUs run. */
 	switch (reduce_type(opts)) {
 	case LOOM_TYPE_F32:
 		bf16 = false;
@@ -200,7 +219,10 @@ int cuda_allreduce(loom_backend_t *const *backends,
 		void *buf = bf16 ? be->scratch[CUDA_SCRATCH_REDUCE] :
 				   tensors[i]->data;
 
-		cudaSetDevice(be->dev->id);
+		if (cuda_use_dev(be->dev)) {
+			r = ncclInvalidUsage;
+			break;
+		}
 		r = ncclAllReduce(buf, buf, (size_t)count, dtype, ncclSum,
 				  grp->comms[i], be->stream);
 	}

@@ -168,12 +168,22 @@ static int check_node(const struct cuda_backend *be,
  * waiting; the backend's synchronize waits. */
 int cuda_graph_compute(struct cuda_backend *be, loom_graph_t *g)
 {
-	int n = loom_graph_n_nodes(g);
+	size_t n = loom_graph_n_nodes(g);
+	cudaError_t pending;
+	int status = cuda_use_dev(be->dev);
 
-	cudaSetDevice(be->dev->id);
-	for (int i = 0; i < n; i++) {
+	if (status)
+		return status;
+	/* An error left by earlier asynchronous work (a fault in a kernel of
+	 * the previous graph) is reported as such, not blamed on the first
+	 * kernel of this one. */
+	pending = cudaGetLastError();
+	if (pending != cudaSuccess)
+		return loom_error_set(LOOM_E_DEVICE, "%s: an earlier operation "
+				      "on this device failed: %s", be->name,
+				      cudaGetErrorString(pending));
+	for (size_t i = 0; i < n; i++) {
 		struct loom_tensor *t = loom_graph_node(g, i);
-		int status;
 
 		if (no_kernel(t->op) || loom_tensor_n_elements(t) == 0)
 			continue;

@@ -22,11 +22,13 @@ extern "C" {
 #define CUDA_MAX_DEVICES 64
 #define CUDA_BUFFER_ALIGN 256
 
-/* Scratch slots of a backend: converted matmul operands, reduce staging. */
+/* Scratch slots of a backend: converted matmul operands, reduce staging,
+ * the scale of an F16 operand. */
 enum {
 	CUDA_SCRATCH_A = 0,
 	CUDA_SCRATCH_B,
 	CUDA_SCRATCH_REDUCE,
+	CUDA_SCRATCH_SCALE,     /* mul_mat's F16 scale, alpha and beta */
 	CUDA_SCRATCH_COUNT
 };
 
@@ -52,9 +54,10 @@ struct cuda_reg {
 	int n_dev;
 	struct cuda_dev devs[CUDA_MAX_DEVICES];
 	loom_buffer_type_t *host_buft;
-	pthread_mutex_t lock;  /* guards comm_groups and peers_enabled */
+	pthread_mutex_t lock;  /* guards comm_groups and peer_tried */
 	struct cuda_comm_group *comm_groups;
-	bool peers_enabled;
+	/* [to][from]: peer access was asked for once (see enable_peer). */
+	bool peer_tried[CUDA_MAX_DEVICES][CUDA_MAX_DEVICES];
 	/* "get_features": name/value pairs, NULL-terminated. */
 	struct loom_feature features[CUDA_MAX_FEATURES + 1];
 	char feature_text[CUDA_MAX_FEATURES][2][48];
@@ -84,6 +87,11 @@ struct cuda_backend {
  * loom_error_message() and returns LOOM_E_DEVICE (LOOM_E_NOMEM for an
  * allocation failure). */
 int cuda_error(cudaError_t err, const char *what);
+
+/* Makes cd the calling thread's current device; every runtime call that
+ * acts on a device goes through here, so a failure is reported where it
+ * happens instead of being blamed on the next call. */
+int cuda_use_dev(const struct cuda_dev *cd);
 
 /* Device memory of at least size bytes in the backend's scratch slot, or
  * NULL (error recorded).  Valid until the next call for the same slot;

@@ -55,7 +55,7 @@ plugins_cuda_loom_cuda_la_SOURCES = $(cuda_host_sources) \
 nodist_EXTRA_plugins_cuda_loom_cuda_la_SOURCES = plugins/cuda/dummy.cxx
 plugins_cuda_loom_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(cuda_defs) \
 	$(CUDA_CPPFLAGS) $(NCCL_CPPFLAGS)
-plugins_cuda_loom_cuda_la_LDFLAGS = $(PLUGIN_LINK_FLAGS) $(gpu_plugin_sym) \
+plugins_cuda_loom_cuda_la_LDFLAGS = $(PLUGIN_LINK_FLAGS) $(gpu_plugin_sym) -Wl,-z,nodelete \
 	$(CUDA_LDFLAGS) $(NCCL_LDFLAGS)
 plugins_cuda_loom_cuda_la_LIBADD = $(PLUGIN_LINK_LIBS) $(NCCL_LIBS) \
 	$(CUDA_LIBS)

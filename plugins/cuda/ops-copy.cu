@@ -100,7 +100,7 @@ static int copy_view(const struct cuda_backend *be, const tview &dst,
 		size_t bytes = (size_t)(n / sb) *
 			       loom_type_size((enum loom_type)src.type);
 		cudaError_t err = cudaMemcpyAsync(dst.data, src.data, bytes,
-						  cudaMemcpyDeviceToDevice,
+						  cudaMemcpyDefault,
 						  be->stream);
 
 		return cuda_error(err, "copy");

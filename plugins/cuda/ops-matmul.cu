@@ -2,6 +2,9 @@
  * (cuBLAS, or hipBLAS for HIP) with F16/BF16 weights on tensor cores and
  * b converted to the weight's type; Q8_0 weights are dequantized to F16
  * first, or, for a single column, read directly by a dot-product kernel.
+ * An F32 b bound for F16 is scaled by a power of two chosen on the device
+ * from its largest finite magnitude, so activations above F16's range
+ * (65504) do not become inf; the GEMM's alpha undoes the scale.
  * Without a BLAS (or with LOOM_CUDA_GEMM=own) the plugin's own tiled GEMM
  * runs instead.
  */
@@ -241,6 +244,77 @@ static bool fits_int(int64_t v)
 	return v >= 0 && v <= INT32_MAX;
 }
 
+/* Largest finite |x| of a contiguous F32 array, as the bits of a
+ * non-negative float (which order as integers), into *amax (zeroed first). */
+__global__ void amax_kernel(const float *x, int64_t n, unsigned int *amax)
+{
+	__shared__ float shm[OPS_BLOCK];
+	float m = 0.0f;
+
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+	     i += (int64_t)gridDim.x * blockDim.x) {
+		float v = fabsf(x[i]);
+
+		if (v <= 3.0e38f) /* finite: NaN and inf pass through */
+			m = fmaxf(m, v);
+	}
+	m = block_max(m, shm);
+	if (threadIdx.x == 0)
+		atomicMax(amax, __float_as_uint(m));
+}
+
+/* The scale that brings amax under 2^15 (a power of two: dividing by it
+ * is exact for F16's normal range), and the GEMM's alpha and beta. */
+__device__ __forceinline__ float f16_scale(unsigned int amax_bits)
+{
+	float amax = __uint_as_float(amax_bits);
+
+	return amax > 32768.0f ? exp2f(ceilf(log2f(amax / 32768.0f))) : 1.0f;
+}
+
+__global__ void to_f16_scaled_kernel(const float *x, int64_t n,
+				     const unsigned int *amax, uint16_t *y,
+				     float *alpha_beta)
+{
+	const float scale = f16_scale(*amax);
+
+	if (blockIdx.x == 0 && threadIdx.x == 0) {
+		alpha_beta[0] = scale;
+		alpha_beta[1] = 0.0f;
+	}
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+	     i += (int64_t)gridDim.x * blockDim.x)
+		y[i] = float_to_half(x[i] / scale);
+}
+
+/* Converts a contiguous F32 b to F16 in scratch, scaled into range; the
+ * alpha and beta to pass (device pointers) land in *alpha_beta. */
+static int to_f16_scaled(struct cuda_backend *be, const tview &v,
+			 struct operand *op, float **alpha_beta)
+{
+	int64_t n = view_nelements(v);
+	void *tmp = cuda_scratch(be, CUDA_SCRATCH_B, (size_t)n * 2);
+	char *small = (char *)cuda_scratch(be, CUDA_SCRATCH_SCALE, 64);
+	cudaError_t err;
+
+	if (!tmp || !small)
+		return LOOM_E_NOMEM;
+	err = cudaMemsetAsync(small, 0, sizeof(unsigned int), be->stream);
+	if (err != cudaSuccess)
+		return cuda_error(err, "memset");
+	amax_kernel<<<grid_for(n), OPS_BLOCK, 0, be->stream>>>(
+		(const float *)v.data, n, (unsigned int *)small);
+	to_f16_scaled_kernel<<<grid_for(n), OPS_BLOCK, 0, be->stream>>>(
+		(const float *)v.data, n, (const unsigned int *)small,
+		(uint16_t *)tmp, (float *)(small + 16));
+	*alpha_beta = (float *)(small + 16);
+	op->data = (const char *)tmp;
+	op->ld = v.ne[0];
+	op->s2 = v.ne[0] * v.ne[1];
+	op->s3 = op->s2 * v.ne[2];
+	return launch_status(be, "mul_mat: scale b");
+}
+
 /* Uses v as is when it already has type and a layout the BLAS reads;
  * otherwise converts it into scratch slot. */
 static int prepare(struct cuda_backend *be, const tview &v, int type,
@@ -286,7 +360,9 @@ static int mul_mat_blas(struct cuda_backend *be, const tview &dst,
 		LOOM_TYPE_F32;
 	int64_t ges = (int64_t)loom_type_size((enum loom_type)gt);
 	cublasHandle_t h = (cublasHandle_t)be->blas;
-	const float alpha = 1.0f, beta = 0.0f;
+	const float one_zero[2] = { 1.0f, 0.0f };
+	const float *alpha = &one_zero[0], *beta = &one_zero[1];
+	float *scaled = NULL;
 	struct operand A, B;
 	int64_t ldc = dst.nb[1] / 4, sc2 = dst.nb[2] / 4, sc3 = dst.nb[3] / 4;
 	int status;
@@ -298,9 +374,21 @@ static int mul_mat_blas(struct cuda_backend *be, const tview &dst,
 	status = prepare(be, a, gt, CUDA_SCRATCH_A, &A);
 	if (status)
 		return status;
-	status = prepare(be, b, gt, CUDA_SCRATCH_B, &B);
+	if (gt == LOOM_TYPE_F16 && b.type == LOOM_TYPE_F32 && view_is_flat(b))
+		status = to_f16_scaled(be, b, &B, &scaled);
+	else
+		status = prepare(be, b, gt, CUDA_SCRATCH_B, &B);
 	if (status)
 		return status;
+	if (scaled) {
+		alpha = scaled;
+		beta = scaled + 1;
+	}
+	if (cublasSetPointerMode(h, scaled ? CUBLAS_POINTER_MODE_DEVICE :
+					     CUBLAS_POINTER_MODE_HOST) !=
+	    CUBLAS_STATUS_SUCCESS)
+		return loom_error_set(LOOM_E_DEVICE, "%s: mul_mat: cannot set "
+				      "the BLAS pointer mode", be->name);
 	for (int64_t i3 = 0; i3 < B3; i3++) {
 		const char *a3 = A.data + (i3 / r3) * A.s3 * ges;
 		const char *b3 = B.data + i3 * B.s3 * ges;
@@ -314,10 +402,10 @@ static int mul_mat_blas(struct cuda_backend *be, const tview &dst,
 		for (int64_t c = 0; c < calls; c++) {
 			cublasStatus_t st = cublasGemmStridedBatchedEx(
 				h, CUBLAS_OP_T, CUBLAS_OP_N, (int)M, (int)N,
-				(int)K, &alpha, a3 + c * A.s2 * ges,
+				(int)K, alpha, a3 + c * A.s2 * ges,
 				blas_type(gt), (int)A.ld, sa,
 				b3 + c * r2 * B.s2 * ges, blas_type(gt),
-				(int)B.ld, B.s2, &beta,
+				(int)B.ld, B.s2, beta,
 				c3 + c * r2 * sc2 * 4, CUDA_R_32F, (int)ldc,
 				sc2, (int)batch, CUBLAS_COMPUTE_32F,
 				CUBLAS_GEMM_DEFAULT);

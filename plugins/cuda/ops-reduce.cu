@@ -3,14 +3,21 @@
  */
 #include "ops-common.cuh"
 
-/* True when (v, i) comes before (w, j): larger value, then lower index.
- * j < 0 means "nothing yet". */
+/* True when (v, i) comes before (w, j): larger value, then lower index;
+ * NaN ranks after every number (as on the CPU), so a row always has ne0
+ * distinct places to give.  j < 0 means "nothing yet". */
 __device__ __forceinline__ bool before(float v, int64_t i, float w, int64_t j)
 {
+	bool vn = v != v, wn = w != w;
+
 	if (i < 0)
 		return false;
 	if (j < 0)
 		return true;
+	if (vn != wn)
+		return wn;
+	if (vn)
+		return i < j;
 	return v > w || (v == w && i < j);
 }
 
@@ -79,8 +86,6 @@ __global__ void reduce_kernel(tview dst, tview a, int op, int k,
 				/* Only what comes after the last pick. */
 				if (pi >= 0 && !before(pv, pi, v, i))
 					continue;
-				if (v != v)
-					continue; /* NaN */
 				if (before(v, i, bv, bi)) {
 					bv = v;
 					bi = i;

@@ -1,5 +1,6 @@
 /* ops-rope.cu - rotary position embedding, NORMAL (adjacent pairs) and
- * NEOX (pairs n_dims/2 apart) modes; one thread per output value.
+ * NEOX (pairs n_dims/2 apart) modes; one thread per output value.  The
+ * angles are computed in double, as on the CPU.
  */
 #include "ops-common.cuh"
 
@@ -35,9 +36,14 @@ __global__ void rope_kernel(tview dst, tview a, const int32_t *pos,
 			j1 = 2 * p + 1;
 			second = i0 & 1;
 		}
-		float theta = (float)pos[i2 * pos_stride] * freq_scale *
-			      powf(freq_base, -2.0f * (float)p / (float)n_dims);
-		float c = cosf(theta), s = sinf(theta);
+		/* In double, as the CPU computes it: at position 1e5 a float
+		 * angle is off by ~4e-3 radians. */
+		double freq = (double)freq_scale *
+			      pow((double)freq_base, -2.0 * (double)p / n_dims);
+		double sd, cd;
+
+		sincos((double)pos[i2 * pos_stride] * freq, &sd, &cd);
+		float c = (float)cd, s = (float)sd;
 		float x0 = load_row(x, a, j0), x1 = load_row(x, a, j1);
 
 		store_row(y, dst, i0,

@@ -28,6 +28,21 @@ int cuda_error(cudaError_t err, const char *what)
 			      cudaGetErrorString(err));
 }
 
+int cuda_use_dev(const struct cuda_dev *cd)
+{
+	return cuda_error(cudaSetDevice(cd->id), "cannot select the device");
+}
+
+/* For release paths, which cannot fail: a failure is logged, not lost. */
+static void warn_on(cudaError_t err, const char *what)
+{
+	if (err == cudaSuccess)
+		return;
+	loom_log(LOOM_LOG_WARN, "%s: %s: %s", LOOM_GPU_NAME, what,
+		 cudaGetErrorString(err));
+	(void)cudaGetLastError();
+}
+
 /* ------------------------------------------------------------------------
  * Applicability.  Runs before init; the runtime reports a missing driver
  * (no libcuda) or device as an error code, which we only translate.
@@ -82,9 +97,27 @@ static int cuda_score(const char **why)
 
 /* ------------------------------------------------------------------------
  * Buffers.  Device buffers hold cudaMalloc memory; host buffers pinned
- * memory from cudaMallocHost.  Blocking copies use the legacy stream and
- * wait for it, so a pageable source has reached the device on return.
+ * memory from cudaMallocHost.
+ *
+ * The blocking calls (set, get, memset, clear, copy) are ordered after
+ * all work queued before them on any backend of the device: backends run
+ * on non-blocking streams, which the legacy stream does not wait for, so
+ * each blocking call first drains the device, then copies and waits.  A
+ * blocking get after an async compute therefore reads the result, and a
+ * blocking set never overwrites data a queued kernel still reads.
+ * Directions are left to the runtime (cudaMemcpyDefault: unified
+ * addressing knows device, pinned and pageable memory apart).
  */
+/* Selects cd and waits for everything queued on it. */
+static int drain(const struct cuda_dev *cd)
+{
+	int st = cuda_use_dev(cd);
+
+	if (st)
+		return st;
+	return cuda_error(cudaDeviceSynchronize(), "synchronize");
+}
+
 /* Waits for the legacy stream once err's call succeeded. */
 static int sync_legacy(cudaError_t err, const char *what)
 {
@@ -93,26 +126,29 @@ static int sync_legacy(cudaError_t err, const char *what)
 	return cuda_error(err, what);
 }
 
-static int copy_sync(struct cuda_dev *dev, void *dst, const void *src,
-		     size_t size, enum cudaMemcpyKind kind)
+static int copy_sync(const struct cuda_dev *dev, void *dst, const void *src,
+		     size_t size)
 {
-	cudaError_t err;
+	int st;
 
 	if (size == 0)
 		return LOOM_OK;
-	cudaSetDevice(dev->id);
-	err = cudaMemcpyAsync(dst, src, size, kind, 0);
-	return sync_legacy(err, "copy");
+	st = drain(dev);
+	if (st)
+		return st;
+	return sync_legacy(cudaMemcpyAsync(dst, src, size, cudaMemcpyDefault,
+					   0), "copy");
 }
 
 /* Frees cb's memory: device memory, or pinned host memory (no device). */
 static void free_mem(struct cuda_buffer *cb)
 {
 	if (cb->dev) {
-		cudaSetDevice(cb->dev->id);
-		cudaFree(cb->ptr);
+		/* Queued kernels may still use it. */
+		if (drain(cb->dev) == LOOM_OK)
+			warn_on(cudaFree(cb->ptr), "cannot free device memory");
 	} else {
-		cudaFreeHost(cb->ptr);
+		warn_on(cudaFreeHost(cb->ptr), "cannot free pinned memory");
 	}
 }
 
@@ -135,11 +171,12 @@ static int dev_buffer_memset(loom_buffer_t *buf, struct loom_tensor *t,
 			     uint8_t value, size_t offset, size_t size)
 {
 	struct cuda_buffer *cb = loom_buffer_context(buf);
-	cudaError_t err;
+	int st = drain(cb->dev);
 
-	cudaSetDevice(cb->dev->id);
-	err = cudaMemsetAsync((char *)t->data + offset, value, size, 0);
-	return sync_legacy(err, "memset");
+	if (st)
+		return st;
+	return sync_legacy(cudaMemsetAsync((char *)t->data + offset, value,
+					   size, 0), "memset");
 }
 
 static int dev_buffer_set(loom_buffer_t *buf, struct loom_tensor *t,
@@ -147,8 +184,7 @@ static int dev_buffer_set(loom_buffer_t *buf, struct loom_tensor *t,
 {
 	struct cuda_buffer *cb = loom_buffer_context(buf);
 
-	return copy_sync(cb->dev, (char *)t->data + offset, data, size,
-			 cudaMemcpyHostToDevice);
+	return copy_sync(cb->dev, (char *)t->data + offset, data, size);
 }
 
 static int dev_buffer_get(loom_buffer_t *buf, const struct loom_tensor *t,
@@ -156,8 +192,7 @@ static int dev_buffer_get(loom_buffer_t *buf, const struct loom_tensor *t,
 {
 	struct cuda_buffer *cb = loom_buffer_context(buf);
 
-	return copy_sync(cb->dev, data, (const char *)t->data + offset, size,
-			 cudaMemcpyDeviceToHost);
+	return copy_sync(cb->dev, data, (const char *)t->data + offset, size);
 }
 
 static bool buft_is_ours_device(const struct cuda_reg *reg,
@@ -191,37 +226,39 @@ static int dev_buffer_cpy(loom_buffer_t *buf, const struct loom_tensor *src,
 {
 	struct cuda_buffer *cb = loom_buffer_context(buf);
 	size_t size = loom_tensor_n_bytes(src);
-	cudaError_t err;
+	int st;
 
 	if (size != loom_tensor_n_bytes(dst) || !src->buffer)
 		return LOOM_E_DECLINED;
 	if (cuda_tensor_on_device(&g_reg, src)) {
 		struct cuda_dev *sdev = buffer_dev(src);
 
-		cudaSetDevice(cb->dev->id);
 		if (sdev == cb->dev)
-			err = cudaMemcpyAsync(dst->data, src->data, size,
-					      cudaMemcpyDeviceToDevice, 0);
-		else
-			err = cudaMemcpyPeerAsync(dst->data, cb->dev->id,
-						  src->data, sdev->id,
-						  size, 0);
-		return sync_legacy(err, "copy");
+			return copy_sync(cb->dev, dst->data, src->data, size);
+		/* Both devices' queued work comes first. */
+		st = drain(sdev);
+		if (!st)
+			st = drain(cb->dev);
+		if (st)
+			return st;
+		return sync_legacy(cudaMemcpyPeerAsync(dst->data, cb->dev->id,
+						       src->data, sdev->id,
+						       size, 0), "peer copy");
 	}
 	if (loom_buffer_type_is_host(loom_buffer_get_type(src->buffer)))
-		return copy_sync(cb->dev, dst->data, src->data, size,
-				 cudaMemcpyHostToDevice);
+		return copy_sync(cb->dev, dst->data, src->data, size);
 	return LOOM_E_DECLINED;
 }
 
 static int dev_buffer_clear(loom_buffer_t *buf, uint8_t value)
 {
 	struct cuda_buffer *cb = loom_buffer_context(buf);
-	cudaError_t err;
+	int st = drain(cb->dev);
 
-	cudaSetDevice(cb->dev->id);
-	err = cudaMemsetAsync(cb->ptr, value, cb->size, 0);
-	return sync_legacy(err, "clear");
+	if (st)
+		return st;
+	return sync_legacy(cudaMemsetAsync(cb->ptr, value, cb->size, 0),
+			   "clear");
 }
 
 static const struct loom_buffer_iface dev_buffer_iface = {
@@ -303,7 +340,9 @@ static int buffer_alloc(loom_buffer_type_t *buft, struct cuda_dev *cd,
 	cb->dev = cd;
 	cb->size = size;
 	if (cd) {
-		cudaSetDevice(cd->id);
+		status = cuda_use_dev(cd);
+		if (status)
+			goto err_free_cb;
 		err = cudaMalloc(&cb->ptr, size ? size : 1);
 	} else {
 		err = cudaMallocHost(&cb->ptr, size ? size : 1);
@@ -393,9 +432,8 @@ static int copy_2d(struct cuda_buffer *cb, cudaStream_t stream, bool async,
 	const char *src = set ? data : tdata;
 	size_t dpitch = set ? stride_tensor : stride_data;
 	size_t spitch = set ? stride_data : stride_tensor;
-	enum cudaMemcpyKind kind = set ? cudaMemcpyHostToDevice :
-					 cudaMemcpyDeviceToHost;
 	cudaError_t err = cudaSuccess;
+	int st;
 
 	if (size == 0 || n_copies == 0)
 		return LOOM_OK;
@@ -405,14 +443,17 @@ static int copy_2d(struct cuda_buffer *cb, cudaStream_t stream, bool async,
 			memcpy(dst + i * dpitch, src + i * spitch, size);
 		return LOOM_OK;
 	}
-	cudaSetDevice(cb->dev->id);
+	/* The blocking form is ordered after the device's queued work. */
+	st = async ? cuda_use_dev(cb->dev) : drain(cb->dev);
+	if (st)
+		return st;
 	if (pitch_ok(size, n_copies, dpitch, spitch)) {
 		err = cudaMemcpy2DAsync(dst, dpitch, src, spitch, size,
-					n_copies, kind, stream);
+					n_copies, cudaMemcpyDefault, stream);
 	} else {
 		for (size_t i = 0; i < n_copies && err == cudaSuccess; i++)
 			err = cudaMemcpyAsync(dst + i * dpitch, src + i * spitch,
-					      size, kind, stream);
+					      size, cudaMemcpyDefault, stream);
 	}
 	if (err == cudaSuccess && !async)
 		err = cudaStreamSynchronize(stream);
@@ -440,6 +481,7 @@ static int get_tensor_2d(loom_buffer_t *buf, const struct loom_tensor *t,
 }
 
 static int backend_synchronize(loom_backend_t *be);
+static void enable_peer(struct cuda_dev *from, struct cuda_dev *to);
 
 /* The async forms copy on the backend's stream; a tensor outside our
  * device memory takes the blocking path once the stream has drained.  t
@@ -502,7 +544,7 @@ void *cuda_scratch(struct cuda_backend *be, int slot, size_t size)
 		cuda_error(err, "synchronize");
 		return NULL;
 	}
-	cudaFree(be->scratch[slot]);
+	warn_on(cudaFree(be->scratch[slot]), "cannot free scratch memory");
 	be->scratch[slot] = NULL;
 	be->scratch_size[slot] = 0;
 	want = size + size / 4;
@@ -530,15 +572,19 @@ static void backend_free(loom_backend_t *be)
 {
 	struct cuda_backend *cbe = loom_backend_context(be);
 
-	cudaSetDevice(cbe->dev->id);
-	cudaStreamSynchronize(cbe->stream);
-	for (int i = 0; i < CUDA_SCRATCH_COUNT; i++)
-		cudaFree(cbe->scratch[i]);
+	if (cuda_use_dev(cbe->dev) == LOOM_OK) {
+		warn_on(cudaStreamSynchronize(cbe->stream), "synchronize");
+		for (int i = 0; i < CUDA_SCRATCH_COUNT; i++)
+			warn_on(cudaFree(cbe->scratch[i]),
+				"cannot free scratch memory");
 #ifdef LOOM_HAVE_BLAS
-	cuda_blas_destroy(cbe);
+		cuda_blas_destroy(cbe);
 #endif
-	cudaEventDestroy(cbe->copy_done);
-	cudaStreamDestroy(cbe->stream);
+		warn_on(cudaEventDestroy(cbe->copy_done),
+			"cannot destroy an event");
+		warn_on(cudaStreamDestroy(cbe->stream),
+			"cannot destroy a stream");
+	}
 	free(cbe);
 }
 
@@ -572,6 +618,7 @@ static int backend_cpy_async(loom_backend_t *be_src, loom_backend_t *be_dst,
 	struct cuda_backend *s, *d;
 	size_t size = loom_tensor_n_bytes(src);
 	cudaError_t err;
+	int st;
 
 	if (!cuda_backend_is_ours(be_src) ||
 	    !cuda_backend_is_ours(be_dst) ||
@@ -585,22 +632,30 @@ static int backend_cpy_async(loom_backend_t *be_src, loom_backend_t *be_dst,
 	if (size == 0)
 		return LOOM_OK;
 	if (s == d) {
-		cudaSetDevice(s->dev->id);
+		st = cuda_use_dev(s->dev);
+		if (st)
+			return st;
 		err = cudaMemcpyAsync(dst->data, src->data, size,
-				      cudaMemcpyDeviceToDevice, s->stream);
+				      cudaMemcpyDefault, s->stream);
 		return cuda_error(err, "copy");
 	}
-	cudaSetDevice(d->dev->id);
+	if (s->dev != d->dev)
+		enable_peer(s->dev, d->dev);
+	st = cuda_use_dev(d->dev);
+	if (st)
+		return st;
 	err = cudaEventRecord(d->copy_done, d->stream);
 	if (err != cudaSuccess)
 		return cuda_error(err, "event record");
-	cudaSetDevice(s->dev->id);
+	st = cuda_use_dev(s->dev);
+	if (st)
+		return st;
 	err = cudaStreamWaitEvent(s->stream, d->copy_done, 0);
 	if (err != cudaSuccess)
 		return cuda_error(err, "stream wait");
 	if (s->dev == d->dev)
 		err = cudaMemcpyAsync(dst->data, src->data, size,
-				      cudaMemcpyDeviceToDevice, s->stream);
+				      cudaMemcpyDefault, s->stream);
 	else
 		err = cudaMemcpyPeerAsync(dst->data, d->dev->id, src->data,
 					  s->dev->id, size, s->stream);
@@ -609,7 +664,9 @@ static int backend_cpy_async(loom_backend_t *be_src, loom_backend_t *be_dst,
 	err = cudaEventRecord(s->copy_done, s->stream);
 	if (err != cudaSuccess)
 		return cuda_error(err, "event record");
-	cudaSetDevice(d->dev->id);
+	st = cuda_use_dev(d->dev);
+	if (st)
+		return st;
 	err = cudaStreamWaitEvent(d->stream, s->copy_done, 0);
 	return cuda_error(err, "stream wait");
 }
@@ -617,11 +674,11 @@ static int backend_cpy_async(loom_backend_t *be_src, loom_backend_t *be_dst,
 static int backend_synchronize(loom_backend_t *be)
 {
 	struct cuda_backend *cbe = loom_backend_context(be);
-	cudaError_t err;
+	int st = cuda_use_dev(cbe->dev);
 
-	cudaSetDevice(cbe->dev->id);
-	err = cudaStreamSynchronize(cbe->stream);
-	return cuda_error(err, "synchronize");
+	if (st)
+		return st;
+	return cuda_error(cudaStreamSynchronize(cbe->stream), "synchronize");
 }
 
 static int backend_graph_compute(loom_backend_t *be, loom_graph_t *g)
@@ -632,23 +689,24 @@ static int backend_graph_compute(loom_backend_t *be, loom_graph_t *g)
 static int backend_event_record(loom_backend_t *be, loom_event_t *ev)
 {
 	struct cuda_backend *cbe = loom_backend_context(be);
-	cudaError_t err;
+	int st = cuda_use_dev(cbe->dev);
 
-	cudaSetDevice(cbe->dev->id);
-	err = cudaEventRecord((cudaEvent_t)loom_event_context(ev),
-			      cbe->stream);
-	return cuda_error(err, "event record");
+	if (st)
+		return st;
+	return cuda_error(cudaEventRecord((cudaEvent_t)loom_event_context(ev),
+					  cbe->stream), "event record");
 }
 
 static int backend_event_wait(loom_backend_t *be, loom_event_t *ev)
 {
 	struct cuda_backend *cbe = loom_backend_context(be);
-	cudaError_t err;
+	int st = cuda_use_dev(cbe->dev);
 
-	cudaSetDevice(cbe->dev->id);
-	err = cudaStreamWaitEvent(cbe->stream,
-				  (cudaEvent_t)loom_event_context(ev), 0);
-	return cuda_error(err, "event wait");
+	if (st)
+		return st;
+	return cuda_error(cudaStreamWaitEvent(cbe->stream,
+					      (cudaEvent_t)loom_event_context(ev),
+					      0), "event wait");
 }
 
 static const struct loom_backend_iface backend_iface = {
@@ -685,40 +743,33 @@ static void find_peers(struct cuda_reg *reg)
 	}
 }
 
-/* Enables peer access between every pair of devices that allows it, so
- * copies between them go over the direct link.  Runs once, when the first
- * backend is made (enabling needs a context on both devices). */
-static void enable_peer_access(struct cuda_reg *reg)
+/* Lets `to` read and write the memory of `from` directly, the first time
+ * a copy between the pair is queued: enabling costs a context on both
+ * devices, so pairs that never exchange data never pay for it.  A pair
+ * that cannot be enabled still copies, staged by the runtime. */
+static void enable_peer(struct cuda_dev *from, struct cuda_dev *to)
 {
-	pthread_mutex_lock(&reg->lock);
-	if (reg->peers_enabled)
-		goto out_unlock;
-	reg->peers_enabled = true;
-	for (int i = 0; i < reg->n_dev; i++) {
-		for (int j = 0; j < reg->n_dev; j++) {
-			int can = 0;
-			cudaError_t err;
+	struct cuda_reg *reg = from->reg;
+	int can = 0;
+	cudaError_t err;
 
-			if (i == j || !reg->devs[i].peer)
-				continue;
-			if (cudaDeviceCanAccessPeer(&can, reg->devs[i].id,
-						    reg->devs[j].id) !=
-				    cudaSuccess || !can) {
-				(void)cudaGetLastError();
-				continue;
-			}
-			cudaSetDevice(reg->devs[i].id);
-			err = cudaDeviceEnablePeerAccess(reg->devs[j].id, 0);
-			if (err != cudaSuccess &&
-			    err != cudaErrorPeerAccessAlreadyEnabled)
-				loom_log(LOOM_LOG_INFO,
-					 "%s: no peer access %s -> %s: %s",
-					 LOOM_GPU_NAME, reg->devs[i].name,
-					 reg->devs[j].name,
-					 cudaGetErrorString(err));
-			(void)cudaGetLastError();
-		}
+	pthread_mutex_lock(&reg->lock);
+	if (reg->peer_tried[to->id][from->id])
+		goto out_unlock;
+	reg->peer_tried[to->id][from->id] = true;
+	if (cudaDeviceCanAccessPeer(&can, to->id, from->id) != cudaSuccess ||
+	    !can) {
+		(void)cudaGetLastError();
+		goto out_unlock;
 	}
+	if (cuda_use_dev(to) != LOOM_OK)
+		goto out_unlock;
+	err = cudaDeviceEnablePeerAccess(from->id, 0);
+	if (err != cudaSuccess && err != cudaErrorPeerAccessAlreadyEnabled)
+		loom_log(LOOM_LOG_INFO, "%s: no peer access %s -> %s: %s",
+			 LOOM_GPU_NAME, to->name, from->name,
+			 cudaGetErrorString(err));
+	(void)cudaGetLastError();
 out_unlock:
 	pthread_mutex_unlock(&reg->lock);
 }
@@ -743,8 +794,8 @@ static void dev_memory(loom_dev_t *dev, size_t *free_mem, size_t *total)
 
 	*free_mem = 0;
 	*total = 0;
-	cudaSetDevice(cd->id);
-	if (cudaMemGetInfo(free_mem, total) != cudaSuccess)
+	if (cuda_use_dev(cd) != LOOM_OK || cudaMemGetInfo(free_mem, total) !=
+					      cudaSuccess)
 		(void)cudaGetLastError();
 }
 
@@ -787,9 +838,9 @@ static int dev_init_backend(loom_dev_t *dev, const char *params,
 	(void)env;
 	cbe->own_gemm = true;
 #endif
-	if (cd->reg->n_dev > 1)
-		enable_peer_access(cd->reg);
-	cudaSetDevice(cd->id);
+	status = cuda_use_dev(cd);
+	if (status)
+		goto err_free_cbe;
 	err = cudaStreamCreateWithFlags(&cbe->stream, cudaStreamNonBlocking);
 	if (err != cudaSuccess) {
 		status = cuda_error(err, "cannot create a stream");
@@ -848,8 +899,10 @@ static int dev_event_new(loom_dev_t *dev, loom_event_t *ev)
 	struct cuda_dev *cd = loom_dev_context(dev);
 	cudaEvent_t e;
 	cudaError_t err;
+	int st = cuda_use_dev(cd);
 
-	cudaSetDevice(cd->id);
+	if (st)
+		return st;
 	err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
 	if (err != cudaSuccess)
 		return cuda_error(err, "cannot create an event");
@@ -861,8 +914,9 @@ static void dev_event_free(loom_dev_t *dev, loom_event_t *ev)
 {
 	struct cuda_dev *cd = loom_dev_context(dev);
 
-	cudaSetDevice(cd->id);
-	cudaEventDestroy((cudaEvent_t)loom_event_context(ev));
+	if (cuda_use_dev(cd) == LOOM_OK)
+		warn_on(cudaEventDestroy((cudaEvent_t)loom_event_context(ev)),
+			"cannot destroy an event");
 }
 
 static int dev_event_synchronize(loom_dev_t *dev, loom_event_t *ev)

@@ -50,7 +50,7 @@ plugins_hip_loom_hip_la_SOURCES = $(cuda_host_sources) \
 nodist_EXTRA_plugins_hip_loom_hip_la_SOURCES = plugins/hip/dummy.cxx
 plugins_hip_loom_hip_la_CPPFLAGS = $(AM_CPPFLAGS) $(hip_defs) \
 	$(HIP_CPPFLAGS)
-plugins_hip_loom_hip_la_LDFLAGS = $(PLUGIN_LINK_FLAGS) $(gpu_plugin_sym) \
+plugins_hip_loom_hip_la_LDFLAGS = $(PLUGIN_LINK_FLAGS) $(gpu_plugin_sym) -Wl,-z,nodelete \
 	$(HIP_LDFLAGS)
 plugins_hip_loom_hip_la_LIBADD = $(PLUGIN_LINK_LIBS) $(RCCL_LIBS) \
 	$(ROCBLAS_LIBS) $(HIP_LIBS)
