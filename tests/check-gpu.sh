@@ -21,10 +21,27 @@ LOOM_PLUGIN_SYSTEM_PATH=
 export LOOM_TEST_BUILDDIR LOOM_TEST_PLUGIN_PATH LOOM_PLUGIN_PATH \
 	LOOM_PLUGIN_SYSTEM_PATH
 
+# A machine whose driver lists a GPU must give the device: a plugin that
+# failed to load there (say libnccl.so.2 not found) is a failure, never a
+# skip.  Only a machine with no GPU at all skips.
+gpus=""
+case $plugin in
+cuda) command -v nvidia-smi >/dev/null 2>&1 &&
+	gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ') ;;
+hip) command -v rocm-smi >/dev/null 2>&1 &&
+	gpus=$(rocm-smi --showid 2>/dev/null | grep -c '^GPU\[') ;;
+esac
 if ! "$b/tools/loom-info" --json 2>/dev/null | grep -q "\"$dev\""; then
-	echo "check-gpu: no device $dev here:"
-	"$b/tools/loom-info" 2>&1 | grep -E "^ *($plugin) " -A1
-	echo "0 passed, 0 failed (skipped: no $dev)"
+	if [ "${gpus:-0}" -gt 0 ]; then
+		echo "check-gpu: the driver lists $gpus GPU(s) but Loom has" \
+		     "no device $dev; what loom-info says of $plugin:"
+		"$b/tools/loom-info" 2>&1 | grep -E "$plugin" -A2
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+	echo "check-gpu: no GPU here (no $dev):"
+	"$b/tools/loom-info" 2>&1 | grep -E "$plugin" -A1
+	echo "0 passed, 0 failed (skipped: no GPU)"
 	exit 0
 fi
 "$b/tools/loom-info"

@@ -23,9 +23,20 @@ tests_test_gpu_perf_SOURCES = tests/test-gpu-perf.c tests/test-util.c \
 tests_test_gpu_perf_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_gpu_perf_LDADD = $(TEST_LIBS)
 
+# Sizes past the grid and index limits; heavy, so check-gpu runs it.
+check_PROGRAMS += tests/test-gpu-limits
+tests_test_gpu_limits_SOURCES = tests/test-gpu-limits.c tests/test-util.c \
+	tests/test-util.h
+tests_test_gpu_limits_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_gpu_limits_LDADD = $(TEST_LIBS)
+
 EXTRA_DIST += tests/check-gpu.sh
 
 GPU = cuda0
 check-gpu: all $(check_PROGRAMS) $(check_LTLIBRARIES)
 	$(SHELL) $(top_srcdir)/tests/check-gpu.sh '$(abs_top_builddir)' '$(GPU)'
 .PHONY: check-gpu
+
+# The check itself: a GPU the driver lists but Loom cannot use fails it.
+TESTS += tests/test-check-gpu.sh
+EXTRA_DIST += tests/test-check-gpu.sh

@@ -1,6 +1,8 @@
 /* test-gpu.c - the CUDA and HIP plugins: how they load (or why not), their
  * buffers, pinned host memory, 2D and async copies, events, copies between
- * backends, a mul_mat on both GEMM paths, and the allreduce's rules.
+ * backends, a mul_mat on both GEMM paths, the allreduce's rules (one
+ * device included), blocking calls ordered after async work, F16 GEMM
+ * with activations past F16's range, and RoPE at long positions.
  * Without a GPU only the load test runs; the others skip.  The op suite
  * (test-ops) checks every kernel; tests/check-gpu.sh runs both on a GPU.
  */
@@ -429,6 +431,219 @@ static void test_allreduce(void)
 	}
 }
 
+/* A blocking get right after an async compute reads the result: the
+ * backend's stream is non-blocking, so the get must wait for it.  The
+ * graph is long enough (a chain of scales over 64 MiB) to still run when
+ * the get starts. */
+static void test_blocking_order(void)
+{
+	enum { N = 16 << 20, STEPS = 40 };
+	loom_dev_t *dev = first_gpu();
+	struct loom_tensor *x, *y;
+	loom_backend_t *be;
+	loom_buffer_t *buf;
+	loom_graph_t *g;
+	loom_ctx_t *ctx;
+	float *in, *out;
+
+	if (!dev) {
+		g_test_skip("no GPU device");
+		return;
+	}
+	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	x = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, N);
+	y = x;
+	for (int i = 0; i < STEPS; i++)
+		y = loom_scale(ctx, y, i % 2 ? 0.5f : 2.0f);
+	y = loom_scale(ctx, y, 3.0f);
+	g_assert_nonnull(y);
+	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, y), ==, LOOM_OK);
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(dev),
+					       &buf), ==, LOOM_OK);
+	in = g_new(float, N);
+	out = g_new(float, N);
+	for (int64_t i = 0; i < N; i++)
+		in[i] = (float)(i % 1000);
+	g_assert_cmpint(loom_tensor_set(x, in, 0, (size_t)N * 4), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_memset(y, 0, 0, (size_t)N * 4), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_backend_graph_compute_async(be, g), ==, LOOM_OK);
+	/* No synchronize: the blocking get orders itself. */
+	g_assert_cmpint(loom_tensor_get(y, out, 0, (size_t)N * 4), ==, LOOM_OK);
+	for (int64_t i = 0; i < N; i += 4099)
+		g_assert_cmpfloat(out[i], ==, 3.0f * in[i]);
+	g_assert_cmpfloat(out[N - 1], ==, 3.0f * in[N - 1]);
+	g_free(out);
+	g_free(in);
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+	loom_backend_free(be);
+}
+
+/* F16 weights times F32 activations beyond F16's range (65504): the
+ * product is finite and right, not inf. */
+static void test_f16_range(void)
+{
+	enum { K = 64, M = 16, N = 24 };
+	loom_dev_t *dev = first_gpu();
+	struct loom_test_rng rng;
+	struct loom_tensor *a, *b, *c;
+	loom_backend_t *be;
+	loom_buffer_t *buf;
+	loom_graph_t *g;
+	loom_ctx_t *ctx;
+	double *da, *db, *dc, ref[M * N] = { 0 }, nmse;
+	char *err = NULL;
+
+	if (!dev) {
+		g_test_skip("no GPU device");
+		return;
+	}
+	loom_test_rng_seed(&rng, 7);
+	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	a = loom_tensor_new_2d(ctx, LOOM_TYPE_F16, K, M);
+	b = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, K, N);
+	c = loom_mul_mat(ctx, a, b);
+	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, c), ==, LOOM_OK);
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(dev),
+					       &buf), ==, LOOM_OK);
+	g_assert_cmpint(loom_test_fill_uniform(a, &rng, -1, 1), ==, LOOM_OK);
+	g_assert_cmpint(loom_test_fill_uniform(b, &rng, -3e5, 3e5), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_backend_graph_compute(be, g), ==, LOOM_OK);
+	g_assert_cmpint(loom_backend_synchronize(be), ==, LOOM_OK);
+	da = loom_test_get_doubles(a, &err);
+	db = loom_test_get_doubles(b, &err);
+	dc = loom_test_get_doubles(c, &err);
+	g_assert_nonnull(da);
+	g_assert_nonnull(db);
+	g_assert_nonnull(dc);
+	for (int n = 0; n < N; n++)
+		for (int m = 0; m < M; m++)
+			for (int k = 0; k < K; k++)
+				ref[n * M + m] += da[m * K + k] * db[n * K + k];
+	nmse = loom_test_nmse(ref, dc, M * N);
+	g_test_message("f16 weights, activations to 3e5: nmse %g", nmse);
+	g_assert_cmpfloat(nmse, <, 1e-5);
+	g_free(dc);
+	g_free(db);
+	g_free(da);
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+	loom_backend_free(be);
+}
+
+/* RoPE at long positions agrees with the CPU plugin (which computes the
+ * angles in double) to the CPU's own precision. */
+static void test_rope_long(void)
+{
+	enum { HD = 128, NH = 4, NT = 8 };
+	loom_dev_t *devs[2] = { first_gpu(), loom_dev_by_name("cpu0") };
+	struct loom_test_rng rng;
+	double *res[2], nmse;
+	char *err = NULL;
+	int32_t pos[NT];
+
+	if (!devs[0] || !devs[1]) {
+		g_test_skip("no GPU device (or no cpu0)");
+		return;
+	}
+	for (int i = 0; i < NT; i++)
+		pos[i] = 100000 + 997 * i;
+	for (int d = 0; d < 2; d++) {
+		struct loom_tensor *x, *p, *y;
+		loom_backend_t *be;
+		loom_buffer_t *buf;
+		loom_graph_t *g;
+		loom_ctx_t *ctx;
+
+		loom_test_rng_seed(&rng, 11);
+		g_assert_cmpint(loom_dev_init_backend(devs[d], NULL, &be), ==,
+				LOOM_OK);
+		g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+		x = loom_tensor_new_3d(ctx, LOOM_TYPE_F32, HD, NH, NT);
+		p = loom_tensor_new_1d(ctx, LOOM_TYPE_I32, NT);
+		y = loom_rope(ctx, x, p, HD, LOOM_ROPE_NEOX, 500000.0f, 1.0f);
+		g_assert_nonnull(y);
+		g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
+		g_assert_cmpint(loom_graph_expand(g, y), ==, LOOM_OK);
+		g_assert_cmpint(loom_ctx_alloc_tensors(
+					ctx, loom_dev_buffer_type(devs[d]),
+					&buf), ==, LOOM_OK);
+		g_assert_cmpint(loom_test_fill_uniform(x, &rng, -1, 1), ==,
+				LOOM_OK);
+		g_assert_cmpint(loom_test_set_i32(p, pos), ==, LOOM_OK);
+		g_assert_cmpint(loom_backend_graph_compute(be, g), ==, LOOM_OK);
+		g_assert_cmpint(loom_backend_synchronize(be), ==, LOOM_OK);
+		res[d] = loom_test_get_doubles(y, &err);
+		g_assert_nonnull(res[d]);
+		loom_buffer_free(buf);
+		loom_ctx_free(ctx);
+		loom_backend_free(be);
+	}
+	nmse = loom_test_nmse(res[1], res[0], HD * NH * NT);
+	g_test_message("rope at positions 1e5..: gpu vs cpu nmse %g", nmse);
+	g_assert_cmpfloat(nmse, <, 1e-10);
+	g_free(res[1]);
+	g_free(res[0]);
+}
+
+/* The allreduce of one device runs through NCCL too: F32 is unchanged,
+ * BF16 comes back rounded to BF16 as the CPU rounds. */
+static void test_allreduce_one(void)
+{
+	loom_dev_t *dev = first_gpu();
+	loom_allreduce_fn f;
+	loom_backend_t *be;
+	struct one t;
+	float in[NE0 * NE1], out[NE0 * NE1];
+
+	if (!dev) {
+		g_test_skip("no GPU device");
+		return;
+	}
+	f = (loom_allreduce_fn)loom_reg_proc_address(loom_dev_reg(dev),
+						     "allreduce");
+	if (!f) {
+		g_test_skip("no allreduce entry point (built without NCCL)");
+		return;
+	}
+	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
+	one_new(&t, loom_dev_buffer_type(dev));
+	for (int type = 0; type < 2; type++) {
+		struct loom_allreduce_opts opts = {
+			.size = sizeof(opts),
+			.reduce_type = type ? LOOM_TYPE_BF16 : LOOM_TYPE_F32,
+		};
+		int st;
+
+		for (int j = 0; j < NE0 * NE1; j++)
+			in[j] = 1.0f + (float)j / 3.0f;
+		g_assert_cmpint(loom_tensor_set(t.t, in, 0, sizeof(in)), ==,
+				LOOM_OK);
+		st = f(&be, &t.t, 1, &opts);
+		if (type && st == LOOM_E_DECLINED) {
+			g_test_message("BF16 allreduce declined (old NCCL)");
+			continue;
+		}
+		g_assert_cmpint(st, ==, LOOM_OK);
+		g_assert_cmpint(loom_backend_synchronize(be), ==, LOOM_OK);
+		g_assert_cmpint(loom_tensor_get(t.t, out, 0, sizeof(out)), ==,
+				LOOM_OK);
+		for (int j = 0; j < NE0 * NE1; j++)
+			g_assert_cmpfloat(out[j], ==,
+					  type ? loom_bf16_to_f32(
+							 loom_f32_to_bf16(in[j]))
+					       : in[j]);
+	}
+	one_free(&t);
+	loom_backend_free(be);
+}
+
 int main(int argc, char **argv)
 {
 	int ret;
@@ -442,6 +657,10 @@ int main(int argc, char **argv)
 	g_test_add_func("/gpu/async", test_async);
 	g_test_add_func("/gpu/mul_mat", test_mul_mat);
 	g_test_add_func("/gpu/allreduce", test_allreduce);
+	g_test_add_func("/gpu/allreduce_one", test_allreduce_one);
+	g_test_add_func("/gpu/blocking_order", test_blocking_order);
+	g_test_add_func("/gpu/f16_range", test_f16_range);
+	g_test_add_func("/gpu/rope_long", test_rope_long);
 	ret = g_test_run();
 	loom_unload_all();
 	return ret;
