@@ -1,8 +1,9 @@
-/* test-gpu-perf.c - two figures for `make check-gpu`, each set against the
- * device's own limits from the plugin's "get_features": an elementwise
- * add's bandwidth against memory bandwidth, and a BF16 mul_mat's FLOP
- * rate against the tensor-core peak.  Not a test: it only reports (exit 0)
- * and says so when the device is absent.
+/* test-gpu-perf.c - the GPU's figures for `make check-gpu`, each beside a
+ * limit: the device-to-device copy measured here, the datasheet's memory
+ * bandwidth and BF16 peak, and the peak at the SM clock read while the
+ * GEMM runs (nvidia-smi, when there is one).  Inputs are random (zeros
+ * run faster on tensor cores and hide wrong indexing).  Not a test: it
+ * reports, and fails only when a figure cannot be taken.
  *
  * Usage: test-gpu-perf [DEVICE] (default cuda0)
  */
@@ -16,6 +17,20 @@
 #include <string.h>
 
 #define REPS 20
+
+/* Datasheet figures by a part of the device description. */
+static const struct {
+	const char *name;
+	double tflops_bf16;
+	double gbps;
+} datasheet[] = {
+	{ "H200", 989, 4800 },
+	{ "H100 PCIe", 756, 2000 },
+	{ "H100", 989, 3350 },
+	{ "A100", 312, 2039 },
+};
+
+static double ds_tflops, ds_gbps, copy_gbps, boost_mhz;
 
 /* The value of the device's feature "<dev>.<what>", or 0. */
 static double feature(loom_dev_t *dev, const char *what)
@@ -34,64 +49,168 @@ static double feature(loom_dev_t *dev, const char *what)
 	return v;
 }
 
-/* Runs the graph of out once to warm up, then REPS times; returns the
- * seconds of one run, or a negative value on error. */
-static double time_graph(loom_dev_t *dev, loom_ctx_t *ctx,
-			 struct loom_tensor *out, loom_buffer_t **buf)
+/* The SM clock in MHz as the driver reports it now, or 0. */
+static double sm_clock_mhz(void)
 {
-	loom_backend_t *be;
-	loom_graph_t *g;
-	gint64 t0;
-	double s = -1;
-	int st;
+	FILE *p = popen("nvidia-smi --query-gpu=clocks.sm "
+			"--format=csv,noheader,nounits 2>/dev/null", "r");
+	double mhz = 0;
 
-	st = loom_graph_new(ctx, &g);
-	if (!st)
-		st = loom_graph_expand(g, out);
-	if (!st)
-		st = loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(dev),
-					    buf);
-	if (!st)
-		st = loom_buffer_clear(*buf, 0);
-	if (st) {
-		fprintf(stderr, "setup: %s\n", loom_error_message());
-		return -1;
-	}
-	if (loom_dev_init_backend(dev, NULL, &be)) {
-		fprintf(stderr, "backend: %s\n", loom_error_message());
-		return -1;
-	}
-	st = loom_backend_graph_compute(be, g);
-	if (!st)
-		st = loom_backend_synchronize(be);
-	t0 = g_get_monotonic_time();
-	for (int i = 0; i < REPS && !st; i++)
-		st = loom_backend_graph_compute_async(be, g);
-	if (!st)
-		st = loom_backend_synchronize(be);
-	if (!st)
-		s = (g_get_monotonic_time() - t0) / 1e6 / REPS;
-	else
-		fprintf(stderr, "compute: %s\n", loom_error_message());
-	loom_backend_free(be);
-	return s;
+	if (!p)
+		return 0;
+	if (fscanf(p, "%lf", &mhz) != 1)
+		mhz = 0;
+	pclose(p);
+	return mhz;
 }
 
-static void percent(double v, double peak, const char *unit)
+struct timed {
+	loom_ctx_t *ctx;
+	loom_buffer_t *buf;
+	loom_backend_t *be;
+	loom_graph_t *g;
+};
+
+/* Builds out's graph, places it on dev and fills every leaf with random
+ * values (I32 leaves with ids in [0, id_range)). */
+static int prepare(struct timed *r, loom_dev_t *dev, struct loom_tensor *out,
+		   int64_t id_range)
 {
-	if (peak > 0)
-		printf(" (%.0f%% of %.0f %s)\n", 100 * v / peak, peak, unit);
-	else
-		printf(" (peak unknown)\n");
+	struct loom_test_rng rng;
+	int st;
+
+	loom_test_rng_seed(&rng, 1);
+	st = loom_graph_new(r->ctx, &r->g);
+	if (!st)
+		st = loom_graph_expand(r->g, out);
+	if (!st)
+		st = loom_ctx_alloc_tensors(r->ctx, loom_dev_buffer_type(dev),
+					    &r->buf);
+	for (size_t i = 0; !st && i < loom_graph_n_leaves(r->g); i++) {
+		struct loom_tensor *t = loom_graph_leaf(r->g, i);
+
+		if (t->type == LOOM_TYPE_I32) {
+			int64_t n = loom_tensor_n_elements(t);
+			int32_t *ids = g_new(int32_t, n);
+
+			/* Rows of distinct ids (an expert once per token). */
+			for (int64_t j = 0; j < n; j++)
+				ids[j] = (int32_t)((j % t->ne[0]) * 7 +
+						   loom_test_rng_int(&rng, 7)) %
+					 (int32_t)id_range;
+			st = loom_test_set_i32(t, ids);
+			g_free(ids);
+		} else {
+			st = loom_test_fill_uniform(t, &rng, -1, 1);
+		}
+	}
+	if (!st)
+		st = loom_dev_init_backend(dev, NULL, &r->be);
+	if (st)
+		fprintf(stderr, "setup: %s\n", loom_error_message());
+	return st;
+}
+
+/* Seconds per run of r's graph (median of REPS single runs after a
+ * warm-up); *mhz (when not NULL) gets the SM clock read while a long
+ * queue of runs is in flight. */
+static double run_time(struct timed *r, double *mhz)
+{
+	double t[REPS];
+	int st = loom_backend_graph_compute(r->be, r->g);
+
+	if (!st)
+		st = loom_backend_synchronize(r->be);
+	for (int i = 0; i < REPS && !st; i++) {
+		gint64 t0 = g_get_monotonic_time();
+
+		st = loom_backend_graph_compute(r->be, r->g);
+		if (!st)
+			st = loom_backend_synchronize(r->be);
+		t[i] = (g_get_monotonic_time() - t0) / 1e6;
+	}
+	if (!st && mhz) {
+		for (int i = 0; i < 10 * REPS && !st; i++)
+			st = loom_backend_graph_compute_async(r->be, r->g);
+		*mhz = sm_clock_mhz();
+		if (!st)
+			st = loom_backend_synchronize(r->be);
+	}
+	if (st) {
+		fprintf(stderr, "compute: %s\n", loom_error_message());
+		return -1;
+	}
+	for (int i = 1; i < REPS; i++)
+		for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+			double x = t[j];
+
+			t[j] = t[j - 1];
+			t[j - 1] = x;
+		}
+	return t[REPS / 2];
+}
+
+static void done(struct timed *r)
+{
+	loom_backend_free(r->be);
+	loom_buffer_free(r->buf);
+	loom_ctx_free(r->ctx);
+	memset(r, 0, sizeof(*r));
+}
+
+static void share(double v, double limit, const char *what)
+{
+	if (limit > 0)
+		printf("  %5.1f%% of %s", 100 * v / limit, what);
+}
+
+/* c = a (type, [k, m]) times b (F32 [k, n]). */
+static int gemm(loom_dev_t *dev, enum loom_type type, int64_t k, int64_t m,
+		int64_t n, double boost_tflops)
+{
+	struct timed r = { 0 };
+	double s, mhz = 0, tflops, gbps;
+
+	loom_ctx_new(0, &r.ctx);
+	if (prepare(&r, dev,
+		    loom_mul_mat(r.ctx, loom_tensor_new_2d(r.ctx, type, k, m),
+				 loom_tensor_new_2d(r.ctx, LOOM_TYPE_F32, k,
+						    n)), 0))
+		return 1;
+	s = run_time(&r, n > 1 ? &mhz : NULL);
+	done(&r);
+	if (s <= 0)
+		return 1;
+	tflops = 2.0 * k * m * n / s / 1e12;
+	gbps = (double)loom_type_row_size(type, k) * m / s / 1e9;
+	if (n > 1) {
+		printf("gemm %-5s %lldx%lldx%lld  %7.1f TFLOP/s",
+		       loom_type_name(type), (long long)m, (long long)n,
+		       (long long)k, tflops);
+		share(tflops, ds_tflops, "datasheet bf16");
+		/* The boost-clock peak scaled to the clock seen in the run. */
+		if (mhz > 0 && boost_tflops > 0 && boost_mhz > 0) {
+			printf("  SM clock %.0f MHz:", mhz);
+			share(tflops, boost_tflops * mhz / boost_mhz,
+			      "peak at that clock");
+		}
+		printf("\n");
+	} else {
+		printf("gemv %-5s %lldx%lld  %7.0f GB/s of weights",
+		       loom_type_name(type), (long long)k, (long long)m, gbps);
+		share(gbps, copy_gbps, "measured copy");
+		printf("\n");
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	const char *name = argc > 1 ? argv[1] : "cuda0";
-	loom_buffer_t *buf = NULL;
+	struct timed r = { 0 };
 	loom_dev_t *dev;
-	loom_ctx_t *ctx;
-	double s;
+	double s, boost;
+	int fails = 0;
 
 	loom_test_load_plugins();
 	dev = loom_dev_by_name(name);
@@ -100,43 +219,106 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	printf("%s: %s\n", name, loom_dev_description(dev));
+	for (size_t i = 0; i < G_N_ELEMENTS(datasheet); i++)
+		if (strstr(loom_dev_description(dev), datasheet[i].name)) {
+			ds_tflops = datasheet[i].tflops_bf16;
+			ds_gbps = datasheet[i].gbps;
+			break;
+		}
+	boost = feature(dev, "peak_bf16_tflops");
+	boost_mhz = feature(dev, "clock_mhz");
+	printf("limits: datasheet %.0f TFLOP/s bf16, %.0f GB/s; plugin's "
+	       "boost-clock peak %.0f TFLOP/s\n", ds_tflops, ds_gbps, boost);
 
-	/* c = a + b over 64 Mi floats: 768 MiB moved per run. */
-	const int64_t n = 64ll << 20;
+	/* Copy: cont of a 1 GiB tensor, bytes read plus written. */
+	const int64_t n = (int64_t)1 << 28;
 
-	loom_ctx_new(0, &ctx);
-	s = time_graph(dev, ctx,
-		       loom_add(ctx, loom_tensor_new_1d(ctx, LOOM_TYPE_F32, n),
-				loom_tensor_new_1d(ctx, LOOM_TYPE_F32, n)),
-		       &buf);
+	loom_ctx_new(0, &r.ctx);
+	if (prepare(&r, dev,
+		    loom_cont(r.ctx, loom_transpose(r.ctx, loom_reshape_2d(
+				    r.ctx, loom_tensor_new_1d(
+						   r.ctx, LOOM_TYPE_F32, n),
+				    1, n))), 0))
+		return 1;
+	s = run_time(&r, NULL);
+	done(&r);
 	if (s <= 0)
 		return 1;
-	printf("add f32, %lld elements: %.0f GB/s", (long long)n,
-	       3.0 * n * sizeof(float) / s / 1e9);
-	percent(3.0 * n * sizeof(float) / s / 1e9,
-		feature(dev, "mem_bandwidth_gbs"), "GB/s");
-	loom_buffer_free(buf);
-	loom_ctx_free(ctx);
+	copy_gbps = 2.0 * n * 4 / s / 1e9;
+	printf("copy  f32 1 GiB      %7.0f GB/s", copy_gbps);
+	share(copy_gbps, ds_gbps, "datasheet");
+	printf("\n");
 
-	/* BF16 weights [K, M] times BF16 input [K, N], M = N = K. */
-	const int64_t k = 8192;
+	/* add: 64 Mi floats, 768 MiB moved per run. */
+	const int64_t na = 64ll << 20;
 
-	loom_ctx_new(0, &ctx);
-	s = time_graph(dev, ctx,
-		       loom_mul_mat(ctx,
-				    loom_tensor_new_2d(ctx, LOOM_TYPE_BF16, k,
-						       k),
-				    loom_tensor_new_2d(ctx, LOOM_TYPE_BF16, k,
-						       k)),
-		       &buf);
+	loom_ctx_new(0, &r.ctx);
+	if (prepare(&r, dev,
+		    loom_add(r.ctx,
+			     loom_tensor_new_1d(r.ctx, LOOM_TYPE_F32, na),
+			     loom_tensor_new_1d(r.ctx, LOOM_TYPE_F32, na)), 0))
+		return 1;
+	s = run_time(&r, NULL);
+	done(&r);
 	if (s <= 0)
 		return 1;
-	printf("mul_mat bf16, %lld^3: %.0f TFLOP/s", (long long)k,
-	       2.0 * k * k * k / s / 1e12);
-	percent(2.0 * k * k * k / s / 1e12, feature(dev, "peak_bf16_tflops"),
-		"TFLOP/s");
-	loom_buffer_free(buf);
-	loom_ctx_free(ctx);
+	printf("add   f32 64 Mi      %7.0f GB/s", 3.0 * na * 4 / s / 1e9);
+	share(3.0 * na * 4 / s / 1e9, ds_gbps, "datasheet");
+	share(3.0 * na * 4 / s / 1e9, copy_gbps, "copy");
+	printf("\n");
+
+	/* GEMM at 8192^3 per weight type; decode GEMV per type. */
+	fails += gemm(dev, LOOM_TYPE_BF16, 8192, 8192, 8192, boost);
+	fails += gemm(dev, LOOM_TYPE_F16, 8192, 8192, 8192, boost);
+	fails += gemm(dev, LOOM_TYPE_Q8_0, 8192, 8192, 8192, boost);
+	fails += gemm(dev, LOOM_TYPE_F32, 8192, 16384, 1, boost);
+	fails += gemm(dev, LOOM_TYPE_BF16, 8192, 16384, 1, boost);
+	fails += gemm(dev, LOOM_TYPE_F16, 8192, 16384, 1, boost);
+	fails += gemm(dev, LOOM_TYPE_Q8_0, 8192, 16384, 1, boost);
+
+	/* Launch cost: 512 chained adds of 1024 values. */
+	loom_ctx_new(0, &r.ctx);
+	{
+		struct loom_tensor *x = loom_tensor_new_1d(r.ctx,
+							   LOOM_TYPE_F32, 1024);
+		struct loom_tensor *y = x;
+
+		for (int i = 0; i < 512; i++)
+			y = loom_add(r.ctx, y, x);
+		if (prepare(&r, dev, y, 0))
+			return 1;
+	}
+	s = run_time(&r, NULL);
+	done(&r);
+	if (s <= 0)
+		return 1;
+	printf("launch: %.2f us per op (512 small adds)\n", s / 512 * 1e6);
+
+	/* MoE: 64 experts [2048, 768] BF16, 8 used per token. */
+	for (int tokens = 1; tokens <= 512; tokens *= 512) {
+		loom_ctx_new(0, &r.ctx);
+		struct loom_tensor *as = loom_tensor_new_3d(
+			r.ctx, LOOM_TYPE_BF16, 2048, 768, 64);
+		struct loom_tensor *b = loom_tensor_new_3d(
+			r.ctx, LOOM_TYPE_F32, 2048, 1, tokens);
+		struct loom_tensor *ids = loom_tensor_new_2d(
+			r.ctx, LOOM_TYPE_I32, 8, tokens);
+
+		if (prepare(&r, dev, loom_mul_mat_id(r.ctx, as, b, ids), 64))
+			return 1;
+		s = run_time(&r, NULL);
+		done(&r);
+		if (s <= 0)
+			return 1;
+		if (tokens == 1)
+			printf("moe decode (8 of 64 experts): %.0f us, %.0f "
+			       "GB/s of expert weights\n", s * 1e6,
+			       8.0 * 2048 * 768 * 2 / s / 1e9);
+		else
+			printf("moe prefill (%d tokens): %.2f ms, %.1f "
+			       "TFLOP/s\n", tokens, s * 1e3,
+			       2.0 * 2048 * 768 * 8 * tokens / s / 1e12);
+	}
 	loom_unload_all();
-	return 0;
+	return fails ? 1 : 0;
 }

@@ -1,6 +1,7 @@
 /* bench-gemm.c - the framework's matrix product through the public API
  * (one mul_mat node on a device), `loom-bench gemm`: GFLOP/s beside the
- * FMA peak measured in the same run, and beside OpenBLAS on request.
+ * FMA peak measured in the same run (a GPU's BF16 peak for a GPU), and
+ * beside OpenBLAS on request.
  */
 #include "bench-util.h"
 
@@ -59,6 +60,7 @@ int bench_cmd_gemm(const struct bench_opts *o)
 	double flops = 2.0 * (double)s * (double)s * (double)s;
 	struct bench_opts oo = *o;
 	struct bench_peak peak = { 0 };
+	struct bench_device devlim = { 0 };
 	struct bench_openblas ob;
 	double gflops[BENCH_MAX_TYPES] = { 0 }, ob_gflops = 0, t;
 	bool have_ob = false;
@@ -73,11 +75,21 @@ int bench_cmd_gemm(const struct bench_opts *o)
 	dev = bench_open_device(&oo);
 	if (!dev)
 		return 1;
-	if (!oo.no_limits) {
+	if (!oo.no_limits && bench_dev_is_cpu(dev)) {
 		ret = bench_peak_measure(bench_limit_threads(&oo), oo.reps,
 					 &peak);
 		if (ret)
 			return bench_fail("peak", ret);
+	} else if (!oo.no_limits) {
+		/* Another device: its own peak, the datasheet's first. */
+		ret = bench_device_limits(dev, &oo, &devlim);
+		if (ret)
+			return bench_fail("device limits", ret);
+		peak.gflops = 1e3 * (devlim.datasheet_tflops > 0 ?
+					     devlim.datasheet_tflops :
+					     devlim.boost_tflops);
+		peak.isa = devlim.datasheet_tflops > 0 ? "bf16, datasheet" :
+							 "bf16, boost clock";
 	}
 	for (int i = 0; i < oo.n_types; i++) {
 		bench_progress("gemm", i, oo.n_types);
@@ -109,6 +121,9 @@ int bench_cmd_gemm(const struct bench_opts *o)
 		bj_int(&j, "k", s);
 		bj_str(&j, "type", loom_type_name(oo.types[0]));
 		bj_num(&j, "gflops", gflops[0]);
+		if (devlim.boost_tflops > 0)
+			bj_num(&j, "boost_clock_peak_gflops",
+			       1e3 * devlim.boost_tflops);
 		if (peak.gflops > 0) {
 			bj_num(&j, "peak_gflops", peak.gflops);
 			bj_str(&j, "peak_isa", peak.isa);
@@ -138,9 +153,15 @@ int bench_cmd_gemm(const struct bench_opts *o)
 	}
 
 	tab = bench_table_new(7, heads);
-	if (peak.gflops > 0)
+	if (peak.gflops > 0 && bench_dev_is_cpu(dev))
 		bench_table_row(tab, "FMA peak (%s)\tf32\t-\t-\t%.1f\t100%%\t-",
 				peak.isa, peak.gflops);
+	else if (peak.gflops > 0)
+		bench_table_row(tab, "peak (%s)\tbf16\t-\t-\t%.1f\t100%%\t-",
+				peak.isa, peak.gflops);
+	if (devlim.datasheet_tflops > 0 && devlim.boost_tflops > 0)
+		bench_table_row(tab, "peak (bf16, boost clock)\tbf16\t-\t-"
+				"\t%.1f\t-\t-", 1e3 * devlim.boost_tflops);
 	for (int i = 0; i < oo.n_types; i++) {
 		char share[32], vs[32] = "-";
 

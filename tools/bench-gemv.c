@@ -1,6 +1,7 @@
 /* bench-gemv.c - decode-shaped matrix-vector products through the public
  * API, `loom-bench gemv`: weight bytes read per second for each weight
- * type beside the STREAM read bandwidth measured in the same run.
+ * type beside the STREAM read bandwidth measured in the same run (a
+ * GPU's own device-to-device copy bandwidth for a GPU).
  */
 #include "bench-util.h"
 
@@ -56,12 +57,22 @@ int bench_cmd_gemv(const struct bench_opts *o)
 	dev = bench_open_device(&oo);
 	if (!dev)
 		return 1;
-	if (!oo.no_limits) {
+	if (!oo.no_limits && bench_dev_is_cpu(dev)) {
 		bench_progress("stream", 0, 1);
 		ret = bench_stream_measure(bench_limit_threads(&oo), oo.reps,
 					   oo.quick, &st);
 		if (ret)
 			return bench_fail("stream", ret);
+	} else if (!oo.no_limits) {
+		/* Another device: its own copy bandwidth stands for both. */
+		struct bench_device devlim;
+
+		bench_progress("device copy", 0, 1);
+		ret = bench_device_limits(dev, &oo, &devlim);
+		if (ret)
+			return bench_fail("device limits", ret);
+		st.read_gbps = st.copy_gbps = devlim.copy_gbps;
+		st.bytes = (size_t)1 << 30;
 	}
 	for (int i = 0; i < oo.n_types; i++) {
 		bench_progress("gemv", i, oo.n_types);
@@ -133,7 +144,9 @@ int bench_cmd_gemv(const struct bench_opts *o)
 
 	tab = bench_table_new(7, heads);
 	if (st.read_gbps > 0)
-		bench_table_row(tab, "STREAM read\t-\t-\t%.0f\t-\t%.1f\t100%%",
+		bench_table_row(tab, "%s\t-\t-\t%.0f\t-\t%.1f\t100%%",
+				bench_dev_is_cpu(dev) ? "STREAM read" :
+							"device copy",
 				st.bytes / 1048576.0, st.read_gbps);
 	for (int i = 0; i < oo.n_types; i++) {
 		char share[32];

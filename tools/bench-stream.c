@@ -277,11 +277,51 @@ out:
 	return ret;
 }
 
+/* `loom-bench stream --devices NAME` for a device that is not the CPU:
+ * its own copy bandwidth beside the memory's nominal one. */
+static int device_stream(loom_dev_t *dev, const struct bench_opts *o)
+{
+	struct bench_device d;
+	int ret = bench_device_limits(dev, o, &d);
+
+	if (ret)
+		return bench_fail("device copy", ret);
+	if (o->json) {
+		struct bench_json j;
+
+		bj_begin_run(&j, dev, 0);
+		bj_num(&j, "copy_gbps", d.copy_gbps);
+		if (d.hbm_gbps > 0)
+			bj_num(&j, "nominal_gbps", d.hbm_gbps);
+		else
+			bj_null(&j, "nominal_gbps");
+		bj_obj_end(&j);
+		bj_finish(&j);
+		return 0;
+	}
+	printf("%s: device-to-device copy of 1 GiB: %.0f GB/s (read + "
+	       "write)", loom_dev_name(dev), d.copy_gbps);
+	if (d.hbm_gbps > 0)
+		printf(", %.0f%% of the memory's nominal %.0f GB/s",
+		       100 * d.copy_gbps / d.hbm_gbps, d.hbm_gbps);
+	printf("\n");
+	return 0;
+}
+
 int bench_cmd_stream(const struct bench_opts *o)
 {
 	int threads = bench_limit_threads(o);
 	struct bench_stream one, all;
 	int ret;
+
+	if (o->devices && *o->devices) {
+		loom_dev_t *dev = bench_open_device(o);
+
+		if (!dev)
+			return 1;
+		if (!bench_dev_is_cpu(dev))
+			return device_stream(dev, o);
+	}
 
 	ret = bench_stream_measure(1, o->reps, o->quick, &one);
 	if (!ret)

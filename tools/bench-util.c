@@ -476,8 +476,14 @@ loom_dev_t *bench_open_device(const struct bench_opts *o)
 	if (bench_load())
 		return NULL;
 	dev = bench_pick_device(o);
-	if (!dev)
-		bench_fail("no such device", LOOM_E_NOT_FOUND);
+	if (!dev && o->devices && *o->devices)
+		bench_fail(o->devices, loom_error_set(LOOM_E_NOT_FOUND,
+						      "no such device (see "
+						      "loom-info)"));
+	else if (!dev)
+		bench_fail("no device", loom_error_set(LOOM_E_NOT_FOUND,
+						       "none loaded (see "
+						       "loom-info)"));
 	return dev;
 }
 

@@ -78,6 +78,20 @@ int bench_stream_measure(int threads, int reps, bool quick,
 			 struct bench_stream *out);
 size_t bench_llc_bytes(void);
 
+/* A device that is not the CPU brings its own limits: its copy bandwidth
+ * measured here (2 x bytes / time of a device-to-device copy), its BF16
+ * peak at the boost clock from the plugin (0 if unknown) and the
+ * datasheet's for parts it knows (0 otherwise). */
+struct bench_device {
+	double copy_gbps;
+	double hbm_gbps;         /* from the memory clock and bus width */
+	double boost_tflops;
+	double datasheet_tflops;
+};
+bool bench_dev_is_cpu(loom_dev_t *dev);
+int bench_device_limits(loom_dev_t *dev, const struct bench_opts *o,
+			struct bench_device *out);
+
 /* ---- pthread helpers for the limit kernels ---- */
 typedef void (*bench_thread_fn)(int ith, int nth, void *arg);
 /* Runs fn on nth threads (pinned to the CPUs this process may use), all

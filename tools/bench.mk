@@ -8,6 +8,7 @@ tools_loom_bench_SOURCES = \
 	tools/bench-model.c \
 	tools/bench-peak.c \
 	tools/bench-stream.c \
+	tools/bench-device.c \
 	tools/bench-gemm.c \
 	tools/bench-gemv.c \
 	tools/bench-allreduce.c \

@@ -47,7 +47,7 @@ struct cuda_dev {
 
 struct cuda_comm_group;
 
-#define CUDA_MAX_FEATURES (8 + 2 * CUDA_MAX_DEVICES)
+#define CUDA_MAX_FEATURES (8 + 3 * CUDA_MAX_DEVICES)
 
 struct cuda_reg {
 	loom_reg_t *reg;

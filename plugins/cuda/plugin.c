@@ -1105,6 +1105,10 @@ static void init_features(struct cuda_reg *reg)
 			add_feature(reg, name, "%.0f",
 				    2.0 * mem_khz * 1e3 * bus / 8 / 1e9);
 		}
+		if (khz > 0) {
+			snprintf(name, sizeof(name), "%s.clock_mhz", cd->name);
+			add_feature(reg, name, "%.0f", khz / 1e3);
+		}
 		if (per_clock && khz > 0 && sms > 0) {
 			snprintf(name, sizeof(name), "%s.peak_bf16_tflops",
 				 cd->name);
