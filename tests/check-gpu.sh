@@ -1,14 +1,17 @@
 #!/bin/sh
-# check-gpu.sh BUILDDIR [DEVICE] - the GPU check behind `make check-gpu`:
-# the GPU plugin's own tests, the op suite on DEVICE (default cuda0) with
-# the BLAS and with the plugin's own GEMM, a meta device over DEVICE twice,
-# an add's bandwidth and a BF16 GEMM against the device's limits
-# (test-gpu-perf), and loom-bench's BF16 GEMM, GEMV and stream runs.
-# Each step has a time limit; the limits add up to under 8 minutes.  Ends
-# with "N passed, N failed"; exits non-zero when a step failed.
+# check-gpu.sh BUILDDIR [DEVICE [LOGDIR]] - the GPU check behind `make
+# check-gpu`: the GPU plugin's own tests and its limits, the op suite on
+# DEVICE (default cuda0) with the BLAS and with the plugin's own GEMM, a
+# meta device over DEVICE twice, compute-sanitizer's memcheck and
+# racecheck, then the figures (test-gpu-perf, loom-bench on the device).
+# Each step has a time limit; together they stay under 8 minutes.  Each
+# step's output goes to LOGDIR (default BUILDDIR/check-gpu-logs); a short
+# summary comes last, ending "N passed, N failed".  Exits non-zero when a
+# step failed, and when the driver lists a GPU that Loom cannot use.
 set -u
-b=${1:?usage: check-gpu.sh BUILDDIR [DEVICE]}
+b=${1:?usage: check-gpu.sh BUILDDIR [DEVICE [LOGDIR]]}
 dev=${2:-cuda0}
+logs=${3:-$b/check-gpu-logs}
 plugin=${dev%%[0-9]*}
 
 unset LOOM_BACKENDS LOOM_LOG LOOM_CPU_DEVICES LOOM_CPU_THREADS \
@@ -44,45 +47,93 @@ if ! "$b/tools/loom-info" --json 2>/dev/null | grep -q "\"$dev\""; then
 	echo "0 passed, 0 failed (skipped: no GPU)"
 	exit 0
 fi
-"$b/tools/loom-info"
+mkdir -p "$logs" || exit 1
+"$b/tools/loom-info" >"$logs/00-loom-info.log" 2>&1
+grep -E "^ *$dev|$plugin" "$logs/00-loom-info.log" | head -n 5
 
 passed=0
 failed=0
-# step NAME LIMIT_S COMMAND... - runs one step under a time limit.
+n=0
+summary=""
+# step NAME LIMIT_S COMMAND... - runs one step under a time limit, its
+# output in its own log.
 step() {
 	name=$1
 	limit=$2
 	shift 2
-	echo
-	echo "=== $name (limit ${limit}s)"
+	n=$((n + 1))
+	log=$(printf '%s/%02d-%s.log' "$logs" "$n" \
+		"$(echo "$name" | tr -c 'A-Za-z0-9\n' '-')")
 	start=$(date +%s)
-	timeout "$limit" "$@"
+	timeout "$limit" "$@" >"$log" 2>&1
 	rc=$?
-	echo "=== $name: exit $rc after $(($(date +%s) - start))s"
+	took=$(($(date +%s) - start))
 	if [ $rc -eq 0 ]; then
 		passed=$((passed + 1))
+		r="ok  "
 	else
 		failed=$((failed + 1))
+		r="FAIL"
+		[ $rc -eq 124 ] && r="TIME"
+	fi
+	line=$(printf '%s %-40s %4ss (limit %ss)' "$r" "$name" "$took" "$limit")
+	echo "$line"
+	summary="$summary$line
+"
+	if [ $rc -ne 0 ]; then
+		tail -n 15 "$log" | sed 's/^/    /'
 	fi
 }
 
-step "test-gpu" 45 "$b/tests/test-gpu"
+lt="$b/libtool --mode=execute"
+step "test-gpu" 60 $lt "$b/tests/test-gpu"
+step "limits (rows, 2^31, 4096^3, batches)" 150 $lt "$b/tests/test-gpu-limits"
 step "op suite on $dev" 120 \
-	env LOOM_TEST_DEVICES="$dev" "$b/tests/test-ops"
+	env LOOM_TEST_DEVICES="$dev" $lt "$b/tests/test-ops"
 step "op suite on $dev, own GEMM" 45 \
 	env LOOM_TEST_DEVICES="$dev" LOOM_TEST_OPS=mul_mat,mul_mat_id \
-	LOOM_CUDA_GEMM=own "$b/tests/test-ops"
+	LOOM_CUDA_GEMM=own $lt "$b/tests/test-ops"
 # The same GPU twice: the plugin's allreduce declines, the meta device's
 # own reduce runs; results are checked against the same reference.
 step "op suite on meta($dev,$dev)" 100 \
 	env LOOM_META_DEVICES="$dev,$dev" LOOM_TEST_DEVICES=meta0 \
-	"$b/tests/test-ops"
-step "bandwidth and BF16 peak" 45 "$b/tests/test-gpu-perf" "$dev"
-step "bench gemm bf16" 40 \
-	"$b/tools/loom-bench" gemm --devices "$dev" --type bf16
+	$lt "$b/tests/test-ops"
+if [ "$plugin" = cuda ]; then
+	cs=$(command -v compute-sanitizer ||
+	     ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+	if [ -n "$cs" ]; then
+		step "memcheck: test-gpu" 120 $lt "$cs" --tool memcheck \
+			--error-exitcode 1 "$b/tests/test-gpu"
+		step "memcheck: op suite" 180 env LOOM_TEST_DEVICES="$dev" \
+			$lt "$cs" --tool memcheck --error-exitcode 1 \
+			"$b/tests/test-ops"
+		step "racecheck: reductions" 120 env LOOM_TEST_DEVICES="$dev" \
+			LOOM_TEST_OPS=sum_rows,argmax,top_k,soft_max,rms_norm,norm,mul_mat \
+			$lt "$cs" --tool racecheck --error-exitcode 1 \
+			"$b/tests/test-ops"
+	else
+		step "compute-sanitizer present" 5 false
+	fi
+fi
+step "figures (test-gpu-perf)" 120 $lt "$b/tests/test-gpu-perf" "$dev"
+step "bench gemm 8192" 60 "$b/tools/loom-bench" gemm --devices "$dev" \
+	--type bf16,f16,q8_0 --size 8192
 step "bench gemv" 40 "$b/tools/loom-bench" gemv --devices "$dev"
 step "bench stream" 25 "$b/tools/loom-bench" stream --devices "$dev"
+step "bench model on $dev" 90 "$b/tools/loom-bench" model --devices "$dev" \
+	--preset small --type bf16
+step "bench model on meta($dev,$dev)" 90 env LOOM_META_DEVICES="$dev,$dev" \
+	"$b/tools/loom-bench" model --devices "$dev,meta0" --preset small \
+	--type bf16
 
 echo
+echo "=== figures"
+for f in "$logs"/*figures*.log "$logs"/*bench*.log; do
+	[ -f "$f" ] || continue
+	grep -vE '^(#|$)' "$f" | head -n 24
+done
+echo
+echo "=== steps (logs in $logs)"
+printf '%s' "$summary"
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -30,12 +30,20 @@ tests_test_gpu_limits_SOURCES = tests/test-gpu-limits.c tests/test-util.c \
 tests_test_gpu_limits_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_gpu_limits_LDADD = $(TEST_LIBS)
 
-EXTRA_DIST += tests/check-gpu.sh
+EXTRA_DIST += tests/check-gpu.sh tests/gpu-run.sh tests/gpu-bundle.sh
 
 GPU = cuda0
+GPU_LOGS = $(abs_top_builddir)/check-gpu-logs
 check-gpu: all $(check_PROGRAMS) $(check_LTLIBRARIES)
-	$(SHELL) $(top_srcdir)/tests/check-gpu.sh '$(abs_top_builddir)' '$(GPU)'
-.PHONY: check-gpu
+	$(SHELL) $(top_srcdir)/tests/check-gpu.sh '$(abs_top_builddir)' \
+		'$(GPU)' '$(GPU_LOGS)'
+
+# A bundle for a GPU machine with a compiler but no autotools or GLib:
+# the tarball, tests/gpu-run.sh and a copy of GLib (see README).
+gpu-bundle: dist
+	$(SHELL) $(top_srcdir)/tests/gpu-bundle.sh '$(top_srcdir)' \
+		'$(distdir).tar.gz' '$(abs_top_builddir)/gpu-bundle'
+.PHONY: check-gpu gpu-bundle
 
 # The check itself: a GPU the driver lists but Loom cannot use fails it.
 TESTS += tests/test-check-gpu.sh
