@@ -14,7 +14,7 @@ tests_test_gpu_CPPFLAGS = $(TEST_CPPFLAGS)
 if HAVE_NCCL
 tests_test_gpu_CPPFLAGS += -DLOOM_TEST_HAVE_NCCL
 endif
-tests_test_gpu_LDADD = $(TEST_LIBS)
+tests_test_gpu_LDADD = $(TEST_LIBS) -ldl
 
 # Built for check-gpu; it reports figures, so it is not in TESTS.
 check_PROGRAMS += tests/test-gpu-perf

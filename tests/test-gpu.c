@@ -10,6 +10,7 @@
 
 #include <loom/loom-plugin.h>
 
+#include <dlfcn.h>
 #include <glib.h>
 #include <math.h>
 #include <string.h>
@@ -36,6 +37,32 @@ static loom_dev_t *first_gpu(void)
 	return NULL;
 }
 
+/* True when a library whose file name contains what is mapped into this
+ * process. */
+static bool mapped(const char *what)
+{
+	char *maps = NULL;
+	bool found;
+
+	if (!g_file_get_contents("/proc/self/maps", &maps, NULL, NULL))
+		return false;
+	found = strstr(maps, what) != NULL;
+	g_free(maps);
+	return found;
+}
+
+static void assert_unmapped(void)
+{
+	static const char *const heavy[] = { "libcudart", "libcublas",
+					     "libnccl", "cuda-impl.so" };
+
+	for (size_t i = 0; i < G_N_ELEMENTS(heavy); i++) {
+		if (mapped(heavy[i]))
+			g_test_message("%s is mapped", heavy[i]);
+		g_assert_false(mapped(heavy[i]));
+	}
+}
+
 /* Each GPU plugin that was built either loaded with devices named after
  * it, or is not applicable for a reason a user understands. */
 static void test_load(void)
@@ -51,6 +78,10 @@ static void test_load(void)
 			continue;
 		g_test_message("%s: %s %s", pi.name,
 			       loom_plugin_state_name(pi.state), pi.reason);
+		/* Without a device the CUDA plugin brings in nothing of
+		 * CUDA: the runtime, cuBLAS and NCCL stay unmapped. */
+		if (cuda && pi.state == LOOM_PLUGIN_NOT_APPLICABLE)
+			assert_unmapped();
 		if (pi.state == LOOM_PLUGIN_NOT_APPLICABLE) {
 			/* No driver, no device, or the runtime's own words
 			 * for anything else. */
@@ -59,10 +90,14 @@ static void test_load(void)
 			char *device = g_strdup_printf("no %s device", vendor);
 			char *failed = g_strdup_printf("%s runtime failed: ",
 						       vendor);
+			char *dfailed = g_strdup_printf("%s driver failed: ",
+							vendor);
 
 			g_assert_true(!strcmp(pi.reason, driver) ||
 				      !strcmp(pi.reason, device) ||
-				      g_str_has_prefix(pi.reason, failed));
+				      g_str_has_prefix(pi.reason, failed) ||
+				      g_str_has_prefix(pi.reason, dfailed));
+			g_free(dfailed);
 			g_free(failed);
 			g_free(device);
 			g_free(driver);
@@ -644,6 +679,32 @@ static void test_allreduce_one(void)
 	loom_backend_free(be);
 }
 
+/* The CUDA implementation (cuda-impl.so, opened only where there is a
+ * device) resolves every symbol: on a machine without a GPU nothing else
+ * opens it, so this is where a broken link shows. */
+static void test_impl_links(void)
+{
+	const char *b = g_getenv("LOOM_TEST_BUILDDIR");
+	char *path;
+	void *h;
+
+	path = g_strdup_printf("%s/plugins/cuda/.libs/cuda-impl.so",
+			       b ? b : ".");
+	if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
+		g_free(path);
+		g_test_skip("the CUDA plugin was not built");
+		return;
+	}
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		g_test_message("%s", dlerror());
+	g_assert_nonnull(h);
+	g_assert_nonnull(dlsym(h, LOOM_PLUGIN_SYMBOL));
+	g_assert_true(mapped("libcudart"));
+	/* Never closed: it is linked -z nodelete, as its contexts need. */
+	g_free(path);
+}
+
 int main(int argc, char **argv)
 {
 	int ret;
@@ -661,6 +722,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/gpu/blocking_order", test_blocking_order);
 	g_test_add_func("/gpu/f16_range", test_f16_range);
 	g_test_add_func("/gpu/rope_long", test_rope_long);
+	g_test_add_func("/gpu/impl_links", test_impl_links);
 	ret = g_test_run();
 	loom_unload_all();
 	return ret;

@@ -1,7 +1,9 @@
-# plugins/cuda/local.mk - the CUDA plugin, loom-cuda.so: host code in C,
-# kernels in .cu files compiled by nvcc through libtool (see the .cu.lo
-# rule and build-aux/nvcc-wrapper).  The same sources build the HIP plugin
-# (plugins/hip/local.mk).
+# plugins/cuda/local.mk - the CUDA plugin in two files: loom-cuda.so, which
+# the loader opens (probe.c: it asks the driver for a device and links
+# nothing of CUDA), and cuda-impl.so beside it, opened only when there is
+# a device: host code in C, kernels in .cu files compiled by nvcc through
+# libtool (see the .cu.lo rule and build-aux/nvcc-wrapper).  The same
+# sources build the HIP plugin (plugins/hip/local.mk) in one file.
 
 cuda_host_sources = \
 	plugins/cuda/cuda-compat.h \
@@ -28,7 +30,8 @@ cuda_kernel_headers = \
 # Only the descriptor is exported, kernels included (see the script).
 gpu_plugin_sym = -Wl,--version-script=$(top_srcdir)/plugins/cuda/plugin.sym
 
-EXTRA_DIST += plugins/cuda/plugin.sym $(cuda_host_sources) \
+EXTRA_DIST += plugins/cuda/plugin.sym plugins/cuda/probe.c \
+	$(cuda_host_sources) \
 	$(cuda_kernel_sources) $(cuda_kernel_headers) build-aux/nvcc-wrapper
 SUFFIXES += .cu
 AM_V_NVCC = $(am__v_NVCC_@AM_V@)
@@ -42,24 +45,28 @@ am__v_NVCC_1 =
 
 
 if HAVE_CUDA
-plugin_LTLIBRARIES += plugins/cuda/loom-cuda.la
+plugin_LTLIBRARIES += plugins/cuda/loom-cuda.la plugins/cuda/cuda-impl.la
+
+plugins_cuda_loom_cuda_la_SOURCES = plugins/cuda/probe.c
+plugins_cuda_loom_cuda_la_LDFLAGS = $(PLUGIN_LINK_FLAGS)
+plugins_cuda_loom_cuda_la_LIBADD = $(PLUGIN_LINK_LIBS) -ldl
 
 cuda_defs = -DLOOM_HAVE_BLAS -DLOOM_GPU_ARCHS='"$(CUDA_ARCHS)"'
 if HAVE_NCCL
 cuda_defs += -DLOOM_HAVE_NCCL
 endif
 
-plugins_cuda_loom_cuda_la_SOURCES = $(cuda_host_sources) \
+plugins_cuda_cuda_impl_la_SOURCES = $(cuda_host_sources) \
 	$(cuda_kernel_sources) $(cuda_kernel_headers)
 # The kernels' objects need the C++ runtime: link as C++.
-nodist_EXTRA_plugins_cuda_loom_cuda_la_SOURCES = plugins/cuda/dummy.cxx
-plugins_cuda_loom_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(cuda_defs) \
+nodist_EXTRA_plugins_cuda_cuda_impl_la_SOURCES = plugins/cuda/dummy.cxx
+plugins_cuda_cuda_impl_la_CPPFLAGS = $(AM_CPPFLAGS) $(cuda_defs) \
 	$(CUDA_CPPFLAGS) $(NCCL_CPPFLAGS)
-plugins_cuda_loom_cuda_la_LDFLAGS = $(PLUGIN_LINK_FLAGS) $(gpu_plugin_sym) -Wl,-z,nodelete \
+plugins_cuda_cuda_impl_la_LDFLAGS = $(PLUGIN_LINK_FLAGS) $(gpu_plugin_sym) -Wl,-z,nodelete \
 	$(CUDA_LDFLAGS) $(NCCL_LDFLAGS)
-plugins_cuda_loom_cuda_la_LIBADD = $(PLUGIN_LINK_LIBS) $(NCCL_LIBS) \
+plugins_cuda_cuda_impl_la_LIBADD = $(PLUGIN_LINK_LIBS) $(NCCL_LIBS) \
 	$(CUDA_LIBS)
-EXTRA_plugins_cuda_loom_cuda_la_DEPENDENCIES = plugins/cuda/plugin.sym
+EXTRA_plugins_cuda_cuda_impl_la_DEPENDENCIES = plugins/cuda/plugin.sym
 
 # Kernels: nvcc through libtool.  Host code in the .cu files is C++17;
 # headers are listed as dependencies since nvcc writes no depfiles here.
