@@ -347,6 +347,39 @@ typedef int (*loom_meta_buffer_dev_sizes_fn)(loom_buffer_t *buf,
 typedef int (*loom_meta_backend_dev_sizes_fn)(loom_backend_t *be,
 					      size_t *sizes, size_t n);
 
+/* The world: the processes of one SPMD job (the mpi plugin).  Every rank
+ * runs the same application; the collectives below must be called by
+ * every rank in the same order.  Host memory only.  A collective that
+ * has not completed within the world's timeout (LOOM_MPI_TIMEOUT seconds,
+ * default 300) fails with LOOM_E_IO on every rank that waits, and every
+ * later call fails with LOOM_E_STATE: a rank that died never leaves the
+ * others hanging.  No fallback: without the plugin there is no world. */
+#define LOOM_PROC_WORLD "world"
+struct loom_world {
+	uint32_t size;    /* sizeof(struct loom_world), set by the caller */
+	int rank;         /* this process, 0 .. n_ranks - 1 */
+	int n_ranks;
+	int local_rank;   /* among the ranks on this host */
+	int n_local;
+};
+typedef int (*loom_world_fn)(loom_reg_t *reg, struct loom_world *out);
+
+/* "world_allreduce": sums n values of type (F32 or BF16) in place across
+ * every rank; every rank gets the same result. */
+#define LOOM_PROC_WORLD_ALLREDUCE "world_allreduce"
+typedef int (*loom_world_allreduce_fn)(loom_reg_t *reg, void *data,
+				       size_t n, enum loom_type type);
+
+/* "world_bcast": copies size bytes at data on rank root to data on every
+ * other rank. */
+#define LOOM_PROC_WORLD_BCAST "world_bcast"
+typedef int (*loom_world_bcast_fn)(loom_reg_t *reg, void *data, size_t size,
+				   int root);
+
+/* "world_barrier": returns once every rank has called it. */
+#define LOOM_PROC_WORLD_BARRIER "world_barrier"
+typedef int (*loom_world_barrier_fn)(loom_reg_t *reg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,201 @@
+/* mpi-coll.c - the world's collectives on host memory: allreduce (F32, and
+ * BF16 through a sum of our own), broadcast and barrier.  Every argument
+ * is checked before MPI sees it (some MPIs crash on bad ones); each call
+ * is non-blocking underneath and waited for with a deadline, so a rank
+ * that died fails the others instead of hanging them.
+ */
+#include <config.h>
+
+#include <limits.h>
+#include <string.h>
+#include <time.h>
+
+#include "mpi-private.h"
+
+static float bf16_to_f32(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/* Round to nearest even; NaN stays NaN. */
+static uint16_t f32_to_bf16(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((u >> 16) | 0x40);
+	u += 0x7fffu + ((u >> 16) & 1u);
+	return (uint16_t)(u >> 16);
+}
+
+/* inout[i] += in[i] for BF16 values carried as MPI_UINT16_T. */
+static void bf16_sum(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+	const uint16_t *a = in;
+	uint16_t *b = inout;
+
+	for (int i = 0; i < *len; i++)
+		b[i] = f32_to_bf16(bf16_to_f32(a[i]) + bf16_to_f32(b[i]));
+}
+
+int mpi_coll_init(struct mpi_world *w)
+{
+	int err = MPI_Op_create(bf16_sum, 1, &w->bf16_sum);
+
+	if (err != MPI_SUCCESS) {
+		w->bf16_sum = MPI_OP_NULL;
+		return mpi_fail(err, "cannot create the BF16 sum");
+	}
+	return LOOM_OK;
+}
+
+void mpi_coll_free(struct mpi_world *w)
+{
+	if (w->bf16_sum != MPI_OP_NULL)
+		MPI_Op_free(&w->bf16_sum);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Waits for req until the world's deadline: polling, with sleeps that
+ * grow to a millisecond so that an idle wait leaves the core to others. */
+static int wait_for(MPI_Request *req, const char *what)
+{
+	struct mpi_world *w = &mpi_world;
+	double end = now() + w->timeout_s;
+	long nap = 0;
+	int done = 0, err;
+
+	for (;;) {
+		err = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+		if (err != MPI_SUCCESS) {
+			w->broken = true;
+			return mpi_fail(err, what);
+		}
+		if (done)
+			return LOOM_OK;
+		if (now() > end) {
+			/* A collective cannot be cancelled: the world is
+			 * unusable from here on. */
+			w->broken = true;
+			return loom_error_set(LOOM_E_IO, "mpi: %s: rank %d of %d "
+					      "waited %.0f s; another rank has "
+					      "not joined (it died or is "
+					      "stuck)", what, w->rank,
+					      w->n_ranks, w->timeout_s);
+		}
+		if (nap) {
+			struct timespec ts = { 0, nap };
+
+			nanosleep(&ts, NULL);
+		}
+		nap = nap ? (nap < 1000000 ? nap * 2 : nap) : 1000;
+	}
+}
+
+static int usable(const char *what)
+{
+	if (!mpi_world.n_ranks)
+		return loom_error_set(LOOM_E_STATE, "mpi: %s: the world is "
+				      "not open", what);
+	if (mpi_world.broken)
+		return loom_error_set(LOOM_E_STATE, "mpi: %s: an earlier "
+				      "collective failed; the world is gone",
+				      what);
+	return LOOM_OK;
+}
+
+int mpi_world_allreduce(loom_reg_t *reg, void *data, size_t n,
+			enum loom_type type)
+{
+	MPI_Datatype dt;
+	MPI_Op op;
+	size_t es;
+	int st = usable("world_allreduce");
+
+	if (st)
+		return st;
+	if (type == LOOM_TYPE_F32) {
+		dt = MPI_FLOAT;
+		op = MPI_SUM;
+		es = 4;
+	} else if (type == LOOM_TYPE_BF16) {
+		dt = MPI_UINT16_T;
+		op = mpi_world.bf16_sum;
+		es = 2;
+	} else {
+		return loom_error_set(LOOM_E_UNSUPPORTED, "world_allreduce: "
+				      "type %s (F32 and BF16 only)",
+				      loom_type_name(type));
+	}
+	if (n && !data)
+		return loom_error_set(LOOM_E_INVAL, "world_allreduce: no data");
+	/* MPI counts are ints: large buffers go in pieces. */
+	for (size_t off = 0; off < n;) {
+		size_t k = n - off < (size_t)INT_MAX ? n - off : (size_t)INT_MAX;
+		MPI_Request req;
+		int err = MPI_Iallreduce(MPI_IN_PLACE, (char *)data + off * es,
+					 (int)k, dt, op, mpi_world.comm, &req);
+
+		if (err != MPI_SUCCESS)
+			return mpi_fail(err, "world_allreduce");
+		st = wait_for(&req, "world_allreduce");
+		if (st)
+			return st;
+		off += k;
+	}
+	return LOOM_OK;
+}
+
+int mpi_world_bcast(loom_reg_t *reg, void *data, size_t size, int root)
+{
+	int st = usable("world_bcast");
+
+	if (st)
+		return st;
+	if (root < 0 || root >= mpi_world.n_ranks)
+		return loom_error_set(LOOM_E_INVAL, "world_bcast: root %d is "
+				      "not a rank (0..%d)", root,
+				      mpi_world.n_ranks - 1);
+	if (size && !data)
+		return loom_error_set(LOOM_E_INVAL, "world_bcast: no data");
+	for (size_t off = 0; off < size;) {
+		size_t k = size - off < (size_t)INT_MAX ? size - off :
+							  (size_t)INT_MAX;
+		MPI_Request req;
+		int err = MPI_Ibcast((char *)data + off, (int)k, MPI_BYTE,
+				     root, mpi_world.comm, &req);
+
+		if (err != MPI_SUCCESS)
+			return mpi_fail(err, "world_bcast");
+		st = wait_for(&req, "world_bcast");
+		if (st)
+			return st;
+		off += k;
+	}
+	return LOOM_OK;
+}
+
+int mpi_world_barrier(loom_reg_t *reg)
+{
+	MPI_Request req;
+	int err, st = usable("world_barrier");
+
+	if (st)
+		return st;
+	err = MPI_Ibarrier(mpi_world.comm, &req);
+	if (err != MPI_SUCCESS)
+		return mpi_fail(err, "world_barrier");
+	return wait_for(&req, "world_barrier");
+}

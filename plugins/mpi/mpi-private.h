@@ -1,0 +1,36 @@
+/* mpi-private.h - what the mpi plugin's two files share: the world (its
+ * duplicated communicator and state) and the collectives' entry points.
+ */
+#ifndef LOOM_MPI_PRIVATE_H
+#define LOOM_MPI_PRIVATE_H
+
+#include <stdbool.h>
+
+#include <mpi.h>
+
+#include <loom/loom-plugin.h>
+
+struct mpi_world {
+	MPI_Comm comm;        /* our duplicate of MPI_COMM_WORLD */
+	MPI_Comm local;       /* the ranks sharing this host */
+	MPI_Op bf16_sum;      /* MPI has no BF16: a sum over uint16 pairs */
+	int rank, n_ranks, local_rank, n_local;
+	bool we_initialized;  /* MPI_Init_thread was ours to call */
+	bool broken;          /* a collective timed out: the world is gone */
+	double timeout_s;     /* LOOM_MPI_TIMEOUT */
+};
+
+extern struct mpi_world mpi_world;
+
+/* Records MPI's message for err and returns LOOM_E_IO. */
+int mpi_fail(int err, const char *what);
+
+/* mpi-coll.c */
+int mpi_coll_init(struct mpi_world *w);
+void mpi_coll_free(struct mpi_world *w);
+int mpi_world_allreduce(loom_reg_t *reg, void *data, size_t n,
+			enum loom_type type);
+int mpi_world_bcast(loom_reg_t *reg, void *data, size_t size, int root);
+int mpi_world_barrier(loom_reg_t *reg);
+
+#endif /* LOOM_MPI_PRIVATE_H */

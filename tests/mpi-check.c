@@ -1,0 +1,262 @@
+/* mpi-check.c - run by tests/test-mpi.sh, under mpirun or not: checks the
+ * mpi plugin's world and collectives on every rank against values each
+ * rank can compute on its own.  Plain C (no GLib: several ranks print).
+ *
+ *   mpi-check world N   under mpirun -np N: rank, size, allreduce (F32,
+ *                       BF16, a large buffer), bcast, barrier, refused
+ *                       arguments; rank 0 prints the total
+ *   mpi-check outside   without a launcher: the plugin is not applicable
+ *   mpi-check timeout   under mpirun -np 2: rank 1 joins late, rank 0's
+ *                       allreduce fails after LOOM_MPI_TIMEOUT
+ *   mpi-check mismatch  with PMI_SIZE=3 and no launcher: MPI sees one
+ *                       rank, so the plugin fails and says why
+ */
+#include <loom/loom-plugin.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int fails;
+static int rank;
+
+#define CHECK(cond, ...)                                                     \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			fails++;                                             \
+			fprintf(stderr, "rank %d: %s:%d: ", rank, __FILE__,  \
+				__LINE__);                                   \
+			fprintf(stderr, __VA_ARGS__);                        \
+			fprintf(stderr, " (%s)\n", loom_error_message());    \
+		}                                                            \
+	} while (0)
+
+static int load(void)
+{
+	const char *p = getenv("LOOM_TEST_PLUGIN_PATH");
+
+	if (p)
+		setenv("LOOM_PLUGIN_PATH", p, 1);
+	setenv("LOOM_BACKENDS", "mpi,cpu", 1);
+	return loom_load_all();
+}
+
+/* The record of the mpi plugin, or -1. */
+static int mpi_record(struct loom_plugin_info *pi)
+{
+	for (size_t i = 0; i < loom_plugin_count(); i++)
+		if (loom_plugin_info(i, pi) == LOOM_OK &&
+		    !strcmp(pi->name, "mpi"))
+			return 0;
+	return -1;
+}
+
+static int check_outside(void)
+{
+	struct loom_plugin_info pi;
+
+	load();
+	CHECK(mpi_record(&pi) == 0, "no record of the mpi plugin");
+	CHECK(pi.state == LOOM_PLUGIN_NOT_APPLICABLE, "state %s",
+	      loom_plugin_state_name(pi.state));
+	CHECK(!strcmp(pi.reason, "not started by an MPI launcher"),
+	      "reason '%s'", pi.reason);
+	CHECK(loom_reg_by_name("mpi") == NULL, "a reg without a launcher");
+	loom_unload_all();
+	printf("outside: %s\n", fails ? "FAIL" : "ok");
+	return fails != 0;
+}
+
+static int check_mismatch(void)
+{
+	struct loom_plugin_info pi;
+
+	load();
+	CHECK(mpi_record(&pi) == 0, "no record of the mpi plugin");
+	CHECK(pi.state == LOOM_PLUGIN_FAILED, "state %s",
+	      loom_plugin_state_name(pi.state));
+	CHECK(strstr(pi.reason, "the launcher started 3 ranks but MPI sees "
+			"1") != NULL, "reason '%s'", pi.reason);
+	loom_unload_all();
+	printf("mismatch: %s\n", fails ? "FAIL" : "ok");
+	return fails != 0;
+}
+
+struct world_fns {
+	loom_reg_t *reg;
+	loom_world_fn world;
+	loom_world_allreduce_fn allreduce;
+	loom_world_bcast_fn bcast;
+	loom_world_barrier_fn barrier;
+};
+
+static int open_world(struct world_fns *f)
+{
+	int st = load();
+
+	f->reg = loom_reg_by_name("mpi");
+	if (!f->reg) {
+		fprintf(stderr, "no mpi plugin (load status %d: %s)\n", st,
+			loom_error_message());
+		return -1;
+	}
+	f->world = (loom_world_fn)loom_reg_proc_address(f->reg, "world");
+	f->allreduce = (loom_world_allreduce_fn)loom_reg_proc_address(
+		f->reg, "world_allreduce");
+	f->bcast = (loom_world_bcast_fn)loom_reg_proc_address(f->reg,
+							      "world_bcast");
+	f->barrier = (loom_world_barrier_fn)loom_reg_proc_address(
+		f->reg, "world_barrier");
+	if (!f->world || !f->allreduce || !f->bcast || !f->barrier) {
+		fprintf(stderr, "mpi plugin lacks an entry point\n");
+		return -1;
+	}
+	return 0;
+}
+
+static int check_world(int want)
+{
+	struct world_fns f;
+	struct loom_world w = { .size = sizeof(w) };
+	enum { N = 1000, BIG = 3 << 20 };
+	float v[N], *big;
+	uint16_t h[N];
+	int total;
+
+	if (open_world(&f))
+		return 1;
+	CHECK(f.world(f.reg, &w) == LOOM_OK, "world");
+	rank = w.rank;
+	CHECK(w.n_ranks == want, "%d ranks, want %d", w.n_ranks, want);
+	CHECK(w.rank >= 0 && w.rank < w.n_ranks, "rank %d", w.rank);
+	CHECK(w.local_rank >= 0 && w.local_rank < w.n_local &&
+	      w.n_local <= w.n_ranks, "local %d of %d", w.local_rank,
+	      w.n_local);
+	CHECK(loom_reg_dev_count(f.reg) == 0, "the mpi plugin has devices");
+
+	/* F32: rank r gives r + 1 + i / 2; the sum is exact. */
+	for (int i = 0; i < N; i++)
+		v[i] = (float)(w.rank + 1) + (float)i * 0.5f;
+	CHECK(f.allreduce(f.reg, v, N, LOOM_TYPE_F32) == LOOM_OK, "f32");
+	for (int i = 0; i < N; i++) {
+		float want_v = (float)(w.n_ranks * (w.n_ranks + 1) / 2) +
+			       (float)w.n_ranks * (float)i * 0.5f;
+
+		if (v[i] != want_v) {
+			CHECK(0, "f32 [%d] = %g, want %g", i, v[i], want_v);
+			break;
+		}
+	}
+	/* Each rank's id once: the ranks are distinct and all there. */
+	for (int i = 0; i < N; i++)
+		v[i] = i == w.rank ? 1.0f : 0.0f;
+	CHECK(f.allreduce(f.reg, v, N, LOOM_TYPE_F32) == LOOM_OK, "f32 ids");
+	for (int i = 0; i < w.n_ranks && i < N; i++)
+		CHECK(v[i] == 1.0f, "rank %d seen %g times", i, v[i]);
+
+	/* BF16: small integers are exact. */
+	for (int i = 0; i < N; i++)
+		h[i] = loom_f32_to_bf16((float)(w.rank + i % 7));
+	CHECK(f.allreduce(f.reg, h, N, LOOM_TYPE_BF16) == LOOM_OK, "bf16");
+	for (int i = 0; i < N; i++) {
+		float want_v = (float)(w.n_ranks * (w.n_ranks - 1) / 2 +
+				       w.n_ranks * (i % 7));
+
+		if (loom_bf16_to_f32(h[i]) != want_v) {
+			CHECK(0, "bf16 [%d] = %g, want %g", i,
+			      loom_bf16_to_f32(h[i]), want_v);
+			break;
+		}
+	}
+	/* A large buffer (12 MiB). */
+	big = malloc(sizeof(*big) * BIG);
+	for (int i = 0; i < BIG; i++)
+		big[i] = (float)((i + w.rank) % 5);
+	CHECK(f.allreduce(f.reg, big, BIG, LOOM_TYPE_F32) == LOOM_OK, "big");
+	for (int i = 0; i < BIG; i += 997) {
+		float s = 0;
+
+		for (int r = 0; r < w.n_ranks; r++)
+			s += (float)((i + r) % 5);
+		if (big[i] != s) {
+			CHECK(0, "big [%d] = %g, want %g", i, big[i], s);
+			break;
+		}
+	}
+	free(big);
+
+	/* bcast from the last rank. */
+	for (int i = 0; i < N; i++)
+		v[i] = w.rank == w.n_ranks - 1 ? (float)(i * 3) : -1.0f;
+	CHECK(f.bcast(f.reg, v, sizeof(v), w.n_ranks - 1) == LOOM_OK, "bcast");
+	for (int i = 0; i < N; i++)
+		if (v[i] != (float)(i * 3)) {
+			CHECK(0, "bcast [%d] = %g", i, v[i]);
+			break;
+		}
+	CHECK(f.barrier(f.reg) == LOOM_OK, "barrier");
+
+	/* Refused before MPI sees them, on every rank alike. */
+	CHECK(f.bcast(f.reg, v, 4, w.n_ranks) == LOOM_E_INVAL, "bad root");
+	CHECK(f.bcast(f.reg, v, 4, -1) == LOOM_E_INVAL, "negative root");
+	CHECK(f.allreduce(f.reg, NULL, 4, LOOM_TYPE_F32) == LOOM_E_INVAL,
+	      "no data");
+	CHECK(f.allreduce(f.reg, v, 4, LOOM_TYPE_I32) == LOOM_E_UNSUPPORTED,
+	      "i32");
+	CHECK(f.world(f.reg, NULL) == LOOM_E_INVAL, "world NULL");
+
+	/* Every rank's verdict, summed. */
+	v[0] = (float)fails;
+	total = f.allreduce(f.reg, v, 1, LOOM_TYPE_F32) == LOOM_OK ?
+			(int)v[0] : -1;
+	if (w.rank == 0)
+		printf("world of %d: %s\n", w.n_ranks,
+		       total == 0 ? "ok" : "FAIL");
+	loom_unload_all();
+	return total != 0;
+}
+
+static int check_timeout(void)
+{
+	struct world_fns f;
+	struct loom_world w = { .size = sizeof(w) };
+	float v[4] = { 1, 2, 3, 4 };
+	int st;
+
+	if (open_world(&f))
+		return 1;
+	f.world(f.reg, &w);
+	rank = w.rank;
+	if (w.rank == 1) {
+		/* Late: rank 0 gives up first, then this rank joins. */
+		sleep(4);
+		f.allreduce(f.reg, v, 4, LOOM_TYPE_F32);
+		loom_unload_all();
+		return 0;
+	}
+	st = f.allreduce(f.reg, v, 4, LOOM_TYPE_F32);
+	CHECK(st == LOOM_E_IO, "a late rank: status %d", st);
+	CHECK(strstr(loom_error_message(), "another rank has not joined") !=
+	      NULL, "message");
+	CHECK(f.barrier(f.reg) == LOOM_E_STATE, "the world is gone");
+	printf("timeout: %s: %s\n", fails ? "FAIL" : "ok",
+	       loom_error_message());
+	loom_unload_all();
+	return fails != 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 3 && !strcmp(argv[1], "world"))
+		return check_world(atoi(argv[2]));
+	if (argc >= 2 && !strcmp(argv[1], "outside"))
+		return check_outside();
+	if (argc >= 2 && !strcmp(argv[1], "timeout"))
+		return check_timeout();
+	if (argc >= 2 && !strcmp(argv[1], "mismatch"))
+		return check_mismatch();
+	fprintf(stderr, "usage: mpi-check world N | outside | timeout | "
+		"mismatch\n");
+	return 2;
+}

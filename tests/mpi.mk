@@ -1,0 +1,8 @@
+# tests/mpi.mk - the mpi plugin under mpirun (tests/test-mpi.sh); skipped
+# where MPI is not installed.
+check_PROGRAMS += tests/mpi-check
+tests_mpi_check_SOURCES = tests/mpi-check.c
+tests_mpi_check_CPPFLAGS = $(AM_CPPFLAGS)
+tests_mpi_check_LDADD = libcore/libloom.la
+TESTS += tests/test-mpi.sh
+EXTRA_DIST += tests/test-mpi.sh
