@@ -12,6 +12,7 @@ libcore_libloom_la_SOURCES = \
 	libcore/ops.c \
 	libcore/graph.c \
 	libcore/galloc.c \
+	libcore/sched.c \
 	libcore/buffer.c \
 	libcore/backend.c \
 	libcore/device.c \

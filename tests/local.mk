@@ -29,5 +29,6 @@ include tests/loader.mk
 include tests/ops.mk
 include tests/cpu.mk
 include tests/meta.mk
+include tests/sched.mk
 include tests/gpu.mk
 endif

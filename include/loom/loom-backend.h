@@ -274,6 +274,52 @@ LOOM_API size_t loom_galloc_buffer_size(loom_galloc_t *ga);
 LOOM_API loom_buffer_t *loom_galloc_buffer(loom_galloc_t *ga);
 
 /* ------------------------------------------------------------------------
+ * The scheduler: one graph over several backends.  Each node runs on a
+ * backend of the list: a node that writes into a tensor (copy, set_rows)
+ * where that tensor lives; a node that uses a weight where the weight
+ * lives, when that device supports the op; else on the first backend in
+ * the list that supports it and reads all its inputs where they are, else
+ * on the first that supports it.  Views go with what reads them.  The
+ * graph is cut into pieces of consecutive nodes on one backend; an input
+ * a piece reads from memory its device cannot use is copied once per
+ * compute, however many nodes read it; each piece's intermediates come
+ * from a graph allocator of its backend.  The caller's graph is not
+ * changed: its nodes are placed where their results are, so they are read
+ * as after any compute.  LOOM_SCHED_DEBUG=1 prints each node's backend and
+ * why.  A plan is kept while the graph is unchanged (same graph, same
+ * loom_graph_version); another graph is planned anew.
+ */
+typedef struct loom_sched loom_sched_t;
+
+/* Makes a scheduler over backends[0..n), in priority order.  The
+ * backends stay the caller's and must outlive it; free it with
+ * loom_sched_free(). */
+LOOM_API int loom_sched_new(loom_backend_t *const *backends, size_t n,
+			    loom_sched_t **out);
+/* Frees s and the compute memory it holds; NULL is a no-op. */
+LOOM_API void loom_sched_free(loom_sched_t *s);
+/* Plans g and sizes each backend's compute memory, computing nothing.
+ * A graph some node of which no backend supports fails with
+ * LOOM_E_UNSUPPORTED naming that node and op. */
+LOOM_API int loom_sched_reserve(loom_sched_t *s, loom_graph_t *g);
+/* Plans g if needed and places every tensor it needs that has no place
+ * yet (the application then sets its inputs). */
+LOOM_API int loom_sched_alloc_graph(loom_sched_t *s, loom_graph_t *g);
+/* Allocates g if needed, then runs its pieces in order, copying inputs
+ * across devices; returns when every backend is done. */
+LOOM_API int loom_sched_compute(loom_sched_t *s, loom_graph_t *g);
+/* Of the last plan: its pieces, the input copies one compute makes, the
+ * backend of a node (NULL for views and unknown nodes), and the compute
+ * memory of backend i (the sum over its pieces).  n_plans counts plans
+ * made since loom_sched_new(). */
+LOOM_API size_t loom_sched_n_pieces(const loom_sched_t *s);
+LOOM_API size_t loom_sched_n_copies(const loom_sched_t *s);
+LOOM_API uint64_t loom_sched_n_plans(const loom_sched_t *s);
+LOOM_API loom_backend_t *loom_sched_node_backend(const loom_sched_t *s,
+						 const struct loom_tensor *node);
+LOOM_API size_t loom_sched_buffer_size(const loom_sched_t *s, size_t i);
+
+/* ------------------------------------------------------------------------
  * The meta device: one device made of N devices, tensor parallel.
  * It needs the meta plugin; without it these return LOOM_E_NOT_FOUND.
  */

@@ -1,0 +1,16 @@
+# tests/sched.mk - the scheduler over the acme test plugin (two ops, its
+# own memory) and the CPU.
+check_LTLIBRARIES += tests/acme/loom-acme.la
+tests_acme_loom_acme_la_SOURCES = tests/acme-plugin.c
+tests_acme_loom_acme_la_CPPFLAGS = $(AM_CPPFLAGS)
+tests_acme_loom_acme_la_LDFLAGS = -module -avoid-version -shared \
+	-rpath /nowhere -export-symbols-regex '^loom_plugin_descriptor$$'
+tests_acme_loom_acme_la_LIBADD = libcore/libloom.la
+
+check_PROGRAMS += tests/test-sched
+TESTS += tests/test-sched
+tests_test_sched_SOURCES = tests/test-sched.c tests/test-util.c \
+	tests/test-util.h
+tests_test_sched_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_sched_LDADD = $(TEST_LIBS)
+EXTRA_tests_test_sched_DEPENDENCIES = tests/acme/loom-acme.la
