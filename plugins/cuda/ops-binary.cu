@@ -3,6 +3,21 @@
  */
 #include "ops-common.cuh"
 
+template <int op>
+__device__ __forceinline__ float apply(float x, float y)
+{
+	switch (op) {
+	case LOOM_OP_ADD:
+		return x + y;
+	case LOOM_OP_SUB:
+		return x - y;
+	case LOOM_OP_MUL:
+		return x * y;
+	default:
+		return x / y;
+	}
+}
+
 /* flat: every tensor packed and b's shape a prefix of a's, so b's element
  * is the flat index modulo b's size (no index arithmetic per dimension). */
 template <int op, bool flat>
@@ -25,25 +40,36 @@ __global__ void binary_kernel(tview dst, tview a, tview b, int64_t n)
 				    i2 % b.ne[2], i3 % b.ne[3]);
 		}
 
-		switch (op) {
-		case LOOM_OP_ADD:
-			r = x + y;
-			break;
-		case LOOM_OP_SUB:
-			r = x - y;
-			break;
-		case LOOM_OP_MUL:
-			r = x * y;
-			break;
-		default:
-			r = x / y;
-			break;
-		}
+		r = apply<op>(x, y);
 		if (flat)
 			store_row(dst.data, dst, i, r);
 		else
 			store_row(row_ptr(dst, i1, i2, i3), dst, i0, r);
 	}
+}
+
+/* All F32, packed, 16-byte aligned, sizes multiples of 4: four values per
+ * load and store, and b's index (same size, or a repeated block such as
+ * a bias row) found once per four. */
+template <int op>
+__global__ void binary_f32x4_kernel(float4 *dst, const float4 *a,
+				    const float4 *b, int64_t n4, int64_t nb4)
+{
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+	     i < n4; i += (int64_t)gridDim.x * blockDim.x) {
+		float4 x = a[i], y = b[nb4 == n4 ? i : i % nb4], r;
+
+		r.x = apply<op>(x.x, y.x);
+		r.y = apply<op>(x.y, y.y);
+		r.z = apply<op>(x.z, y.z);
+		r.w = apply<op>(x.w, y.w);
+		dst[i] = r;
+	}
+}
+
+static bool aligned16(const void *p)
+{
+	return ((uintptr_t)p & 15) == 0;
 }
 
 /* True when b's shape equals a's up to some dimension and is 1 after. */
@@ -63,6 +89,17 @@ template <int op>
 static void launch(const struct cuda_backend *be, const tview &dst,
 		   const tview &a, const tview &b, int64_t n, bool flat)
 {
+	int64_t nb_el = view_nelements(b);
+
+	if (flat && dst.type == LOOM_TYPE_F32 && a.type == LOOM_TYPE_F32 &&
+	    b.type == LOOM_TYPE_F32 && n % 4 == 0 && nb_el % 4 == 0 &&
+	    aligned16(dst.data) && aligned16(a.data) && aligned16(b.data)) {
+		binary_f32x4_kernel<op><<<grid_for(n / 4), OPS_BLOCK, 0,
+					   be->stream>>>(
+			(float4 *)dst.data, (const float4 *)a.data,
+			(const float4 *)b.data, n / 4, nb_el / 4);
+		return;
+	}
 	if (flat)
 		binary_kernel<op, true><<<grid_for(n), OPS_BLOCK, 0,
 					  be->stream>>>(dst, a, b, n);
