@@ -146,6 +146,17 @@ int loom__plugin_score(struct loom__plugin *p);
 int loom__plugin_init(struct loom__plugin *p);
 /* Records p's reason as the thread's last error and returns p->status. */
 int loom__plugin_error(const struct loom__plugin *p);
+/* Reads n bytes at offset off of a file into buf; false when they cannot
+ * all be read. */
+typedef bool (*loom__elf_read_fn)(void *ctx, uint64_t off, void *buf,
+				  size_t n);
+/* Checks that a file of size bytes, read through read(ctx, ...), is a
+ * shared object for this process whose headers and segments lie within
+ * it, before dlopen maps it (a truncated file would fault there).
+ * Returns LOOM_OK, or LOOM_E_PLUGIN with the reason written into why
+ * (n bytes, caller's buffer) (elf-check.c). */
+int loom__elf_check(loom__elf_read_fn read, void *ctx, uint64_t size,
+		    char *why, size_t n);
 /* Loader state forgotten at unload (loader.c). */
 void loom__loader_reset(void);
 

@@ -6,10 +6,14 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "backend-private.h"
 
@@ -305,6 +309,99 @@ static void explain_dlerror(struct loom__plugin *p, const char *err)
 				 "cannot load: %s", err);
 }
 
+/* Records on p why path could not be opened (errno err), prefixed by
+ * what; a symbolic link that leads nowhere says where it points. */
+static int explain_errno(struct loom__plugin *p, const char *path, int err,
+			 const char *what)
+{
+	char target[PATH_MAX];
+	struct stat sb;
+	ssize_t len;
+
+	switch (err) {
+	case ENOENT:
+		if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
+			len = readlink(path, target, sizeof(target) - 1);
+			target[len > 0 ? len : 0] = '\0';
+			loom__plugin_set(p, LOOM_PLUGIN_FAILED,
+					 LOOM_E_NOT_FOUND,
+					 "%sdangling symbolic link to %s",
+					 what, target);
+			break;
+		}
+		/* fall through */
+	case ENOTDIR:
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_NOT_FOUND,
+				 "%snot found", what);
+		break;
+	case ELOOP:
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_IO,
+				 "%ssymbolic link loop", what);
+		break;
+	case EACCES:
+	case EPERM:
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_IO,
+				 "%spermission denied", what);
+		break;
+	default:
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_IO,
+				 "%scannot open: %s", what, strerror(err));
+		break;
+	}
+	return p->status;
+}
+
+static bool read_fd(void *ctx, uint64_t off, void *buf, size_t n)
+{
+	int fd = *(const int *)ctx;
+	char *b = buf;
+
+	while (n) {
+		ssize_t r = pread(fd, b, n, (off_t)off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		b += r;
+		n -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return true;
+}
+
+/* Checks p->file is a readable regular file holding a shared object for
+ * this machine that is whole, before dlopen maps it: the dynamic loader
+ * faults on a truncated file.  O_NONBLOCK: a FIFO must not hang us. */
+static int check_file(struct loom__plugin *p)
+{
+	char why[256];
+	struct stat sb;
+	int fd, st = LOOM_OK;
+
+	fd = open(p->file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return explain_errno(p, p->file, errno, "");
+	if (fstat(fd, &sb) != 0) {
+		st = explain_errno(p, p->file, errno, "");
+	} else if (S_ISDIR(sb.st_mode)) {
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+				 "is a directory");
+		st = p->status;
+	} else if (!S_ISREG(sb.st_mode)) {
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+				 "not a regular file");
+		st = p->status;
+	} else if (loom__elf_check(read_fd, &fd, (uint64_t)sb.st_size, why,
+				   sizeof(why))) {
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN, "%s",
+				 why);
+		st = p->status;
+	}
+	close(fd);
+	return st;
+}
+
 /* Opens p->file and reads its descriptor; no plugin code runs except the
  * object's own constructors. */
 static int open_plugin(struct loom__plugin *p, bool name_from_file)
@@ -312,6 +409,8 @@ static int open_plugin(struct loom__plugin *p, bool name_from_file)
 	const struct loom_plugin_desc *desc;
 	int st;
 
+	if (check_file(p))
+		return p->status;
 	dlerror();
 	p->dl = dlopen(p->file, RTLD_NOW | RTLD_LOCAL);
 	if (!p->dl) {
@@ -400,32 +499,31 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The candidate files of dir, in name order. */
+/* The candidate files of dir, in name order: every entry named like a
+ * plugin, whatever it is, so that a directory or a dangling link of that
+ * name gets a record saying so.  A directory that cannot be read gets a
+ * record of its own, with no plugin name. */
 static int scan_dir(const char *dir, struct strv *files)
 {
 	struct dirent *de;
 	DIR *d = opendir(dir);
 
 	if (!d) {
-		loom_log(LOOM_LOG_DEBUG, "plugin directory %s: cannot open",
-			 dir);
+		int err = errno;
+		struct loom__plugin *p = loom__plugin_add("", dir);
+
+		if (!p)
+			return loom_error_set(LOOM_E_NOMEM, "out of memory");
+		explain_errno(p, dir, err, "plugin directory: ");
+		loom_log(LOOM_LOG_DEBUG, "%s: %s", dir, p->reason);
 		return LOOM_OK;
 	}
 	while ((de = readdir(d))) {
 		char *name = name_of_file(de->d_name);
-		char *path;
-		struct stat sb;
-		int r;
 
 		if (!name)
 			continue;
 		free(name);
-		if (asprintf(&path, "%s/%s", dir, de->d_name) < 0)
-			goto err_nomem;
-		r = stat(path, &sb);
-		free(path);
-		if (r != 0 || S_ISDIR(sb.st_mode))
-			continue;
 		if (strv_push(files, de->d_name, strlen(de->d_name)))
 			goto err_nomem;
 	}

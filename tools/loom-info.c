@@ -288,7 +288,9 @@ static void print_plugins(void)
 
 		if (loom_plugin_info(i, &p))
 			continue;
-		printf("  %-*s  %-*s  %-*s  %5d  %s\n", wname, p.name, wstate,
+		/* A search directory's record has no plugin name. */
+		printf("  %-*s  %-*s  %-*s  %5d  %s\n", wname,
+		       *p.name ? p.name : "-", wstate,
 		       loom_plugin_state_name(p.state), wver,
 		       p.version ? p.version : "-", p.score, p.file);
 		if (p.reason && *p.reason)
