@@ -536,24 +536,98 @@ err_nomem:
 	return loom_error_set(LOOM_E_NOMEM, "out of memory");
 }
 
-/* A plugin name resolved in an earlier directory, and by which file. */
+/* The plugin names resolved in earlier directories, each by which record
+ * (the best variant opened, else the first file), and the records of
+ * later directories they override.  Those get their reason once the
+ * variants are initialised, so that it names the variant that loaded. */
 struct resolved {
 	struct strv names;
-	struct strv files;
+	struct loom__plugin **by;
+	struct loom__plugin **over;
+	size_t *over_by; /* index in names of what overrides over[i] */
+	size_t n_over, cap_over;
 };
 
-static const char *resolved_by(const struct resolved *r, const char *name)
+/* The index in r->names of name, or r->names.n. */
+static size_t resolved_index(const struct resolved *r, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < r->names.n; i++)
+		if (strcmp(r->names.v[i], name) == 0)
+			break;
+	return i;
+}
+
+static int resolve(struct resolved *r, const char *name,
+		   struct loom__plugin *by)
+{
+	struct loom__plugin **v = realloc(r->by, (r->names.n + 1) *
+							 sizeof(*v));
+
+	if (!v)
+		return LOOM_E_NOMEM;
+	r->by = v;
+	if (strv_push(&r->names, name, strlen(name)))
+		return LOOM_E_NOMEM;
+	r->by[r->names.n - 1] = by;
+	return LOOM_OK;
+}
+
+static int add_override(struct resolved *r, struct loom__plugin *p,
+			size_t by)
+{
+	if (r->n_over == r->cap_over) {
+		size_t cap = r->cap_over ? 2 * r->cap_over : 8;
+		struct loom__plugin **v = realloc(r->over, cap * sizeof(*v));
+		size_t *w;
+
+		if (!v)
+			return LOOM_E_NOMEM;
+		r->over = v;
+		w = realloc(r->over_by, cap * sizeof(*w));
+		if (!w)
+			return LOOM_E_NOMEM;
+		r->over_by = w;
+		r->cap_over = cap;
+	}
+	r->over[r->n_over] = p;
+	r->over_by[r->n_over++] = by;
+	return LOOM_OK;
+}
+
+/* After init: a name whose best variant failed is resolved by the one
+ * that loaded in its place; every overridden record names it. */
+static void name_overrides(struct resolved *r, struct loom__plugin *best,
+			   struct loom__plugin *chosen)
 {
 	for (size_t i = 0; i < r->names.n; i++)
-		if (strcmp(r->names.v[i], name) == 0)
-			return r->files.v[i];
-	return NULL;
+		if (r->by[i] == best)
+			r->by[i] = chosen;
+}
+
+static void set_override_reasons(const struct resolved *r)
+{
+	for (size_t i = 0; i < r->n_over; i++)
+		loom__plugin_set(r->over[i], LOOM_PLUGIN_SKIPPED, LOOM_OK,
+				 "overridden by %s",
+				 r->by[r->over_by[i]]->file);
+}
+
+static void resolved_free(struct resolved *r)
+{
+	strv_free(&r->names);
+	free(r->by);
+	free(r->over);
+	free(r->over_by);
+	memset(r, 0, sizeof(*r));
 }
 
 /* One name's opened variants, best score first, not yet initialised. */
 struct group {
 	struct loom__plugin **v;
 	size_t n;
+	struct loom__plugin *chosen; /* after init_group, or NULL */
 };
 
 /* Closes opened variants that will not be initialised for want of
@@ -577,14 +651,15 @@ static int load_group(const char *dir, const struct strv *files,
 	struct loom__plugin *best = NULL;
 	struct loom__plugin *group[64];
 	size_t n_group = 0;
-	const char *over = resolved_by(res, name);
+	size_t over = resolved_index(res, name);
 	struct loom__plugin *dup = loom__plugin_loaded(name);
 	int priority;
 	bool sel_ok = selected(sel, name, &priority);
-	const char *first = NULL;
+	struct loom__plugin *first = NULL;
 
 	out->v = NULL;
 	out->n = 0;
+	out->chosen = NULL;
 	for (size_t i = 0; i < files->n; i++) {
 		char *fname = name_of_file(files->v[i]);
 		struct loom__plugin *p;
@@ -604,15 +679,18 @@ static int load_group(const char *dir, const struct strv *files,
 			goto err_nomem;
 		p->priority = priority;
 		if (!first)
-			first = p->file;
+			first = p;
 		if (!sel_ok) {
 			loom__plugin_set(p, LOOM_PLUGIN_EXCLUDED, LOOM_OK,
 					 EXCLUDED_REASON);
 			continue;
 		}
-		if (over) {
+		if (over < res->names.n) {
+			/* The reason comes with set_override_reasons(). */
 			loom__plugin_set(p, LOOM_PLUGIN_SKIPPED, LOOM_OK,
-					 "overridden by %s", over);
+					 "overridden");
+			if (add_override(res, p, over))
+				goto err_nomem;
 			continue;
 		}
 		if (dup) {
@@ -637,12 +715,9 @@ static int load_group(const char *dir, const struct strv *files,
 		group[j] = p;
 	}
 	best = n_group ? group[0] : NULL;
-	if (sel_ok && !over && first) {
-		if (strv_push(&res->names, name, strlen(name)) ||
-		    strv_push(&res->files, best ? best->file : first,
-			      strlen(best ? best->file : first)))
-			goto err_nomem;
-	}
+	if (sel_ok && over == res->names.n && first &&
+	    resolve(res, name, best ? best : first))
+		goto err_nomem;
 	if (n_group) {
 		out->v = malloc(n_group * sizeof(*out->v));
 		if (!out->v)
@@ -665,6 +740,8 @@ static void init_group(struct group *g)
 	/* The variant that loaded, or that found no hardware. */
 	struct loom__plugin *chosen = NULL;
 
+	g->chosen = NULL;
+
 	for (size_t i = 0; i < g->n; i++) {
 		struct loom__plugin *p = g->v[i];
 
@@ -682,6 +759,33 @@ static void init_group(struct group *g)
 				 base_name(g->v[i + 1]->file));
 		}
 	}
+	g->chosen = chosen;
+}
+
+/* Appends " (found: a, b)" to buf at *len: the names of the plugins that
+ * were found, so that a misspelt name is easy to put right. */
+static void append_found(char *buf, size_t size, size_t *len)
+{
+	struct strv seen = { 0 };
+	const struct loom__plugin *p;
+
+	for (size_t i = 0; (p = loom__plugin_by_index(i)); i++) {
+		/* A search directory's record has no name. */
+		if (!*p->name || strv_has(&seen, p->name))
+			continue;
+		if (strv_push(&seen, p->name, strlen(p->name)))
+			break;
+		if (*len < size)
+			*len += (size_t)snprintf(buf + *len, size - *len,
+						 "%s%s",
+						 seen.n == 1 ? " (found: " :
+							       ", ",
+						 p->name);
+	}
+	if (*len < size)
+		*len += (size_t)snprintf(buf + *len, size - *len, "%s",
+					 seen.n ? ")" : " (found no plugins)");
+	strv_free(&seen);
 }
 
 /* After loading: every name LOOM_BACKENDS asks for must be loaded. */
@@ -724,6 +828,7 @@ static int check_requested(const struct selection *sel, char **msg)
 							sizeof(buf) - len,
 							"%s%s", d ? ":" : "",
 							search_dirs[d]);
+			append_found(buf, sizeof(buf), &len);
 		}
 		if (len >= sizeof(buf))
 			len = sizeof(buf) - 1;
@@ -811,11 +916,15 @@ int loom_load_all(void)
 				init_group(&pending[i]);
 		}
 	}
-	for (size_t i = 0; i < n_pending; i++)
+	for (size_t i = 0; i < n_pending; i++) {
+		if (pending[i].chosen)
+			name_overrides(&res, pending[i].v[0],
+				       pending[i].chosen);
 		free(pending[i].v);
+	}
 	free(pending);
-	strv_free(&res.names);
-	strv_free(&res.files);
+	set_override_reasons(&res);
+	resolved_free(&res);
 	if (!st)
 		st = check_requested(&sel, &msg);
 	strv_free(&sel.names);

@@ -4,11 +4,15 @@
  * core makes before data reaches a plugin (caller errors never abort). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <grp.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -297,8 +301,7 @@ static void test_broken(struct fixture *f, gconstpointer data)
 		      "missing library libloom-fakedep.so.0");
 	assert_record(f->dir, "newer", LOOM_PLUGIN_FAILED,
 		      "needs a newer libloom (LOOM_9.9)");
-	assert_record(f->dir, "junk", LOOM_PLUGIN_FAILED,
-		      "not a shared library (invalid ELF header)");
+	assert_record(f->dir, "junk", LOOM_PLUGIN_FAILED, "not an ELF file");
 	assert_record(f->dir, "misnamed", LOOM_PLUGIN_FAILED,
 		      "descriptor name 'other' differs from the file name "
 		      "'misnamed'");
@@ -450,6 +453,30 @@ static void test_variant_fallback(struct fixture *f, gconstpointer data)
 	g_free(d);
 }
 
+/* A later directory's file of a name is overridden by the variant that
+ * loaded, not by the best one whose init failed. */
+static void test_override_fallback(struct fixture *f, gconstpointer data)
+{
+	char *path = g_strdup_printf("%s:%s", f->dir, f->dir2);
+	char *b = path_in(f->dir, "var-b");
+	char *want = g_strdup_printf("overridden by %s", b);
+
+	add_plugin(f->dir, "var-b");
+	add_plugin(f->dir, "var-d");
+	add_plugin(f->dir2, "var-a");
+	add_plugin(f->dir2, "good");
+	setenv("LOOM_PLUGIN_PATH", path, 1);
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_record(f->dir, "var-d", LOOM_PLUGIN_FAILED,
+		      "init failed: fake device did not answer");
+	assert_record(f->dir, "var-b", LOOM_PLUGIN_LOADED, "");
+	assert_record(f->dir2, "var-a", LOOM_PLUGIN_SKIPPED, want);
+	assert_record(f->dir2, "good", LOOM_PLUGIN_LOADED, "");
+	g_free(path);
+	g_free(b);
+	g_free(want);
+}
+
 /* ------------------------------------------------------------------------
  * LOOM_BACKENDS.
  */
@@ -519,7 +546,8 @@ static void test_requested(struct fixture *f, gconstpointer data)
 	setenv("LOOM_BACKENDS", "nosuch,good", 1);
 	g_assert_cmpint(loom_load_all(), ==, LOOM_E_NOT_FOUND);
 	want = g_strdup_printf("LOOM_BACKENDS: backend 'nosuch' not found in "
-			       "%s", f->dir);
+			       "%s (found: good, initfail, score0)",
+			       f->dir);
 	g_assert_cmpstr(loom_error_message(), ==, want);
 	g_free(want);
 	/* The others load all the same; a second call says it again. */
@@ -541,6 +569,17 @@ static void test_requested(struct fixture *f, gconstpointer data)
 	setenv("LOOM_BACKENDS", "score0", 1);
 	g_assert_cmpint(loom_load_all(), ==, LOOM_E_NOT_APPLICABLE);
 	g_assert_nonnull(strstr(loom_error_message(), "no fake hardware here"));
+	loom_unload_all();
+
+	/* With no plugin at all, it says so. */
+	setenv("LOOM_PLUGIN_PATH", f->dir2, 1);
+	setenv("LOOM_BACKENDS", "nosuch", 1);
+	g_assert_cmpint(loom_load_all(), ==, LOOM_E_NOT_FOUND);
+	want = g_strdup_printf("LOOM_BACKENDS: backend 'nosuch' not found in "
+			       "%s (found no plugins)",
+			       f->dir2);
+	g_assert_cmpstr(loom_error_message(), ==, want);
+	g_free(want);
 	g_free(initfail);
 }
 
@@ -902,6 +941,291 @@ static void test_info(struct fixture *f, gconstpointer data)
 	g_free(out);
 	g_free(err);
 	unsetenv("LOOM_LOG");
+}
+
+/* ------------------------------------------------------------------------
+ * Files that are not whole plugins for this machine: refused before
+ * dlopen maps them (a truncated file would fault there), each with its
+ * reason, and the good plugin loads beside them.
+ */
+
+/* The built CPU plugin's bytes, or NULL (the test then skips). */
+static guint8 *cpu_plugin(gsize *len)
+{
+	const char *b = g_getenv("LOOM_TEST_BUILDDIR");
+	char *file = g_build_filename(b ? b : ".", "plugins", "cpu", ".libs",
+				      "loom-cpu.so", NULL);
+	gchar *data = NULL;
+
+	if (!g_file_get_contents(file, &data, len, NULL))
+		data = NULL;
+	g_free(file);
+	return (guint8 *)data;
+}
+
+static void write_plugin(const char *dir, const char *name,
+			 const void *data, gsize len)
+{
+	char *path = path_in(dir, name);
+
+	g_assert_true(g_file_set_contents(path, data, (gssize)len, NULL));
+	g_free(path);
+}
+
+/* What the loader must say of the first cut bytes of a whole plugin of
+ * full bytes, worked out from that plugin's own headers: the first table
+ * or segment, in file-header order, that the cut leaves incomplete. */
+static char *truncated_reason(const guint8 *data, gsize cut)
+{
+	ElfW(Ehdr) eh;
+
+	memcpy(&eh, data, sizeof(eh));
+	if (cut < sizeof(eh))
+		return g_strdup_printf("truncated: the ELF header needs %zu "
+				       "bytes, the file has %zu",
+				       sizeof(eh), (size_t)cut);
+	if (eh.e_phoff + (gsize)eh.e_phnum * sizeof(ElfW(Phdr)) > cut)
+		return g_strdup_printf("truncated: program headers at 0x%llx "
+				       "end past the end of the file (%zu "
+				       "bytes)",
+				       (unsigned long long)eh.e_phoff,
+				       (size_t)cut);
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		ElfW(Phdr) ph;
+
+		memcpy(&ph, data + eh.e_phoff + i * sizeof(ph), sizeof(ph));
+		if (ph.p_filesz && ph.p_offset + ph.p_filesz > cut)
+			return g_strdup_printf(
+				"truncated: segment at 0x%llx (0x%llx bytes) "
+				"ends past the end of the file (%zu bytes)",
+				(unsigned long long)ph.p_offset,
+				(unsigned long long)ph.p_filesz, (size_t)cut);
+	}
+	if (eh.e_shoff + (gsize)eh.e_shnum * sizeof(ElfW(Shdr)) > cut)
+		return g_strdup_printf("truncated: section headers at 0x%llx "
+				       "end past the end of the file (%zu "
+				       "bytes)",
+				       (unsigned long long)eh.e_shoff,
+				       (size_t)cut);
+	return NULL;
+}
+
+static void test_elf(struct fixture *f, gconstpointer data)
+{
+	gsize len;
+	guint8 *cpu = cpu_plugin(&len);
+	const gsize cuts[] = { 10, 64, 4096, 16384, 120 << 10, 0 };
+	const char *kinds[] = { "the ELF header", "program headers",
+				"segment", "segment", "segment",
+				"section headers" };
+	char *reasons[G_N_ELEMENTS(cuts)];
+	char *out, *err;
+	guint8 *copy;
+
+	if (!cpu) {
+		g_test_skip("the CPU plugin is not built");
+		return;
+	}
+	add_plugin(f->dir, "good");
+	for (size_t i = 0; i < G_N_ELEMENTS(cuts); i++) {
+		gsize cut = cuts[i] ? cuts[i] : len - 1;
+		char *name = g_strdup_printf("cut%zu", (size_t)cut);
+
+		g_assert_cmpuint(cut, <, len);
+		write_plugin(f->dir, name, cpu, cut);
+		reasons[i] = truncated_reason(cpu, cut);
+		/* Each cut is caught by the check it is meant to test. */
+		g_assert_nonnull(reasons[i]);
+		g_assert_nonnull(strstr(reasons[i], kinds[i]));
+		g_free(name);
+	}
+	/* Another machine, another class, another ELF type, not ELF. */
+	copy = g_memdup2(cpu, len);
+#if defined(__aarch64__)
+	copy[18] = EM_X86_64;
+#else
+	copy[18] = EM_AARCH64;
+#endif
+	copy[19] = 0;
+	write_plugin(f->dir, "machine", copy, len);
+	memcpy(copy, cpu, len);
+	copy[EI_CLASS] = ELFCLASS32;
+	write_plugin(f->dir, "class32", copy, len);
+	memcpy(copy, cpu, len);
+	copy[16] = ET_EXEC;
+	copy[17] = 0;
+	write_plugin(f->dir, "exec", copy, len);
+	write_plugin(f->dir, "x", "not a plugin\n", 13);
+	/* Control: the whole file, copied, loads. */
+	write_plugin(f->dir, "cpu", cpu, len);
+
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_record(f->dir, "good", LOOM_PLUGIN_LOADED, "");
+	assert_record(f->dir, "cpu", LOOM_PLUGIN_LOADED, "");
+	for (size_t i = 0; i < G_N_ELEMENTS(cuts); i++) {
+		gsize cut = cuts[i] ? cuts[i] : len - 1;
+		char *name = g_strdup_printf("cut%zu", (size_t)cut);
+
+		assert_record(f->dir, name, LOOM_PLUGIN_FAILED, reasons[i]);
+		g_free(name);
+	}
+	assert_record(f->dir, "exec", LOOM_PLUGIN_FAILED,
+		      "not a shared library (ELF type 2)");
+	assert_record(f->dir, "x", LOOM_PLUGIN_FAILED, "not an ELF file");
+#if defined(__x86_64__) && defined(__LP64__)
+	assert_record(f->dir, "machine", LOOM_PLUGIN_FAILED,
+		      "wrong architecture: aarch64 (64-bit, little-endian); "
+		      "libloom is x86-64 (64-bit, little-endian)");
+	assert_record(f->dir, "class32", LOOM_PLUGIN_FAILED,
+		      "wrong architecture: x86-64 (32-bit, little-endian); "
+		      "libloom is x86-64 (64-bit, little-endian)");
+#else
+	{
+		char *path = path_in(f->dir, "machine");
+
+		g_assert_true(g_str_has_prefix(find_record(path).reason,
+					       "wrong architecture: "));
+		g_free(path);
+	}
+#endif
+	loom_unload_all();
+
+	/* loom-info lives through them all and shows why. */
+	g_assert_cmpint(run_info(NULL, &out, &err), ==, 0);
+	for (size_t i = 0; i < G_N_ELEMENTS(cuts); i++)
+		g_assert_nonnull(strstr(out, reasons[i]));
+	g_assert_nonnull(strstr(out, "not an ELF file"));
+	g_free(out);
+	g_free(err);
+	for (size_t i = 0; i < G_N_ELEMENTS(cuts); i++)
+		g_free(reasons[i]);
+	g_free(copy);
+	g_free(cpu);
+}
+
+/* Entries named like plugins that are no files, and search directories
+ * that cannot be read: each has a record with its reason. */
+static void test_entries(struct fixture *f, gconstpointer data)
+{
+	char *missing = g_build_filename(f->dir2, "missing", NULL);
+	char *loopdir = g_build_filename(f->dir2, "loop", NULL);
+	char *path = g_strdup_printf("%s:%s:%s", f->dir, missing, loopdir);
+	char *dang = path_in(f->dir, "dang");
+	char *loop = path_in(f->dir, "loop");
+	char *dir = path_in(f->dir, "dir");
+	char *out, *err, *want;
+
+	add_plugin(f->dir, "good");
+	g_assert_cmpint(symlink("/nonexistent/loom-x.so", dang), ==, 0);
+	g_assert_cmpint(symlink(loop, loop), ==, 0);
+	g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+	g_assert_cmpint(symlink(loopdir, loopdir), ==, 0);
+	setenv("LOOM_PLUGIN_PATH", path, 1);
+
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_record(f->dir, "good", LOOM_PLUGIN_LOADED, "");
+	assert_record(f->dir, "dang", LOOM_PLUGIN_FAILED,
+		      "dangling symbolic link to /nonexistent/loom-x.so");
+	assert_record(f->dir, "loop", LOOM_PLUGIN_FAILED,
+		      "symbolic link loop");
+	assert_record(f->dir, "dir", LOOM_PLUGIN_FAILED, "is a directory");
+	{
+		struct loom_plugin_info info = find_record(missing);
+
+		g_assert_cmpstr(info.name, ==, "");
+		g_assert_cmpint(info.state, ==, LOOM_PLUGIN_FAILED);
+		g_assert_cmpstr(info.reason, ==, "plugin directory: not found");
+		info = find_record(loopdir);
+		g_assert_cmpint(info.state, ==, LOOM_PLUGIN_FAILED);
+		g_assert_cmpstr(info.reason, ==,
+				"plugin directory: symbolic link loop");
+	}
+	/* An explicit path says the same as a search. */
+	g_assert_cmpint(loom_load_path(dang, NULL), ==, LOOM_E_NOT_FOUND);
+	want = g_strdup_printf("plugin 'dang' (%s): dangling symbolic link to "
+			       "/nonexistent/loom-x.so",
+			       dang);
+	g_assert_cmpstr(loom_error_message(), ==, want);
+	g_free(want);
+	loom_unload_all();
+
+	g_assert_cmpint(run_info("--json", &out, &err), ==, 0);
+	want = g_strdup_printf("{\"name\": \"\", \"file\": \"%s\", "
+			       "\"state\": \"failed\", \"reason\": "
+			       "\"plugin directory: not found\"",
+			       missing);
+	g_assert_nonnull(strstr(out, want));
+	g_free(want);
+	want = g_strdup_printf("{\"name\": \"dir\", \"file\": \"%s\", "
+			       "\"state\": \"failed\", \"reason\": "
+			       "\"is a directory\"",
+			       dir);
+	g_assert_nonnull(strstr(out, want));
+	g_free(want);
+	g_free(out);
+	g_free(err);
+	g_assert_cmpint(g_rmdir(dir), ==, 0);
+	g_free(missing);
+	g_free(loopdir);
+	g_free(path);
+	g_free(dang);
+	g_free(loop);
+	g_free(dir);
+}
+
+/* A file and a search directory that cannot be read: "permission
+ * denied", not "not found".  Root reads through mode 000, so as root the
+ * test runs in a child that gives up root for the nobody user. */
+static void test_unreadable(struct fixture *f, gconstpointer data)
+{
+	char *sub = g_build_filename(f->dir, "locked", NULL);
+	char *path = g_strdup_printf("%s:%s", f->dir, sub);
+	char *secret = path_in(f->dir, "secret");
+	gsize len;
+	guint8 *cpu;
+
+	if (geteuid() == 0 && !g_test_subprocess()) {
+		g_test_trap_subprocess(NULL, 0,
+				       G_TEST_SUBPROCESS_INHERIT_STDERR);
+		g_test_trap_assert_passed();
+		goto out;
+	}
+	cpu = cpu_plugin(&len);
+	if (!cpu) {
+		g_test_skip("the CPU plugin is not built");
+		goto out;
+	}
+	if (geteuid() == 0) {
+		const uid_t nobody = 65534;
+
+		g_assert_cmpint(chown(f->dir, nobody, nobody), ==, 0);
+		g_assert_cmpint(chown(f->dir2, nobody, nobody), ==, 0);
+		g_assert_cmpint(setgroups(0, NULL), ==, 0);
+		g_assert_cmpint(setgid(nobody), ==, 0);
+		g_assert_cmpint(setuid(nobody), ==, 0);
+	}
+	add_plugin(f->dir, "good");
+	write_plugin(f->dir, "secret", cpu, len);
+	g_free(cpu);
+	g_assert_cmpint(chmod(secret, 0), ==, 0);
+	g_assert_cmpint(g_mkdir(sub, 0), ==, 0);
+	if (access(secret, R_OK) == 0) {
+		g_test_skip("mode 000 does not stop reads here");
+		goto out_rmdir;
+	}
+	setenv("LOOM_PLUGIN_PATH", path, 1);
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_record(f->dir, "good", LOOM_PLUGIN_LOADED, "");
+	assert_record(f->dir, "secret", LOOM_PLUGIN_FAILED,
+		      "permission denied");
+	g_assert_cmpstr(find_record(sub).reason, ==,
+			"plugin directory: permission denied");
+out_rmdir:
+	g_assert_cmpint(g_rmdir(sub), ==, 0);
+out:
+	g_free(sub);
+	g_free(path);
+	g_free(secret);
 }
 
 /* ------------------------------------------------------------------------
@@ -1333,6 +1657,10 @@ int main(int argc, char **argv)
 	F("/loader/override", test_override);
 	F("/loader/variants", test_variants);
 	F("/loader/variant-fallback", test_variant_fallback);
+	F("/loader/override-fallback", test_override_fallback);
+	F("/loader/elf", test_elf);
+	F("/loader/entries", test_entries);
+	F("/loader/unreadable", test_unreadable);
 	F("/loader/template", test_template);
 	F("/loader/backends/order", test_order);
 	F("/loader/backends/exclude", test_exclude);
