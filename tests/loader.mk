@@ -166,3 +166,12 @@ tests_fake_loom_my_la_SOURCES = examples/plugin-template/my-plugin.c
 tests_fake_loom_my_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 tests_fake_loom_my_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
 tests_fake_loom_my_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+# The ELF checker under a fuzzer: make check replays the checked-in
+# corpus through the standalone driver; a libFuzzer build compiles the same
+# file with -DLOOM_FUZZ_LIBFUZZER (see the file's opening comment).
+check_PROGRAMS += tests/fuzz-elf
+TESTS += tests/fuzz-elf
+tests_fuzz_elf_SOURCES = tests/fuzz-elf.c libcore/elf-check.c
+tests_fuzz_elf_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libcore
+EXTRA_DIST += tests/corpus/elf
