@@ -1204,6 +1204,11 @@ static void test_unreadable(struct fixture *f, gconstpointer data)
 		g_assert_cmpint(setgid(nobody), ==, 0);
 		g_assert_cmpint(setuid(nobody), ==, 0);
 	}
+	if (access(fake_libs(), R_OK | X_OK) != 0) {
+		g_test_skip("the build tree is not readable by nobody");
+		g_free(cpu);
+		goto out;
+	}
 	add_plugin(f->dir, "good");
 	write_plugin(f->dir, "secret", cpu, len);
 	g_free(cpu);
