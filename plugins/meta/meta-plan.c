@@ -660,7 +660,8 @@ static bool find_rule(const struct loom_tensor *t, struct meta_tensor **s,
 		/* the result is the destination */
 		int id = t->op == LOOM_OP_SET_ROWS ? 0 : 1;
 		int iv = t->op == LOOM_OP_SET_ROWS ? 1 : 0;
-		const struct meta_state *dst = &s[id]->synced, *val = &s[iv]->synced;
+		const struct meta_state *dst = &s[id]->synced;
+		const struct meta_state *val = &s[iv]->synced;
 		enum loom_split_state sd = dst->state;
 
 		r->out = *dst;
@@ -952,7 +953,8 @@ static bool slices_differ(struct meta_tensor *const *s, int n_src, int n)
 		for (int k = i + 1; k < n_src; k++)
 			if (s[i] && s[k] && is_split(s[i]->synced.state) &&
 			    s[i]->synced.state == s[k]->synced.state &&
-			    !meta_state_same_slices(&s[i]->synced, &s[k]->synced, n))
+			    !meta_state_same_slices(&s[i]->synced,
+						    &s[k]->synced, n))
 				return true;
 	return false;
 }
