@@ -1,9 +1,12 @@
 # tests/core.mk - the core's own tests: types and conversions, tensors and
-# op shape rules, graphs, the graph allocator, and caller mistakes.
+# op shape rules, graphs, the graph allocator, per-tensor plugin state,
+# and caller mistakes.
 # -no-install links real executables, so that TEST_WRAPPER (valgrind) runs
 # the test itself rather than libtool's wrapper script.
-check_PROGRAMS += tests/test-core tests/test-galloc tests/test-core-errors
-TESTS += tests/test-core tests/test-galloc tests/test-core-errors
+check_PROGRAMS += tests/test-core tests/test-galloc tests/test-core-errors \
+	tests/test-tensor-state
+TESTS += tests/test-core tests/test-galloc tests/test-core-errors \
+	tests/test-tensor-state
 
 tests_test_core_SOURCES = tests/test-core.c
 tests_test_core_CPPFLAGS = $(TEST_CPPFLAGS)
@@ -21,3 +24,8 @@ tests_test_core_errors_CPPFLAGS = $(TEST_CPPFLAGS) -DFAKE_STATIC \
 	-DFAKE_NAME=\"static\"
 tests_test_core_errors_LDFLAGS = -no-install
 tests_test_core_errors_LDADD = $(TEST_LIBS)
+
+tests_test_tensor_state_SOURCES = tests/test-tensor-state.c
+tests_test_tensor_state_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_tensor_state_LDFLAGS = -no-install
+tests_test_tensor_state_LDADD = $(TEST_LIBS)

@@ -1097,6 +1097,236 @@ static void find_cpus(void)
 	}
 }
 
+/* ---- plans and the lifetime of results ---- */
+
+#define EV_GRAPHS 6 /* more than the plans a meta backend keeps */
+
+#define EV_MAX_TOK 16
+
+/* y = (g + 1) * (w1 x): graph g of the eviction tests, of n_tok tokens. */
+static void ev_reference(const float *w1, const float *x, int g, int n_tok,
+			 float *y)
+{
+	for (int t = 0; t < n_tok; t++)
+		for (int i = 0; i < M; i++) {
+			double acc = 0;
+
+			for (int k = 0; k < K; k++)
+				acc += (double)w1[i * K + k] * x[t * K + k];
+			y[t * M + i] = (float)((g + 1) * acc);
+		}
+}
+
+struct ev_graph {
+	loom_ctx_t *ctx;
+	loom_graph_t *g;
+	loom_galloc_t *ga; /* its own, or shared when given */
+	bool own_ga;
+	int n_tok;
+	struct loom_tensor *x, *y;
+};
+
+/* Builds graph i of n_tok tokens and places it with ga, or with a graph
+ * allocator of its own when ga is NULL. */
+static void ev_build(loom_dev_t *dev, struct loom_tensor *w, int i, int n_tok,
+		     loom_galloc_t *ga, struct ev_graph *e)
+{
+	e->n_tok = n_tok;
+	e->ga = ga;
+	e->own_ga = !ga;
+	g_assert_cmpint(loom_ctx_new(0, &e->ctx), ==, LOOM_OK);
+	e->x = loom_tensor_new_2d(e->ctx, LOOM_TYPE_F32, K, n_tok);
+	loom_tensor_set_name(e->x, "x");
+	loom_tensor_set_flags(e->x, LOOM_TENSOR_INPUT);
+	e->y = loom_scale(e->ctx, loom_mul_mat(e->ctx, w, e->x),
+			  (float)(i + 1));
+	g_assert_nonnull(e->y);
+	loom_tensor_set_name_fmt(e->y, "y%d", i);
+	loom_tensor_set_flags(e->y, LOOM_TENSOR_OUTPUT);
+	g_assert_cmpint(loom_graph_new(e->ctx, &e->g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(e->g, e->y), ==, LOOM_OK);
+	if (e->own_ga)
+		g_assert_cmpint(loom_galloc_new(loom_dev_buffer_type(dev),
+						&e->ga), ==, LOOM_OK);
+	g_assert_cmpint(loom_galloc_alloc_graph(e->ga, e->g), ==, LOOM_OK);
+}
+
+static void ev_free(struct ev_graph *e)
+{
+	if (e->own_ga)
+		loom_galloc_free(e->ga);
+	loom_ctx_free(e->ctx);
+}
+
+/* Computes e on be from x and checks its result against graph i's. */
+static void ev_compute_check(loom_backend_t *be, struct ev_graph *e, int i,
+			     const float *w1, const float *x)
+{
+	float ref[M * EV_MAX_TOK], got[M * EV_MAX_TOK];
+	size_t n_out = (size_t)M * (size_t)e->n_tok;
+
+	g_assert_cmpint(loom_tensor_set(e->x, x, 0,
+					sizeof(float) * K * (size_t)e->n_tok),
+			==, LOOM_OK);
+	if (loom_backend_graph_compute(be, e->g))
+		g_error("compute: %s", loom_error_message());
+	g_assert_cmpint(loom_tensor_get(e->y, got, 0, sizeof(float) * n_out),
+			==, LOOM_OK);
+	ev_reference(w1, x, i, e->n_tok, ref);
+	assert_close(ref, got, n_out);
+}
+
+/* A node's results live in compute memory the next graph overwrites, and
+ * in records its plan owns: after other graphs ran (more than the plans
+ * kept), reading the first graph's output is an error that says so, not
+ * a read of freed records or of another graph's numbers; computing it
+ * again makes it readable again. */
+static void test_plan_eviction(void)
+{
+	loom_dev_t *meta = meta_new(2, mm_rules, NULL, false);
+	float w1[K * M], x[K * T], got[M * T];
+	struct ev_graph e[EV_GRAPHS];
+	loom_ctx_t *wctx;
+	loom_buffer_t *wbuf;
+	loom_backend_t *be;
+	struct loom_tensor *w;
+
+	fill(w1, G_N_ELEMENTS(w1), 41);
+	fill(x, G_N_ELEMENTS(x), 42);
+	g_assert_cmpint(loom_ctx_new(0, &wctx), ==, LOOM_OK);
+	w = loom_tensor_new_2d(wctx, LOOM_TYPE_F32, K, M);
+	loom_tensor_set_name(w, "w1");
+	g_assert_cmpint(loom_ctx_alloc_tensors(wctx, loom_dev_buffer_type(meta),
+					       &wbuf), ==, LOOM_OK);
+	loom_buffer_set_usage(wbuf, LOOM_BUFFER_USAGE_WEIGHTS);
+	g_assert_cmpint(loom_tensor_set(w, w1, 0, sizeof(w1)), ==, LOOM_OK);
+	g_assert_cmpint(loom_dev_init_backend(meta, NULL, &be), ==, LOOM_OK);
+
+	for (int i = 0; i < EV_GRAPHS; i++) {
+		ev_build(meta, w, i, T, NULL, &e[i]);
+		ev_compute_check(be, &e[i], i, w1, x);
+	}
+	/* y0's plan was dropped; y4's is cached, but y5 ran after it. */
+	g_assert_cmpint(loom_tensor_get(e[0].y, got, 0, sizeof(got)), ==,
+			LOOM_E_STATE);
+	g_assert_nonnull(strstr(loom_error_message(), "y0 has no data on the "
+				"meta device any more"));
+	g_assert_cmpint(loom_tensor_get(e[4].y, got, 0, sizeof(got)), ==,
+			LOOM_E_STATE);
+	g_assert_nonnull(strstr(loom_error_message(), "y4 has no data"));
+	/* Computed again, both read right, each until the other runs. */
+	ev_compute_check(be, &e[0], 0, w1, x);
+	ev_compute_check(be, &e[4], 4, w1, x);
+	g_assert_cmpint(loom_tensor_get(e[0].y, got, 0, sizeof(got)), ==,
+			LOOM_E_STATE);
+
+	/* Freeing the backend drops every plan: nothing stays readable. */
+	loom_backend_free(be);
+	g_assert_cmpint(loom_tensor_get(e[4].y, got, 0, sizeof(got)), ==,
+			LOOM_E_STATE);
+	for (int i = 0; i < EV_GRAPHS; i++)
+		ev_free(&e[i]);
+	loom_buffer_free(wbuf);
+	loom_ctx_free(wctx);
+}
+
+/* A cached plan holds records of its leaves' buffers: when a larger graph
+ * made the shared compute buffer grow and the graph is placed again in
+ * the new one, the plan is made again instead of reading the records
+ * that went with the old buffer. */
+static void test_plan_leaves_replaced(void)
+{
+	loom_dev_t *meta = meta_new(2, mm_rules, NULL, false);
+	float w1[K * M], x[K * EV_MAX_TOK];
+	struct ev_graph a, b;
+	loom_ctx_t *wctx;
+	loom_buffer_t *wbuf;
+	loom_backend_t *be;
+	loom_galloc_t *ga;
+	struct loom_tensor *w;
+
+	fill(w1, G_N_ELEMENTS(w1), 43);
+	fill(x, G_N_ELEMENTS(x), 44);
+	g_assert_cmpint(loom_ctx_new(0, &wctx), ==, LOOM_OK);
+	w = loom_tensor_new_2d(wctx, LOOM_TYPE_F32, K, M);
+	loom_tensor_set_name(w, "w1");
+	g_assert_cmpint(loom_ctx_alloc_tensors(wctx, loom_dev_buffer_type(meta),
+					       &wbuf), ==, LOOM_OK);
+	loom_buffer_set_usage(wbuf, LOOM_BUFFER_USAGE_WEIGHTS);
+	g_assert_cmpint(loom_tensor_set(w, w1, 0, sizeof(w1)), ==, LOOM_OK);
+	g_assert_cmpint(loom_dev_init_backend(meta, NULL, &be), ==, LOOM_OK);
+	g_assert_cmpint(loom_galloc_new(loom_dev_buffer_type(meta), &ga), ==,
+			LOOM_OK);
+
+	ev_build(meta, w, 2, 1, ga, &a);
+	ev_compute_check(be, &a, 2, w1, x);
+	ev_build(meta, w, 3, EV_MAX_TOK, ga, &b);
+	ev_compute_check(be, &b, 3, w1, x);
+	g_assert_cmpint(loom_galloc_alloc_graph(ga, a.g), ==, LOOM_OK);
+	fill(x, G_N_ELEMENTS(x), 45);
+	ev_compute_check(be, &a, 2, w1, x);
+
+	loom_backend_free(be);
+	ev_free(&a);
+	ev_free(&b);
+	loom_galloc_free(ga);
+	loom_buffer_free(wbuf);
+	loom_ctx_free(wctx);
+}
+
+/* The dry run is the planning walk itself: what only building the
+ * per-device graphs finds (here a mirrored Q8_0 weight that a split input
+ * would cut off its block size) fails loom_meta_check with the message
+ * compute gives. */
+static void test_check_is_planning(void)
+{
+	static const struct rule rules[] = {
+		{ .name = "xs", .state = LOOM_SPLIT_DIM0 },
+		{ .name = NULL }
+	};
+	loom_dev_t *meta = meta_new(3, rules, NULL, false);
+	loom_ctx_t *wctx, *gctx;
+	loom_buffer_t *wbuf;
+	loom_galloc_t *ga;
+	loom_graph_t *g;
+	loom_backend_t *be;
+	struct loom_tensor *w, *x, *y;
+	char *msg;
+
+	g_assert_cmpint(loom_ctx_new(0, &wctx), ==, LOOM_OK);
+	w = loom_tensor_new_2d(wctx, LOOM_TYPE_Q8_0, 64, 4);
+	loom_tensor_set_name(w, "wq");
+	x = loom_tensor_new_2d(wctx, LOOM_TYPE_F32, 64, 2);
+	loom_tensor_set_name(x, "xs");
+	g_assert_cmpint(loom_ctx_alloc_tensors(wctx, loom_dev_buffer_type(meta),
+					       &wbuf), ==, LOOM_OK);
+	loom_buffer_set_usage(wbuf, LOOM_BUFFER_USAGE_WEIGHTS);
+	g_assert_cmpint(loom_ctx_new(0, &gctx), ==, LOOM_OK);
+	y = loom_mul_mat(gctx, w, x);
+	g_assert_nonnull(y);
+	loom_tensor_set_name(y, "y");
+	g_assert_cmpint(loom_graph_new(gctx, &g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, y), ==, LOOM_OK);
+
+	g_assert_cmpint(loom_meta_check(meta, g), ==, LOOM_E_INVAL);
+	msg = g_strdup(loom_error_message());
+	g_assert_nonnull(strstr(msg, "slice of wq along dimension 0 is off "
+				"its block size"));
+
+	g_assert_cmpint(loom_galloc_new(loom_dev_buffer_type(meta), &ga), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_galloc_alloc_graph(ga, g), ==, LOOM_OK);
+	g_assert_cmpint(loom_dev_init_backend(meta, NULL, &be), ==, LOOM_OK);
+	g_assert_cmpint(loom_backend_graph_compute(be, g), ==, LOOM_E_INVAL);
+	g_assert_cmpstr(loom_error_message(), ==, msg);
+	g_free(msg);
+	loom_backend_free(be);
+	loom_galloc_free(ga);
+	loom_ctx_free(gctx);
+	loom_buffer_free(wbuf);
+	loom_ctx_free(wctx);
+}
+
 /* Unloading forgets every meta device; loading again composes anew, here
  * from a list that names one partition twice. */
 static void test_reload(void)
@@ -1165,6 +1395,10 @@ int main(int argc, char **argv)
 	g_test_add_func("/meta/empty-split-view", test_empty_split_view);
 	g_test_add_func("/meta/split-buffer-type", test_split_buffer_type);
 	g_test_add_func("/meta/same-device-twice", test_same_device_twice);
+	g_test_add_func("/meta/plan-eviction", test_plan_eviction);
+	g_test_add_func("/meta/plan-leaves-replaced",
+			test_plan_leaves_replaced);
+	g_test_add_func("/meta/check-is-planning", test_check_is_planning);
 	g_test_add_func("/meta/reload", test_reload);
 	ret = g_test_run();
 	loom_unload_all();

@@ -396,8 +396,10 @@ LOOM_API int loom_meta_dev_new(loom_dev_t *const *devs, size_t n,
 			       loom_split_fn split, void *userdata,
 			       const struct loom_meta_opts *opts,
 			       loom_dev_t **out);
-/* Dry run: checks that every node of g has a rule for its sources' split
- * states on meta device dev.  The message names op, tensor and states. */
+/* Dry run: plans g on meta device dev as compute would, without memory or
+ * computing, and fails where compute would, with its message (an op
+ * without a rule for its sources' split states names op, tensor and
+ * states). */
 LOOM_API int loom_meta_check(loom_dev_t *dev, loom_graph_t *g);
 
 #ifdef __cplusplus

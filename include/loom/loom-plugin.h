@@ -249,6 +249,45 @@ LOOM_API struct loom_tensor *loom_tensor_new_op(loom_ctx_t *ctx,
 LOOM_API int loom_graph_add_node(loom_graph_t *g, struct loom_tensor *t);
 
 /* ------------------------------------------------------------------------
+ * Per-tensor plugin state.  A plugin keeps what it knows about a tensor (a
+ * meta device's slices, say) in a slot of a table the core owns, and the
+ * tensor carries only the slot's handle in t->state, which the plugin sets.
+ * Slots belong to a scope, one per plugin object whose life they share (a
+ * buffer, a compiled graph); freeing the scope releases all its slots at
+ * once.  A handle names its slot and the slot's generation: once the slot
+ * is released every copy of the handle reads as stale, and the check reads
+ * only the core's table, never the memory the state pointed at.  The state
+ * itself stays the plugin's: the core never frees or reads it.  Every
+ * call is thread-safe.
+ */
+typedef uint64_t loom_state_t; /* 0: no state */
+typedef struct loom_state_scope loom_state_scope_t;
+
+/* A new, empty scope.  Only lookups passing the same tag (any address
+ * unique to the plugin, e.g. of a static variable) see its states, so a
+ * tensor handled by another plugin is never taken for one's own.  Freed
+ * by loom_state_scope_free(). */
+LOOM_API int loom_state_scope_new(const void *tag, loom_state_scope_t **out);
+/* Releases every state of scope (their handles are stale from now on) and
+ * the scope.  NULL does nothing. */
+LOOM_API void loom_state_scope_free(loom_state_scope_t *scope);
+/* Stores state (not NULL; still owned by the caller) in a new slot of
+ * scope; *out is its handle, never 0. */
+LOOM_API int loom_state_new(loom_state_scope_t *scope, void *state,
+			    loom_state_t *out);
+/* Releases one state of scope before the scope goes; its handle is stale
+ * from now on.  A handle that is 0, stale or not of scope is ignored. */
+LOOM_API void loom_state_release(loom_state_scope_t *scope, loom_state_t h);
+/* The state that h names, looked up with the tag of its scope: LOOM_OK
+ * and *out; LOOM_E_NOT_FOUND (*out NULL) when h is 0, not a handle or of
+ * another tag; LOOM_E_STATE (*out NULL) when the state was released.  No
+ * message is recorded: absence is an answer, not an error. */
+LOOM_API int loom_state_get(loom_state_t h, const void *tag, void **out);
+/* loom_state_get() of t->state. */
+LOOM_API int loom_tensor_state_get(const struct loom_tensor *t,
+				   const void *tag, void **out);
+
+/* ------------------------------------------------------------------------
  * Entry points, resolved by name through the reg's get_proc_address once
  * at registration.  A plugin offers any subset; the core falls back where
  * one is absent.  Every function returns LOOM_OK or a LOOM_E_*.

@@ -200,7 +200,10 @@ struct loom_tensor {
 
 	void *data;                   /* address inside buffer, or NULL */
 	struct loom_buffer *buffer;   /* owning buffer, or NULL */
-	void *extra;                  /* for the buffer's plugin */
+	/* The state a plugin keeps for this tensor (its buffer's, or the
+	 * backend's that computed it): a handle into storage the core owns
+	 * (loom_state_t, see loom-plugin.h); 0 when none. */
+	uint64_t state;
 
 	char name[LOOM_MAX_NAME];
 };

@@ -23,6 +23,9 @@ struct meta_backend {
 	size_t ga_size[META_MAX_DEVS];
 	struct meta_plan *plans[META_MAX_PLANS];
 	uint64_t stamp[META_MAX_PLANS];
+	/* The plan whose results the compute memory holds: the one whose
+	 * nodes are readable (see meta_plan_publish). */
+	struct meta_plan *last;
 	uint64_t clock;
 	float *scratch;
 	size_t scratch_n;
@@ -243,7 +246,9 @@ static int run_plan(struct meta_backend *mb, struct meta_plan *pl)
 	return LOOM_OK;
 }
 
-/* The cached plan of g, or a new one (the oldest is dropped). */
+/* The cached plan of g, or a new one (the oldest is dropped).  A cached
+ * plan whose leaves were placed again since (a buffer freed, a graph
+ * allocated anew) is planned again. */
 static int get_plan(struct meta_backend *mb, loom_graph_t *g,
 		    struct meta_plan **out)
 {
@@ -253,18 +258,25 @@ static int get_plan(struct meta_backend *mb, loom_graph_t *g,
 	for (int i = 0; i < META_MAX_PLANS; i++) {
 		struct meta_plan *pl = mb->plans[i];
 
-		if (pl && pl->g == g && pl->version == version) {
+		if (pl && pl->g == g && pl->version == version &&
+		    meta_plan_leaves_valid(pl)) {
 			mb->stamp[i] = ++mb->clock;
 			*out = pl;
 			return LOOM_OK;
+		}
+		if (pl && pl->g == g) {
+			victim = i; /* an outdated plan of g goes first */
+			break;
 		}
 		if (!pl || (mb->plans[victim] &&
 			    mb->stamp[i] < mb->stamp[victim]))
 			victim = i;
 	}
+	if (mb->plans[victim] == mb->last)
+		mb->last = NULL;
 	meta_plan_free(mb->plans[victim]);
 	mb->plans[victim] = NULL;
-	rc = meta_plan_build(mb->md, g, false, &mb->plans[victim]);
+	rc = meta_plan_build(mb->md, g, &meta_emit_graphs, &mb->plans[victim]);
 	if (rc)
 		return rc;
 	loom_log(LOOM_LOG_DEBUG, "meta: %s: planned a graph of %zu nodes in "
@@ -323,12 +335,22 @@ static int be_graph_compute(loom_backend_t *be, loom_graph_t *g)
 	rc = get_plan(mb, g, &pl);
 	if (rc)
 		return rc;
+	/* Running pl overwrites the compute memory the last plan's results
+	 * are in: from here on those nodes read as gone, not as garbage. */
+	if (mb->last != pl) {
+		if (mb->last)
+			meta_plan_unpublish(mb->last);
+		mb->last = NULL;
+	}
 	for (int j = 0; j < mb->md->n; j++) {
 		rc = place_plan(mb, pl, j);
 		if (rc)
 			return rc;
 	}
-	meta_plan_publish(pl);
+	rc = meta_plan_publish(pl);
+	if (rc)
+		return rc;
+	mb->last = pl;
 	rc = run_plan(mb, pl);
 	if (rc)
 		return rc;
@@ -377,7 +399,8 @@ err_free:
 	return rc;
 }
 
-/* The "meta_check" entry point: a dry run of the plan. */
+/* The "meta_check" entry point: the planning walk with an emitter that
+ * keeps nothing. */
 int meta_check(loom_dev_t *dev, loom_graph_t *g)
 {
 	struct meta_dev *md = meta_dev_of(dev);
@@ -390,7 +413,7 @@ int meta_check(loom_dev_t *dev, loom_graph_t *g)
 				      dev ? loom_dev_name(dev) : "(null)");
 	if (!g)
 		return loom_error_set(LOOM_E_INVAL, "meta_check: no graph");
-	rc = meta_plan_build(md, g, true, &pl);
+	rc = meta_plan_build(md, g, &meta_emit_nothing, &pl);
 	if (rc)
 		return rc;
 	meta_plan_free(pl);

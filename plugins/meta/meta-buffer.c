@@ -9,13 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct meta_tensor *meta_tensor_of(const struct loom_tensor *t)
-{
-	struct meta_tensor *mt = t->extra;
+const char meta_state_tag;
 
-	if (mt && mt->magic == META_TENSOR_MAGIC)
-		return mt;
-	return NULL;
+struct meta_tensor *meta_tensor_of(const struct loom_tensor *t, int *status)
+{
+	void *mt;
+	int rc = loom_tensor_state_get(t, &meta_state_tag, &mt);
+
+	if (status)
+		*status = rc;
+	return mt;
 }
 
 static const char *buft_get_name(loom_buffer_type_t *buft)
@@ -43,7 +46,6 @@ static void free_record(struct meta_tensor *mt, int n)
 {
 	for (int j = 0; j < n; j++)
 		loom_buffer_free(mt->dev_buf[j]);
-	mt->magic = 0;
 	free(mt);
 }
 
@@ -53,6 +55,7 @@ static void buffer_free(loom_buffer_t *buf)
 	struct meta_tensor *mt, *next;
 	struct meta_chunk *c, *cnext;
 
+	loom_state_scope_free(mb->scope);
 	for (mt = mb->tensors; mt; mt = next) {
 		next = mt->next;
 		free_record(mt, mb->md->n);
@@ -88,22 +91,11 @@ static int place_slice(struct meta_buffer *mb, struct meta_tensor *mt,
 	struct meta_dev *md = mb->md;
 	loom_buffer_type_t *dbuft = loom_dev_buffer_type(md->members[j]);
 	struct loom_tensor *dt;
-	int64_t ne[LOOM_MAX_DIMS];
 	int rc;
 
-	memcpy(ne, t->ne, sizeof(ne));
-	if (mt->st.state <= LOOM_SPLIT_DIM3)
-		ne[mt->st.state] = meta_state_dev_len(&mt->st, md->n, j);
-	for (int d = 0; d < LOOM_MAX_DIMS; d++)
-		if (ne[d] == 0)
-			return LOOM_OK; /* a zero-sized slice: nothing here */
-
-	dt = loom_tensor_new(mb->ctx, t->type, LOOM_MAX_DIMS, ne);
-	if (!dt)
-		return loom_error_set(LOOM_E_NOMEM, "slice of %s: %s", t->name,
-				      loom_ctx_error(mb->ctx));
-	loom_tensor_set_name(dt, t->name);
-	dt->flags = t->flags;
+	rc = meta_slice_new(mb->ctx, md, t, &mt->raw, j, &dt);
+	if (rc || !dt)
+		return rc; /* a zero-sized slice: nothing here */
 	mt->dev_t[j] = dt;
 	mt->bytes[j] = loom_buffer_type_alloc_size(dbuft, dt);
 	if (!own) {
@@ -117,6 +109,30 @@ static int place_slice(struct meta_buffer *mb, struct meta_tensor *mt,
 	if (rc)
 		return rc;
 	mb->dev_bytes[j] += loom_buffer_size(mt->dev_buf[j]);
+	return LOOM_OK;
+}
+
+int meta_slice_new(loom_ctx_t *ctx, struct meta_dev *md,
+		   const struct loom_tensor *t, const struct meta_state *st,
+		   int j, struct loom_tensor **out)
+{
+	struct loom_tensor *dt;
+	int64_t ne[LOOM_MAX_DIMS];
+
+	*out = NULL;
+	memcpy(ne, t->ne, sizeof(ne));
+	if (st->state <= LOOM_SPLIT_DIM3)
+		ne[st->state] = meta_state_dev_len(st, md->n, j);
+	for (int d = 0; d < LOOM_MAX_DIMS; d++)
+		if (ne[d] == 0)
+			return LOOM_OK;
+	dt = loom_tensor_new(ctx, t->type, LOOM_MAX_DIMS, ne);
+	if (!dt)
+		return loom_error_set(LOOM_E_NOMEM, "slice of %s: %s", t->name,
+				      loom_ctx_error(ctx));
+	loom_tensor_set_name(dt, t->name);
+	dt->flags = t->flags;
+	*out = dt;
 	return LOOM_OK;
 }
 
@@ -240,17 +256,18 @@ static struct meta_tensor *take_old(struct meta_buffer *mb, size_t offs,
 		for (int j = 0; j < mb->md->n && !dt; j++)
 			dt = mt->dev_t[j];
 		if (dt && dt->type == t->type &&
-		    meta_state_same_slices(&mt->st, st, mb->md->n)) {
+		    meta_state_same_slices(&mt->raw, st, mb->md->n)) {
 			bool same = true;
 
 			for (int d = 0; d < LOOM_MAX_DIMS; d++)
-				if (mt->st.state != (enum loom_split_state)d &&
+				if (mt->raw.state != (enum loom_split_state)d &&
 				    dt->ne[d] != t->ne[d])
 					same = false;
 			if (same)
 				return mt;
 		}
 		*pp = mt->next;
+		loom_state_release(mb->scope, mt->handle);
 		unaccount(mb, mt);
 		free_record(mt, mb->md->n);
 		return NULL;
@@ -281,7 +298,7 @@ static int buffer_init_tensor(loom_buffer_t *buf, struct loom_tensor *t)
 	pthread_mutex_lock(&mb->lock);
 	mt = take_old(mb, offs, t, &st);
 	if (mt) {
-		t->extra = mt;
+		t->state = mt->handle;
 		pthread_mutex_unlock(&mb->lock);
 		return LOOM_OK;
 	}
@@ -291,48 +308,58 @@ static int buffer_init_tensor(loom_buffer_t *buf, struct loom_tensor *t)
 		return loom_error_set(LOOM_E_NOMEM, "meta tensor %s: no memory",
 				      t->name);
 	}
-	mt->magic = META_TENSOR_MAGIC;
 	mt->md = md;
 	mt->owner = mb;
-	mt->st = st;
+	mt->raw = st;
+	mt->synced = st;
 	mt->offs = offs;
-	for (int j = 0; j < md->n; j++) {
+	rc = loom_state_new(mb->scope, mt, &mt->handle);
+	for (int j = 0; j < md->n && !rc; j++)
 		rc = place_slice(mb, mt, t, j, compute);
-		if (rc) {
-			unaccount(mb, mt);
-			free_record(mt, md->n);
-			pthread_mutex_unlock(&mb->lock);
-			return rc;
-		}
+	if (rc) {
+		loom_state_release(mb->scope, mt->handle);
+		unaccount(mb, mt);
+		free_record(mt, md->n);
+		pthread_mutex_unlock(&mb->lock);
+		return rc;
 	}
 	mt->next = mb->tensors;
 	mb->tensors = mt;
-	t->extra = mt;
+	t->state = mt->handle;
 	pthread_mutex_unlock(&mb->lock);
 	return LOOM_OK;
 }
 
-/* The record of t, or of the whole tensor t views at offset 0. */
-static struct meta_tensor *record_of(const struct loom_tensor *t)
+/* The record of t, or of the whole tensor t views at offset 0; *status
+ * as meta_tensor_of() says it. */
+static struct meta_tensor *record_of(const struct loom_tensor *t, int *status)
 {
-	struct meta_tensor *mt = meta_tensor_of(t);
+	struct meta_tensor *mt = meta_tensor_of(t, status);
 
-	if (mt)
+	if (mt || *status == LOOM_E_STATE)
 		return mt;
 	if (t->view_src && t->view_offs == 0 &&
 	    loom_tensor_same_shape(t, t->view_src) &&
 	    t->type == t->view_src->type)
-		return meta_tensor_of(t->view_src);
+		return meta_tensor_of(t->view_src, status);
 	return NULL;
 }
 
 /* The record that set/get of t goes through, with its slices' memory
- * ready.  A node before the meta backend computed it, or a partial view,
- * has none: that is the caller's mistake and an error. */
+ * ready.  A node before the meta backend computed it, a node whose
+ * results a later graph has replaced, or a partial view has none: that is
+ * the caller's mistake and an error. */
 int meta_tensor_data(const struct loom_tensor *t, struct meta_tensor **out)
 {
-	struct meta_tensor *mt = record_of(t);
+	int status;
+	struct meta_tensor *mt = record_of(t, &status);
 
+	if (!mt && status == LOOM_E_STATE)
+		return loom_error_set(LOOM_E_STATE,
+				      "%s has no data on the meta device any "
+				      "more (the meta backend computed "
+				      "another graph since, or its buffer or "
+				      "backend was freed)", t->name);
 	if (!mt)
 		return loom_error_set(LOOM_E_STATE,
 				      "%s has no data on the meta device yet "
@@ -400,9 +427,12 @@ static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 	mb->fake_base = (void *)(uintptr_t)(md->max_align > 4096 ?
 					    md->max_align : 4096);
 	pthread_mutex_init(&mb->lock, NULL);
-	rc = loom_ctx_new(0, &mb->ctx);
+	rc = loom_state_scope_new(&meta_state_tag, &mb->scope);
 	if (rc)
 		goto err_free_mb;
+	rc = loom_ctx_new(0, &mb->ctx);
+	if (rc)
+		goto err_free_scope;
 	rc = loom_buffer_new(buft, &meta_buffer_iface, mb, size, out);
 	if (rc)
 		goto err_free_ctx;
@@ -410,6 +440,8 @@ static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 
 err_free_ctx:
 	loom_ctx_free(mb->ctx);
+err_free_scope:
+	loom_state_scope_free(mb->scope);
 err_free_mb:
 	pthread_mutex_destroy(&mb->lock);
 	free(mb);

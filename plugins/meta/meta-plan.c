@@ -51,7 +51,6 @@ static struct meta_tensor *new_record(struct meta_plan *pl)
 
 	if (!mt)
 		return NULL;
-	mt->magic = META_TENSOR_MAGIC;
 	mt->md = pl->md;
 	mt->next = pl->records;
 	pl->records = mt;
@@ -64,6 +63,7 @@ void meta_plan_free(struct meta_plan *pl)
 
 	if (!pl)
 		return;
+	meta_plan_unpublish(pl);
 	for (int j = 0; j < pl->md->n; j++) {
 		loom_buffer_free(pl->zbuf[j]);
 		loom_ctx_free(pl->zctx[j]);
@@ -73,9 +73,9 @@ void meta_plan_free(struct meta_plan *pl)
 		free(pl->pieces[p].reduce);
 	free(pl->pieces);
 	free(pl->pending);
+	free(pl->leaves);
 	for (mt = pl->records; mt; mt = next) {
 		next = mt->next;
-		mt->magic = 0; /* a stale extra is then not taken for ours */
 		free(mt);
 	}
 	free(pl->map);
@@ -85,7 +85,8 @@ void meta_plan_free(struct meta_plan *pl)
 /* ---- messages ---- */
 
 static int no_rule(const struct loom_tensor *t, struct meta_tensor *const *s,
-		   const enum loom_split_state *raw, int n_src, const char *why)
+		   const enum loom_split_state *seen, int n_src,
+		   const char *why)
 {
 	char buf[512];
 	size_t len = 0;
@@ -98,7 +99,7 @@ static int no_rule(const struct loom_tensor *t, struct meta_tensor *const *s,
 					len ? ", " : "",
 					t->src[i]->name[0] ? t->src[i]->name
 							   : "(unnamed)",
-					meta_state_name(raw[i]));
+					meta_state_name(seen[i]));
 	}
 	return loom_error_set(LOOM_E_UNSUPPORTED,
 			      "meta: no rule for %s '%s' with sources %s%s%s",
@@ -108,29 +109,61 @@ static int no_rule(const struct loom_tensor *t, struct meta_tensor *const *s,
 
 /* ---- sources ---- */
 
-/* The record of a graph leaf: its meta buffer's, or in a dry run what the
- * split callback would make of it. */
+/* Remembers a leaf's handle, so that a cached plan can tell whether the
+ * leaf still has the record it was planned with. */
+static int note_leaf(struct meta_plan *pl, const struct loom_tensor *t)
+{
+	if (pl->n_leaves == pl->cap_leaves) {
+		size_t cap = pl->cap_leaves ? 2 * pl->cap_leaves : 16;
+		struct meta_leaf *l = realloc(pl->leaves, cap * sizeof(*l));
+
+		if (!l)
+			return loom_error_set(LOOM_E_NOMEM, "meta: no memory");
+		pl->leaves = l;
+		pl->cap_leaves = cap;
+	}
+	pl->leaves[pl->n_leaves].t = t;
+	pl->leaves[pl->n_leaves].h = t->state;
+	pl->n_leaves++;
+	return LOOM_OK;
+}
+
+/* The record of a graph leaf: its meta buffer's, or, where the emitter
+ * allows a leaf in no meta buffer, what the split callback makes of it. */
 static int leaf_record(struct meta_plan *pl, const struct loom_tensor *t,
 		       struct meta_tensor **out)
 {
-	struct meta_tensor *mt = meta_tensor_of(t);
+	struct meta_tensor *mt = meta_tensor_of(t, NULL);
 	int rc;
 
-	if (mt && mt->md == pl->md) {
+	if (mt && mt->md == pl->md && mt->owner) {
+		rc = note_leaf(pl, t);
+		if (!rc)
+			rc = pl->em->leaf(pl, t, mt);
 		*out = mt;
-		return pl->dry ? LOOM_OK : meta_tensor_ready(mt);
+		return rc;
 	}
-	if (mt || !pl->dry || t->op != LOOM_OP_NONE)
+	if (mt || t->op != LOOM_OP_NONE)
 		return loom_error_set(LOOM_E_INVAL,
 				      "meta: %s is not in a buffer of meta "
 				      "device %s", t->name, pl->md->name);
+	rc = pl->em->leaf(pl, t, NULL);
+	if (rc)
+		return rc;
 	mt = new_record(pl);
 	if (!mt)
 		return loom_error_set(LOOM_E_NOMEM, "meta: no memory");
 	rc = meta_split_of(pl->md, t, t->flags & LOOM_TENSOR_WEIGHT,
-			   &mt->st);
+			   &mt->raw);
 	if (rc)
 		return rc;
+	mt->synced = mt->raw;
+	for (int j = 0; j < pl->md->n; j++) {
+		rc = meta_slice_new(pl->ctx[j], pl->md, t, &mt->raw, j,
+				    &mt->dev_t[j]);
+		if (rc)
+			return rc;
+	}
 	*out = mt;
 	return LOOM_OK;
 }
@@ -159,14 +192,14 @@ static struct loom_tensor *make_view(loom_ctx_t *ctx, struct loom_tensor *base,
 				     size_t offs, const char *name);
 
 /* Makes src's value whole before its consumer runs: queues an allreduce
- * and records the tensor as MIRRORED from here on. */
+ * and records the tensor's synced state as MIRRORED from here on. */
 static int sync_src(struct meta_plan *pl, const struct loom_tensor *t,
 		    struct meta_tensor *mt)
 {
 	struct meta_reduce *r;
 	int n = pl->md->n;
 
-	if (mt->st.state != LOOM_SPLIT_PARTIAL)
+	if (mt->synced.state != LOOM_SPLIT_PARTIAL)
 		return LOOM_OK;
 	if (t->view_src && t->view_src->op != LOOM_OP_NONE &&
 	    map_get(pl, t->view_src)) {
@@ -178,7 +211,7 @@ static int sync_src(struct meta_plan *pl, const struct loom_tensor *t,
 
 		if (rc)
 			return rc;
-		for (int j = 0; j < n && !pl->dry; j++) {
+		for (int j = 0; j < n; j++) {
 			if (!mt->zero[j] && mt->dev_t[j])
 				continue;
 			mt->dev_t[j] = make_view(pl->ctx[j], rmt->dev_t[j],
@@ -190,7 +223,7 @@ static int sync_src(struct meta_plan *pl, const struct loom_tensor *t,
 					loom_ctx_error(pl->ctx[j]));
 			mt->zero[j] = false;
 		}
-		meta_state_whole(&mt->st, LOOM_SPLIT_MIRRORED);
+		meta_state_whole(&mt->synced, LOOM_SPLIT_MIRRORED);
 		return LOOM_OK;
 	}
 	if (t->op == LOOM_OP_NONE)
@@ -216,8 +249,6 @@ static int sync_src(struct meta_plan *pl, const struct loom_tensor *t,
 		if (!mt->zero[j] && mt->dev_t[j])
 			continue;
 		r->zfill[j] = true;
-		if (pl->dry)
-			continue;
 		if (!pl->zctx[j] && loom_ctx_new(0, &pl->zctx[j]))
 			return loom_error_set(LOOM_E_NOMEM, "meta: no memory");
 		z = loom_tensor_new(pl->zctx[j], t->type, LOOM_MAX_DIMS, t->ne);
@@ -228,7 +259,7 @@ static int sync_src(struct meta_plan *pl, const struct loom_tensor *t,
 		mt->dev_t[j] = z;
 		mt->zero[j] = false;
 	}
-	meta_state_whole(&mt->st, LOOM_SPLIT_MIRRORED);
+	meta_state_whole(&mt->synced, LOOM_SPLIT_MIRRORED);
 	return LOOM_OK;
 }
 
@@ -426,7 +457,7 @@ static bool meet_mirrored(struct rule *r, const struct loom_tensor *t,
 static bool rule_binary(const struct loom_tensor *t, struct meta_tensor **s,
 			struct rule *r, int n)
 {
-	const struct meta_state *a = &s[0]->st, *b = &s[1]->st;
+	const struct meta_state *a = &s[0]->synced, *b = &s[1]->synced;
 	enum loom_split_state sa = a->state, sb = b->state;
 	const enum loom_split_state P = LOOM_SPLIT_PARTIAL,
 				    M = LOOM_SPLIT_MIRRORED;
@@ -469,14 +500,14 @@ static bool rule_binary(const struct loom_tensor *t, struct meta_tensor **s,
 static bool rule_mul_mat(const struct loom_tensor *t, struct meta_tensor **s,
 			 struct rule *r, int n)
 {
-	const struct meta_state *a = &s[0]->st, *b = &s[1]->st;
+	const struct meta_state *a = &s[0]->synced, *b = &s[1]->synced;
 	enum loom_split_state sa = a->state, sb = b->state;
 	const enum loom_split_state P = LOOM_SPLIT_PARTIAL,
 				    M = LOOM_SPLIT_MIRRORED;
 	const struct loom_tensor *ta = t->src[0], *tb = t->src[1];
 
 	if (t->op == LOOM_OP_MUL_MAT_ID &&
-	    s[2]->st.state != M)
+	    s[2]->synced.state != M)
 		return false;
 	if ((sa == P && sb == M) || (sa == M && sb == P)) {
 		meta_state_whole(&r->out, P);
@@ -555,7 +586,7 @@ static bool find_rule(const struct loom_tensor *t, struct meta_tensor **s,
 {
 	const enum loom_split_state P = LOOM_SPLIT_PARTIAL,
 				    M = LOOM_SPLIT_MIRRORED;
-	const struct meta_state *a = &s[0]->st;
+	const struct meta_state *a = &s[0]->synced;
 	enum loom_split_state sa = a->state;
 
 	for (int i = 0; i < LOOM_MAX_SRC; i++)
@@ -594,13 +625,13 @@ static bool find_rule(const struct loom_tensor *t, struct meta_tensor **s,
 			return false;
 		if (!s[1])
 			return true;
-		if (s[1]->st.state == M)
+		if (s[1]->synced.state == M)
 			return sa == M ||
 			       meet_mirrored(r, t, t->src[1], 1, (int)sa, a);
-		return meta_state_same_slices(a, &s[1]->st, n);
+		return meta_state_same_slices(a, &s[1]->synced, n);
 	case LOOM_OP_ROPE:
 		r->out = *a;
-		if (s[1]->st.state != M)
+		if (s[1]->synced.state != M)
 			return false;
 		if (sa == M || sa == LOOM_SPLIT_DIM1)
 			return true;
@@ -622,18 +653,19 @@ static bool find_rule(const struct loom_tensor *t, struct meta_tensor **s,
 		return rule_mul_mat(t, s, r, n);
 	case LOOM_OP_GET_ROWS:
 		r->out = *a;
-		return s[1]->st.state == M &&
+		return s[1]->synced.state == M &&
 		       (sa == M || sa == P || sa == LOOM_SPLIT_DIM0);
 	case LOOM_OP_SET_ROWS:
 	case LOOM_OP_COPY: {
 		/* the result is the destination */
 		int id = t->op == LOOM_OP_SET_ROWS ? 0 : 1;
 		int iv = t->op == LOOM_OP_SET_ROWS ? 1 : 0;
-		const struct meta_state *dst = &s[id]->st, *val = &s[iv]->st;
+		const struct meta_state *dst = &s[id]->synced;
+		const struct meta_state *val = &s[iv]->synced;
 		enum loom_split_state sd = dst->state;
 
 		r->out = *dst;
-		if (t->op == LOOM_OP_SET_ROWS && s[2]->st.state != M)
+		if (t->op == LOOM_OP_SET_ROWS && s[2]->synced.state != M)
 			return false;
 		if (sd == P || val->state == P)
 			return false;
@@ -656,7 +688,7 @@ static bool find_rule(const struct loom_tensor *t, struct meta_tensor **s,
 		return meta_state_same_slices(dst, val, n);
 	}
 	case LOOM_OP_CONCAT: {
-		const struct meta_state *b = &s[1]->st;
+		const struct meta_state *b = &s[1]->synced;
 		int dim = loom_tensor_op_param_i32(t, 0);
 
 		r->out = *a;
@@ -806,8 +838,8 @@ static int plan_view(struct meta_plan *pl, const struct loom_tensor *t,
 		if (rc)
 			return rc;
 	}
-	if (!is_split(rmt->st.state)) {
-		mt->st = rmt->st;
+	if (!is_split(rmt->synced.state)) {
+		mt->raw = rmt->synced;
 		for (int j = 0; j < n; j++) {
 			memcpy(ne_j[j], t->ne, sizeof(t->ne));
 			memcpy(nb_j[j], t->nb, sizeof(t->nb));
@@ -815,20 +847,19 @@ static int plan_view(struct meta_plan *pl, const struct loom_tensor *t,
 			mt->zero[j] = rmt->zero[j];
 		}
 	} else {
-		rc = map_view(pl, t, root, &rmt->st, offs, &mt->st, ne_j, nb_j,
-			      offs_j);
+		rc = map_view(pl, t, root, &rmt->synced, offs, &mt->raw, ne_j,
+			      nb_j, offs_j);
 		if (rc)
 			return rc;
 	}
-	if (pl->dry)
-		return LOOM_OK;
+	mt->synced = mt->raw;
 	for (int j = 0; j < n; j++) {
 		struct loom_tensor *base = rmt->dev_t[j];
 
 		if (!base || mt->zero[j])
 			continue;
-		if (is_split(mt->st.state) &&
-		    meta_state_dev_len(&mt->st, n, j) == 0)
+		if (is_split(mt->raw.state) &&
+		    meta_state_dev_len(&mt->raw, n, j) == 0)
 			continue;
 		mt->dev_t[j] = make_view(pl->ctx[j], base,
 					 dep ? dep->dev_t[j] : NULL, ne_j[j],
@@ -846,7 +877,6 @@ static int plan_view(struct meta_plan *pl, const struct loom_tensor *t,
 static int new_piece(struct meta_plan *pl)
 {
 	struct meta_piece *p;
-	int rc;
 
 	if (pl->n_pieces == pl->cap_pieces) {
 		int cap = pl->cap_pieces ? 2 * pl->cap_pieces : 8;
@@ -863,21 +893,13 @@ static int new_piece(struct meta_plan *pl)
 	p->reduce = pl->pending;
 	pl->pending = NULL;
 	pl->n_pending = pl->cap_pending = 0;
-	if (pl->dry)
-		return LOOM_OK;
-	for (int j = 0; j < pl->md->n; j++) {
-		rc = loom_graph_new(pl->ctx[j], &p->g[j]);
-		if (rc)
-			return rc;
-	}
-	return LOOM_OK;
+	return pl->em->piece(pl, p);
 }
 
-/* Adds device j's node to its full graph and the current piece, starting
- * a new piece when allreduces are due first. */
+/* Hands device j's node to the emitter, starting a new piece when
+ * allreduces are due first. */
 static int emit(struct meta_plan *pl, int j, struct loom_tensor *dt)
 {
-	struct meta_piece *p;
 	int rc;
 
 	if (pl->n_pending) {
@@ -885,12 +907,9 @@ static int emit(struct meta_plan *pl, int j, struct loom_tensor *dt)
 		if (rc)
 			return rc;
 	}
-	p = &pl->pieces[pl->n_pieces - 1];
-	rc = loom_graph_add_node(pl->full[j], dt);
+	rc = pl->em->node(pl, j, dt);
 	if (!rc)
-		rc = loom_graph_add_node(p->g[j], dt);
-	if (!rc)
-		p->n_nodes[j]++;
+		pl->pieces[pl->n_pieces - 1].n_nodes[j]++;
 	return rc;
 }
 
@@ -901,10 +920,10 @@ static int build_with_empty(struct meta_plan *pl, const struct loom_tensor *t,
 			    struct loom_tensor **s, struct loom_tensor **out)
 {
 	*out = NULL;
-	if (is_split(mt->st.state) &&
-	    meta_state_dev_len(&mt->st, pl->md->n, j) == 0)
+	if (is_split(mt->raw.state) &&
+	    meta_state_dev_len(&mt->raw, pl->md->n, j) == 0)
 		return LOOM_OK;
-	if (mt->st.state != LOOM_SPLIT_PARTIAL)
+	if (mt->raw.state != LOOM_SPLIT_PARTIAL)
 		return loom_error_set(LOOM_E_UNSUPPORTED,
 				      "meta: %s '%s' needs a slice that is "
 				      "empty on device %d",
@@ -932,9 +951,10 @@ static bool slices_differ(struct meta_tensor *const *s, int n_src, int n)
 {
 	for (int i = 0; i < n_src; i++)
 		for (int k = i + 1; k < n_src; k++)
-			if (s[i] && s[k] && is_split(s[i]->st.state) &&
-			    s[i]->st.state == s[k]->st.state &&
-			    !meta_state_same_slices(&s[i]->st, &s[k]->st, n))
+			if (s[i] && s[k] && is_split(s[i]->synced.state) &&
+			    s[i]->synced.state == s[k]->synced.state &&
+			    !meta_state_same_slices(&s[i]->synced,
+						    &s[k]->synced, n))
 				return true;
 	return false;
 }
@@ -942,7 +962,7 @@ static bool slices_differ(struct meta_tensor *const *s, int n_src, int n)
 static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 {
 	struct meta_tensor *s[LOOM_MAX_SRC] = { 0 }, *mt;
-	enum loom_split_state raw[LOOM_MAX_SRC] = { 0 };
+	enum loom_split_state seen[LOOM_MAX_SRC] = { 0 };
 	int n = pl->md->n, n_src = 0, rc;
 	struct rule r;
 
@@ -960,7 +980,7 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 		rc = record_of(pl, t->src[i], &s[i]);
 		if (rc)
 			return rc;
-		raw[i] = s[i]->st.state;
+		seen[i] = s[i]->synced.state;
 		n_src = i + 1;
 	}
 	if (!s[0])
@@ -972,7 +992,7 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 
 		/* No rule on the raw states: try the synced view. */
 		for (int i = 0; i < n_src; i++) {
-			if (s[i] && s[i]->st.state == LOOM_SPLIT_PARTIAL) {
+			if (s[i] && s[i]->synced.state == LOOM_SPLIT_PARTIAL) {
 				rc = sync_src(pl, t->src[i], s[i]);
 				if (rc)
 					return rc;
@@ -980,7 +1000,7 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 			}
 		}
 		if (!any_p || !find_rule(t, s, &r, n))
-			return no_rule(t, s, raw, n_src,
+			return no_rule(t, s, seen, n_src,
 				       slices_differ(s, n_src, n)
 					       ? "the sources are cut at "
 						 "different places (see the "
@@ -988,9 +1008,8 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 						 "granularities)"
 					       : NULL);
 	}
-	mt->st = r.out;
-	if (pl->dry)
-		goto done;
+	mt->raw = r.out;
+	mt->synced = r.out;
 
 	for (int j = 0; j < n; j++) {
 		struct loom_tensor *ds[LOOM_MAX_SRC] = { 0 }, *dt;
@@ -1014,18 +1033,18 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 			rc = build_with_empty(pl, t, mt, j, ds, &dt);
 			if (rc)
 				return rc;
-		} else if (is_split(mt->st.state) &&
-			   meta_state_dev_len(&mt->st, n, j) == 0) {
+		} else if (is_split(mt->raw.state) &&
+			   meta_state_dev_len(&mt->raw, n, j) == 0) {
 			dt = NULL;
 		} else {
 			if (t->op == LOOM_OP_ROPE &&
-			    mt->st.state == LOOM_SPLIT_DIM0) {
+			    mt->raw.state == LOOM_SPLIT_DIM0) {
 				int64_t o = 0;
 
 				for (int k = 0; k < j; k++)
-					o += mt->st.len[0][k];
+					o += mt->raw.len[0][k];
 				dt = rope_part(pl->ctx[j], t, ds, o,
-					       mt->st.len[0][j]);
+					       mt->raw.len[0][j]);
 			} else {
 				dt = build_op(pl->ctx[j], t, ds);
 			}
@@ -1035,18 +1054,18 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 					"meta: %s '%s' on device %d: %s",
 					loom_op_name(t->op), t->name, j,
 					loom_ctx_error(pl->ctx[j]));
-			if (is_split(mt->st.state) &&
-			    dt->ne[mt->st.state] !=
-				    meta_state_dev_len(&mt->st, n, j))
+			if (is_split(mt->raw.state) &&
+			    dt->ne[mt->raw.state] !=
+				    meta_state_dev_len(&mt->raw, n, j))
 				return loom_error_set(
 					LOOM_E_INVAL,
 					"meta: %s '%s': device %d has %lld "
 					"along dimension %d, the split says "
 					"%lld", loom_op_name(t->op), t->name,
-					j, (long long)dt->ne[mt->st.state],
-					(int)mt->st.state,
+					j, (long long)dt->ne[mt->raw.state],
+					(int)mt->raw.state,
 					(long long)meta_state_dev_len(
-						&mt->st, n, j));
+						&mt->raw, n, j));
 		}
 		mt->dev_t[j] = dt;
 		if (!dt)
@@ -1061,7 +1080,7 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 done:
 	if (rc)
 		return rc;
-	if (loom_op_is_view(t->op) && !pl->dry) {
+	if (loom_op_is_view(t->op)) {
 		for (int j = 0; j < n; j++) {
 			if (!mt->dev_t[j])
 				continue;
@@ -1075,8 +1094,47 @@ done:
 	return LOOM_OK;
 }
 
+/* ---- emitters ---- */
+
+/* The real planning's leaf: in a meta buffer, with memory for its slices. */
+static int graphs_leaf(struct meta_plan *pl, const struct loom_tensor *t,
+		       struct meta_tensor *mt)
+{
+	if (!mt)
+		return loom_error_set(LOOM_E_INVAL,
+				      "meta: %s is not in a buffer of meta "
+				      "device %s", t->name, pl->md->name);
+	return meta_tensor_ready(mt);
+}
+
+static int graphs_piece(struct meta_plan *pl, struct meta_piece *p)
+{
+	int rc;
+
+	for (int j = 0; j < pl->md->n; j++) {
+		if (!pl->full[j]) {
+			rc = loom_graph_new(pl->ctx[j], &pl->full[j]);
+			if (rc)
+				return rc;
+		}
+		rc = loom_graph_new(pl->ctx[j], &p->g[j]);
+		if (rc)
+			return rc;
+	}
+	return LOOM_OK;
+}
+
+static int graphs_node(struct meta_plan *pl, int j, struct loom_tensor *dt)
+{
+	int rc = loom_graph_add_node(pl->full[j], dt);
+
+	if (!rc)
+		rc = loom_graph_add_node(pl->pieces[pl->n_pieces - 1].g[j], dt);
+	return rc;
+}
+
 /* Gives the zero-filled summands their memory. */
-static int allocate_zeros(struct meta_plan *pl)
+static int graphs_finish(struct meta_plan *pl)
 {
 	struct meta_dev *md = pl->md;
 	int rc;
@@ -1093,11 +1151,49 @@ static int allocate_zeros(struct meta_plan *pl)
 	return LOOM_OK;
 }
 
-int meta_plan_build(struct meta_dev *md, loom_graph_t *g, bool dry,
-		    struct meta_plan **out)
+const struct meta_emitter meta_emit_graphs = {
+	.leaf = graphs_leaf,
+	.piece = graphs_piece,
+	.node = graphs_node,
+	.finish = graphs_finish,
+};
+
+static int nothing_leaf(struct meta_plan *pl, const struct loom_tensor *t,
+			struct meta_tensor *mt)
+{
+	return LOOM_OK;
+}
+
+static int nothing_piece(struct meta_plan *pl, struct meta_piece *p)
+{
+	return LOOM_OK;
+}
+
+static int nothing_node(struct meta_plan *pl, int j, struct loom_tensor *dt)
+{
+	return LOOM_OK;
+}
+
+static int nothing_finish(struct meta_plan *pl)
+{
+	return LOOM_OK;
+}
+
+const struct meta_emitter meta_emit_nothing = {
+	.leaf = nothing_leaf,
+	.piece = nothing_piece,
+	.node = nothing_node,
+	.finish = nothing_finish,
+};
+
+/* ---- plans ---- */
+
+int meta_plan_build(struct meta_dev *md, loom_graph_t *g,
+		    const struct meta_emitter *em, struct meta_plan **out)
 {
 	struct meta_plan *pl;
-	int n_nodes = loom_graph_n_nodes(g), rc;
+	size_t n_nodes = loom_graph_n_nodes(g);
+	int rc;
 
 	pl = calloc(1, sizeof(*pl));
 	if (!pl)
@@ -1105,29 +1201,24 @@ int meta_plan_build(struct meta_dev *md, loom_graph_t *g, bool dry,
 	pl->md = md;
 	pl->g = g;
 	pl->version = loom_graph_version(g);
-	pl->dry = dry;
+	pl->em = em;
 	pl->map_cap = 64;
-	while (pl->map_cap < 2 * (size_t)(n_nodes + loom_graph_n_leaves(g)) +
-				     64)
+	while (pl->map_cap < 2 * (n_nodes + loom_graph_n_leaves(g)) + 64)
 		pl->map_cap *= 2;
 	pl->map = calloc(pl->map_cap, sizeof(*pl->map));
 	if (!pl->map) {
 		rc = loom_error_set(LOOM_E_NOMEM, "meta: no memory");
 		goto err_free;
 	}
-	if (!dry) {
-		for (int j = 0; j < md->n; j++) {
-			rc = loom_ctx_new(0, &pl->ctx[j]);
-			if (!rc)
-				rc = loom_graph_new(pl->ctx[j], &pl->full[j]);
-			if (rc)
-				goto err_free;
-		}
+	for (int j = 0; j < md->n; j++) {
+		rc = loom_ctx_new(0, &pl->ctx[j]);
+		if (rc)
+			goto err_free;
 	}
 	rc = new_piece(pl);
 	if (rc)
 		goto err_free;
-	for (int i = 0; i < n_nodes; i++) {
+	for (size_t i = 0; i < n_nodes; i++) {
 		struct loom_tensor *t = loom_graph_node(g, i);
 
 		if (t->op == LOOM_OP_NONE)
@@ -1136,11 +1227,9 @@ int meta_plan_build(struct meta_dev *md, loom_graph_t *g, bool dry,
 		if (rc)
 			goto err_free;
 	}
-	if (!dry) {
-		rc = allocate_zeros(pl);
-		if (rc)
-			goto err_free;
-	}
+	rc = em->finish(pl);
+	if (rc)
+		goto err_free;
 	*out = pl;
 	return LOOM_OK;
 
@@ -1149,12 +1238,46 @@ err_free:
 	return rc;
 }
 
-void meta_plan_publish(struct meta_plan *pl)
+bool meta_plan_leaves_valid(const struct meta_plan *pl)
 {
+	for (size_t i = 0; i < pl->n_leaves; i++) {
+		const struct meta_leaf *l = &pl->leaves[i];
+		void *mt;
+
+		if (l->t->state != l->h ||
+		    loom_state_get(l->h, &meta_state_tag, &mt))
+			return false;
+	}
+	return true;
+}
+
+int meta_plan_publish(struct meta_plan *pl)
+{
+	int rc;
+
+	if (pl->pub)
+		return LOOM_OK;
+	rc = loom_state_scope_new(&meta_state_tag, &pl->pub);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < pl->map_cap; i++) {
 		struct loom_tensor *t = (struct loom_tensor *)pl->map[i].key;
+		loom_state_t h;
 
-		if (t && t->op != LOOM_OP_NONE)
-			t->extra = pl->map[i].mt;
+		if (!t || t->op == LOOM_OP_NONE)
+			continue;
+		rc = loom_state_new(pl->pub, pl->map[i].mt, &h);
+		if (rc) {
+			meta_plan_unpublish(pl);
+			return rc;
+		}
+		t->state = h;
 	}
+	return LOOM_OK;
+}
+
+void meta_plan_unpublish(struct meta_plan *pl)
+{
+	loom_state_scope_free(pl->pub);
+	pl->pub = NULL;
 }

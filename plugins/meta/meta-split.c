@@ -272,7 +272,7 @@ static int split_copy(struct meta_tensor *mt, const struct loom_tensor *t,
 		      void *data, size_t offset, size_t size,
 		      loom_backend_t *const *bes, bool set)
 {
-	const struct meta_state *st = &mt->st;
+	const struct meta_state *st = &mt->synced;
 	int axis = (int)st->state, n = mt->md->n, rc;
 	size_t unit = split_unit(t, axis), n_rows, row0;
 	int64_t seg_start = 0;
@@ -346,7 +346,7 @@ int meta_tensor_set(const struct loom_tensor *t, const void *data,
 	rc = meta_tensor_data(t, &mt);
 	if (rc)
 		return rc;
-	if (mt->st.state <= LOOM_SPLIT_DIM3)
+	if (mt->synced.state <= LOOM_SPLIT_DIM3)
 		return split_copy(mt, t, (void *)data, offset, size, bes, true);
 
 	for (int j = 0; j < mt->md->n; j++) {
@@ -356,7 +356,7 @@ int meta_tensor_set(const struct loom_tensor *t, const void *data,
 			continue;
 		/* A PARTIAL value is its sum: the first device holds it,
 		 * the others zero. */
-		if (mt->st.state == LOOM_SPLIT_PARTIAL && !first) {
+		if (mt->synced.state == LOOM_SPLIT_PARTIAL && !first) {
 			if (bes)
 				loom_backend_synchronize(bes[j]);
 			rc = loom_tensor_memset(dt, 0, offset, size);
@@ -422,9 +422,9 @@ int meta_tensor_get(const struct loom_tensor *t, void *data, size_t offset,
 	rc = meta_tensor_data(t, &mt);
 	if (rc)
 		return rc;
-	if (mt->st.state <= LOOM_SPLIT_DIM3)
+	if (mt->synced.state <= LOOM_SPLIT_DIM3)
 		return split_copy(mt, t, data, offset, size, bes, false);
-	if (mt->st.state == LOOM_SPLIT_PARTIAL)
+	if (mt->synced.state == LOOM_SPLIT_PARTIAL)
 		return partial_get(mt, t, data, offset, size, bes);
 	for (int j = 0; j < mt->md->n; j++) {
 		if (!mt->dev_t[j])

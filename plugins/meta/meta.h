@@ -1,6 +1,6 @@
 /* meta.h - the meta plugin's internal types: meta devices, split states
  * with their per-device slices, meta buffers and the per-tensor records
- * kept in tensor->extra.  Nothing here leaves the plugin.
+ * that tensors reach through handles.  Nothing here leaves the plugin.
  */
 #ifndef LOOM_META_H
 #define LOOM_META_H
@@ -40,22 +40,30 @@ struct meta_dev {
 	size_t min_max_size;
 };
 
-/* tensor->extra of a tensor placed in a meta buffer, or of a node the
- * meta backend computes.  dev_t[j] is the tensor's counterpart on member
- * j (NULL when that device holds nothing of it). */
-#define META_TENSOR_MAGIC 0x4d455441u
+/* What the meta device knows of a tensor placed in a meta buffer or of a
+ * node the meta backend computes: a record, which its owner (the buffer,
+ * or the plan of the graph) keeps and frees, and which the tensor reaches
+ * through a handle in t->state (see loom-plugin.h), never a pointer.
+ * dev_t[j] is the tensor's counterpart on member j (NULL when that device
+ * holds nothing of it).
+ *
+ * raw is the state as computed; synced the state a reader sees, which is
+ * raw until an allreduce of a PARTIAL value is due and MIRRORED from then
+ * on.  A leaf's two are the same. */
 struct meta_tensor {
-	uint32_t magic;
 	struct meta_dev *md;
-	struct meta_state st;
+	struct meta_state raw;
+	struct meta_state synced;
 	struct loom_tensor *dev_t[META_MAX_DEVS];
 	/* PARTIAL nodes a device skipped hold zero there. */
 	bool zero[META_MAX_DEVS];
-	/* For tensors placed in a meta buffer: the buffer, the member
-	 * buffers of a compute buffer's tensor (weights share their meta
-	 * buffer's chunks), the bytes each slice takes, the byte offset in
-	 * the meta buffer, and whether the slices still wait for memory. */
+	/* For tensors placed in a meta buffer: the buffer, its handle for
+	 * the record, the member buffers of a compute buffer's tensor
+	 * (weights share their meta buffer's chunks), the bytes each slice
+	 * takes, the byte offset in the meta buffer, and whether the slices
+	 * still wait for memory. */
 	struct meta_buffer *owner;
+	loom_state_t handle;
 	loom_buffer_t *dev_buf[META_MAX_DEVS];
 	size_t bytes[META_MAX_DEVS];
 	size_t offs;
@@ -79,6 +87,7 @@ struct meta_buffer {
 	void *fake_base;
 	loom_ctx_t *ctx;        /* descriptors of the slices */
 	pthread_mutex_t lock;
+	loom_state_scope_t *scope; /* the handles of its records */
 	struct meta_tensor *tensors;
 	struct meta_chunk *chunks;
 	size_t dev_bytes[META_MAX_DEVS];
@@ -103,9 +112,19 @@ int meta_tensor_set(const struct loom_tensor *t, const void *data,
 int meta_tensor_get(const struct loom_tensor *t, void *data, size_t offset,
 		    size_t size, loom_backend_t *const *bes);
 
+/* The tag of the meta plugin's handles (loom_state_scope_new). */
+extern const char meta_state_tag;
+
 /* meta-buffer.c */
 int meta_buft_new(struct meta_dev *md, loom_reg_t *reg);
-struct meta_tensor *meta_tensor_of(const struct loom_tensor *t);
+/* t's record, or NULL (none, another plugin's, or released: *status says
+ * which, LOOM_E_NOT_FOUND or LOOM_E_STATE, when not NULL). */
+struct meta_tensor *meta_tensor_of(const struct loom_tensor *t, int *status);
+/* Device j's descriptor of its slice of t in state st, made in ctx; *out
+ * NULL when the slice is empty. */
+int meta_slice_new(loom_ctx_t *ctx, struct meta_dev *md,
+		   const struct loom_tensor *t, const struct meta_state *st,
+		   int j, struct loom_tensor **out);
 int meta_tensor_ready(struct meta_tensor *mt);
 int meta_tensor_data(const struct loom_tensor *t, struct meta_tensor **out);
 int meta_buffer_dev_sizes(loom_buffer_t *buf, size_t *sizes, size_t n);
