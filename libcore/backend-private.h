@@ -11,16 +11,47 @@
 
 #define LOOM__N_OF(a) (sizeof(a) / sizeof(*(a)))
 
-/* Magic numbers let the core refuse pointers no constructor made. */
-#define BUFT_MAGIC 0x4c4d4254u
-#define BUFFER_MAGIC 0x4c4d4246u
-#define BACKEND_MAGIC 0x4c4d4245u
-#define EVENT_MAGIC 0x4c4d4556u
-#define DEV_MAGIC 0x4c4d4456u
-#define REG_MAGIC 0x4c4d5247u
+/* A required slot of an interface table, by offset and name. */
+struct loom__slot {
+	size_t off;
+	const char *name;
+};
+#define LOOM__SLOT(iface, member) { offsetof(iface, member), #member }
+
+/* Every wrapper is in the table of live handles (handle.c) from the
+ * moment its table and context are set until it is freed; the checks
+ * below ask the table, never the wrapper's memory. */
+static inline bool loom__buft_live(const loom_buffer_type_t *buft)
+{
+	return loom__handle_live(buft, LOOM__KIND_BUFT);
+}
+
+static inline bool loom__buffer_live(const loom_buffer_t *buf)
+{
+	return loom__handle_live(buf, LOOM__KIND_BUFFER);
+}
+
+static inline bool loom__backend_live(const loom_backend_t *be)
+{
+	return loom__handle_live(be, LOOM__KIND_BACKEND);
+}
+
+static inline bool loom__event_live(const loom_event_t *ev)
+{
+	return loom__handle_live(ev, LOOM__KIND_EVENT);
+}
+
+static inline bool loom__dev_live(const loom_dev_t *dev)
+{
+	return loom__handle_live(dev, LOOM__KIND_DEV);
+}
+
+static inline bool loom__reg_live(const loom_reg_t *reg)
+{
+	return loom__handle_live(reg, LOOM__KIND_REG);
+}
 
 struct loom_buffer_type {
-	uint32_t magic;
 	struct loom_buffer_type_iface iface; /* zeroed copy, size-limited */
 	void *context;
 	loom_reg_t *reg;
@@ -29,7 +60,6 @@ struct loom_buffer_type {
 };
 
 struct loom_buffer {
-	uint32_t magic;
 	struct loom_buffer_iface iface;
 	void *context;
 	loom_buffer_type_t *buft;
@@ -39,34 +69,57 @@ struct loom_buffer {
 };
 
 struct loom_backend {
-	uint32_t magic;
 	struct loom_backend_iface iface;
 	void *context;
 	loom_dev_t *dev;
 };
 
 struct loom_event {
-	uint32_t magic;
 	loom_dev_t *dev;
 	void *context;
 };
 
 struct loom_dev {
-	uint32_t magic;
 	struct loom_dev_iface iface;
 	void *context;
 	loom_reg_t *reg;
 	struct loom_dev *next; /* reg's list of owned devices */
 };
 
+/* What the application holds of a plugin: each one keeps the plugin
+ * loaded (loom_unload_all refuses while any is alive). */
+enum loom__ref {
+	LOOM__REF_BUFFER,
+	LOOM__REF_BACKEND,
+	LOOM__REF_EVENT,
+	LOOM__REF_COUNT
+};
+
 struct loom_reg {
-	uint32_t magic;
 	struct loom_reg_iface iface;
 	void *context;
 	void *procs[LOOM__PROC_COUNT]; /* resolved once at registration */
 	struct loom_dev *devs;         /* every device made for this reg */
 	struct loom_buffer_type *bufts;
 	bool registered;               /* in the registry */
+	/* Live buffers, backends and events made from this plugin (atomic). */
+	size_t refs[LOOM__REF_COUNT];
+};
+
+/* Counts one more (or one fewer) live object of reg's plugin. */
+void loom__reg_ref(loom_reg_t *reg, enum loom__ref what);
+void loom__reg_unref(loom_reg_t *reg, enum loom__ref what);
+
+/* How a constructor starts a wrapper around a plugin's table. */
+struct loom__wrap {
+	const char *kind;     /* "buffer type", for messages */
+	enum loom__kind handle;
+	const struct loom__slot *required;
+	size_t n_required;
+	/* The name for a message about a missing slot: called once the
+	 * wrapper is complete and live (it may call the plugin's get_name),
+	 * or NULL to use the owner's name given to loom__wrap_init. */
+	const char *(*name)(void *obj);
 };
 
 /* Frees the wrappers a reg owns (devices, buffer types) and the reg,
@@ -85,21 +138,18 @@ int loom__check_range_2d(const struct loom_tensor *t, size_t offset,
 			 size_t size, size_t n_copies, size_t stride_tensor,
 			 size_t stride_data, bool to_host, const char *what);
 
-/* Copies at most iface size bytes of a plugin table into a zeroed one;
- * refuses a NULL table or size 0 (buffer.c). */
-int loom__copy_iface(void *dst, size_t dst_size, const void *src,
-		     const char *what);
+/* The one start of every wrapper (reg, device, buffer type, buffer,
+ * backend): copies at most the plugin table's size bytes into the
+ * wrapper's zeroed table iface (iface_size bytes), sets *context_field,
+ * makes obj a live handle, then checks the required slots, so no plugin
+ * method runs on a half-built wrapper.  A missing slot is recorded as
+ * "<kind> '<name>': missing required method <slot>" (owner names it when
+ * w->name is NULL) and obj is taken out again.  The caller sets obj's
+ * other fields first and frees obj on failure (buffer.c). */
+int loom__wrap_init(void *obj, void *iface, size_t iface_size,
+		    const void *src, void **context_field, void *context,
+		    const struct loom__wrap *w, const char *owner);
 
-/* A required slot of an interface table, by offset and name. */
-struct loom__slot {
-	size_t off;
-	const char *name;
-};
-#define LOOM__SLOT(iface, member) { offsetof(iface, member), #member }
-/* The name of the first of slots[0..n) that is NULL in the (copied)
- * table iface, or NULL when every one is filled (buffer.c). */
-const char *loom__missing_slot(const void *iface,
-			       const struct loom__slot *slots, size_t n);
 
 /* ------------------------------------------------------------------------
  * The registry's record of one candidate plugin file (or static plugin).
@@ -123,6 +173,12 @@ struct loom__plugin {
 
 void loom__registry_lock(void);
 void loom__registry_unlock(void);
+/* Starts a load or unload (who names the call): LOOM_E_STATE with a
+ * message when this thread is already loading or unloading (a plugin's
+ * init or ELF constructor calling back), else takes the load lock and
+ * the registry lock.  loom__load_end releases both. */
+int loom__load_begin(const char *who);
+void loom__load_end(void);
 /* Appends a record (state FAILED, reason "") and returns it, or NULL when
  * out of memory. */
 struct loom__plugin *loom__plugin_add(const char *name, const char *file);

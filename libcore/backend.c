@@ -15,56 +15,45 @@ int loom_backend_new(loom_dev_t *dev, const struct loom_backend_iface *iface,
 		LOOM__SLOT(struct loom_backend_iface, free),
 		LOOM__SLOT(struct loom_backend_iface, graph_compute),
 	};
+	static const struct loom__wrap wrap = {
+		"backend", LOOM__KIND_BACKEND, required, LOOM__N_OF(required),
+		NULL,
+	};
 	struct loom_backend *be;
-	const char *slot;
 	int st;
 
 	if (!out)
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_backend_new: out is NULL");
 	*out = NULL;
-	if (!dev || dev->magic != DEV_MAGIC)
+	if (!loom__dev_live(dev))
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_backend_new: no device");
 	be = calloc(1, sizeof(*be));
 	if (!be)
 		return loom_error_set(LOOM_E_NOMEM, "out of memory");
-	st = loom__copy_iface(&be->iface, sizeof(be->iface), iface,
-			      "backend");
-	if (st)
-		goto err_free;
-	slot = loom__missing_slot(&be->iface, required,
-				  LOOM__N_OF(required));
-	if (slot) {
-		st = loom__missing_method("backend", loom_dev_name(dev), slot);
-		goto err_free;
-	}
-	be->magic = BACKEND_MAGIC;
-	be->context = context;
 	be->dev = dev;
+	st = loom__wrap_init(be, &be->iface, sizeof(be->iface), iface,
+			     &be->context, context, &wrap, loom_dev_name(dev));
+	if (st) {
+		free(be);
+		return st;
+	}
+	loom__reg_ref(dev->reg, LOOM__REF_BACKEND);
 	*out = be;
 	return LOOM_OK;
-
-err_free:
-	free(be);
-	return st;
 }
 
 void *loom_backend_context(loom_backend_t *be)
 {
-	return be ? be->context : NULL;
-}
-
-static bool valid(loom_backend_t *be)
-{
-	return be && be->magic == BACKEND_MAGIC;
+	return loom__backend_live(be) ? be->context : NULL;
 }
 
 const char *loom_backend_name(loom_backend_t *be)
 {
 	const char *name;
 
-	if (!valid(be))
+	if (!loom__backend_live(be))
 		return "(null)";
 	name = be->iface.get_name(be);
 	return name ? name : loom_dev_name(be->dev);
@@ -72,14 +61,14 @@ const char *loom_backend_name(loom_backend_t *be)
 
 loom_dev_t *loom_backend_device(loom_backend_t *be)
 {
-	return valid(be) ? be->dev : NULL;
+	return loom__backend_live(be) ? be->dev : NULL;
 }
 
 int loom_backend_synchronize(loom_backend_t *be)
 {
 	int (*f)(loom_backend_t *);
 
-	if (!valid(be))
+	if (!loom__backend_live(be))
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_backend_synchronize: no backend");
 	f = be->iface.synchronize;
@@ -88,11 +77,20 @@ int loom_backend_synchronize(loom_backend_t *be)
 
 void loom_backend_free(loom_backend_t *be)
 {
-	if (!valid(be))
+	if (!be)
 		return;
+	if (!loom__backend_live(be)) {
+		loom_error_set(LOOM_E_INVAL,
+			       "loom_backend_free: %p is not a live backend "
+			       "(freed already?)",
+			       (void *)be);
+		return;
+	}
 	loom_backend_synchronize(be);
+	/* The plugin frees its part while be is live, then be goes. */
 	be->iface.free(be);
-	be->magic = 0;
+	if (loom__handle_take(be, LOOM__KIND_BACKEND))
+		loom__reg_unref(be->dev->reg, LOOM__REF_BACKEND);
 	free(be);
 }
 
@@ -112,7 +110,7 @@ static int tensor_async(loom_backend_t *be, struct loom_tensor *t,
 {
 	int st;
 
-	if (!valid(be))
+	if (!loom__backend_live(be))
 		return loom_error_set(LOOM_E_INVAL, "%s: no backend", what);
 	st = loom__check_range(t, offset, size, what);
 	if (st || size == 0)
@@ -161,7 +159,7 @@ static int tensor_2d_async(loom_backend_t *be, struct loom_tensor *t,
 	void *f;
 	int st;
 
-	if (!valid(be))
+	if (!loom__backend_live(be))
 		return loom_error_set(LOOM_E_INVAL, "%s: no backend", what);
 	st = loom__check_range_2d(t, offset, size, n_copies, stride_tensor,
 				  stride_data, get, what);
@@ -214,7 +212,7 @@ int loom_backend_tensor_copy_async(loom_backend_t *be_src,
 {
 	int st;
 
-	if (!valid(be_src) || !valid(be_dst))
+	if (!loom__backend_live(be_src) || !loom__backend_live(be_dst))
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_backend_tensor_copy_async: no "
 				      "backend");
@@ -265,7 +263,7 @@ int loom_backend_graph_compute_async(loom_backend_t *be, loom_graph_t *g)
 {
 	int st;
 
-	if (!valid(be) || !g)
+	if (!loom__backend_live(be) || !g)
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_backend_graph_compute: backend or "
 				      "graph is NULL");
@@ -284,14 +282,14 @@ int loom_backend_graph_compute(loom_backend_t *be, loom_graph_t *g)
 
 bool loom_backend_supports_op(loom_backend_t *be, const struct loom_tensor *op)
 {
-	return valid(be) ? loom_dev_supports_op(be->dev, op) : false;
+	return loom__backend_live(be) ? loom_dev_supports_op(be->dev, op) : false;
 }
 
 int loom_backend_set_n_threads(loom_backend_t *be, int n_threads)
 {
 	loom_set_n_threads_fn f;
 
-	if (!valid(be))
+	if (!loom__backend_live(be))
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_backend_set_n_threads: no backend");
 	if (n_threads < 1)
@@ -320,56 +318,71 @@ int loom_event_new(loom_dev_t *dev, loom_event_t **out)
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_event_new: out is NULL");
 	*out = NULL;
-	if (!dev || dev->magic != DEV_MAGIC)
+	if (!loom__dev_live(dev))
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_event_new: no device");
 	ev = calloc(1, sizeof(*ev));
 	if (!ev)
 		return loom_error_set(LOOM_E_NOMEM, "out of memory");
-	ev->magic = EVENT_MAGIC;
 	ev->dev = dev;
+	st = loom__handle_add(ev, LOOM__KIND_EVENT);
+	if (st)
+		goto err_free;
 	if (dev->iface.event_new)
 		st = dev->iface.event_new(dev, ev);
 	if (st) {
-		free(ev);
-		return st;
+		loom__handle_take(ev, LOOM__KIND_EVENT);
+		goto err_free;
 	}
+	loom__reg_ref(dev->reg, LOOM__REF_EVENT);
 	*out = ev;
 	return LOOM_OK;
+
+err_free:
+	free(ev);
+	return st;
 }
 
 void loom_event_free(loom_event_t *ev)
 {
-	if (!ev || ev->magic != EVENT_MAGIC)
+	if (!ev)
 		return;
+	if (!loom__event_live(ev)) {
+		loom_error_set(LOOM_E_INVAL,
+			       "loom_event_free: %p is not a live event "
+			       "(freed already?)",
+			       (void *)ev);
+		return;
+	}
 	if (ev->dev->iface.event_free)
 		ev->dev->iface.event_free(ev->dev, ev);
-	ev->magic = 0;
+	if (loom__handle_take(ev, LOOM__KIND_EVENT))
+		loom__reg_unref(ev->dev->reg, LOOM__REF_EVENT);
 	free(ev);
 }
 
 void *loom_event_context(loom_event_t *ev)
 {
-	return ev ? ev->context : NULL;
+	return loom__event_live(ev) ? ev->context : NULL;
 }
 
 void loom_event_set_context(loom_event_t *ev, void *context)
 {
-	if (ev)
+	if (loom__event_live(ev))
 		ev->context = context;
 }
 
 loom_dev_t *loom_event_device(loom_event_t *ev)
 {
-	return ev ? ev->dev : NULL;
+	return loom__event_live(ev) ? ev->dev : NULL;
 }
 
 int loom_event_record(loom_event_t *ev, loom_backend_t *be)
 {
-	if (!ev || ev->magic != EVENT_MAGIC || !valid(be))
+	if (!loom__event_live(ev) || !loom__backend_live(be))
 		return loom_error_set(LOOM_E_INVAL,
-				      "loom_event_record: event or backend is "
-				      "NULL");
+				      "loom_event_record: no live event or "
+				      "backend");
 	if (be->dev != ev->dev)
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_event_record: event of device '%s' "
@@ -383,10 +396,10 @@ int loom_event_record(loom_event_t *ev, loom_backend_t *be)
 
 int loom_event_wait(loom_backend_t *be, loom_event_t *ev)
 {
-	if (!ev || ev->magic != EVENT_MAGIC || !valid(be))
+	if (!loom__event_live(ev) || !loom__backend_live(be))
 		return loom_error_set(LOOM_E_INVAL,
-				      "loom_event_wait: event or backend is "
-				      "NULL");
+				      "loom_event_wait: no live event or "
+				      "backend");
 	/* An emulated event has passed once recorded; one of another
 	 * plugin is waited for on the host. */
 	if (!ev->dev->iface.event_new)
@@ -400,9 +413,9 @@ int loom_event_synchronize(loom_event_t *ev)
 {
 	int (*f)(loom_dev_t *, loom_event_t *);
 
-	if (!ev || ev->magic != EVENT_MAGIC)
+	if (!loom__event_live(ev))
 		return loom_error_set(LOOM_E_INVAL,
-				      "loom_event_synchronize: no event");
+				      "loom_event_synchronize: no live event");
 	f = ev->dev->iface.event_synchronize;
 	return f ? f(ev->dev, ev) : LOOM_OK;
 }

@@ -11,8 +11,11 @@
 /* Largest host block the memset and copy fallbacks stage at once. */
 #define STAGE_MAX (1u << 20)
 
-int loom__copy_iface(void *dst, size_t dst_size, const void *src,
-		     const char *what)
+/* Copies at most the table's own size bytes into the zeroed dst: a newer
+ * plugin's longer table keeps the slots this core knows, an older one's
+ * missing slots read NULL. */
+static int copy_iface(void *dst, size_t dst_size, const void *src,
+		      const char *what)
 {
 	uint32_t size;
 
@@ -25,13 +28,14 @@ int loom__copy_iface(void *dst, size_t dst_size, const void *src,
 		return loom_error_set(LOOM_E_PLUGIN,
 				      "%s: interface size %u is too small",
 				      what, (unsigned)size);
-	/* A newer plugin's table is longer: keep the slots we know. */
 	memcpy(dst, src, size < dst_size ? size : dst_size);
 	return LOOM_OK;
 }
 
-const char *loom__missing_slot(const void *iface,
-			       const struct loom__slot *slots, size_t n)
+/* The name of the first of slots[0..n) that is NULL in the (copied)
+ * table iface, or NULL when every one is filled. */
+static const char *missing_slot(const void *iface,
+				const struct loom__slot *slots, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		void *fn;
@@ -43,26 +47,46 @@ const char *loom__missing_slot(const void *iface,
 	return NULL;
 }
 
+int loom__wrap_init(void *obj, void *iface, size_t iface_size,
+		    const void *src, void **context_field, void *context,
+		    const struct loom__wrap *w, const char *owner)
+{
+	const char *slot;
+	int st;
+
+	st = copy_iface(iface, iface_size, src, w->kind);
+	if (st)
+		return st;
+	*context_field = context;
+	st = loom__handle_add(obj, w->handle);
+	if (st)
+		return st;
+	slot = missing_slot(iface, w->required, w->n_required);
+	if (!slot)
+		return LOOM_OK;
+	if (w->name)
+		owner = w->name(obj);
+	st = loom__missing_method(w->kind, owner, slot);
+	loom__handle_take(obj, w->handle);
+	return st;
+}
+
 static bool is_pow2(size_t x)
 {
 	return x && !(x & (x - 1));
 }
 
-/* Pointers that no constructor made (or that were freed) are refused by
- * their magic number. */
-static bool buft_valid(loom_buffer_type_t *buft)
-{
-	return buft && buft->magic == BUFT_MAGIC;
-}
-
-static bool buffer_valid(loom_buffer_t *buf)
-{
-	return buf && buf->magic == BUFFER_MAGIC;
-}
 
 /* ------------------------------------------------------------------------
  * Buffer types.
  */
+
+static const char *buft_plugin_name(void *obj)
+{
+	loom_buffer_type_t *buft = obj;
+
+	return buft->iface.get_name ? buft->iface.get_name(buft) : NULL;
+}
 
 int loom_buffer_type_new(loom_reg_t *reg, loom_dev_t *dev,
 		  const struct loom_buffer_type_iface *iface, void *context,
@@ -73,62 +97,51 @@ int loom_buffer_type_new(loom_reg_t *reg, loom_dev_t *dev,
 		LOOM__SLOT(struct loom_buffer_type_iface, alloc_buffer),
 		LOOM__SLOT(struct loom_buffer_type_iface, get_alignment),
 	};
+	static const struct loom__wrap wrap = {
+		"buffer type", LOOM__KIND_BUFT, required,
+		LOOM__N_OF(required), buft_plugin_name,
+	};
 	struct loom_buffer_type *buft;
-	const char *slot;
 	int st;
 
 	if (!out)
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_buffer_type_new: out is NULL");
 	*out = NULL;
-	if (!reg || reg->magic != REG_MAGIC)
+	if (!loom__reg_live(reg))
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_buffer_type_new: reg is not a loom reg");
-	if (dev && (dev->magic != DEV_MAGIC || dev->reg != reg))
+	if (dev && (!loom__dev_live(dev) || dev->reg != reg))
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_buffer_type_new: dev is not a device "
 				      "of reg");
 	buft = calloc(1, sizeof(*buft));
 	if (!buft)
 		return loom_error_set(LOOM_E_NOMEM, "out of memory");
-	st = loom__copy_iface(&buft->iface, sizeof(buft->iface), iface,
-			      "buffer type");
-	if (st)
-		goto err_free;
-	slot = loom__missing_slot(&buft->iface, required,
-				  LOOM__N_OF(required));
-	if (slot) {
-		const char *name = NULL;
-
-		if (buft->iface.get_name)
-			name = buft->iface.get_name(buft);
-		st = loom__missing_method("buffer type", name, slot);
-		goto err_free;
-	}
-	buft->magic = BUFT_MAGIC;
-	buft->context = context;
 	buft->reg = reg;
 	buft->dev = dev;
+	st = loom__wrap_init(buft, &buft->iface, sizeof(buft->iface), iface,
+			     &buft->context, context, &wrap, NULL);
+	if (st) {
+		free(buft);
+		return st;
+	}
 	buft->next = reg->bufts;
 	reg->bufts = buft;
 	*out = buft;
 	return LOOM_OK;
-
-err_free:
-	free(buft);
-	return st;
 }
 
 void *loom_buffer_type_context(loom_buffer_type_t *buft)
 {
-	return buft_valid(buft) ? buft->context : NULL;
+	return loom__buft_live(buft) ? buft->context : NULL;
 }
 
 const char *loom_buffer_type_name(loom_buffer_type_t *buft)
 {
 	const char *name;
 
-	if (!buft_valid(buft))
+	if (!loom__buft_live(buft))
 		return "(null)";
 	name = buft->iface.get_name(buft);
 	return name ? name : "(unnamed)";
@@ -138,7 +151,7 @@ size_t loom_buffer_type_alignment(loom_buffer_type_t *buft)
 {
 	size_t a;
 
-	if (!buft_valid(buft))
+	if (!loom__buft_live(buft))
 		return 1;
 	a = buft->iface.get_alignment(buft);
 	if (!is_pow2(a)) {
@@ -155,7 +168,7 @@ size_t loom_buffer_type_max_size(loom_buffer_type_t *buft)
 {
 	size_t (*f)(loom_buffer_type_t *);
 
-	if (!buft_valid(buft))
+	if (!loom__buft_live(buft))
 		return 0;
 	f = buft->iface.get_max_size;
 	return f ? f(buft) : SIZE_MAX;
@@ -169,7 +182,7 @@ size_t loom_buffer_type_alloc_size(loom_buffer_type_t *buft,
 	if (!t)
 		return 0;
 	nbytes = loom_tensor_n_bytes(t);
-	if (!buft_valid(buft) || !buft->iface.get_alloc_size)
+	if (!loom__buft_live(buft) || !buft->iface.get_alloc_size)
 		return nbytes;
 	n = buft->iface.get_alloc_size(buft, t);
 	/* A plugin may pad, never shrink. */
@@ -180,7 +193,7 @@ bool loom_buffer_type_is_host(loom_buffer_type_t *buft)
 {
 	bool (*f)(loom_buffer_type_t *);
 
-	if (!buft_valid(buft))
+	if (!loom__buft_live(buft))
 		return false;
 	f = buft->iface.is_host;
 	return f ? f(buft) : false;
@@ -188,7 +201,7 @@ bool loom_buffer_type_is_host(loom_buffer_type_t *buft)
 
 loom_dev_t *loom_buffer_type_device(loom_buffer_type_t *buft)
 {
-	return buft_valid(buft) ? buft->dev : NULL;
+	return loom__buft_live(buft) ? buft->dev : NULL;
 }
 
 int loom_buffer_type_alloc_buffer(loom_buffer_type_t *buft, size_t size,
@@ -202,7 +215,7 @@ int loom_buffer_type_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_buffer_type_alloc_buffer: out is NULL");
 	*out = NULL;
-	if (!buft_valid(buft))
+	if (!loom__buft_live(buft))
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_buffer_type_alloc_buffer: no buffer type");
 	max = loom_buffer_type_max_size(buft);
@@ -222,7 +235,7 @@ int loom_buffer_type_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 				       loom_buffer_type_name(buft), size);
 		return st;
 	}
-	if (!buffer_valid(buf))
+	if (!loom__buffer_live(buf))
 		return loom_error_set(LOOM_E_PLUGIN,
 				      "buffer type '%s': alloc_buffer returned "
 				      "no buffer",
@@ -253,43 +266,40 @@ int loom_buffer_new(loom_buffer_type_t *buft,
 		LOOM__SLOT(struct loom_buffer_iface, get_tensor),
 		LOOM__SLOT(struct loom_buffer_iface, clear),
 	};
+	static const struct loom__wrap wrap = {
+		"buffer", LOOM__KIND_BUFFER, required, LOOM__N_OF(required),
+		NULL,
+	};
 	struct loom_buffer *buf;
-	const char *slot;
 	int st;
 
 	if (!out)
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_buffer_new: out is NULL");
 	*out = NULL;
-	if (!buft_valid(buft))
+	if (!loom__buft_live(buft))
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_buffer_new: no buffer type");
 	buf = calloc(1, sizeof(*buf));
 	if (!buf)
 		return loom_error_set(LOOM_E_NOMEM, "out of memory");
-	st = loom__copy_iface(&buf->iface, sizeof(buf->iface), iface,
-			      "buffer");
-	if (st)
-		goto err_free;
-	slot = loom__missing_slot(&buf->iface, required,
-				  LOOM__N_OF(required));
-	if (slot) {
-		st = loom__missing_method("buffer", loom_buffer_type_name(buft),
-					  slot);
-		goto err_free;
-	}
-	buf->magic = BUFFER_MAGIC;
-	buf->context = context;
 	buf->buft = buft;
 	buf->size = size;
+	st = loom__wrap_init(buf, &buf->iface, sizeof(buf->iface), iface,
+			     &buf->context, context, &wrap,
+			     loom_buffer_type_name(buft));
+	if (st)
+		goto err_free;
 	buf->base = buf->iface.get_base(buf);
 	if (!buf->base && size > 0) {
 		st = loom_error_set(LOOM_E_PLUGIN,
 				    "buffer of type '%s': get_base returned "
 				    "NULL for %zu bytes",
 				    loom_buffer_type_name(buft), size);
+		loom__handle_take(buf, LOOM__KIND_BUFFER);
 		goto err_free;
 	}
+	loom__reg_ref(buft->reg, LOOM__REF_BUFFER);
 	*out = buf;
 	return LOOM_OK;
 
@@ -298,15 +308,22 @@ err_free:
 	return st;
 }
 
-void loom__buffer_release(loom_buffer_t *buf)
+/* The plugin frees its memory while buf is still live (its free_buffer
+ * may ask for its context); then buf is taken out of the table. */
+static void buffer_release(loom_buffer_t *buf)
 {
-	if (!buffer_valid(buf))
-		return;
 	if (buf->iface.free_buffer)
 		buf->iface.free_buffer(buf);
-	buf->magic = 0;
 	buf->base = NULL;
 	buf->size = 0;
+	if (loom__handle_take(buf, LOOM__KIND_BUFFER))
+		loom__reg_unref(buf->buft->reg, LOOM__REF_BUFFER);
+}
+
+void loom__buffer_release(loom_buffer_t *buf)
+{
+	if (loom__buffer_live(buf))
+		buffer_release(buf);
 }
 
 void loom__buffer_forget(loom_buffer_t *buf)
@@ -316,40 +333,47 @@ void loom__buffer_forget(loom_buffer_t *buf)
 
 void loom_buffer_free(loom_buffer_t *buf)
 {
-	if (!buffer_valid(buf))
+	if (!buf)
 		return;
-	loom__buffer_release(buf);
-	loom__buffer_forget(buf);
+	if (!loom__buffer_live(buf)) {
+		loom_error_set(LOOM_E_INVAL,
+			       "loom_buffer_free: %p is not a live buffer "
+			       "(freed already?)",
+			       (void *)buf);
+		return;
+	}
+	buffer_release(buf);
+	free(buf);
 }
 
 bool loom__tensor_in_live_buffer(const struct loom_tensor *t)
 {
-	return t->data && buffer_valid(t->buffer);
+	return t->data && loom__buffer_live(t->buffer);
 }
 
 void *loom_buffer_context(loom_buffer_t *buf)
 {
-	return buffer_valid(buf) ? buf->context : NULL;
+	return loom__buffer_live(buf) ? buf->context : NULL;
 }
 
 size_t loom_buffer_size(loom_buffer_t *buf)
 {
-	return buffer_valid(buf) ? buf->size : 0;
+	return loom__buffer_live(buf) ? buf->size : 0;
 }
 
 void *loom_buffer_base(loom_buffer_t *buf)
 {
-	return buffer_valid(buf) ? buf->base : NULL;
+	return loom__buffer_live(buf) ? buf->base : NULL;
 }
 
 loom_buffer_type_t *loom_buffer_get_type(loom_buffer_t *buf)
 {
-	return buffer_valid(buf) ? buf->buft : NULL;
+	return loom__buffer_live(buf) ? buf->buft : NULL;
 }
 
 int loom_buffer_clear(loom_buffer_t *buf, uint8_t value)
 {
-	if (!buffer_valid(buf))
+	if (!loom__buffer_live(buf))
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_buffer_clear: no buffer");
 	if (buf->size == 0)
@@ -366,13 +390,13 @@ void loom_buffer_set_usage(loom_buffer_t *buf, enum loom_buffer_usage usage)
 			       (int)usage);
 		return;
 	}
-	if (buffer_valid(buf))
+	if (loom__buffer_live(buf))
 		buf->usage = usage;
 }
 
 enum loom_buffer_usage loom_buffer_usage(loom_buffer_t *buf)
 {
-	return buffer_valid(buf) ? buf->usage : LOOM_BUFFER_USAGE_ANY;
+	return loom__buffer_live(buf) ? buf->usage : LOOM_BUFFER_USAGE_ANY;
 }
 
 /* ------------------------------------------------------------------------
@@ -396,7 +420,7 @@ static int check_placed(const struct loom_tensor *t, const char *what)
 				      "%s: tensor '%s' is not placed in a "
 				      "buffer",
 				      what, tname(t));
-	if (!buffer_valid(buf))
+	if (!loom__buffer_live(buf))
 		return loom_error_set(LOOM_E_STATE,
 				      "%s: tensor '%s' has a freed or foreign "
 				      "buffer",
@@ -697,7 +721,7 @@ int loom_tensor_place(struct loom_tensor *t, loom_buffer_t *buf,
 	size_t align, need;
 	int st;
 
-	if (!t || !buffer_valid(buf))
+	if (!t || !loom__buffer_live(buf))
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_tensor_place: tensor or buffer "
 				      "is NULL");
@@ -745,7 +769,7 @@ int loom_tensor_init_view(struct loom_tensor *t)
 				      "loom_tensor_init_view: '%s' is not a "
 				      "view",
 				      tname(t));
-	if (!src->data || !buffer_valid(src->buffer))
+	if (!src->data || !loom__buffer_live(src->buffer))
 		return loom_error_set(LOOM_E_STATE,
 				      "loom_tensor_init_view: source '%s' of "
 				      "view '%s' is not placed",
@@ -772,11 +796,6 @@ int loom_tensor_init_view(struct loom_tensor *t)
 	return st;
 }
 
-static size_t align_up(size_t x, size_t a)
-{
-	return (x + a - 1) & ~(a - 1);
-}
-
 int loom_ctx_alloc_tensors(loom_ctx_t *ctx, loom_buffer_type_t *buft,
 			   loom_buffer_t **out)
 {
@@ -790,7 +809,7 @@ int loom_ctx_alloc_tensors(loom_ctx_t *ctx, loom_buffer_type_t *buft,
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_ctx_alloc_tensors: out is NULL");
 	*out = NULL;
-	if (!ctx || !buft_valid(buft))
+	if (!ctx || !loom__buft_live(buft))
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_ctx_alloc_tensors: context or "
 				      "buffer type is NULL");
@@ -802,11 +821,15 @@ int loom_ctx_alloc_tensors(loom_ctx_t *ctx, loom_buffer_type_t *buft,
 		if (t->data || t->view_src)
 			continue;
 		need = loom_buffer_type_alloc_size(buft, t);
-		total = align_up(total, align);
-		if (need > SIZE_MAX - total - align)
+		/* A plugin's alignment may be as large as 2^63: every step
+		 * of the sum is checked. */
+		if (!loom__align_up(total, align, &total) ||
+		    need > SIZE_MAX - total)
 			return loom_error_set(LOOM_E_NOMEM,
-					      "loom_ctx_alloc_tensors: size "
-					      "overflows");
+					      "loom_ctx_alloc_tensors: the "
+					      "tensors' size overflows with "
+					      "alignment %zu",
+					      align);
 		total += need;
 		any = true;
 	}
@@ -827,7 +850,7 @@ int loom_ctx_alloc_tensors(loom_ctx_t *ctx, loom_buffer_type_t *buft,
 	     t = loom_ctx_next_tensor(ctx, t)) {
 		if (t->data || t->view_src)
 			continue;
-		total = align_up(total, align);
+		loom__align_up(total, align, &total); /* fits: summed above */
 		st = loom_tensor_place(t, buf, total);
 		if (st)
 			goto err_free_buf;

@@ -8,16 +8,6 @@
 
 #include "backend-private.h"
 
-static bool dev_valid(loom_dev_t *dev)
-{
-	return dev && dev->magic == DEV_MAGIC;
-}
-
-static bool reg_valid(loom_reg_t *reg)
-{
-	return reg && reg->magic == REG_MAGIC;
-}
-
 const char *loom_dev_type_name(enum loom_dev_type type)
 {
 	switch (type) {
@@ -39,6 +29,13 @@ const char *loom_dev_type_name(enum loom_dev_type type)
  * Regs.
  */
 
+static const char *reg_plugin_name(void *obj)
+{
+	loom_reg_t *reg = obj;
+
+	return reg->iface.get_name ? reg->iface.get_name(reg) : NULL;
+}
+
 int loom_reg_new(const struct loom_reg_iface *iface, void *context,
 		 loom_reg_t **out)
 {
@@ -47,8 +44,11 @@ int loom_reg_new(const struct loom_reg_iface *iface, void *context,
 		LOOM__SLOT(struct loom_reg_iface, get_dev_count),
 		LOOM__SLOT(struct loom_reg_iface, get_dev),
 	};
+	static const struct loom__wrap wrap = {
+		"reg", LOOM__KIND_REG, required, LOOM__N_OF(required),
+		reg_plugin_name,
+	};
 	struct loom_reg *reg;
-	const char *slot;
 	int st;
 
 	if (!out)
@@ -58,39 +58,27 @@ int loom_reg_new(const struct loom_reg_iface *iface, void *context,
 	reg = calloc(1, sizeof(*reg));
 	if (!reg)
 		return loom_error_set(LOOM_E_NOMEM, "out of memory");
-	st = loom__copy_iface(&reg->iface, sizeof(reg->iface), iface, "reg");
-	if (st)
-		goto err_free;
-	slot = loom__missing_slot(&reg->iface, required,
-				  LOOM__N_OF(required));
-	if (slot) {
-		st = loom__missing_method(
-			"reg",
-			reg->iface.get_name ? reg->iface.get_name(reg) : NULL,
-			slot);
-		goto err_free;
+	st = loom__wrap_init(reg, &reg->iface, sizeof(reg->iface), iface,
+			     &reg->context, context, &wrap, NULL);
+	if (st) {
+		free(reg);
+		return st;
 	}
-	reg->magic = REG_MAGIC;
-	reg->context = context;
 	loom__reg_made(reg);
 	*out = reg;
 	return LOOM_OK;
-
-err_free:
-	free(reg);
-	return st;
 }
 
 void *loom_reg_context(loom_reg_t *reg)
 {
-	return reg ? reg->context : NULL;
+	return loom__reg_live(reg) ? reg->context : NULL;
 }
 
 const char *loom_reg_name(loom_reg_t *reg)
 {
 	const char *name;
 
-	if (!reg_valid(reg))
+	if (!loom__reg_live(reg))
 		return "(null)";
 	name = reg->iface.get_name(reg);
 	return name ? name : "(unnamed)";
@@ -103,7 +91,7 @@ size_t loom_reg_dev_count(loom_reg_t *reg)
 {
 	size_t n;
 
-	if (!reg_valid(reg))
+	if (!loom__reg_live(reg))
 		return 0;
 	n = reg->iface.get_dev_count(reg);
 	if (n > MAX_DEVS) {
@@ -121,7 +109,7 @@ loom_dev_t *loom_reg_dev(loom_reg_t *reg, size_t i)
 	if (i >= loom_reg_dev_count(reg))
 		return NULL;
 	dev = reg->iface.get_dev(reg, i);
-	if (!dev_valid(dev) || dev->reg != reg) {
+	if (!loom__dev_live(dev) || dev->reg != reg) {
 		loom_log(LOOM_LOG_WARN,
 			 "plugin '%s': device %zu is not one of its devices",
 			 loom_reg_name(reg), i);
@@ -141,7 +129,7 @@ static void *reg_get_proc(loom_reg_t *reg, const char *name)
 
 void *loom_reg_proc_address(loom_reg_t *reg, const char *name)
 {
-	if (!reg_valid(reg) || !name)
+	if (!loom__reg_live(reg) || !name)
 		return NULL;
 	for (int p = 0; p < LOOM__PROC_COUNT; p++)
 		if (strcmp(name, loom__proc_name(p)) == 0 && reg->registered)
@@ -151,7 +139,7 @@ void *loom_reg_proc_address(loom_reg_t *reg, const char *name)
 
 void *loom__reg_proc(loom_reg_t *reg, enum loom__proc p)
 {
-	if (!reg_valid(reg) || p < 0 || p >= LOOM__PROC_COUNT)
+	if (!loom__reg_live(reg) || p < 0 || p >= LOOM__PROC_COUNT)
 		return NULL;
 	if (!reg->registered)
 		return reg_get_proc(reg, loom__proc_name(p));
@@ -161,6 +149,13 @@ void *loom__reg_proc(loom_reg_t *reg, enum loom__proc p)
 /* ------------------------------------------------------------------------
  * Devices.
  */
+
+static const char *dev_plugin_name(void *obj)
+{
+	loom_dev_t *dev = obj;
+
+	return dev->iface.get_name ? dev->iface.get_name(dev) : NULL;
+}
 
 int loom_dev_new(loom_reg_t *reg, const struct loom_dev_iface *iface,
 		 void *context, loom_dev_t **out)
@@ -172,57 +167,46 @@ int loom_dev_new(loom_reg_t *reg, const struct loom_dev_iface *iface,
 		LOOM__SLOT(struct loom_dev_iface, get_buffer_type),
 		LOOM__SLOT(struct loom_dev_iface, supports_op),
 	};
+	static const struct loom__wrap wrap = {
+		"device", LOOM__KIND_DEV, required, LOOM__N_OF(required),
+		dev_plugin_name,
+	};
 	struct loom_dev *dev;
-	const char *slot;
 	int st;
 
 	if (!out)
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_dev_new: out is NULL");
 	*out = NULL;
-	if (!reg_valid(reg))
+	if (!loom__reg_live(reg))
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_dev_new: reg is not a loom reg");
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return loom_error_set(LOOM_E_NOMEM, "out of memory");
-	st = loom__copy_iface(&dev->iface, sizeof(dev->iface), iface,
-			      "device");
-	if (st)
-		goto err_free;
-	dev->magic = DEV_MAGIC;
-	dev->context = context;
 	dev->reg = reg;
-	slot = loom__missing_slot(&dev->iface, required,
-				  LOOM__N_OF(required));
-	if (slot) {
-		st = loom__missing_method(
-			"device",
-			dev->iface.get_name ? dev->iface.get_name(dev) : NULL,
-			slot);
-		goto err_free;
+	st = loom__wrap_init(dev, &dev->iface, sizeof(dev->iface), iface,
+			     &dev->context, context, &wrap, NULL);
+	if (st) {
+		free(dev);
+		return st;
 	}
 	dev->next = reg->devs;
 	reg->devs = dev;
 	*out = dev;
 	return LOOM_OK;
-
-err_free:
-	dev->magic = 0;
-	free(dev);
-	return st;
 }
 
 void *loom_dev_context(loom_dev_t *dev)
 {
-	return dev ? dev->context : NULL;
+	return loom__dev_live(dev) ? dev->context : NULL;
 }
 
 const char *loom_dev_name(loom_dev_t *dev)
 {
 	const char *name;
 
-	if (!dev_valid(dev))
+	if (!loom__dev_live(dev))
 		return "(null)";
 	name = dev->iface.get_name(dev);
 	return name ? name : "(unnamed)";
@@ -233,7 +217,7 @@ const char *loom_dev_description(loom_dev_t *dev)
 	const char *(*f)(loom_dev_t *);
 	const char *d;
 
-	if (!dev_valid(dev))
+	if (!loom__dev_live(dev))
 		return "(null)";
 	f = dev->iface.get_description;
 	d = f ? f(dev) : NULL;
@@ -244,7 +228,7 @@ enum loom_dev_type loom_dev_type(loom_dev_t *dev)
 {
 	enum loom_dev_type t;
 
-	if (!dev_valid(dev))
+	if (!loom__dev_live(dev))
 		return LOOM_DEV_TYPE_CPU;
 	t = dev->iface.get_type(dev);
 	return (unsigned)t <= LOOM_DEV_TYPE_META ? t : LOOM_DEV_TYPE_ACCEL;
@@ -254,7 +238,7 @@ void loom_dev_memory(loom_dev_t *dev, size_t *free_, size_t *total)
 {
 	size_t f = 0, t = 0;
 
-	if (dev_valid(dev) && dev->iface.get_memory)
+	if (loom__dev_live(dev) && dev->iface.get_memory)
 		dev->iface.get_memory(dev, &f, &t);
 	if (f > t)
 		f = t;
@@ -268,7 +252,7 @@ uint32_t loom_dev_caps(loom_dev_t *dev)
 {
 	uint32_t (*f)(loom_dev_t *);
 
-	if (!dev_valid(dev))
+	if (!loom__dev_live(dev))
 		return 0;
 	f = dev->iface.get_caps;
 	return f ? f(dev) : 0;
@@ -284,7 +268,7 @@ int loom_dev_init_backend(loom_dev_t *dev, const char *params,
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_dev_init_backend: out is NULL");
 	*out = NULL;
-	if (!dev_valid(dev))
+	if (!loom__dev_live(dev))
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_dev_init_backend: no device");
 	loom__clear_error();
@@ -297,7 +281,7 @@ int loom_dev_init_backend(loom_dev_t *dev, const char *params,
 				       loom_dev_name(dev));
 		return st;
 	}
-	if (!be || be->magic != BACKEND_MAGIC || be->dev != dev)
+	if (!loom__backend_live(be) || be->dev != dev)
 		return loom_error_set(LOOM_E_PLUGIN,
 				      "device '%s': init_backend returned no "
 				      "backend of this device",
@@ -310,10 +294,10 @@ loom_buffer_type_t *loom_dev_buffer_type(loom_dev_t *dev)
 {
 	loom_buffer_type_t *buft;
 
-	if (!dev_valid(dev))
+	if (!loom__dev_live(dev))
 		return NULL;
 	buft = dev->iface.get_buffer_type(dev);
-	if (buft && buft->magic != BUFT_MAGIC) {
+	if (buft && !loom__buft_live(buft)) {
 		loom_log(LOOM_LOG_WARN,
 			 "device '%s': get_buffer_type returned a foreign "
 			 "pointer",
@@ -328,24 +312,24 @@ loom_buffer_type_t *loom_dev_host_buffer_type(loom_dev_t *dev)
 	loom_host_buffer_type_fn f;
 	loom_buffer_type_t *buft;
 
-	if (!dev_valid(dev))
+	if (!loom__dev_live(dev))
 		return NULL;
 	f = (loom_host_buffer_type_fn)loom__reg_proc(
 		dev->reg, LOOM__PROC_HOST_BUFFER_TYPE);
 	buft = f ? f(dev) : NULL;
-	return buft && buft->magic == BUFT_MAGIC ? buft : NULL;
+	return loom__buft_live(buft) ? buft : NULL;
 }
 
 bool loom_dev_supports_op(loom_dev_t *dev, const struct loom_tensor *op)
 {
-	if (!dev_valid(dev) || !op)
+	if (!loom__dev_live(dev) || !op)
 		return false;
 	return dev->iface.supports_op(dev, op);
 }
 
 bool loom_dev_supports_buft(loom_dev_t *dev, loom_buffer_type_t *buft)
 {
-	if (!dev_valid(dev) || !buft || buft->magic != BUFT_MAGIC)
+	if (!loom__dev_live(dev) || !loom__buft_live(buft))
 		return false;
 	if (dev->iface.supports_buft)
 		return dev->iface.supports_buft(dev, buft);
@@ -356,5 +340,5 @@ bool loom_dev_supports_buft(loom_dev_t *dev, loom_buffer_type_t *buft)
 
 loom_reg_t *loom_dev_reg(loom_dev_t *dev)
 {
-	return dev_valid(dev) ? dev->reg : NULL;
+	return loom__dev_live(dev) ? dev->reg : NULL;
 }

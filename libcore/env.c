@@ -47,7 +47,7 @@ const char *loom_env_get(const char *name)
 		return v;
 	/* Set, but hidden from us: secure execution. */
 	if (!__atomic_exchange_n(&secure_logged, 1, __ATOMIC_RELAXED))
-		loom_log(LOOM_LOG_INFO,
+		loom_log(LOOM_LOG_WARN,
 			 "secure execution: ignoring every LOOM_* variable "
 			 "(%s is set)",
 			 name);

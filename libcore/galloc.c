@@ -73,14 +73,30 @@ int loom_galloc_new(loom_buffer_type_t *buft, loom_galloc_t **out)
 				      "loom_galloc_new: out of memory");
 	ga->buft = buft;
 	ga->alignment = align;
+	if (loom__handle_add(ga, LOOM__KIND_GALLOC)) {
+		free(ga);
+		return LOOM_E_NOMEM;
+	}
 	*out = ga;
 	return LOOM_OK;
+}
+
+static bool live(const loom_galloc_t *ga)
+{
+	return loom__handle_live(ga, LOOM__KIND_GALLOC);
 }
 
 void loom_galloc_free(loom_galloc_t *ga)
 {
 	if (!ga)
 		return;
+	if (!loom__handle_take(ga, LOOM__KIND_GALLOC)) {
+		loom_error_set(LOOM_E_INVAL,
+			       "loom_galloc_free: %p is not a live graph "
+			       "allocator (freed already?)",
+			       (void *)ga);
+		return;
+	}
 	loom_buffer_free(ga->buffer);
 	for (size_t i = 0; i < ga->retired.cap; i++) {
 		const void *old = ga->retired.keys[i];
@@ -101,12 +117,12 @@ static bool is_ours(const loom_galloc_t *ga, const loom_buffer_t *buf)
 
 size_t loom_galloc_buffer_size(loom_galloc_t *ga)
 {
-	return ga && ga->buffer ? loom_buffer_size(ga->buffer) : 0;
+	return live(ga) && ga->buffer ? loom_buffer_size(ga->buffer) : 0;
 }
 
 loom_buffer_t *loom_galloc_buffer(loom_galloc_t *ga)
 {
-	return ga ? ga->buffer : NULL;
+	return live(ga) ? ga->buffer : NULL;
 }
 
 /* ------------------------------------------------------------------------
@@ -391,10 +407,10 @@ int loom_galloc_reserve(loom_galloc_t *ga, loom_graph_t *g)
 	struct plan p = { 0 };
 	int err;
 
-	if (!ga || !g)
+	if (!live(ga) || !g)
 		return loom_error_set(LOOM_E_INVAL,
-				      "loom_galloc_reserve: NULL %s",
-				      ga ? "graph" : "allocator");
+				      "loom_galloc_reserve: no live %s",
+				      live(ga) ? "graph" : "allocator");
 	err = plan_graph(ga, g, &p);
 	if (!err)
 		err = ensure_buffer(ga, p.high);
@@ -416,10 +432,10 @@ int loom_galloc_alloc_graph(loom_galloc_t *ga, loom_graph_t *g)
 	struct plan p = { 0 };
 	int err;
 
-	if (!ga || !g)
+	if (!live(ga) || !g)
 		return loom_error_set(LOOM_E_INVAL,
-				      "loom_galloc_alloc_graph: NULL %s",
-				      ga ? "graph" : "allocator");
+				      "loom_galloc_alloc_graph: no live %s",
+				      live(ga) ? "graph" : "allocator");
 	err = plan_graph(ga, g, &p);
 	if (err)
 		goto out;

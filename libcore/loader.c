@@ -470,7 +470,12 @@ int loom_load_path(const char *path, loom_reg_t **out)
 	}
 	name = name_of_file(base_name(file));
 	from_file = name != NULL;
-	loom__registry_lock();
+	st = loom__load_begin("loom_load_path");
+	if (st) {
+		free(name);
+		free(file);
+		return st;
+	}
 	p = loom__plugin_add(name ? name : base_name(file), file);
 	free(name);
 	free(file);
@@ -486,7 +491,7 @@ int loom_load_path(const char *path, loom_reg_t **out)
 	else if (out)
 		*out = p->reg;
 out_unlock:
-	loom__registry_unlock();
+	loom__load_end();
 	return st;
 }
 
@@ -851,7 +856,9 @@ int loom_load_all(void)
 	char *msg = NULL;
 	int st;
 
-	loom__registry_lock();
+	st = loom__load_begin("loom_load_all");
+	if (st)
+		return st;
 	if (loaded_all) {
 		st = load_all_status;
 		if (st)
@@ -936,6 +943,6 @@ int loom_load_all(void)
 		loom_log(LOOM_LOG_DEBUG, "loaded %zu plugins, %zu devices",
 			 loom_reg_count(), loom_dev_count());
 out_unlock:
-	loom__registry_unlock();
+	loom__load_end();
 	return st;
 }

@@ -7,6 +7,7 @@ libcore_libloom_la_SOURCES = \
 	libcore/status.c \
 	libcore/log.c \
 	libcore/env.c \
+	libcore/handle.c \
 	libcore/types.c \
 	libcore/tensor.c \
 	libcore/tensor-state.c \

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,7 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static enum loom_log_level level = LOOM_LOG_WARN;
 static loom_log_fn log_fn;
 static void *log_userdata;
+static _Thread_local bool in_log; /* this thread is in the callback */
 
 static const char *const level_names[] = {
 	[LOOM_LOG_NONE] = "none",   [LOOM_LOG_ERROR] = "error",
@@ -76,7 +78,7 @@ void loom_log(enum loom_log_level lvl, const char *fmt, ...)
 	void *userdata;
 
 	if (lvl == LOOM_LOG_NONE || (unsigned)lvl > loom_log_get_level() ||
-	    !fmt)
+	    !fmt || in_log)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -87,7 +89,11 @@ void loom_log(enum loom_log_level lvl, const char *fmt, ...)
 	userdata = log_userdata;
 	pthread_mutex_unlock(&log_lock);
 	if (fn) {
+		/* What the callback itself logs (an error it raises logs at
+		 * debug level) is dropped, not fed back to it without end. */
+		in_log = true;
 		fn(lvl, msg, userdata);
+		in_log = false;
 		return;
 	}
 	fprintf(stderr, "loom: %s: %s\n", level_names[lvl], msg);

@@ -6,6 +6,8 @@
 #include "loom/loom-plugin.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 /* ---- status, log, env (status.c, log.c, env.c) ---- */
 
@@ -67,6 +69,41 @@ int *loom__ptrmap_find(const struct loom__ptrmap *m, const void *key);
 int loom__ptrmap_put(struct loom__ptrmap *m, const void *key, int val);
 void loom__ptrmap_clear(struct loom__ptrmap *m);
 void loom__ptrmap_free(struct loom__ptrmap *m);
+
+/* ---- live handles (handle.c) ---- */
+
+/* What a handle is.  The core adds every object it makes to one table
+ * and takes it out when the object is freed; a handle is valid only while
+ * it is in the table with its kind, so a freed or foreign pointer is
+ * refused without reading the memory it points to. */
+enum loom__kind {
+	LOOM__KIND_BUFT = 1,
+	LOOM__KIND_BUFFER,
+	LOOM__KIND_BACKEND,
+	LOOM__KIND_EVENT,
+	LOOM__KIND_DEV,
+	LOOM__KIND_REG,
+	LOOM__KIND_CTX,
+	LOOM__KIND_GALLOC,
+};
+
+/* Adds h as a live handle of that kind (LOOM_E_NOMEM with a message). */
+int loom__handle_add(const void *h, enum loom__kind kind);
+/* Takes h out of the table; false when it was not a live handle of that
+ * kind (freed already, or never made), so a second free is refused. */
+bool loom__handle_take(const void *h, enum loom__kind kind);
+/* True while h is a live handle of that kind. */
+bool loom__handle_live(const void *h, enum loom__kind kind);
+
+/* Rounds x up to a multiple of a (a power of two) into *out; false when
+ * that does not fit in a size_t. */
+static inline bool loom__align_up(size_t x, size_t a, size_t *out)
+{
+	if (x > SIZE_MAX - (a - 1))
+		return false;
+	*out = (x + a - 1) & ~(a - 1);
+	return true;
+}
 
 /* ---- buffers, backends, devices, registry, loader ---- */
 

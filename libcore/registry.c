@@ -14,6 +14,13 @@
 #include "backend-private.h"
 
 static pthread_mutex_t lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+/* Serialises loading and unloading.  Taken before the registry lock,
+ * which a plugin's init runs without (so that a thread it waits for may
+ * read the registry). */
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Set while this thread loads or unloads: a plugin's init or ELF
+ * constructor calling back into the loader is refused. */
+static _Thread_local bool in_load;
 static struct loom__plugin **plugins;
 static size_t n_plugins, cap_plugins;
 static size_t next_seq, next_init;
@@ -55,6 +62,37 @@ void loom__registry_unlock(void)
 	pthread_mutex_unlock(&lock);
 }
 
+int loom__load_begin(const char *who)
+{
+	if (in_load)
+		return loom_error_set(LOOM_E_STATE,
+				      "%s: called while this thread loads or "
+				      "unloads plugins (from a plugin's init "
+				      "or constructor)",
+				      who);
+	pthread_mutex_lock(&load_lock);
+	in_load = true;
+	pthread_mutex_lock(&lock);
+	return LOOM_OK;
+}
+
+void loom__load_end(void)
+{
+	pthread_mutex_unlock(&lock);
+	in_load = false;
+	pthread_mutex_unlock(&load_lock);
+}
+
+void loom__reg_ref(loom_reg_t *reg, enum loom__ref what)
+{
+	__atomic_add_fetch(&reg->refs[what], 1, __ATOMIC_RELAXED);
+}
+
+void loom__reg_unref(loom_reg_t *reg, enum loom__ref what)
+{
+	__atomic_sub_fetch(&reg->refs[what], 1, __ATOMIC_RELAXED);
+}
+
 int loom__missing_method(const char *kind, const char *name,
 			 const char *slot)
 {
@@ -78,7 +116,7 @@ void loom__reg_made(loom_reg_t *reg)
 static void free_made(void)
 {
 	for (size_t i = 0; i < n_made; i++)
-		if (made[i]->magic == REG_MAGIC && !made[i]->registered)
+		if (loom__reg_live(made[i]) && !made[i]->registered)
 			loom__reg_destroy(made[i]);
 	n_made = 0;
 }
@@ -293,7 +331,7 @@ int loom__plugin_score(struct loom__plugin *p)
 /* Calls the reg's free method, then frees every wrapper it owns. */
 void loom__reg_destroy(loom_reg_t *reg)
 {
-	if (!reg || reg->magic != REG_MAGIC)
+	if (!loom__reg_live(reg))
 		return;
 	if (reg->iface.free)
 		reg->iface.free(reg);
@@ -301,17 +339,17 @@ void loom__reg_destroy(loom_reg_t *reg)
 		struct loom_dev *d = reg->devs;
 
 		reg->devs = d->next;
-		d->magic = 0;
+		loom__handle_take(d, LOOM__KIND_DEV);
 		free(d);
 	}
 	while (reg->bufts) {
 		struct loom_buffer_type *b = reg->bufts;
 
 		reg->bufts = b->next;
-		b->magic = 0;
+		loom__handle_take(b, LOOM__KIND_BUFT);
 		free(b);
 	}
-	reg->magic = 0;
+	loom__handle_take(reg, LOOM__KIND_REG);
 	free(reg);
 }
 
@@ -339,7 +377,7 @@ static int check_reg(struct loom__plugin *p, loom_reg_t *reg)
 		loom_buffer_type_t *buft;
 		unsigned type;
 
-		if (!dev || dev->magic != DEV_MAGIC || dev->reg != reg) {
+		if (!loom__dev_live(dev) || dev->reg != reg) {
 			loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
 					 "device %zu is not a device made "
 					 "for this plugin",
@@ -359,7 +397,7 @@ static int check_reg(struct loom__plugin *p, loom_reg_t *reg)
 			return p->status;
 		}
 		buft = dev->iface.get_buffer_type(dev);
-		if (!buft || buft->magic != BUFT_MAGIC) {
+		if (!loom__buft_live(buft)) {
 			loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
 					 "device '%s' has no buffer type",
 					 dev->iface.get_name(dev));
@@ -379,7 +417,13 @@ int loom__plugin_init(struct loom__plugin *p)
 	loom__missing_reset();
 	n_made = 0;
 	in_init = true;
+	/* Init runs without the registry lock: a thread it starts and
+	 * waits for may read the registry.  Loaders stay serialised by
+	 * the load lock, and this thread's calls back into the loader are
+	 * refused (loom__load_begin). */
+	loom__registry_unlock();
 	st = p->desc->init(&reg);
+	loom__registry_lock();
 	in_init = false;
 	miss = loom__missing_last();
 	if (miss) {
@@ -402,7 +446,7 @@ int loom__plugin_init(struct loom__plugin *p)
 						    : loom_strerror(st));
 		goto err_destroy;
 	}
-	if (!reg || reg->magic != REG_MAGIC) {
+	if (!loom__reg_live(reg)) {
 		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
 				 "init returned no reg");
 		reg = NULL;
@@ -415,6 +459,12 @@ int loom__plugin_init(struct loom__plugin *p)
 		goto err_destroy;
 	}
 	st = check_reg(p, reg);
+	/* A table refused while check_reg asked for it (a buffer type the
+	 * plugin makes on first use) is the reason, not what followed. */
+	miss = loom__missing_last();
+	if (st && miss)
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN, "%s",
+				 miss);
 	if (st)
 		goto err_destroy;
 	for (int i = 0; i < LOOM__PROC_COUNT; i++)
@@ -430,7 +480,7 @@ int loom__plugin_init(struct loom__plugin *p)
 	return LOOM_OK;
 
 err_destroy:
-	if (reg && reg->magic == REG_MAGIC && !reg->registered) {
+	if (loom__reg_live(reg) && !reg->registered) {
 		bool listed = false;
 
 		for (size_t i = 0; i < n_made; i++)
@@ -453,7 +503,9 @@ int loom_load_static(const struct loom_plugin_desc *desc,
 	if (!desc)
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_load_static: desc is NULL");
-	loom__registry_lock();
+	st = loom__load_begin("loom_load_static");
+	if (st)
+		return st;
 	p = loom__plugin_add(desc->name ? desc->name : "(unnamed)",
 			     "(static)");
 	if (!p) {
@@ -470,7 +522,7 @@ int loom_load_static(const struct loom_plugin_desc *desc,
 	else if (out)
 		*out = p->reg;
 out_unlock:
-	loom__registry_unlock();
+	loom__load_end();
 	return st;
 }
 
@@ -490,7 +542,7 @@ static int plugin_class(const struct loom__plugin *p)
 	for (size_t i = 0; i < n && i < 4096; i++) {
 		loom_dev_t *dev = reg->iface.get_dev(reg, i);
 
-		if (!dev || dev->magic != DEV_MAGIC)
+		if (!loom__dev_live(dev))
 			continue;
 		switch (dev->iface.get_type(dev)) {
 		case LOOM_DEV_TYPE_META:
@@ -711,9 +763,66 @@ int loom_plugin_info(size_t i, struct loom_plugin_info *out)
  * Unloading.
  */
 
-void loom_unload_all(void)
+static const char *const ref_names[LOOM__REF_COUNT][2] = {
+	[LOOM__REF_BUFFER] = { "buffer", "buffers" },
+	[LOOM__REF_BACKEND] = { "backend", "backends" },
+	[LOOM__REF_EVENT] = { "event", "events" },
+};
+
+/* Appends "2 buffers and 1 backend of plugin 'cpu'" to buf for a plugin
+ * whose objects are still alive; returns how many there are. */
+static size_t describe_refs(const struct loom__plugin *p, char *buf,
+			    size_t size, size_t *len)
 {
-	loom__registry_lock();
+	size_t refs[LOOM__REF_COUNT], total = 0, kinds = 0, done = 0;
+
+	for (int k = 0; k < LOOM__REF_COUNT; k++) {
+		refs[k] = __atomic_load_n(&p->reg->refs[k], __ATOMIC_RELAXED);
+		total += refs[k];
+		kinds += refs[k] != 0;
+	}
+	if (!total)
+		return 0;
+	for (int k = 0; k < LOOM__REF_COUNT; k++) {
+		if (!refs[k])
+			continue;
+		done++;
+		*len += (size_t)snprintf(
+			buf + *len, size - *len, "%s%zu %s",
+			done == 1 ? (*len ? "; " : "")
+				  : done == kinds ? " and " : ", ",
+			refs[k], ref_names[k][refs[k] != 1]);
+		if (*len >= size)
+			*len = size - 1;
+	}
+	*len += (size_t)snprintf(buf + *len, size - *len, " of plugin '%s'",
+				 p->name);
+	if (*len >= size)
+		*len = size - 1;
+	return total;
+}
+
+int loom_unload_all(void)
+{
+	char busy[1024] = "";
+	size_t len = 0, total = 0;
+	int st;
+
+	st = loom__load_begin("loom_unload_all");
+	if (st)
+		return st;
+	/* Refused, and nothing unloaded, while the application still holds
+	 * something a plugin made: its code must stay mapped. */
+	for (size_t i = 0; i < n_plugins; i++)
+		if (plugins[i]->reg)
+			total += describe_refs(plugins[i], busy, sizeof(busy),
+					       &len);
+	if (total) {
+		st = loom_error_set(LOOM_E_BUSY, "loom_unload_all: %s %s still "
+				    "alive",
+				    busy, total == 1 ? "is" : "are");
+		goto out_unlock;
+	}
 	/* Latest init first: the meta plugin, which uses the others, goes
 	 * before them. */
 	for (;;) {
@@ -748,5 +857,7 @@ void loom_unload_all(void)
 	n_plugins = cap_plugins = 0;
 	next_seq = next_init = 0;
 	loom__loader_reset();
-	loom__registry_unlock();
+out_unlock:
+	loom__load_end();
+	return st;
 }

@@ -40,8 +40,10 @@ int loom__vset_error(int status, const char *fmt, va_list ap)
 	else
 		snprintf(msg, sizeof(msg), "%s (no message)",
 			 loom_strerror(status));
-	memcpy(last_error, msg, sizeof(msg));
+	/* Logged first: an error the log callback raises must not take
+	 * the place of this one. */
 	loom_log(LOOM_LOG_DEBUG, "%s (%s)", msg, loom_strerror(status));
+	memcpy(last_error, msg, sizeof(msg));
 	return status;
 }
 

@@ -50,7 +50,7 @@ int loom__ctx_errorf(loom_ctx_t *ctx, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (ctx)
+	if (loom__handle_live(ctx, LOOM__KIND_CTX))
 		memcpy(ctx->error, msg, sizeof(msg));
 	return loom_error_set(status, "%s", msg);
 }
@@ -68,6 +68,10 @@ int loom_ctx_new(size_t max_tensors, loom_ctx_t **out)
 		return loom_error_set(LOOM_E_NOMEM,
 				      "loom_ctx_new: out of memory");
 	ctx->max_tensors = max_tensors;
+	if (loom__handle_add(ctx, LOOM__KIND_CTX)) {
+		free(ctx);
+		return LOOM_E_NOMEM;
+	}
 	*out = ctx;
 	return LOOM_OK;
 }
@@ -78,6 +82,13 @@ void loom_ctx_free(loom_ctx_t *ctx)
 
 	if (!ctx)
 		return;
+	if (!loom__handle_take(ctx, LOOM__KIND_CTX)) {
+		loom_error_set(LOOM_E_INVAL,
+			       "loom_ctx_free: %p is not a live context "
+			       "(freed already?)",
+			       (void *)ctx);
+		return;
+	}
 	for (size_t i = 0; i < ctx->n_graphs; i++)
 		loom__graph_free(ctx->graphs[i]);
 	free(ctx->graphs);
@@ -90,12 +101,12 @@ void loom_ctx_free(loom_ctx_t *ctx)
 
 const char *loom_ctx_error(const loom_ctx_t *ctx)
 {
-	return ctx ? ctx->error : "";
+	return loom__handle_live(ctx, LOOM__KIND_CTX) ? ctx->error : "";
 }
 
 void loom_ctx_clear_error(loom_ctx_t *ctx)
 {
-	if (ctx)
+	if (loom__handle_live(ctx, LOOM__KIND_CTX))
 		ctx->error[0] = '\0';
 }
 
@@ -120,9 +131,14 @@ int loom__ctx_own_graph(loom_ctx_t *ctx, loom_graph_t *g)
  * the last, up to CHUNK_MAX, never past max_tensors) when it is full. */
 static struct loom_tensor *ctx_alloc_tensor(loom_ctx_t *ctx, const char *who)
 {
-	struct chunk *c = ctx->chunks;
+	struct chunk *c;
 	struct tensor_rec *rec;
 
+	if (!loom__handle_live(ctx, LOOM__KIND_CTX)) {
+		loom_error_set(LOOM_E_INVAL, "%s: no live context", who);
+		return NULL;
+	}
+	c = ctx->chunks;
 	if (ctx->max_tensors && ctx->n_tensors >= ctx->max_tensors) {
 		loom__ctx_errorf(ctx, LOOM_E_NOMEM,
 				 "%s: context is full (%zu tensors)", who,
@@ -160,7 +176,9 @@ static struct loom_tensor *ctx_alloc_tensor(loom_ctx_t *ctx, const char *who)
 
 struct loom_tensor *loom_ctx_first_tensor(loom_ctx_t *ctx)
 {
-	return ctx && ctx->first ? &ctx->first->t : NULL;
+	if (!loom__handle_live(ctx, LOOM__KIND_CTX))
+		return NULL;
+	return ctx->first ? &ctx->first->t : NULL;
 }
 
 struct loom_tensor *loom_ctx_next_tensor(loom_ctx_t *ctx,

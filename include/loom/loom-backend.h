@@ -208,8 +208,10 @@ struct loom_plugin_desc;
 LOOM_API int loom_load_static(const struct loom_plugin_desc *desc,
 				  loom_reg_t **out);
 /* Unloads every plugin and frees every device, buffer type and record.
- * Buffers and backends the application still holds must be freed first. */
-LOOM_API void loom_unload_all(void);
+ * While a buffer, backend or event made from any plugin is alive it
+ * unloads nothing and returns LOOM_E_BUSY, the message naming what is
+ * left ("2 buffers and 1 backend of plugin 'cpu' are still alive"). */
+LOOM_API int loom_unload_all(void);
 
 LOOM_API size_t loom_reg_count(void);
 LOOM_API loom_reg_t *loom_reg_get(size_t i);

@@ -41,7 +41,8 @@ extern "C" {
 	X(E_STATE, -10, "invalid state")                                     \
 	X(E_DECLINED, -11, "declined")                                       \
 	X(E_NOT_APPLICABLE, -12, "not applicable on this machine")          \
-	X(E_IO, -13, "input/output error")
+	X(E_IO, -13, "input/output error")                                   \
+	X(E_BUSY, -14, "still in use")
 
 enum loom_status {
 #define LOOM_X_(name, value, text) LOOM_##name = value,
