@@ -636,7 +636,7 @@ static void test_backend_args(void)
 	loom_backend_free(be);
 	loom_buffer_free(buf);
 	loom_ctx_free(ctx);
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 }
 
 /* Each thread has its own last error: a failure on one thread neither

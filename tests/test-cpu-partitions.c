@@ -109,7 +109,7 @@ static void check_partitions(int n)
 	}
 	if (n <= cores)
 		g_assert_true(CPU_EQUAL(&seen, &all));
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 }
 
 static void test_partitions(void)
@@ -161,7 +161,7 @@ static void test_numa(void)
 	}
 	g_free(v);
 	g_free(back);
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 }
 
 struct group {
@@ -222,7 +222,7 @@ static void group_free(struct group *gr)
 		loom_buffer_free(gr->buf[i]);
 		loom_ctx_free(gr->ctx[i]);
 	}
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 }
 
 /* Doubles every tensor (queued), reduces (queued behind), then checks

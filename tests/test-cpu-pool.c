@@ -128,7 +128,7 @@ static void test_threads(void)
 
 	for (n = 1; n <= 4; n++)
 		run_chain(loom_reg_dev(reg, 0), n);
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 }
 
 /* Every variant built here that this CPU can run computes the same
@@ -167,7 +167,7 @@ static void test_variants(void)
 				run_chain(loom_reg_dev(reg, 0), 3);
 				ran++;
 			}
-			loom_unload_all();
+			g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 			g_free(file);
 		}
 		g_dir_close(d);
@@ -231,7 +231,7 @@ static void test_flat(void)
 	g_free(av);
 	g_free(bv);
 	g_free(cv);
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 }
 
 /* Several graphs queued without waiting run in order; synchronize waits
@@ -295,7 +295,7 @@ static void test_async(void)
 	loom_backend_free(be);
 	loom_buffer_free(buf);
 	loom_ctx_free(ctx);
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 }
 
 static void test_2d(void)
@@ -342,7 +342,7 @@ static void test_2d(void)
 					   8 * 4), !=, LOOM_OK);
 	loom_buffer_free(buf);
 	loom_ctx_free(ctx);
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 }
 
 /* Async copies run in the stream's order, between graphs. */
@@ -418,7 +418,7 @@ static void test_async_copies(void)
 	g_free(out1);
 	g_free(out2);
 	g_free(out3);
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 }
 
 /* Caller mistakes come back as errors, never a crash: a graph whose
@@ -449,7 +449,7 @@ static void test_errors(void)
 			LOOM_OK);
 	loom_backend_free(be);
 	loom_ctx_free(ctx);
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 }
 
 /* The features entry point and the variant chosen for this CPU. */
@@ -494,7 +494,7 @@ static void test_features(void)
 	(void)avx2;
 	(void)i;
 #endif
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 }
 
 int main(int argc, char **argv)

@@ -714,6 +714,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/galloc/outgrown-buffer", test_outgrown_buffer);
 	g_test_add_func("/galloc/view-outputs-kept", test_view_outputs_kept);
 	ret = g_test_run();
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 	return ret;
 }

@@ -319,6 +319,9 @@ int main(int argc, char **argv)
 			       "TFLOP/s\n", tokens, s * 1e3,
 			       2.0 * 2048 * 768 * 8 * tokens / s / 1e12);
 	}
-	loom_unload_all();
+	if (loom_unload_all()) {
+		fprintf(stderr, "%s\n", loom_error_message());
+		fails++;
+	}
 	return fails ? 1 : 0;
 }

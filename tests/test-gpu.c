@@ -724,6 +724,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/gpu/rope_long", test_rope_long);
 	g_test_add_func("/gpu/impl_links", test_impl_links);
 	ret = g_test_run();
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 	return ret;
 }

@@ -142,7 +142,7 @@ static void remove_dir(const char *dir)
 
 static void fixture_teardown(struct fixture *f, gconstpointer data)
 {
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 	pretend_secure = 0;
 	loom_log_set_callback(NULL, NULL);
 	g_string_free(logged, TRUE);
@@ -250,17 +250,17 @@ static void test_good(struct fixture *f, gconstpointer data)
 	g_assert_cmpuint(loom_search_path_count(), ==, 1);
 	g_assert_cmpstr(loom_search_path(0), ==, f->dir);
 	g_assert_null(loom_search_path(1));
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 	unsetenv("LOOM_PLUGIN_SYSTEM_PATH");
 	g_assert_cmpuint(loom_search_path_count(), ==, 2);
 	g_assert_cmpstr(loom_search_path(0), ==, f->dir);
 	g_assert_cmpstr(loom_search_path(1), ==, loom_plugin_dir());
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 	setenv("LOOM_PLUGIN_SYSTEM_PATH", "/nonexistent/a:/nonexistent/b", 1);
 	g_assert_cmpuint(loom_search_path_count(), ==, 3);
 	g_assert_cmpstr(loom_search_path(2), ==, "/nonexistent/b");
 	setenv("LOOM_PLUGIN_SYSTEM_PATH", "", 1);
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 }
 
 static void test_broken(struct fixture *f, gconstpointer data)
@@ -502,7 +502,7 @@ static void test_order(struct fixture *f, gconstpointer data)
 	assert_dev_order(def, 3);
 	g_assert_true(loom_reg_get(0) == loom_reg_by_name("fgpu"));
 	g_assert_null(loom_reg_get(3));
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 
 	/* An include list loads only those, in its order. */
 	setenv("LOOM_BACKENDS", "good , fgpu", 1);
@@ -519,7 +519,7 @@ static void test_exclude(struct fixture *f, gconstpointer data)
 	/* Control: loading writes the mark. */
 	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
 	g_assert_true(marked(f, "good"));
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 	g_unlink(f->marker);
 	g_assert_false(marked(f, "good"));
 
@@ -554,7 +554,7 @@ static void test_requested(struct fixture *f, gconstpointer data)
 	g_assert_nonnull(loom_dev_by_name("good0"));
 	g_assert_cmpint(loom_load_all(), ==, LOOM_E_NOT_FOUND);
 	g_assert_nonnull(strstr(loom_error_message(), "'nosuch' not found"));
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 
 	setenv("LOOM_BACKENDS", "initfail", 1);
 	g_assert_cmpint(loom_load_all(), ==, LOOM_E_DEVICE);
@@ -564,7 +564,7 @@ static void test_requested(struct fixture *f, gconstpointer data)
 			       initfail);
 	g_assert_cmpstr(loom_error_message(), ==, want);
 	g_free(want);
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 
 	setenv("LOOM_BACKENDS", "score0", 1);
 	g_assert_cmpint(loom_load_all(), ==, LOOM_E_NOT_APPLICABLE);
@@ -599,7 +599,7 @@ static void test_secure(struct fixture *f, gconstpointer data)
 	g_assert_cmpuint(loom_search_path_count(), ==, 1);
 	g_assert_cmpstr(loom_search_path(0), ==, loom_plugin_dir());
 	g_assert_null(loom_reg_by_name("good"));
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 
 	pretend_secure = 0;
 	g_assert_cmpstr(loom_env_get("LOOM_CPU_THREADS"), ==, "3");
@@ -623,7 +623,7 @@ static void test_reload(struct fixture *f, gconstpointer data)
 		g_assert_cmpint(loom_load_static(&fake_static_desc, NULL),
 				==, LOOM_OK);
 		g_assert_cmpuint(loom_dev_count(), ==, 3);
-		loom_unload_all();
+		g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 		g_assert_cmpuint(loom_plugin_count(), ==, 0);
 		g_assert_cmpuint(loom_dev_count(), ==, 0);
 		g_assert_null(loom_dev_by_name("good0"));
@@ -820,7 +820,7 @@ static void test_enumerate_while_loading(struct fixture *f,
 		for (size_t i = 0; i < G_N_ELEMENTS(threads); i++)
 			g_thread_join(threads[i]);
 		g_assert_cmpint(g_atomic_int_get(&es.failed), ==, 0);
-		loom_unload_all();
+		g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 		g_atomic_int_set(&es.done, 0);
 		for (size_t i = 0; i < G_N_ELEMENTS(threads); i++)
 			threads[i] = g_thread_new("enumerate",
@@ -1332,7 +1332,7 @@ static void data_setup(struct data_fixture *d, gconstpointer unused)
 static void data_teardown(struct data_fixture *d, gconstpointer unused)
 {
 	loom_ctx_free(d->ctx);
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 	loom_log_set_callback(NULL, NULL);
 	g_string_free(logged, TRUE);
 	logged = NULL;

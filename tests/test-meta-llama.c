@@ -167,6 +167,6 @@ int main(int argc, char **argv)
 		g_free(name);
 	}
 	ret = g_test_run();
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 	return ret;
 }

@@ -1333,7 +1333,7 @@ static void test_reload(void)
 {
 	loom_dev_t *meta;
 
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 	g_setenv("LOOM_META_DEVICES", "cpu2,cpu2", TRUE);
 	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
 	find_cpus();
@@ -1344,7 +1344,7 @@ static void test_reload(void)
 	g_assert_cmpuint(loom_reg_dev_count(loom_reg_by_name("meta")), ==, 1);
 	/* A name that is no device composes nothing (and says so in the
 	 * log). */
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 	g_setenv("LOOM_META_DEVICES", "cpu0,nosuch0", TRUE);
 	loom_log_set_level(LOOM_LOG_NONE);
 	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
@@ -1401,6 +1401,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/meta/check-is-planning", test_check_is_planning);
 	g_test_add_func("/meta/reload", test_reload);
 	ret = g_test_run();
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 	return ret;
 }

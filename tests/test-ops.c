@@ -2558,7 +2558,7 @@ int main(int argc, char **argv)
 	g_ptr_array_free(all_devs, TRUE);
 	g_ptr_array_free(all_cases, TRUE);
 	g_hash_table_destroy(case_names);
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 	g_free(args);
 	return ret;
 }

@@ -253,6 +253,10 @@ int main(int argc, char **argv)
 	if (parse(argc, argv, &o))
 		return 2;
 	ret = cmd->run(&o);
-	loom_unload_all();
+	/* Whatever a command left alive is a leak worth a failure. */
+	if (loom_unload_all()) {
+		fprintf(stderr, "loom-bench: %s\n", loom_error_message());
+		ret = ret ? ret : 1;
+	}
 	return ret;
 }

@@ -430,6 +430,9 @@ int main(int argc, char **argv)
 	if (st)
 		fprintf(stderr, "loom-info: error: %s\n", why ? why : "");
 	free(why);
-	loom_unload_all();
+	if (loom_unload_all()) {
+		fprintf(stderr, "loom-info: error: %s\n", loom_error_message());
+		st = LOOM_E_BUSY;
+	}
 	return st ? 1 : 0;
 }

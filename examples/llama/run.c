@@ -166,6 +166,9 @@ out_free:
 	free(logits);
 	free(tokens);
 out_unload:
-	loom_unload_all();
+	if (loom_unload_all()) {
+		fprintf(stderr, "run: %s\n", loom_error_message());
+		status = 1;
+	}
 	return status;
 }
