@@ -397,6 +397,13 @@ static int check_reg(struct loom__plugin *p, loom_reg_t *reg)
 			return p->status;
 		}
 		buft = dev->iface.get_buffer_type(dev);
+		/* A buffer type the plugin makes on first use may have been
+		 * refused just now: that is the reason. */
+		if (!loom__buft_live(buft) && loom__missing_last()) {
+			loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+					 "%s", loom__missing_last());
+			return p->status;
+		}
 		if (!loom__buft_live(buft)) {
 			loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
 					 "device '%s' has no buffer type",
@@ -459,12 +466,6 @@ int loom__plugin_init(struct loom__plugin *p)
 		goto err_destroy;
 	}
 	st = check_reg(p, reg);
-	/* A table refused while check_reg asked for it (a buffer type the
-	 * plugin makes on first use) is the reason, not what followed. */
-	miss = loom__missing_last();
-	if (st && miss)
-		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN, "%s",
-				 miss);
 	if (st)
 		goto err_destroy;
 	for (int i = 0; i < LOOM__PROC_COUNT; i++)

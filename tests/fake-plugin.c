@@ -1,6 +1,7 @@
 /* fake-plugin.c - the test plugin, built many ways with -D flags into the
  * good and the broken plugins the loader tests need (tests/loader.mk lists
  * them).  The good build is a host-memory device that computes nothing. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,23 @@ int fake_dep_value(void);
 #endif
 
 static struct fake_control control;
+
+/* The re-entrant builds note what their call back into the loader gave. */
+__attribute__((unused)) static void note_reenter(int st)
+{
+	control.reenter_status = st;
+	snprintf(control.reenter_msg, sizeof(control.reenter_msg), "%s",
+		 st ? loom_error_message() : "");
+}
+
+#ifdef FAKE_CTOR_LOAD_ALL
+/* Loads everything from the ELF constructor, while the loader is in
+ * dlopen of this very file. */
+__attribute__((constructor)) static void fake_ctor_load(void)
+{
+	note_reenter(loom_load_all());
+}
+#endif
 
 static struct fake_control *get_control(void)
 {
@@ -186,6 +204,8 @@ static int buft_alloc(loom_buffer_type_t *buft, size_t size,
 
 static size_t buft_alignment(loom_buffer_type_t *buft)
 {
+	if (control.huge_align)
+		return (size_t)1 << 63;
 	return control.bad_align ? 48 : 32;
 }
 
@@ -199,7 +219,9 @@ static bool buft_is_host(loom_buffer_type_t *buft)
 	return true;
 }
 
-static const struct loom_buffer_type_iface buft_iface = {
+/* Unused in the FAKE_BUFT_LAZY_MISSING build. */
+__attribute__((unused)) static const struct loom_buffer_type_iface
+buft_iface = {
 	.size = sizeof(struct loom_buffer_type_iface),
 	.get_name = buft_name,
 	.alloc_buffer = buft_alloc,
@@ -325,8 +347,22 @@ static int dev_init_backend(loom_dev_t *dev, const char *params,
 	return loom_backend_new(dev, &backend_iface, NULL, out);
 }
 
+#ifdef FAKE_BUFT_LAZY_MISSING
+/* A buffer type table without alloc_buffer, made on first use. */
+static const struct loom_buffer_type_iface lazy_buft_iface = {
+	.size = sizeof(struct loom_buffer_type_iface),
+	.get_name = buft_name,
+	.get_alignment = buft_alignment,
+};
+#endif
+
 static loom_buffer_type_t *dev_buft(loom_dev_t *dev)
 {
+#ifdef FAKE_BUFT_LAZY_MISSING
+	if (!fake.buft)
+		loom_buffer_type_new(fake.reg, fake.dev, &lazy_buft_iface, NULL,
+				     &fake.buft);
+#endif
 	return fake.buft;
 }
 
@@ -449,6 +485,15 @@ static const struct loom_reg_iface reg_iface = {
 	.free = reg_free,
 };
 
+#ifdef FAKE_INIT_THREAD
+/* Another thread reads the registry while init waits for it. */
+static void *count_devs(void *arg)
+{
+	control.reenter_dev_count = loom_dev_count();
+	return NULL;
+}
+#endif
+
 __attribute__((unused)) static int fake_init(loom_reg_t **out)
 {
 	int st;
@@ -463,15 +508,32 @@ __attribute__((unused)) static int fake_init(loom_reg_t **out)
 #ifdef FAKE_INIT_FAIL
 	return loom_error_set(LOOM_E_DEVICE, "fake device did not answer");
 #endif
+#ifdef FAKE_INIT_LOAD_ALL
+	note_reenter(loom_load_all());
+#endif
+#ifdef FAKE_INIT_UNLOAD
+	note_reenter(loom_unload_all());
+#endif
+#ifdef FAKE_INIT_THREAD
+	{
+		pthread_t th;
+
+		if (pthread_create(&th, NULL, count_devs, NULL))
+			return LOOM_E_PLUGIN;
+		pthread_join(th, NULL);
+	}
+#endif
 	st = loom_reg_new(&reg_iface, NULL, &fake.reg);
 	if (st)
 		return st;
 	st = loom_dev_new(fake.reg, &dev_iface, NULL, &fake.dev);
 	if (st)
 		return st;
+#ifndef FAKE_BUFT_LAZY_MISSING
 	st = loom_buffer_type_new(fake.reg, fake.dev, &buft_iface, NULL, &fake.buft);
 	if (st)
 		return st;
+#endif
 	*out = fake.reg;
 	return LOOM_OK;
 }

@@ -18,6 +18,12 @@ struct fake_control {
 	int short_alloc;  /* allocate one byte less than asked */
 	int bad_align;    /* report a non-power-of-two alignment */
 	int decline_copy;  /* copy_tensor declines */
+	int huge_align;    /* report an alignment of 2^63 */
+	/* What a re-entrant build's call back into the loader returned
+	 * (from init or from the ELF constructor), and the message. */
+	int reenter_status;
+	char reenter_msg[256];
+	size_t reenter_dev_count; /* FAKE_INIT_THREAD: what the thread saw */
 };
 
 typedef struct fake_control *(*fake_control_fn)(void);

@@ -175,3 +175,41 @@ TESTS += tests/fuzz-elf
 tests_fuzz_elf_SOURCES = tests/fuzz-elf.c libcore/elf-check.c
 tests_fuzz_elf_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libcore
 EXTRA_DIST += tests/corpus/elf
+
+# Plugins that call back into the loader (from init, from a thread init
+# waits for, from an ELF constructor) and one whose buffer type, made on
+# first use, lacks a required method: test-ownership uses them.
+check_LTLIBRARIES += tests/fake/loom-initload.la
+FAKE_PLUGINS += tests/fake/loom-initload.la
+tests_fake_loom_initload_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_initload_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"initload\" -DFAKE_INIT_LOAD_ALL
+tests_fake_loom_initload_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_initload_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-initunload.la
+FAKE_PLUGINS += tests/fake/loom-initunload.la
+tests_fake_loom_initunload_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_initunload_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"initunload\" -DFAKE_INIT_UNLOAD
+tests_fake_loom_initunload_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_initunload_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-initthread.la
+FAKE_PLUGINS += tests/fake/loom-initthread.la
+tests_fake_loom_initthread_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_initthread_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"initthread\" -DFAKE_INIT_THREAD
+tests_fake_loom_initthread_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_initthread_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-zctor.la
+FAKE_PLUGINS += tests/fake/loom-zctor.la
+tests_fake_loom_zctor_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_zctor_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"zctor\" -DFAKE_CTOR_LOAD_ALL
+tests_fake_loom_zctor_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_zctor_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-lazybuft.la
+FAKE_PLUGINS += tests/fake/loom-lazybuft.la
+tests_fake_loom_lazybuft_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_lazybuft_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"lazybuft\" -DFAKE_BUFT_LAZY_MISSING
+tests_fake_loom_lazybuft_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_lazybuft_la_LIBADD = $(PLUGIN_LINK_LIBS)

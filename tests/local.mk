@@ -26,6 +26,7 @@ include tests/mpi.mk
 if HAVE_GLIB
 include tests/core.mk
 include tests/loader.mk
+include tests/ownership.mk
 include tests/ops.mk
 include tests/cpu.mk
 include tests/meta.mk

@@ -25,7 +25,8 @@ extern "C" {
 
 /* ------------------------------------------------------------------------
  * Status codes.  Actions return LOOM_OK (0) or a negative LOOM_E_*.
- * The one list below makes both the enum and loom_strerror().
+ * The one list below makes both the enum and loom_strerror().  A new
+ * code takes the next negative number; none is ever renumbered.
  */
 #define LOOM_STATUS_MAP(X)                                                   \
 	X(OK, 0, "success")                                                  \
@@ -80,6 +81,8 @@ LOOM_API enum loom_log_level loom_log_get_level(void);
 
 /* ------------------------------------------------------------------------
  * Types.  X(NAME, "name", block size in elements, bytes per block)
+ * The numbers are ABI (plugins compare them): a new type is only ever
+ * appended, never inserted, and none is renumbered or removed.
  */
 #define LOOM_TYPE_MAP(X)                                                     \
 	X(F32, "f32", 1, 4)                                                  \
@@ -123,7 +126,9 @@ LOOM_API int loom_type_convert(enum loom_type src_type, const void *src,
 			  enum loom_type dst_type, void *dst, int64_t n);
 
 /* ------------------------------------------------------------------------
- * Ops.  X(NAME, "name", number of sources)
+ * Ops.  X(NAME, "name")
+ * As with types and status codes, the numbers are ABI: a new op is only
+ * ever appended at the end of the list.
  */
 #define LOOM_OP_MAP(X)                                                       \
 	X(NONE, "none")                                                      \
@@ -175,6 +180,13 @@ enum {
  * strides (nb[0] is the size of one block).  The descriptor lives in the
  * context that made it; its data lives in a buffer (see loom-backend.h).
  *
+ * The layout is ABI: every plugin reads these fields.  Only the core
+ * makes descriptors (loom_tensor_new and the op constructors), zeroed.
+ * Fields never move; a new field takes the place of the first words of
+ * reserved[], so the size and every offset stay what they are, and a
+ * plugin built before the field existed reads it as zero.  Plugins must
+ * not write reserved[] nor rely on sizeof(struct loom_tensor).
+ *
  * Op parameters, in op_params (32-bit words, floats stored bitwise):
  *   SCALE     [0] f32 scale
  *   RMS_NORM  [0] f32 eps          NORM [0] f32 eps
@@ -207,6 +219,8 @@ struct loom_tensor {
 	uint64_t state;
 
 	char name[LOOM_MAX_NAME];
+
+	uint64_t reserved[8];         /* zero: room for fields to come */
 };
 
 LOOM_API int64_t loom_tensor_n_elements(const struct loom_tensor *t);
