@@ -22,6 +22,52 @@ typedef struct loom_reg loom_reg_t;
 typedef struct loom_galloc loom_galloc_t;
 
 /* ------------------------------------------------------------------------
+ * Ownership: who frees what, and how long it lives.
+ *
+ * Plugin records, regs, devices and buffer types belong to the core and
+ * the plugin that made them.  They live from the load that made them
+ * (loom_load_all, loom_load_path, loom_load_static) until loom_unload_all;
+ * the application never frees them.  The strings they return live as
+ * long.
+ *
+ * Buffers, backends and events belong to the application, which frees
+ * each with loom_buffer_free, loom_backend_free and loom_event_free.
+ * Each one keeps its plugin loaded: while any is alive, loom_unload_all
+ * unloads nothing and returns LOOM_E_BUSY, naming what is left.  A graph
+ * allocator (loom_galloc_free) owns its compute buffer, so it counts as
+ * that buffer.  Contexts (loom_ctx_free) own their tensor descriptors and
+ * graphs; a tensor's data belongs to the buffer it is placed in, not to
+ * the tensor.
+ *
+ * The core knows every handle it made that is still alive, and checks
+ * each one against that record, never by reading the memory it points
+ * to.  So using a freed handle is an error, never undefined behaviour:
+ *   - freeing it again does nothing but record LOOM_E_INVAL ("... is not
+ *     a live buffer (freed already?)") for loom_error_message();
+ *   - calls that return a status return LOOM_E_INVAL, getters return
+ *     NULL, 0, false or "(null)";
+ *   - a tensor placed in a freed buffer reads as not placed: set, get,
+ *     copy and compute return LOOM_E_STATE ("... has a freed or foreign
+ *     buffer").  Place it again before using it.
+ * A freed address that a later object happens to reuse names that later
+ * object; hold no handle past its free.
+ *
+ * Freeing a buffer that queued work of a backend still uses is the
+ * application's mistake: synchronize that backend first
+ * (loom_backend_free waits for the backend's own work).
+ *
+ * For plugins: the core owns every wrapper a constructor (loom_reg_new,
+ * loom_dev_new, loom_buffer_type_new, loom_buffer_new, loom_backend_new)
+ * makes.  The context is set and the table checked before any of the
+ * plugin's methods runs on it, and the plugin's free method runs while
+ * the handle is still live, so loom_*_context works in both.
+ *
+ * A plugin's init and ELF constructors must not load or unload plugins:
+ * such a call returns LOOM_E_STATE.  Init runs without the registry
+ * lock, so a thread it waits for may read the registry (loom_dev_count).
+ */
+
+/* ------------------------------------------------------------------------
  * Buffer types: allocators of one kind of memory.
  * Owned by their plugin; valid until loom_unload_all().
  */
@@ -51,8 +97,8 @@ enum loom_buffer_usage {
 	LOOM_BUFFER_USAGE_COMPUTE, /* a graph's intermediates */
 };
 
-/* Frees buf and its memory; NULL is a no-op.  Tensors placed in it must not
- * be used afterwards. */
+/* Frees buf and its memory; NULL is a no-op.  Tensors placed in it read
+ * as not placed afterwards (LOOM_E_STATE). */
 LOOM_API void loom_buffer_free(loom_buffer_t *buf);
 LOOM_API size_t loom_buffer_size(loom_buffer_t *buf);
 LOOM_API void *loom_buffer_base(loom_buffer_t *buf);
