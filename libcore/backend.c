@@ -231,15 +231,31 @@ int loom_backend_tensor_copy_async(loom_backend_t *be_src,
 	return st ? st : loom_tensor_copy(src, dst);
 }
 
+/* True when t has data in a live buffer.  Neighbouring tensors mostly
+ * share a buffer: *last remembers the one seen live, so a graph costs one
+ * table look-up per run of tensors in one buffer, not one per tensor. */
+static bool placed_live(const struct loom_tensor *t, loom_buffer_t **last)
+{
+	if (!t->data)
+		return false;
+	if (t->buffer == *last)
+		return true;
+	if (!loom__buffer_live(t->buffer))
+		return false;
+	*last = t->buffer;
+	return true;
+}
+
 /* Every node and leaf must have data before a plugin computes. */
 static int check_graph(loom_backend_t *be, loom_graph_t *g)
 {
+	loom_buffer_t *last = NULL;
 	int n = loom_graph_n_nodes(g);
 
 	for (int i = 0; i < n; i++) {
 		struct loom_tensor *t = loom_graph_node(g, i);
 
-		if (!loom__tensor_in_live_buffer(t))
+		if (!placed_live(t, &last))
 			return loom_error_set(LOOM_E_STATE,
 					      "backend '%s': node %d '%s' (%s) "
 					      "is not placed in a buffer",
@@ -250,7 +266,7 @@ static int check_graph(loom_backend_t *be, loom_graph_t *g)
 	for (int i = 0; i < n; i++) {
 		struct loom_tensor *t = loom_graph_leaf(g, i);
 
-		if (!loom__tensor_in_live_buffer(t))
+		if (!placed_live(t, &last))
 			return loom_error_set(LOOM_E_STATE,
 					      "backend '%s': leaf '%s' is not "
 					      "placed in a buffer",
