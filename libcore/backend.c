@@ -298,7 +298,7 @@ int loom_backend_graph_compute(loom_backend_t *be, loom_graph_t *g)
 
 bool loom_backend_supports_op(loom_backend_t *be, const struct loom_tensor *op)
 {
-	return loom__backend_live(be) ? loom_dev_supports_op(be->dev, op) : false;
+	return loom__backend_live(be) && loom_dev_supports_op(be->dev, op);
 }
 
 int loom_backend_set_n_threads(loom_backend_t *be, int n_threads)
