@@ -533,7 +533,8 @@ static int scan_dir(const char *dir, struct strv *files)
 			goto err_nomem;
 	}
 	closedir(d);
-	qsort(files->v, files->n, sizeof(*files->v), cmp_str);
+	if (files->n) /* an empty directory may have no array at all */
+		qsort(files->v, files->n, sizeof(*files->v), cmp_str);
 	return LOOM_OK;
 
 err_nomem:
