@@ -22,6 +22,7 @@ TEST_LIBS = libcore/libloom.la $(GLIB_LIBS) -lm
 
 include tests/bench.mk
 include tests/mpi.mk
+include tests/fuzz.mk
 
 if HAVE_GLIB
 include tests/core.mk
