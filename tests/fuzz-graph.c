@@ -794,8 +794,10 @@ int main(int argc, char **argv)
 	printf("1..%zu\n", n);
 	for (size_t i = 0; i < n; i++) {
 		bool ok = replay(files[i]);
+		const char *base = strrchr(files[i], '/');
 
-		printf("%sok %zu %s\n", ok ? "" : "not ", i + 1, files[i]);
+		printf("%sok %zu %s\n", ok ? "" : "not ", i + 1,
+		       base ? base + 1 : files[i]);
 		fflush(stdout);
 		failed += !ok;
 		free(files[i]);
