@@ -10,3 +10,7 @@ SH_LOG_COMPILER = $(SHELL)
 TESTS += tests/test-spdx.sh
 XFAIL_TESTS += tests/test-spdx.sh
 EXTRA_DIST += tests/test-spdx.sh
+
+# loom-info's warnings for environment mistakes.
+TESTS += tests/test-info.sh
+EXTRA_DIST += tests/test-info.sh
