@@ -14,3 +14,11 @@ EXTRA_DIST += tests/test-spdx.sh
 # loom-info's warnings for environment mistakes.
 TESTS += tests/test-info.sh
 EXTRA_DIST += tests/test-info.sh
+
+# The manual pages render without warnings.
+TESTS += tests/test-man.sh
+EXTRA_DIST += tests/test-man.sh
+
+# --version, and every option in --help and the manual page.
+TESTS += tests/test-tools-help.sh
+EXTRA_DIST += tests/test-tools-help.sh

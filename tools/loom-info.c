@@ -1,6 +1,8 @@
 /* loom-info.c - what the loader found and why: the search path, every
  * candidate plugin file with its state and reason, and every device with
  * its memory, capabilities and entry points.  Uses only the public API. */
+#include "config.h"
+
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,22 +127,32 @@ static const char *why_no_device(char *buf, size_t len)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: loom-info [--json] [--help]\n"
+		"Usage: loom-info [--json] [--help] [--version]\n"
 		"\n"
 		"Shows where Loom looks for plugins, what it did with every\n"
-		"candidate file and why, and the devices the loaded plugins\n"
-		"bring.\n"
+		"candidate file and why, the devices the loaded plugins\n"
+		"bring, and the warnings the library logged while loading.\n"
 		"\n"
-		"  --json   print one JSON object instead of text\n"
-		"  --help   print this help\n"
+		"  -j, --json      print one JSON object instead of text\n"
+		"  -h, --help      print this help\n"
+		"  -V, --version   print the version and exit\n"
 		"\n"
-		"Environment: LOOM_PLUGIN_PATH (directories searched first,\n"
-		"colon-separated), LOOM_BACKENDS (\"a,b\" loads only those,\n"
-		"in that order; \"^a,b\" loads all but those), LOOM_LOG\n"
-		"(none, error, warn, info, debug).\n"
+		"Environment:\n"
+		"  LOOM_PLUGIN_PATH         directories searched first "
+		"(colon-separated)\n"
+		"  LOOM_PLUGIN_SYSTEM_PATH  replaces the installed plugin "
+		"directory\n"
+		"  LOOM_BACKENDS            \"a,b\" loads only those, in that "
+		"order;\n"
+		"                           \"^a,b\" loads all but those\n"
+		"  LOOM_LOG                 none, error, warn (default), info, "
+		"debug\n"
+		"  and those the plugins read: LOOM_CPU_DEVICES, "
+		"LOOM_CPU_THREADS,\n"
+		"  LOOM_META_DEVICES, LOOM_CUDA_ALLREDUCE (see loom(7)).\n"
 		"\n"
 		"Exits with status 1 when a backend named in LOOM_BACKENDS\n"
-		"cannot be loaded.\n");
+		"cannot be loaded, 2 on a bad option.\n");
 }
 
 /* Formats n bytes with binary units ("15.6 GiB"). */
@@ -495,6 +507,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool json = false;
@@ -502,13 +515,16 @@ int main(int argc, char **argv)
 	const char *nodev_why;
 	int c, st;
 
-	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("loom-info (Loom) %s\n", PACKAGE_VERSION);
 			return 0;
 		default:
 			usage(stderr);
