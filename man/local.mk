@@ -2,5 +2,6 @@
 dist_man1_MANS = \
 	man/loom-info.1 \
 	man/loom-bench.1 \
-	man/loom-run.1
+	man/loom-run.1 \
+	man/loom-conformance.1
 dist_man7_MANS = man/loom.7

@@ -6,7 +6,7 @@
 
 b="$LOOM_TEST_BUILDDIR"
 src="${LOOM_TEST_SRCDIR:-$(dirname "$0")/..}"
-tools="loom-info loom-bench"
+tools="loom-info loom-bench loom-conformance"
 set -- $tools
 echo "1..$(($# * 2))"
 n=0

@@ -22,3 +22,16 @@ EXTRA_DIST += tests/test-man.sh
 # --version, and every option in --help and the manual page.
 TESTS += tests/test-tools-help.sh
 EXTRA_DIST += tests/test-tools-help.sh
+
+# loom-conformance on the CPU plugin, on the plugin template (which claims
+# no op) and on a fake plugin that claims every op and computes none.
+TESTS += tests/test-conformance.sh
+EXTRA_DIST += tests/test-conformance.sh
+check_LTLIBRARIES += tests/conformance/loom-liar.la
+tests_conformance_loom_liar_la_SOURCES = tests/fake-plugin.c
+tests_conformance_loom_liar_la_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DFAKE_NAME=\"liar\" -DFAKE_CLAIM_ALL
+tests_conformance_loom_liar_la_LDFLAGS = -module -avoid-version -shared \
+	-rpath /nowhere -export-symbols-regex '^loom_plugin_descriptor$$' \
+	-Wl,--no-undefined
+tests_conformance_loom_liar_la_LIBADD = $(PLUGIN_LINK_LIBS)
