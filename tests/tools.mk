@@ -35,3 +35,7 @@ tests_conformance_loom_liar_la_LDFLAGS = -module -avoid-version -shared \
 	-rpath /nowhere -export-symbols-regex '^loom_plugin_descriptor$$' \
 	-Wl,--no-undefined
 tests_conformance_loom_liar_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+# The plugin guide's walk-through builds and passes loom-conformance.
+TESTS += tests/test-guide.sh
+EXTRA_DIST += tests/test-guide.sh
