@@ -26,6 +26,10 @@ include tests/tools.mk
 include tests/bench.mk
 include tests/mpi.mk
 
+# check-gpu and gpu-bundle (tests/gpu.mk) are declared here: .PHONY may
+# not be set both inside and outside a condition.
+.PHONY: check-gpu gpu-bundle
+
 if HAVE_GLIB
 include tests/core.mk
 include tests/loader.mk
