@@ -11,7 +11,7 @@ set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 debs=${1:-$src/debs}
 root=$(mktemp -d "${TMPDIR:-/tmp}/loom-root.XXXXXX")
-trap 'rm -rf "$root"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$root"' EXIT
 fail() { echo "check-debs: $*" >&2; exit 1; }
 
 for deb in "$debs"/*.deb; do
@@ -35,10 +35,9 @@ done
 
 # The tools from the packages, with the packaged plugin directory (the
 # compiled-in one, /usr/lib/$arch/loom-1/plugins, under the root).
+unset LOOM_BACKENDS LOOM_PLUGIN_PATH LOOM_CPU_DEVICES LOOM_META_DEVICES
 run() {
-	env -u LOOM_BACKENDS -u LOOM_PLUGIN_PATH -u LOOM_CPU_DEVICES \
-		-u LOOM_META_DEVICES LD_LIBRARY_PATH="$lib" \
-		LOOM_PLUGIN_SYSTEM_PATH="$plugins" "$@"
+	env LD_LIBRARY_PATH="$lib" LOOM_PLUGIN_SYSTEM_PATH="$plugins" "$@"
 }
 run "$root/usr/bin/loom-info" >"$root/info.txt" ||
 	fail "loom-info failed"
@@ -53,6 +52,6 @@ cp -R "$root/usr/share/doc/libloom-dev/plugin-template" "$root/my"
 PKG_CONFIG_PATH="$lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root" \
 	make -s -C "$root/my" ||
 	fail "the plugin template does not build against the packages"
-LOOM_PLUGIN_PATH="$root/my" run "$root/usr/bin/loom-info" |
+run LOOM_PLUGIN_PATH="$root/my" "$root/usr/bin/loom-info" |
 	grep -Eq '^  my +loaded ' || fail "the template plugin does not load"
 echo "check-debs: the packages install and run"
