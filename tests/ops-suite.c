@@ -229,12 +229,11 @@ static void case_add(struct op_case *c, const char *tag)
 	for (int i = 0; i < c->n_in && !c->graph; i++) {
 		const struct input *in = &c->in[i];
 
-		str_append(s, sizeof(s), "%s%s.%" PRId64 "x%"
-				       PRId64 "x%" PRId64
-				       "x%" PRId64 "%s",
-				       i ? "_" : "", loom_type_name(in->type),
-				       in->ne[0], in->ne[1], in->ne[2],
-				       in->ne[3], layout_tags[in->layout]);
+		str_append(s, sizeof(s), "%s%s.%" PRId64 "x%" PRId64 "x%"
+			   PRId64 "x%" PRId64 "%s", i ? "_" : "",
+			   loom_type_name(in->type),
+			   in->ne[0], in->ne[1], in->ne[2],
+			   in->ne[3], layout_tags[in->layout]);
 	}
 	if (tag && *tag)
 		str_append(s, sizeof(s), "%s%s", *s ? "_" : "", tag);
@@ -481,12 +480,12 @@ static void add_rope_cases(void)
 		c->ip[1] = mode;                                             \
 		c->fp[0] = base;                                             \
 		c->fp[1] = fs;                                               \
-		tag = loom_test_strdup_printf("%s_ndims%d_base%g_fscale%g",          \
-				      mode == LOOM_ROPE_NEOX ? "neox" :      \
-							       "normal",     \
-				      nd, base, fs);                         \
+		tag = loom_test_strdup_printf("%s_ndims%d_base%g_fscale%g",  \
+					      mode == LOOM_ROPE_NEOX ?       \
+					      "neox" : "normal",             \
+					      nd, base, fs);                 \
 		case_add(c, tag);                                            \
-		free(tag);                                                 \
+		free(tag);                                                   \
 	} while (0)
 
 	for (size_t i = 0; i < N_OF(shapes); i++) {
@@ -1694,15 +1693,13 @@ static char *describe_node(const struct loom_tensor *t)
 
 	str_append(s, sizeof(s), "%s(", loom_op_name(t->op));
 	for (int i = 0; i < LOOM_MAX_SRC && t->src[i]; i++)
-		str_append(s, sizeof(s), "%s%s[%" PRId64 ",%"
-				       PRId64 ",%" PRId64
-				       ",%" PRId64 "]%s",
-				       i ? ", " : "",
-				       loom_type_name(t->src[i]->type),
-				       t->src[i]->ne[0], t->src[i]->ne[1],
-				       t->src[i]->ne[2], t->src[i]->ne[3],
-				       loom_tensor_is_contiguous(t->src[i]) ? "" :
-				       " strided");
+		str_append(s, sizeof(s), "%s%s[%" PRId64 ",%" PRId64 ",%"
+			   PRId64 ",%" PRId64 "]%s", i ? ", " : "",
+			   loom_type_name(t->src[i]->type),
+			   t->src[i]->ne[0], t->src[i]->ne[1],
+			   t->src[i]->ne[2], t->src[i]->ne[3],
+			   loom_tensor_is_contiguous(t->src[i]) ? "" :
+			   " strided");
 	str_append(s, sizeof(s), ") -> %s", loom_type_name(t->type));
 	return loom_test_strdup_printf("%s", s);
 }
@@ -1720,16 +1717,16 @@ static void compare_exact(const struct op_case *c, const char *dev,
 			continue;
 		if (wrong++ < 8)
 			ops_message("%s %s/%s: element %" PRId64
-				       " is %.9g, expected %.9g", dev,
-				       case_op_name(c), c->name, i, out[i],
-				       ref->data[i]);
+				    " is %.9g, expected %.9g", dev,
+				    case_op_name(c), c->name, i, out[i],
+				    ref->data[i]);
 	}
 	if (!wrong)
 		return;
 	ops_message("%s %s/%s: %" PRId64 " of %" PRId64
-		       " elements differ (exact compare; NMSE %.3g)", dev,
-		       case_op_name(c), c->name, wrong, n,
-		       loom_test_nmse(ref->data, out, n));
+		    " elements differ (exact compare; NMSE %.3g)", dev,
+		    case_op_name(c), c->name, wrong, n,
+		    loom_test_nmse(ref->data, out, n));
 	ops_fail();
 }
 
@@ -1764,8 +1761,8 @@ static void compare(const struct op_case *c, const char *dev,
 	}
 	limit = OUTLIER_SIGMAS * sqrt(c->max_nmse * sum / n);
 	ops_message("%s %s/%s: NMSE %.3g (max %.3g), largest error %.3g "
-		       "(max %.3g)", dev, case_op_name(c), c->name, nmse,
-		       c->max_nmse, max_err, limit);
+		    "(max %.3g)", dev, case_op_name(c), c->name, nmse,
+		    c->max_nmse, max_err, limit);
 	if (nmse <= c->max_nmse && max_err <= limit)
 		return;
 	for (int64_t i = 0; i < n && shown < 8; i++) {
@@ -1773,21 +1770,21 @@ static void compare(const struct op_case *c, const char *dev,
 
 		if (isnan(d) || d > 1e-3 * (fabs(ref->data[i]) + 1e-3)) {
 			ops_message("  element %" PRId64
-				       " is %.9g, expected %.9g", i, out[i],
-				       ref->data[i]);
+				    " is %.9g, expected %.9g", i, out[i],
+				    ref->data[i]);
 			shown++;
 		}
 	}
 	if (nmse > c->max_nmse)
 		ops_message("%s %s/%s: NMSE %.3g exceeds %.3g", dev,
-			       case_op_name(c), c->name, nmse, c->max_nmse);
+			    case_op_name(c), c->name, nmse, c->max_nmse);
 	else
 		ops_message("%s %s/%s: element %" PRId64 " is "
-			       "%.9g, expected %.9g: off by %.3g, more than "
-			       "%d times the RMS error NMSE %.3g allows",
-			       dev, case_op_name(c), c->name, worst,
-			       out[worst], ref->data[worst], max_err,
-			       OUTLIER_SIGMAS, c->max_nmse);
+			    "%.9g, expected %.9g: off by %.3g, more than "
+			    "%d times the RMS error NMSE %.3g allows",
+			    dev, case_op_name(c), c->name, worst,
+			    out[worst], ref->data[worst], max_err,
+			    OUTLIER_SIGMAS, c->max_nmse);
 	ops_fail();
 }
 
@@ -1797,7 +1794,7 @@ static bool check_call(int st, const char *what)
 	if (st == LOOM_OK)
 		return false;
 	ops_message("%s: %s: %s", what, loom_strerror(st),
-		       loom_error_message());
+		    loom_error_message());
 	ops_fail();
 	return true;
 }
@@ -1827,7 +1824,7 @@ static void run_case(const struct op_case *c, struct ops_dev *d)
 	if (!d->be && check_call(loom_dev_init_backend(d->dev, NULL, &d->be),
 				 "loom_dev_init_backend")) {
 		d->be_error = loom_test_strdup_printf("no backend: %s",
-					      loom_error_message());
+						      loom_error_message());
 		return;
 	}
 	if (check_call(loom_ctx_new(0, &ctx), "loom_ctx_new"))
@@ -1842,7 +1839,7 @@ static void run_case(const struct op_case *c, struct ops_dev *d)
 		leaf[i] = loom_tensor_new(ctx, c->in[i].type, 4, ne);
 		if (!leaf[i]) {
 			ops_message("loom_tensor_new: %s",
-				       loom_ctx_error(ctx));
+				    loom_ctx_error(ctx));
 			ops_fail();
 			goto out_free_ctx;
 		}
@@ -1860,7 +1857,7 @@ static void run_case(const struct op_case *c, struct ops_dev *d)
 	out = build_op(ctx, c, src);
 	if (!out) {
 		ops_message("building %s/%s: %s", case_op_name(c),
-			       c->name, loom_ctx_error(ctx));
+			    c->name, loom_ctx_error(ctx));
 		ops_fail();
 		goto out_free_buf;
 	}
@@ -1918,8 +1915,8 @@ static void run_case(const struct op_case *c, struct ops_dev *d)
 		  &ref);
 	if (out->type != result_type(c)) {
 		ops_message("result type %s, expected %s",
-			       loom_type_name(out->type),
-			       loom_type_name(result_type(c)));
+			    loom_type_name(out->type),
+			    loom_type_name(result_type(c)));
 		ops_fail();
 		goto out_free_refs;
 	}
@@ -1930,14 +1927,14 @@ static void run_case(const struct op_case *c, struct ops_dev *d)
 			if (out->ne[i] == ref.ne[i])
 				continue;
 			ops_message("result shape [%" PRId64 ",%"
-				       PRId64 ",%" PRId64
-				       ",%" PRId64 "], expected [%"
-				       PRId64 ",%" PRId64
-				       ",%" PRId64 ",%"
-				       PRId64 "]", out->ne[0],
-				       out->ne[1], out->ne[2], out->ne[3],
-				       ref.ne[0], ref.ne[1], ref.ne[2],
-				       ref.ne[3]);
+				    PRId64 ",%" PRId64
+				    ",%" PRId64 "], expected [%"
+				    PRId64 ",%" PRId64
+				    ",%" PRId64 ",%"
+				    PRId64 "]", out->ne[0],
+				    out->ne[1], out->ne[2], out->ne[3],
+				    ref.ne[0], ref.ne[1], ref.ne[2],
+				    ref.ne[3]);
 			ops_fail();
 			goto out_free_refs;
 		}
