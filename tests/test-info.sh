@@ -4,7 +4,8 @@
 # configuration that leaves no device says why.  TAP output.
 
 info="$LOOM_TEST_BUILDDIR/tools/loom-info"
-path="$LOOM_TEST_PLUGIN_PATH"
+# Only the cpu and meta plugins, so that what "everything" is stays known.
+path="$LOOM_TEST_BUILDDIR/plugins/cpu/.libs:$LOOM_TEST_BUILDDIR/plugins/meta/.libs"
 out="${TMPDIR:-/tmp}/loom-test-info.$$"
 trap 'rm -f "$out" "$out.err"' EXIT
 n=0
@@ -60,7 +61,7 @@ check "meta alone: no device" \
 	LOOM_BACKENDS=meta
 check "everything excluded: no device" \
 	"  no device: LOOM_BACKENDS excludes every plugin file found" \
-	LOOM_BACKENDS=^cpu,meta,cuda,hip
+	LOOM_BACKENDS=^cpu,meta
 # The same reasons in JSON.
 n=$((n + 1))
 env LOOM_PLUGIN_PATH=/nonexistent "$info" --json >"$out" 2>"$out.err"

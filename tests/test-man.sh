@@ -10,7 +10,7 @@ if ! command -v groff >/dev/null 2>&1; then
 fi
 pages=$(ls "$src"/man/*.[17])
 set -- $pages
-echo "1..$#"
+echo "1..$(($# + 1))"
 n=0
 err="${TMPDIR:-/tmp}/loom-test-man.$$"
 trap 'rm -f "$err"' EXIT
@@ -30,3 +30,20 @@ for page in $pages; do
 		echo "ok $n - $name"
 	fi
 done
+
+# loom(7) describes every LOOM_* variable the library and plugins read.
+n=$((n + 1))
+vars=$(cat "$src"/libcore/*.c "$src"/plugins/*/*.c "$src"/plugins/*/*.cu \
+	2>/dev/null | sed -n 's/.*loom_env_get("\(LOOM_[A-Z0-9_]*\)").*/\1/p' |
+	sort -u)
+missing=""
+for v in $vars; do
+	grep -q "^\.B $v\$" "$src/man/loom.7" || missing="$missing $v"
+done
+if [ -z "$vars" ]; then
+	echo "not ok $n - loom.7: no variable found in the sources"
+elif [ -n "$missing" ]; then
+	echo "not ok $n - loom.7 does not describe:$missing"
+else
+	echo "ok $n - loom.7 describes all $(echo $vars | wc -w) variables"
+fi
