@@ -93,22 +93,25 @@ static bool repeats_a_plugin(const char *msg)
  * devices. */
 static const char *why_no_device(char *buf, size_t len)
 {
-	size_t n = loom_plugin_count(), loaded = 0, excluded = 0;
+	size_t n = loom_plugin_count(), files = 0, loaded = 0, excluded = 0;
 	int used = 0;
 
 	if (loom_dev_count())
 		return NULL;
-	if (n == 0)
-		return "no plugin file in the search path";
+	/* Records without a plugin name are directories that could not be
+	 * read; they have their own line above. */
 	for (size_t i = 0; i < n; i++) {
 		struct loom_plugin_info p;
 
-		if (loom_plugin_info(i, &p))
+		if (loom_plugin_info(i, &p) || !*p.name)
 			continue;
+		files++;
 		loaded += p.state == LOOM_PLUGIN_LOADED;
 		excluded += p.state == LOOM_PLUGIN_EXCLUDED;
 	}
-	if (excluded == n)
+	if (files == 0)
+		return "no plugin file in the search path";
+	if (excluded == files)
 		return "LOOM_BACKENDS excludes every plugin file found";
 	if (loaded == 0)
 		return "no plugin loaded (each file's reason is above)";
