@@ -17,6 +17,10 @@ static enum loom_log_level level = LOOM_LOG_WARN;
 static loom_log_fn log_fn;
 static void *log_userdata;
 static _Thread_local bool in_log; /* this thread is in the callback */
+/* A LOOM_LOG value that names no level, reported once it can be logged
+ * (not from inside level_init, which pthread_once is running). */
+static char bad_level[64];
+static int bad_level_reported;
 
 static const char *const level_names[] = {
 	[LOOM_LOG_NONE] = "none",   [LOOM_LOG_ERROR] = "error",
@@ -38,8 +42,8 @@ static void level_init(void)
 			return;
 		}
 	}
-	if (strcmp(s, "warning") == 0)
-		level = LOOM_LOG_WARN;
+	if (strcmp(s, "warning") != 0)
+		snprintf(bad_level, sizeof(bad_level), "%s", s);
 }
 
 void loom_log_set_callback(loom_log_fn fn, void *userdata)
@@ -67,6 +71,12 @@ void loom_log_set_level(enum loom_log_level lvl)
 enum loom_log_level loom_log_get_level(void)
 {
 	pthread_once(&level_once, level_init);
+	if (bad_level[0] &&
+	    !__atomic_exchange_n(&bad_level_reported, 1, __ATOMIC_RELAXED))
+		loom_log(LOOM_LOG_WARN,
+			 "LOOM_LOG=%s is not a level (none, error, warn, "
+			 "info, debug); using warn",
+			 bad_level);
 	return __atomic_load_n(&level, __ATOMIC_RELAXED);
 }
 

@@ -45,7 +45,9 @@ AS_IF([test "x$with_cuda" != xno], [
     CUDA_CPPFLAGS="-isystem $CUDA_HOME/include"
     loom_cuda_libdir="$CUDA_HOME/lib64"
     AS_IF([test -d "$loom_cuda_libdir"], [], [loom_cuda_libdir="$CUDA_HOME/lib"])
-    CUDA_LDFLAGS="-L$loom_cuda_libdir -Wl,-rpath,$loom_cuda_libdir"
+    CUDA_LDFLAGS="-L$loom_cuda_libdir"
+    AS_IF([test "x$enable_rpath" != xno],
+      [CUDA_LDFLAGS="$CUDA_LDFLAGS -Wl,-rpath,$loom_cuda_libdir"])
     loom_save_CPPFLAGS="$CPPFLAGS"; loom_save_LDFLAGS="$LDFLAGS"; loom_save_LIBS="$LIBS"
     CPPFLAGS="$CPPFLAGS $CUDA_CPPFLAGS"; LDFLAGS="$LDFLAGS $CUDA_LDFLAGS"
     AC_CHECK_HEADER([cuda_runtime.h], [
@@ -62,7 +64,9 @@ AS_IF([test "x$with_cuda" != xno], [
       AS_CASE([$with_nccl],
         [yes|check], [],
         [NCCL_CPPFLAGS="-I$with_nccl/include"
-         NCCL_LDFLAGS="-L$with_nccl/lib -Wl,-rpath,$with_nccl/lib"])
+         NCCL_LDFLAGS="-L$with_nccl/lib"
+         AS_IF([test "x$enable_rpath" != xno],
+           [NCCL_LDFLAGS="$NCCL_LDFLAGS -Wl,-rpath,$with_nccl/lib"])])
       CPPFLAGS="$CPPFLAGS $NCCL_CPPFLAGS"; LDFLAGS="$LDFLAGS $NCCL_LDFLAGS"
       AC_CHECK_HEADER([nccl.h], [
         AC_CHECK_LIB([nccl], [ncclCommInitRank], [

@@ -42,7 +42,9 @@ AS_IF([test "x$with_hip" != xno], [
     HIP_HOME=`dirname "$HIPCC"`; HIP_HOME=`dirname "$HIP_HOME"`
     AS_IF([test "x$HIP_HOME" != x/usr], [
       HIP_CPPFLAGS="-isystem $HIP_HOME/include"
-      HIP_LDFLAGS="-L$HIP_HOME/lib -Wl,-rpath,$HIP_HOME/lib"])
+      HIP_LDFLAGS="-L$HIP_HOME/lib"
+      AS_IF([test "x$enable_rpath" != xno],
+        [HIP_LDFLAGS="$HIP_LDFLAGS -Wl,-rpath,$HIP_HOME/lib"])])
     HIP_CPPFLAGS="$HIP_CPPFLAGS -D__HIP_PLATFORM_AMD__"
     loom_save_CPPFLAGS="$CPPFLAGS"; loom_save_LDFLAGS="$LDFLAGS"; loom_save_LIBS="$LIBS"
     CPPFLAGS="$CPPFLAGS $HIP_CPPFLAGS"; LDFLAGS="$LDFLAGS $HIP_LDFLAGS"

@@ -43,7 +43,6 @@ check-gpu: all $(check_PROGRAMS) $(check_LTLIBRARIES)
 gpu-bundle: dist
 	$(SHELL) $(top_srcdir)/tests/gpu-bundle.sh '$(top_srcdir)' \
 		'$(distdir).tar.gz' '$(abs_top_builddir)/gpu-bundle'
-.PHONY: check-gpu gpu-bundle
 
 # The check itself: a GPU the driver lists but Loom cannot use fails it.
 TESTS += tests/test-check-gpu.sh

@@ -11,6 +11,8 @@ AM_TESTS_ENVIRONMENT = \
 		LOOM_CPU_THREADS LOOM_META_DEVICES LOOM_CUDA_ALLREDUCE; \
 	LOOM_PLUGIN_SYSTEM_PATH=; export LOOM_PLUGIN_SYSTEM_PATH; \
 	LOOM_TEST_BUILDDIR='$(abs_top_builddir)'; export LOOM_TEST_BUILDDIR; \
+	LOOM_TEST_SRCDIR='$(abs_top_srcdir)'; export LOOM_TEST_SRCDIR; \
+	LOOM_TEST_VERSION='$(PACKAGE_VERSION)'; export LOOM_TEST_VERSION; \
 	LOOM_TEST_PLUGIN_PATH='$(abs_top_builddir)/plugins/cpu/.libs:$(abs_top_builddir)/plugins/meta/.libs:$(abs_top_builddir)/plugins/cuda/.libs:$(abs_top_builddir)/plugins/hip/.libs:$(abs_top_builddir)/plugins/mpi/.libs'; \
 	export LOOM_TEST_PLUGIN_PATH; \
 	G_DEBUG=fatal-criticals; export G_DEBUG;
@@ -20,9 +22,14 @@ TEST_LIBS = libcore/libloom.la $(GLIB_LIBS) -lm
 
 
 
+include tests/tools.mk
 include tests/bench.mk
 include tests/mpi.mk
 include tests/fuzz.mk
+
+# check-gpu and gpu-bundle (tests/gpu.mk) are declared here: .PHONY may
+# not be set both inside and outside a condition.
+.PHONY: check-gpu gpu-bundle
 
 if HAVE_GLIB
 include tests/core.mk

@@ -1,12 +1,8 @@
 # tests/ops.mk - the op-conformance suite (every op, every device, against
-# a double-precision reference) and the shared test helpers.
+# a double-precision reference; tests/libopsuite.la, see
+# tools/conformance.mk) and the API's answers to a caller's mistakes.
 check_PROGRAMS += tests/test-ops
 TESTS += tests/test-ops
-tests_test_ops_SOURCES = \
-	tests/test-ops.c \
-	tests/ref-ops.c \
-	tests/ref-ops.h \
-	tests/test-util.c \
-	tests/test-util.h
+tests_test_ops_SOURCES = tests/test-ops-main.c
 tests_test_ops_CPPFLAGS = $(TEST_CPPFLAGS)
-tests_test_ops_LDADD = $(TEST_LIBS)
+tests_test_ops_LDADD = tests/libopsuite.la $(TEST_LIBS)

@@ -3,22 +3,25 @@
  * semantics are those documented in include/loom/loom.h.
  */
 #include "ref-ops.h"
+#include "test-util.h"
 
-#include <glib.h>
+#include <assert.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 void ref_tensor_init(struct ref_tensor *t, const int64_t ne[4])
 {
 	for (int i = 0; i < 4; i++)
 		t->ne[i] = ne[i];
-	t->data = g_new0(double, ref_nelements(t) ? ref_nelements(t) : 1);
+	t->data = loom_test_malloc(sizeof(double) *
+				 (size_t)(ref_nelements(t) ? ref_nelements(t) : 1));
 }
 
 void ref_tensor_free(struct ref_tensor *t)
 {
-	g_free(t->data);
+	free(t->data);
 	t->data = NULL;
 }
 
@@ -30,7 +33,7 @@ int64_t ref_nelements(const struct ref_tensor *t)
 double *ref_at(const struct ref_tensor *t, int64_t i0, int64_t i1,
 	       int64_t i2, int64_t i3)
 {
-	g_assert(i0 >= 0 && i0 < t->ne[0] && i1 >= 0 && i1 < t->ne[1] &&
+	assert(i0 >= 0 && i0 < t->ne[0] && i1 >= 0 && i1 < t->ne[1] &&
 		 i2 >= 0 && i2 < t->ne[2] && i3 >= 0 && i3 < t->ne[3]);
 	return &t->data[((i3 * t->ne[2] + i2) * t->ne[1] + i1) * t->ne[0] +
 			i0];
@@ -261,7 +264,7 @@ void ref_cpy(const struct ref_tensor *a, const int64_t ne[4],
 	     struct ref_tensor *out)
 {
 	ref_tensor_init(out, ne);
-	g_assert(ref_nelements(out) == ref_nelements(a));
+	assert(ref_nelements(out) == ref_nelements(a));
 	memcpy(out->data, a->data, ref_nelements(a) * sizeof(*a->data));
 }
 
@@ -324,7 +327,7 @@ void ref_argmax(const struct ref_tensor *a, struct ref_tensor *out)
 void ref_top_k(const struct ref_tensor *a, int k, struct ref_tensor *out)
 {
 	int64_t ne[4] = { k, a->ne[1], a->ne[2], a->ne[3] };
-	gboolean *taken = g_new(gboolean, a->ne[0]);
+	bool *taken = loom_test_malloc(sizeof(bool) * (size_t)a->ne[0]);
 
 	ref_tensor_init(out, ne);
 	FOR_EACH_ROW(a->ne, i1, i2, i3) {
@@ -339,9 +342,9 @@ void ref_top_k(const struct ref_tensor *a, int k, struct ref_tensor *out)
 						  *ref_at(a, best, i1, i2, i3),
 						  best)))
 					best = i0;
-			taken[best] = TRUE;
+			taken[best] = true;
 			*ref_at(out, j, i1, i2, i3) = best;
 		}
 	}
-	g_free(taken);
+	free(taken);
 }

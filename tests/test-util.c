@@ -1,12 +1,47 @@
-/* test-util.c - helpers shared by the tests: seeded random values, setting
- * and reading back tensors of any type as plain numbers, NMSE, and loading
- * the uninstalled plugins.  Nothing here is part of the library.
+/* test-util.c - helpers shared by the tests and loom-conformance: seeded
+ * random values, setting and reading back tensors of any type as plain
+ * numbers, NMSE, and loading the uninstalled plugins.  Nothing here is part
+ * of the library, and nothing uses GLib (loom-conformance is installed).
  */
+#define _GNU_SOURCE
 #include "test-util.h"
 
-#include <glib.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* Test code stops at the first allocation that fails: there is no result
+ * to report without the memory. */
+static void out_of_memory(void)
+{
+	fputs("out of memory\n", stderr);
+	abort();
+}
+
+void *loom_test_malloc(size_t size)
+{
+	void *p = calloc(1, size ? size : 1);
+
+	if (!p)
+		out_of_memory();
+	return p;
+}
+
+char *loom_test_strdup_printf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		out_of_memory();
+	return s;
+}
 
 void loom_test_rng_seed(struct loom_test_rng *rng, uint64_t seed)
 {
@@ -73,11 +108,11 @@ int loom_test_set_f32(struct loom_tensor *t, const float *values)
 		return LOOM_E_INVAL;
 	if (t->type == LOOM_TYPE_F32)
 		return loom_tensor_set(t, values, 0, size);
-	buf = g_malloc(size ? size : 1);
+	buf = loom_test_malloc(size ? size : 1);
 	st = loom_type_convert(LOOM_TYPE_F32, values, t->type, buf, n);
 	if (st == LOOM_OK)
 		st = loom_tensor_set(t, buf, 0, size);
-	g_free(buf);
+	free(buf);
 	return st;
 }
 
@@ -92,13 +127,13 @@ int loom_test_fill_uniform(struct loom_tensor *t, struct loom_test_rng *rng,
 			   double lo, double hi)
 {
 	int64_t n = loom_tensor_n_elements(t);
-	float *v = g_new(float, n ? n : 1);
+	float *v = loom_test_malloc(sizeof(float) * (size_t)(n ? n : 1));
 	int st;
 
 	for (int64_t i = 0; i < n; i++)
 		v[i] = (float)loom_test_rng_uniform(rng, lo, hi);
 	st = loom_test_set_f32(t, v);
-	g_free(v);
+	free(v);
 	return st;
 }
 
@@ -149,23 +184,23 @@ double *loom_test_get_doubles(const struct loom_tensor *t, char **error)
 
 	if (t->type == LOOM_TYPE_Q8_0 &&
 	    (t->nb[0] != loom_type_size(t->type) || t->ne[0] % LOOM_QK8_0)) {
-		*error = g_strdup("quantized tensor without contiguous rows");
+		*error = loom_test_strdup_printf("quantized tensor without contiguous rows");
 		return NULL;
 	}
 	if (t->type != LOOM_TYPE_Q8_0 && loom_type_is_quantized(t->type)) {
-		*error = g_strdup_printf("cannot decode type %s",
+		*error = loom_test_strdup_printf("cannot decode type %s",
 					 loom_type_name(t->type));
 		return NULL;
 	}
-	raw = g_malloc(nbytes ? nbytes : 1);
+	raw = loom_test_malloc(nbytes ? nbytes : 1);
 	st = loom_tensor_get(t, raw, 0, nbytes);
 	if (st != LOOM_OK) {
-		*error = g_strdup_printf("loom_tensor_get: %s: %s",
+		*error = loom_test_strdup_printf("loom_tensor_get: %s: %s",
 					 loom_strerror(st), loom_error_message());
-		g_free(raw);
+		free(raw);
 		return NULL;
 	}
-	out = o = g_new(double, n ? n : 1);
+	out = o = loom_test_malloc(sizeof(double) * (size_t)(n ? n : 1));
 	for (int64_t i3 = 0; i3 < t->ne[3]; i3++)
 	for (int64_t i2 = 0; i2 < t->ne[2]; i2++)
 	for (int64_t i1 = 0; i1 < t->ne[1]; i1++) {
@@ -182,7 +217,7 @@ double *loom_test_get_doubles(const struct loom_tensor *t, char **error)
 		for (int64_t i0 = 0; i0 < t->ne[0]; i0++)
 			*o++ = scalar_to_double(t->type, row + i0 * t->nb[0]);
 	}
-	g_free(raw);
+	free(raw);
 	return out;
 }
 
@@ -212,17 +247,17 @@ double loom_test_nmse(const double *ref, const double *out, size_t n)
 
 int loom_test_load_plugins(void)
 {
-	const char *test_path = g_getenv("LOOM_TEST_PLUGIN_PATH");
-	const char *user_path = g_getenv("LOOM_PLUGIN_PATH");
+	const char *test_path = getenv("LOOM_TEST_PLUGIN_PATH");
+	const char *user_path = getenv("LOOM_PLUGIN_PATH");
 
 	if (test_path && *test_path &&
 	    !(user_path && strstr(user_path, test_path))) {
 		char *path = user_path && *user_path ?
-			g_strconcat(user_path, ":", test_path, NULL) :
-			g_strdup(test_path);
+			loom_test_strdup_printf("%s:%s", user_path, test_path) :
+			loom_test_strdup_printf("%s", test_path);
 
-		g_setenv("LOOM_PLUGIN_PATH", path, TRUE);
-		g_free(path);
+		setenv("LOOM_PLUGIN_PATH", path, 1);
+		free(path);
 	}
 	return loom_load_all();
 }

@@ -1,6 +1,6 @@
-/* test-util.h - small helpers shared by the tests: a seeded random
- * generator, filling and reading tensors of any type, NMSE, and loading the
- * uninstalled plugins.  Test code only (uses GLib).
+/* test-util.h - small helpers shared by the tests and loom-conformance: a
+ * seeded random generator, filling and reading tensors of any type, NMSE,
+ * and loading the uninstalled plugins.  Plain C, without GLib.
  */
 #ifndef LOOM_TEST_UTIL_H
 #define LOOM_TEST_UTIL_H
@@ -9,6 +9,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* Zeroed memory, and a formatted string; both freed with free().  They
+ * abort when memory runs out (test code has nothing to report without
+ * it). */
+void *loom_test_malloc(size_t size);
+char *loom_test_strdup_printf(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
 
 /* A seeded generator (splitmix64): the same seed gives the same values on
  * every machine, so a failure can be replayed. */
@@ -42,7 +49,7 @@ int loom_test_fill_uniform(struct loom_tensor *t, struct loom_test_rng *rng,
 /* Reads t (placed; any layout, any type) back to the host and returns its
  * values as doubles in logical order (dimension 0 fastest), nelements of
  * them.  Quantized tensors need rows contiguous in dimension 0.  Returns
- * NULL with a message in *error (g_free both) on failure. */
+ * NULL with a message in *error (free() both) on failure. */
 double *loom_test_get_doubles(const struct loom_tensor *t, char **error);
 
 /* Normalized mean squared error: sum((out - ref)^2) / sum(ref^2).  An

@@ -3,12 +3,9 @@ bin_PROGRAMS += tools/loom-info
 tools_loom_info_SOURCES = tools/loom-info.c
 tools_loom_info_LDADD = libcore/libloom.la
 
-# The out-of-tree plugin template ships in the tarball; it builds against
-# an installed Loom with its own Makefile, which installcheck tries.
-EXTRA_DIST += \
-	examples/plugin-template/Makefile \
-	examples/plugin-template/README \
-	examples/plugin-template/my-plugin.c
+# The out-of-tree plugin template (installed by doc/local.mk) builds
+# against an installed Loom with its own Makefile, which installcheck
+# tries.
 
 installcheck-local: installcheck-template
 installcheck-template:

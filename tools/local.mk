@@ -1,3 +1,4 @@
 # tools/local.mk - the command-line tools.
 include tools/info.mk
 include tools/bench.mk
+include tools/conformance.mk

@@ -10,6 +10,8 @@
  *   gemv       gbps (by type name), stream_gbps
  *   allreduce  allreduce: a list of {bytes, us, algbw, busbw}
  */
+#include "config.h"
+
 #include "bench-util.h"
 
 #include <getopt.h>
@@ -45,11 +47,11 @@ static void usage(FILE *f)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 	fprintf(f,
 		"\nOptions:\n"
-		"  --threads N         threads per device and for the limits\n"
-		"  --devices A[,B]     devices to run on (model: each one, "
-		"the first\n"
-		"                      non-meta device is the reference)\n"
-		"  --json              one JSON object on stdout\n"
+		"  -t, --threads N     threads per device and for the limits\n"
+		"  --devices A[,B]     devices to run on (also --device;\n"
+		"                      model: each one, the first non-meta\n"
+		"                      device is the reference)\n"
+		"  -j, --json          one JSON object on stdout\n"
 		"  --reps N            timed runs after a warm-up (default 5)\n"
 		"  --type T[,T...]     f32|f16|bf16|q8_0 (gemv: all four)\n"
 		"  --compare openblas  gemm, gemv: OpenBLAS in the same table\n"
@@ -62,12 +64,20 @@ static void usage(FILE *f)
 		"  --rows M            gemv: m (default: matrices of 4x the "
 		"last-level cache)\n"
 		"  --parts N           allreduce: CPU partitions (default 2)\n"
-		"  --seed N            weights' seed\n"
+		"  --seed N            weights' seed (default 42)\n"
 		"  --quick             shorter limit measurements\n"
 		"  --no-limits         skip the FMA peak and STREAM runs\n"
-		"\nEnvironment: LOOM_CPU_DEVICES=N splits the CPU into N "
-		"devices;\nLOOM_META_DEVICES=cpu0,cpu1 composes a meta device "
-		"(see loom-info).\n");
+		"  -h, --help          print this help\n"
+		"  -V, --version       print the version and exit\n"
+		"\nEnvironment:\n"
+		"  LOOM_CPU_DEVICES=N        splits the CPU into N devices\n"
+		"  LOOM_META_DEVICES=A,B     composes a meta device of those\n"
+		"  LOOM_CPU_THREADS=N        threads per CPU device "
+		"(--threads wins)\n"
+		"  LOOM_BACKENDS, LOOM_PLUGIN_PATH, LOOM_LOG   as for "
+		"loom-info(1)\n"
+		"  OPENBLAS_CORETYPE         passed on to OpenBLAS "
+		"(--compare openblas)\n");
 }
 
 static int parse_types(const char *s, struct bench_opts *o)
@@ -105,7 +115,7 @@ enum {
 	OPT_THREADS = 256, OPT_DEVICES, OPT_JSON, OPT_REPS, OPT_TYPE,
 	OPT_COMPARE, OPT_PRESET, OPT_PREFILL, OPT_DECODE, OPT_SIZE,
 	OPT_PARTS, OPT_SEED, OPT_QUICK, OPT_NO_LIMITS, OPT_INTERNAL, OPT_ROWS,
-	OPT_HELP,
+	OPT_HELP, OPT_VERSION,
 };
 
 static const struct option long_opts[] = {
@@ -127,6 +137,7 @@ static const struct option long_opts[] = {
 	{ "no-limits", no_argument, NULL, OPT_NO_LIMITS },
 	{ "internal-single", required_argument, NULL, OPT_INTERNAL },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -135,7 +146,7 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 	long long v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "ht:j", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hVt:j", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 		case OPT_THREADS:
@@ -212,6 +223,10 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 		case 'h':
 		case OPT_HELP:
 			usage(stdout);
+			exit(0);
+		case 'V':
+		case OPT_VERSION:
+			printf("loom-bench (Loom) %s\n", PACKAGE_VERSION);
 			exit(0);
 		default:
 			usage(stderr);

@@ -1,6 +1,8 @@
 /* loom-info.c - what the loader found and why: the search path, every
  * candidate plugin file with its state and reason, and every device with
  * its memory, capabilities and entry points.  Uses only the public API. */
+#include "config.h"
+
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,25 +32,130 @@ static const struct {
 
 #define N_OF(a) (sizeof(a) / sizeof(*(a)))
 
+/* The warnings and errors the library logged while loading: environment
+ * mistakes and the like, which the report shows (a user running loom-info
+ * is asking what went wrong).  Kept in order, each once. */
+static struct {
+	char **v;
+	size_t n;
+} warnings;
+
+static void warning_add(const char *msg)
+{
+	char *s, **v;
+
+	for (size_t i = 0; i < warnings.n; i++)
+		if (strcmp(warnings.v[i], msg) == 0)
+			return;
+	s = strdup(msg);
+	v = realloc(warnings.v, (warnings.n + 1) * sizeof(*v));
+	if (!s || !v) {
+		free(s);
+		if (v)
+			warnings.v = v;
+		return;
+	}
+	warnings.v = v;
+	warnings.v[warnings.n++] = s;
+}
+
+/* Warnings and errors go into the report; info and debug (when LOOM_LOG
+ * asks for them) to stderr as they come. */
+static void on_log(enum loom_log_level level, const char *msg, void *data)
+{
+	if (level <= LOOM_LOG_WARN)
+		warning_add(msg);
+	else
+		fprintf(stderr, "loom: %s: %s\n",
+			level == LOOM_LOG_INFO ? "info" : "debug", msg);
+}
+
+/* A failed plugin's warning repeats its line in the plugin table. */
+static bool repeats_a_plugin(const char *msg)
+{
+	size_t n = loom_plugin_count();
+
+	for (size_t i = 0; i < n; i++) {
+		struct loom_plugin_info p;
+		char buf[1200];
+
+		if (loom_plugin_info(i, &p) || p.state != LOOM_PLUGIN_FAILED)
+			continue;
+		snprintf(buf, sizeof(buf), "plugin %s (%s): %s: %s", p.name,
+			 p.file, loom_plugin_state_name(p.state), p.reason);
+		if (strcmp(buf, msg) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Why no device came out of loading, in one sentence; NULL when there are
+ * devices. */
+static const char *why_no_device(char *buf, size_t len)
+{
+	size_t n = loom_plugin_count(), files = 0, loaded = 0, excluded = 0;
+	int used = 0;
+
+	if (loom_dev_count())
+		return NULL;
+	/* Records without a plugin name are directories that could not be
+	 * read; they have their own line above. */
+	for (size_t i = 0; i < n; i++) {
+		struct loom_plugin_info p;
+
+		if (loom_plugin_info(i, &p) || !*p.name)
+			continue;
+		files++;
+		loaded += p.state == LOOM_PLUGIN_LOADED;
+		excluded += p.state == LOOM_PLUGIN_EXCLUDED;
+	}
+	if (files == 0)
+		return "no plugin file in the search path";
+	if (excluded == files)
+		return "LOOM_BACKENDS excludes every plugin file found";
+	if (loaded == 0)
+		return "no plugin loaded (each file's reason is above)";
+	used = snprintf(buf, len, "the loaded plugins have no devices:");
+	for (size_t i = 0; i < loom_reg_count() && used > 0 &&
+			   (size_t)used < len; i++)
+		used += snprintf(buf + used, len - (size_t)used, "%s%s",
+				 i ? ", " : " ", loom_reg_name(loom_reg_get(i)));
+	if (loom_reg_by_name("meta") && used > 0 && (size_t)used < len)
+		snprintf(buf + used, len - (size_t)used,
+			 " (meta composes the devices LOOM_META_DEVICES "
+			 "names, else two or more GPUs)");
+	return buf;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: loom-info [--json] [--help]\n"
+		"Usage: loom-info [--json] [--help] [--version]\n"
 		"\n"
 		"Shows where Loom looks for plugins, what it did with every\n"
-		"candidate file and why, and the devices the loaded plugins\n"
-		"bring.\n"
+		"candidate file and why, the devices the loaded plugins\n"
+		"bring, and the warnings the library logged while loading.\n"
 		"\n"
-		"  --json   print one JSON object instead of text\n"
-		"  --help   print this help\n"
+		"  -j, --json      print one JSON object instead of text\n"
+		"  -h, --help      print this help\n"
+		"  -V, --version   print the version and exit\n"
 		"\n"
-		"Environment: LOOM_PLUGIN_PATH (directories searched first,\n"
-		"colon-separated), LOOM_BACKENDS (\"a,b\" loads only those,\n"
-		"in that order; \"^a,b\" loads all but those), LOOM_LOG\n"
-		"(none, error, warn, info, debug).\n"
+		"Environment:\n"
+		"  LOOM_PLUGIN_PATH         directories searched first "
+		"(colon-separated)\n"
+		"  LOOM_PLUGIN_SYSTEM_PATH  replaces the installed plugin "
+		"directory\n"
+		"  LOOM_BACKENDS            \"a,b\" loads only those, in that "
+		"order;\n"
+		"                           \"^a,b\" loads all but those\n"
+		"  LOOM_LOG                 none, error, warn (default), info, "
+		"debug\n"
+		"  and those the plugins read: LOOM_CPU_DEVICES, "
+		"LOOM_CPU_THREADS,\n"
+		"  LOOM_META_DEVICES, LOOM_CUDA_ALLREDUCE (see loom(7)).\n"
 		"\n"
 		"Exits with status 1 when a backend named in LOOM_BACKENDS\n"
-		"cannot be loaded.\n");
+		"cannot be loaded, 2 on a bad option.\n");
 }
 
 /* Formats n bytes with binary units ("15.6 GiB"). */
@@ -251,6 +358,14 @@ static void print_json(const char *error)
 		fputs(i ? ", " : "", stdout);
 		json_str(loom_search_path(i));
 	}
+	fputs("],\n \"warnings\": [", stdout);
+	n = 0;
+	for (size_t i = 0; i < warnings.n; i++) {
+		if (repeats_a_plugin(warnings.v[i]))
+			continue;
+		fputs(n++ ? ", " : "", stdout);
+		json_str(warnings.v[i]);
+	}
 	fputs("]}\n", stdout);
 }
 
@@ -306,7 +421,7 @@ static void print_devices(void)
 
 	printf("Devices (in priority order):\n");
 	if (n == 0) {
-		printf("  (none)\n");
+		printf("  (none: see the warnings)\n");
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -363,6 +478,20 @@ static void print_devices(void)
 	}
 }
 
+static void print_warnings(void)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < warnings.n; i++) {
+		if (repeats_a_plugin(warnings.v[i]))
+			continue;
+		if (!any)
+			printf("\nWarnings:\n");
+		printf("  %s\n", warnings.v[i]);
+		any = true;
+	}
+}
+
 static void print_text(void)
 {
 	size_t n = loom_search_path_count();
@@ -373,6 +502,7 @@ static void print_text(void)
 	printf("\n");
 	print_plugins();
 	print_devices();
+	print_warnings();
 }
 
 int main(int argc, char **argv)
@@ -380,19 +510,24 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool json = false;
-	char *why = NULL;
+	char *why = NULL, nodev[512];
+	const char *nodev_why;
 	int c, st;
 
-	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("loom-info (Loom) %s\n", PACKAGE_VERSION);
 			return 0;
 		default:
 			usage(stderr);
@@ -406,11 +541,16 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	/* Every failure is in the report; the log repeats it only when the
-	 * user asks for a level. */
-	if (!loom_env_get("LOOM_LOG"))
-		loom_log_set_level(LOOM_LOG_ERROR);
+	/* Warnings are part of the report (unless LOOM_LOG silences them). */
+	loom_log_set_callback(on_log, NULL);
 	st = loom_load_all();
+	nodev_why = why_no_device(nodev, sizeof(nodev));
+	if (nodev_why) {
+		char msg[sizeof(nodev) + 16];
+
+		snprintf(msg, sizeof(msg), "no device: %s", nodev_why);
+		warning_add(msg);
+	}
 	/* loom_error_message() is per thread and later calls may replace it. */
 	if (st)
 		why = strdup(loom_error_message());
@@ -434,5 +574,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "loom-info: error: %s\n", loom_error_message());
 		st = LOOM_E_BUSY;
 	}
+	loom_log_set_callback(NULL, NULL);
+	for (size_t i = 0; i < warnings.n; i++)
+		free(warnings.v[i]);
+	free(warnings.v);
 	return st ? 1 : 0;
 }

@@ -297,8 +297,8 @@ static int requested_devices(void)
 	v = strtol(s, &end, 10);
 	if (*end || v < 1 || v > 1024) {
 		loom_log(LOOM_LOG_WARN,
-			 "cpu: LOOM_CPU_DEVICES=%s is neither a count nor "
-			 "'numa'; using 1 device", s);
+			 "cpu: LOOM_CPU_DEVICES=%s is neither a device count "
+			 "(1 to 1024) nor 'numa'; using 1 device", s);
 		return 1;
 	}
 	return (int)v;
@@ -436,9 +436,17 @@ static int split_even(struct cpu_reg *cr, const int *cpus,
 		return -1;
 	}
 	cr->n_alloc = n;
-	if (n > n_cores)
-		loom_log(LOOM_LOG_INFO,
-			 "cpu: %d devices on %d cores: devices share cores",
+	/* Allowed (tensor parallelism can then be tested on any machine),
+	 * but never silent: such devices are slower than one. */
+	if (n > n_cpus)
+		loom_log(LOOM_LOG_WARN,
+			 "cpu: LOOM_CPU_DEVICES=%d but only %d CPUs: devices "
+			 "share CPUs and run slower than one device",
+			 n, n_cpus);
+	else if (n > n_cores)
+		loom_log(LOOM_LOG_WARN,
+			 "cpu: LOOM_CPU_DEVICES=%d but only %d cores: devices "
+			 "share cores and run slower than one device",
 			 n, n_cores);
 	for (i = 0; i < n; i++) {
 		struct cpu_device *cd = &cr->devices[i];

@@ -1,40 +1,30 @@
-/* test-ops.c - the op-conformance suite: every op of loom.h on every device
- * the registry offers, compared with a plain double-precision reference
- * (ref-ops.c) by NMSE; and the API's answers to a caller's mistakes.
+/* ops-suite.c - the op-conformance suite: every op of loom.h as cases of
+ * seeded inputs, run on a device and compared with a plain double-precision
+ * reference (ref-ops.c) by NMSE.  GLib-free, so that loom-conformance, the
+ * installed tool, and tests/test-ops share it.
  *
- * Each case is a GLib test named /ops/<device>/<op>/<case>.  Inputs are
- * filled with seeded random values in the device's own buffer type, read
- * back, and the reference is computed from exactly those (rounded or
- * quantized) values.  A device whose supports_op refuses a node of a case
- * skips that case, saying which.
- *
- * Testing a plugin of your own, built out of tree:
- *
- *     LOOM_PLUGIN_PATH=/path/to/your/plugin/dir LOOM_BACKENDS=yours \
- *         tests/test-ops
- *
- * runs the same suite on every device of your plugin.  Narrow it with
- *     LOOM_TEST_DEVICES=yours0,cpu0   devices by name (comma list)
- *     LOOM_TEST_OPS=mul_mat,add       ops by name (as loom_op_name says;
- *                                     "graph" for the composite cases)
- * and the usual GLib options (-p /ops/yours0/mul_mat, --verbose, -l).
- * A failing case prints its NMSE and bound, or the first elements that
- * differ; --verbose prints every case's NMSE.  On a machine with a GPU,
- * LOOM_TEST_DEVICES=cuda0 runs the suite on that device alone;
- * LOOM_CPU_DEVICES=2 LOOM_META_DEVICES=cpu0,cpu1 adds CPU partitions and
- * a meta device over them.
- * Under `make check`, LOOM_TEST_PLUGIN_PATH points at the uninstalled
- * plugins and is searched after LOOM_PLUGIN_PATH.
+ * Inputs are filled with seeded random values in the device's own buffer
+ * type, read back, and the reference is computed from exactly those
+ * (rounded or quantized) values.  A device whose supports_op refuses a node
+ * of a case skips that case, saying which.  Results go to the driver's
+ * report (ops_set_report).
  */
+#define _GNU_SOURCE
+#include "ops-suite.h"
 #include "ref-ops.h"
 #include "test-util.h"
 
 #include <loom/loom-backend.h>
 
-#include <glib.h>
+#include <assert.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#define N_OF(a) (sizeof(a) / sizeof(*(a)))
 
 /* NMSE bounds: exact copies compare bit for bit (after decoding). */
 #define NMSE_EXACT 0.0
@@ -110,23 +100,39 @@ struct op_case {
 	uint64_t seed;
 };
 
-struct test_dev {
-	loom_dev_t *dev;
-	const char *name;
-	loom_backend_t *be;
-	char *be_error; /* why the backend could not be made */
-};
+static struct op_case **all_cases;
+static size_t n_cases, cap_cases;
+static const struct ops_report *report;
+static bool case_failed, case_skipped;
 
-struct test_data {
-	const struct op_case *c;
-	struct test_dev *d;
-};
+static void __attribute__((format(printf, 1, 2)))
+ops_message(const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
 
-static GPtrArray *all_cases;   /* of struct op_case */
-static GPtrArray *all_devs;    /* of struct test_dev */
-static GHashTable *case_names; /* "op/case" already used */
-static GPtrArray *all_tests;   /* of struct test_data, freed at exit even
-				* for tests that -p left out */
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	if (msg && report && report->message)
+		report->message(msg, report->data);
+	free(msg);
+}
+
+static void ops_fail(void)
+{
+	case_failed = true;
+	if (report && report->fail)
+		report->fail(report->data);
+}
+
+static void ops_skip(const char *why)
+{
+	case_skipped = true;
+	if (report && report->skip)
+		report->skip(why, report->data);
+}
 
 /* ------------------------------------------------------------------------
  * Building cases.
@@ -140,7 +146,7 @@ static const char *case_op_name(const struct op_case *c)
 
 static struct op_case *case_new(enum loom_op op, double max_nmse)
 {
-	struct op_case *c = g_new0(struct op_case, 1);
+	struct op_case *c = loom_test_malloc(sizeof(struct op_case));
 
 	c->op = op;
 	c->max_nmse = max_nmse;
@@ -154,7 +160,7 @@ static struct input *case_in(struct op_case *c, enum loom_type type,
 {
 	struct input *in;
 
-	g_assert(c->n_in < MAX_INPUTS);
+	assert(c->n_in < MAX_INPUTS);
 	in = &c->in[c->n_in++];
 	in->type = type;
 	in->ne[0] = ne0;
@@ -180,36 +186,73 @@ static struct input *case_ids(struct op_case *c, enum fill fill,
 	return in;
 }
 
+/* Appends to the string in buf (of size bytes), truncating. */
+static void __attribute__((format(printf, 3, 4)))
+str_append(char *buf, size_t size, const char *fmt, ...)
+{
+	size_t len = strlen(buf);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf + len, size - len, fmt, ap);
+	va_end(ap);
+}
+
+static bool case_exists(const char *op, const char *name)
+{
+	for (size_t i = 0; i < n_cases; i++)
+		if (!strcmp(case_op_name(all_cases[i]), op) &&
+		    !strcmp(all_cases[i]->name, name))
+			return true;
+	return false;
+}
+
+/* The seed of a case: a string hash (h * 33 + c from 5381) of its path,
+ * so that a case keeps its values when others are added. */
+static uint64_t case_seed(const char *op, const char *name)
+{
+	uint32_t h = 5381;
+	char *key = loom_test_strdup_printf("%s/%s", op, name);
+
+	for (const signed char *p = (const signed char *)key; *p; p++)
+		h = (h << 5) + h + (uint32_t)*p;
+	free(key);
+	return h * 0x9e3779b97f4a7c15ull + 1;
+}
+
 /* Names the case from its inputs (type.shape plus a layout tag) and tag,
  * seeds it from the name, and adds it to the list. */
 static void case_add(struct op_case *c, const char *tag)
 {
-	GString *s = g_string_new(NULL);
-	char *key;
+	char s[512] = "";
 
 	for (int i = 0; i < c->n_in && !c->graph; i++) {
 		const struct input *in = &c->in[i];
 
-		g_string_append_printf(s, "%s%s.%" G_GINT64_FORMAT "x%"
-				       G_GINT64_FORMAT "x%" G_GINT64_FORMAT
-				       "x%" G_GINT64_FORMAT "%s",
-				       i ? "_" : "", loom_type_name(in->type),
-				       in->ne[0], in->ne[1], in->ne[2],
-				       in->ne[3], layout_tags[in->layout]);
+		str_append(s, sizeof(s), "%s%s.%" PRId64 "x%" PRId64 "x%"
+			   PRId64 "x%" PRId64 "%s", i ? "_" : "",
+			   loom_type_name(in->type),
+			   in->ne[0], in->ne[1], in->ne[2],
+			   in->ne[3], layout_tags[in->layout]);
 	}
 	if (tag && *tag)
-		g_string_append_printf(s, "%s%s", s->len ? "_" : "", tag);
-	key = g_strdup_printf("%s/%s", case_op_name(c), s->str);
-	for (int n = 2; g_hash_table_contains(case_names, key); n++) {
-		g_free(key);
-		key = g_strdup_printf("%s/%s_%d", case_op_name(c), s->str,
-				      n);
+		str_append(s, sizeof(s), "%s%s", *s ? "_" : "", tag);
+	c->name = loom_test_strdup_printf("%s", s);
+	for (int n = 2; case_exists(case_op_name(c), c->name); n++) {
+		free(c->name);
+		c->name = loom_test_strdup_printf("%s_%d", s, n);
 	}
-	c->name = g_strdup(strchr(key, '/') + 1);
-	c->seed = g_str_hash(key) * 0x9e3779b97f4a7c15ull + 1;
-	g_hash_table_add(case_names, key);
-	g_string_free(s, TRUE);
-	g_ptr_array_add(all_cases, c);
+	c->seed = case_seed(case_op_name(c), c->name);
+	if (n_cases == cap_cases) {
+		cap_cases = cap_cases ? 2 * cap_cases : 256;
+		struct op_case **v = loom_test_malloc(cap_cases *
+						      sizeof(*all_cases));
+
+		memcpy(v, all_cases, n_cases * sizeof(*all_cases));
+		free(all_cases);
+		all_cases = v;
+	}
+	all_cases[n_cases++] = c;
 }
 
 static const enum loom_type float_types[] = {
@@ -250,19 +293,19 @@ static void add_binary_cases(enum loom_op op)
 		case_add(c, NULL);                                           \
 	} while (0)
 
-	for (size_t i = 0; i < G_N_ELEMENTS(shapes); i++) {
+	for (size_t i = 0; i < N_OF(shapes); i++) {
 		const int64_t *s = shapes[i];
 
 		BIN(LOOM_TYPE_F32, s[0], s[1], s[2], s[3], LAYOUT_CONT,
 		    LOOM_TYPE_F32, s[0], s[1], s[2], s[3], LAYOUT_CONT);
 	}
-	for (size_t i = 0; i < G_N_ELEMENTS(bcast); i++) {
+	for (size_t i = 0; i < N_OF(bcast); i++) {
 		const int64_t *s = bcast[i][0], *t = bcast[i][1];
 
 		BIN(LOOM_TYPE_F32, s[0], s[1], s[2], s[3], LAYOUT_CONT,
 		    LOOM_TYPE_F32, t[0], t[1], t[2], t[3], LAYOUT_CONT);
 	}
-	for (size_t i = 1; i < G_N_ELEMENTS(float_types); i++) {
+	for (size_t i = 1; i < N_OF(float_types); i++) {
 		enum loom_type t = float_types[i];
 
 		BIN(t, 17, 3, 2, 1, LAYOUT_CONT,
@@ -311,12 +354,12 @@ static void add_unary_cases(enum loom_op op, double lo, double hi)
 		case_add(c, op == LOOM_OP_SCALE ? #s : NULL);                \
 	} while (0)
 
-	for (size_t i = 0; i < G_N_ELEMENTS(shapes); i++) {
+	for (size_t i = 0; i < N_OF(shapes); i++) {
 		const int64_t *s = shapes[i];
 
 		UN(LOOM_TYPE_F32, s[0], s[1], s[2], s[3], LAYOUT_CONT, 0.25);
 	}
-	for (size_t i = 1; i < G_N_ELEMENTS(float_types); i++)
+	for (size_t i = 1; i < N_OF(float_types); i++)
 		UN(float_types[i], 17, 3, 2, 1, LAYOUT_CONT, 0.25);
 	UN(LOOM_TYPE_F32, 17, 3, 2, 1, LAYOUT_TRANSPOSE, 0.25);
 	UN(LOOM_TYPE_F32, 16, 5, 4, 3, LAYOUT_PERMUTE, 0.25);
@@ -348,12 +391,12 @@ static void add_row_cases(enum loom_op op)
 			 c->fp[0] == 1e-6 ? "eps1e-6" : "eps1e-5");          \
 	} while (0)
 
-	for (size_t i = 0; i < G_N_ELEMENTS(shapes); i++) {
+	for (size_t i = 0; i < N_OF(shapes); i++) {
 		const int64_t *s = shapes[i];
 
 		ROW(LOOM_TYPE_F32, s[0], s[1], s[2], s[3], LAYOUT_CONT);
 	}
-	for (size_t i = 1; i < G_N_ELEMENTS(float_types); i++)
+	for (size_t i = 1; i < N_OF(float_types); i++)
 		ROW(float_types[i], 17, 3, 2, 1, LAYOUT_CONT);
 	ROW(LOOM_TYPE_F32, 17, 3, 2, 1, LAYOUT_TRANSPOSE);
 	ROW(LOOM_TYPE_F32, 64, 5, 4, 3, LAYOUT_PERMUTE);
@@ -437,15 +480,15 @@ static void add_rope_cases(void)
 		c->ip[1] = mode;                                             \
 		c->fp[0] = base;                                             \
 		c->fp[1] = fs;                                               \
-		tag = g_strdup_printf("%s_ndims%d_base%g_fscale%g",          \
-				      mode == LOOM_ROPE_NEOX ? "neox" :      \
-							       "normal",     \
-				      nd, base, fs);                         \
+		tag = loom_test_strdup_printf("%s_ndims%d_base%g_fscale%g",  \
+					      mode == LOOM_ROPE_NEOX ?       \
+					      "neox" : "normal",             \
+					      nd, base, fs);                 \
 		case_add(c, tag);                                            \
-		g_free(tag);                                                 \
+		free(tag);                                                   \
 	} while (0)
 
-	for (size_t i = 0; i < G_N_ELEMENTS(shapes); i++) {
+	for (size_t i = 0; i < N_OF(shapes); i++) {
 		char *tag;
 
 		for (int neox = 0; neox < 2; neox++) {
@@ -508,12 +551,12 @@ static void add_mul_mat_cases(void)
 	} while (0)
 
 	/* Sizes, GEMV (N = 1) and GEMM, every weight type with F32 input. */
-	for (size_t i = 0; i < G_N_ELEMENTS(kmn); i++)
-		for (size_t t = 0; t < G_N_ELEMENTS(float_types); t++)
+	for (size_t i = 0; i < N_OF(kmn); i++)
+		for (size_t t = 0; t < N_OF(float_types); t++)
 			MM(float_types[t], kmn[i][0], kmn[i][1], 1, 1,
 			   LAYOUT_CONT, LOOM_TYPE_F32, kmn[i][2], 1, 1,
 			   LAYOUT_CONT);
-	for (size_t i = 0; i < G_N_ELEMENTS(kmn_q); i++)
+	for (size_t i = 0; i < N_OF(kmn_q); i++)
 		MM(LOOM_TYPE_Q8_0, kmn_q[i][0], kmn_q[i][1], 1, 1,
 		   LAYOUT_CONT, LOOM_TYPE_F32, kmn_q[i][2], 1, 1, LAYOUT_CONT);
 	/* The one large product, with K not a multiple of anything. */
@@ -522,7 +565,7 @@ static void add_mul_mat_cases(void)
 	MM(LOOM_TYPE_Q8_0, 512, 255, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 17, 1,
 	   1, LAYOUT_CONT);
 	/* Low-precision inputs. */
-	for (size_t i = 0; i < G_N_ELEMENTS(all_a); i++) {
+	for (size_t i = 0; i < N_OF(all_a); i++) {
 		MM(all_a[i], 64, 33, 1, 1, LAYOUT_CONT, LOOM_TYPE_F16, 5, 1, 1,
 		   LAYOUT_CONT);
 		MM(all_a[i], 64, 33, 1, 1, LAYOUT_CONT, LOOM_TYPE_BF16, 5, 1,
@@ -531,7 +574,7 @@ static void add_mul_mat_cases(void)
 		   LAYOUT_CONT);
 	}
 	/* Batches, and a broadcast over dimensions 2 and 3. */
-	for (size_t i = 0; i < G_N_ELEMENTS(all_a); i++) {
+	for (size_t i = 0; i < N_OF(all_a); i++) {
 		MM(all_a[i], 64, 9, 2, 3, LAYOUT_CONT, LOOM_TYPE_F32, 5, 2, 3,
 		   LAYOUT_CONT);
 		MM(all_a[i], 64, 9, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 5, 3, 2,
@@ -543,7 +586,7 @@ static void add_mul_mat_cases(void)
 	}
 	/* Around the CPU plugin's GEMV/GEMM switch and its cache blocks:
 	 * N = 8, 9, 26; K past one block of 384; M not a tile multiple. */
-	for (size_t i = 0; i < G_N_ELEMENTS(all_a); i++) {
+	for (size_t i = 0; i < N_OF(all_a); i++) {
 		MM(all_a[i], 416, 70, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 8, 1,
 		   1, LAYOUT_CONT);
 		MM(all_a[i], 416, 70, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 9, 1,
@@ -554,7 +597,7 @@ static void add_mul_mat_cases(void)
 		   LAYOUT_CONT);
 	}
 	/* M and N past the CPU plugin's largest cache blocks (768, 960). */
-	for (size_t i = 1; i < G_N_ELEMENTS(all_a); i++)
+	for (size_t i = 1; i < N_OF(all_a); i++)
 		MM(all_a[i], 64, 800, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 13, 1,
 		   1, LAYOUT_CONT);
 	MM(LOOM_TYPE_F32, 64, 40, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 1000, 1, 1,
@@ -593,7 +636,7 @@ static void add_mul_mat_id_cases(void)
 	const int64_t k = 64, m = 17, n_expert = 4, n_used = 2;
 	struct op_case *c;
 
-	for (size_t i = 0; i < G_N_ELEMENTS(all_a); i++)
+	for (size_t i = 0; i < N_OF(all_a); i++)
 	for (int64_t n_tok = 1; n_tok <= 5; n_tok += 4)
 	for (int64_t b1 = 1; b1 <= n_used; b1 += n_used - 1) {
 		c = case_new(LOOM_OP_MUL_MAT_ID,
@@ -604,7 +647,7 @@ static void add_mul_mat_id_cases(void)
 		case_add(c, NULL);
 	}
 	/* Enough tokens for a GEMM. */
-	for (size_t i = 0; i < G_N_ELEMENTS(all_a); i++) {
+	for (size_t i = 0; i < N_OF(all_a); i++) {
 		c = case_new(LOOM_OP_MUL_MAT_ID,
 			     mul_mat_nmse(all_a[i], LOOM_TYPE_F32));
 		case_in(c, all_a[i], k, m, n_expert, 1, LAYOUT_CONT);
@@ -645,12 +688,12 @@ static void add_get_rows_cases(void)
 	struct op_case *c;
 	struct input *a;
 
-	for (size_t i = 0; i < G_N_ELEMENTS(types); i++) {
+	for (size_t i = 0; i < N_OF(types); i++) {
 		enum loom_type t = types[i];
 		int64_t q = t == LOOM_TYPE_Q8_0;
 		int64_t sizes[] = { q ? 32 : 1, q ? 64 : 3, q ? 96 : 17 };
 
-		for (size_t s = 0; s < G_N_ELEMENTS(sizes); s++) {
+		for (size_t s = 0; s < N_OF(sizes); s++) {
 			c = case_new(LOOM_OP_GET_ROWS, NMSE_EXACT);
 			a = case_in(c, t, sizes[s], 10, 1, 1, LAYOUT_CONT);
 			if (t == LOOM_TYPE_I32) {
@@ -706,7 +749,7 @@ static void add_set_rows_cases(void)
 	};
 	struct op_case *c;
 
-	for (size_t i = 0; i < G_N_ELEMENTS(types); i++) {
+	for (size_t i = 0; i < N_OF(types); i++) {
 		enum loom_type t = types[i];
 		int64_t ne0 = t == LOOM_TYPE_Q8_0 ? 64 : 17;
 
@@ -763,8 +806,8 @@ static void add_cpy_cases(void)
 	} while (0)
 
 	/* Every conversion, contiguous. */
-	for (size_t i = 0; i < G_N_ELEMENTS(float_types); i++)
-		for (size_t j = 0; j < G_N_ELEMENTS(dst_types); j++)
+	for (size_t i = 0; i < N_OF(float_types); i++)
+		for (size_t j = 0; j < N_OF(dst_types); j++)
 			CPY(float_types[i], 64, 3, 2, 1, LAYOUT_CONT,
 			    dst_types[j], 64, 3, 2, 1, LAYOUT_CONT);
 	CPY(LOOM_TYPE_Q8_0, 64, 3, 2, 1, LAYOUT_CONT,
@@ -822,7 +865,7 @@ static void add_cont_cases(void)
 		case_add(c, NULL);                                           \
 	} while (0)
 
-	for (size_t i = 0; i < G_N_ELEMENTS(float_types); i++) {
+	for (size_t i = 0; i < N_OF(float_types); i++) {
 		CONT(float_types[i], 17, 3, 2, 1, LAYOUT_TRANSPOSE);
 		CONT(float_types[i], 16, 5, 4, 3, LAYOUT_PERMUTE);
 		CONT(float_types[i], 17, 3, 2, 1, LAYOUT_PAD);
@@ -879,13 +922,13 @@ static void add_argmax_cases(void)
 	struct op_case *c;
 	struct input *a;
 
-	for (size_t i = 0; i < G_N_ELEMENTS(shapes); i++) {
+	for (size_t i = 0; i < N_OF(shapes); i++) {
 		c = case_new(LOOM_OP_ARGMAX, NMSE_EXACT);
 		case_in(c, LOOM_TYPE_F32, shapes[i][0], shapes[i][1], 1, 1,
 			LAYOUT_CONT);
 		case_add(c, NULL);
 	}
-	for (size_t i = 0; i < G_N_ELEMENTS(float_types); i++) {
+	for (size_t i = 0; i < N_OF(float_types); i++) {
 		c = case_new(LOOM_OP_ARGMAX, NMSE_EXACT);
 		a = case_in(c, float_types[i], 17, 8, 1, 1, LAYOUT_CONT);
 		a->fill = FILL_TIES;
@@ -930,7 +973,7 @@ static void add_top_k_cases(void)
 		{ { 17, 3, 2, 1 }, 4, LOOM_TYPE_F32, LAYOUT_TRANSPOSE, FILL_TIES },
 	};
 
-	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+	for (size_t i = 0; i < N_OF(cases); i++) {
 		struct op_case *c = case_new(LOOM_OP_TOP_K, NMSE_EXACT);
 		struct input *a;
 		char tag[32];
@@ -939,9 +982,9 @@ static void add_top_k_cases(void)
 			    cases[i].ne[2], cases[i].ne[3], cases[i].layout);
 		a->fill = cases[i].fill;
 		c->ip[0] = cases[i].k;
-		g_snprintf(tag, sizeof(tag), "k%d%s", cases[i].k,
-			   cases[i].fill == FILL_TIES  ? "_ties" :
-			   cases[i].fill == FILL_NAN ? "_nan" : "");
+		snprintf(tag, sizeof(tag), "k%d%s", cases[i].k,
+			 cases[i].fill == FILL_TIES  ? "_ties" :
+			 cases[i].fill == FILL_NAN ? "_nan" : "");
 		case_add(c, tag);
 	}
 }
@@ -1020,8 +1063,10 @@ static void add_many_rows_cases(void)
 
 static void add_graph_cases(void);
 
-static void make_cases(void)
+void ops_cases_make(void)
 {
+	if (n_cases)
+		return;
 	add_binary_cases(LOOM_OP_ADD);
 	add_binary_cases(LOOM_OP_SUB);
 	add_binary_cases(LOOM_OP_MUL);
@@ -1152,7 +1197,7 @@ static void fill_ids_row(int32_t *p, int64_t n, const struct input *in,
 			p[i] = (int32_t)loom_test_rng_int(rng, in->range);
 		return;
 	}
-	perm = g_new(int32_t, in->range);
+	perm = loom_test_malloc(sizeof(int32_t) * (size_t)in->range);
 	for (int64_t i = 0; i < in->range; i++)
 		perm[i] = (int32_t)i;
 	for (int64_t i = 0; i < n; i++) {
@@ -1163,7 +1208,7 @@ static void fill_ids_row(int32_t *p, int64_t n, const struct input *in,
 		perm[j] = tmp;
 		p[i] = perm[i];
 	}
-	g_free(perm);
+	free(perm);
 }
 
 /* Fills a placed leaf as the input asks. */
@@ -1179,14 +1224,14 @@ static int fill_leaf(struct loom_tensor *leaf, const struct input *in,
 	if (in->fill == FILL_UNIFORM)
 		return loom_test_fill_uniform(leaf, rng, in->lo, in->hi);
 	if (leaf->type == LOOM_TYPE_I32) {
-		ids = g_new(int32_t, n);
+		ids = loom_test_malloc(sizeof(int32_t) * (size_t)n);
 		for (int64_t r = 0; r < n / row; r++)
 			fill_ids_row(ids + r * row, row, in, rng);
 		st = loom_test_set_i32(leaf, ids);
-		g_free(ids);
+		free(ids);
 		return st;
 	}
-	v = g_new(float, n);
+	v = loom_test_malloc(sizeof(float) * (size_t)n);
 	for (int64_t i = 0; i < n; i++) {
 		int64_t i0 = i % row, i1 = (i / row) % leaf->ne[1];
 
@@ -1201,7 +1246,7 @@ static int fill_leaf(struct loom_tensor *leaf, const struct input *in,
 			v[i] = (float)loom_test_rng_uniform(rng, -1, 0);
 	}
 	st = loom_test_set_f32(leaf, v);
-	g_free(v);
+	free(v);
 	return st;
 }
 
@@ -1421,7 +1466,7 @@ static void add_graph_cases(void)
 	struct input *in;
 	char tag[64];
 
-	for (size_t i = 0; i < G_N_ELEMENTS(wtypes); i++) {
+	for (size_t i = 0; i < N_OF(wtypes); i++) {
 		enum loom_type t = wtypes[i];
 
 		c = case_new(LOOM_OP_NONE, mul_mat_nmse(t, LOOM_TYPE_F32));
@@ -1435,7 +1480,7 @@ static void add_graph_cases(void)
 		in->name = "blk.0.ffn_down.weight";
 		in = case_in(c, LOOM_TYPE_F32, 64, 1, 1, 1, LAYOUT_CONT);
 		in->name = "blk.0.ffn_norm.weight";
-		g_snprintf(tag, sizeof(tag), "ffn_%s", loom_type_name(t));
+		snprintf(tag, sizeof(tag), "ffn_%s", loom_type_name(t));
 		case_add(c, tag);
 	}
 	for (int n_tok = 1; n_tok <= 5; n_tok += 4) {
@@ -1453,7 +1498,7 @@ static void add_graph_cases(void)
 				     LAYOUT_CONT);
 			in->fill = FILL_MASK;
 			case_ids(c, FILL_IDS, 512, n_tok, 1, 1);
-			g_snprintf(tag, sizeof(tag), "attention_%s_tok%d",
+			snprintf(tag, sizeof(tag), "attention_%s_tok%d",
 				   loom_type_name(t), n_tok);
 			case_add(c, tag);
 		}
@@ -1619,7 +1664,7 @@ static void reference(const struct op_case *c, struct ref_tensor *r,
 		ref_top_k(&r[0], c->ip[0], out);
 		break;
 	default:
-		g_assert_not_reached();
+		assert(!"unreachable");
 	}
 }
 
@@ -1644,21 +1689,19 @@ static enum loom_type result_type(const struct op_case *c)
 /* A short description of a node for skip messages. */
 static char *describe_node(const struct loom_tensor *t)
 {
-	GString *s = g_string_new(loom_op_name(t->op));
+	char s[512] = "";
 
-	g_string_append(s, "(");
+	str_append(s, sizeof(s), "%s(", loom_op_name(t->op));
 	for (int i = 0; i < LOOM_MAX_SRC && t->src[i]; i++)
-		g_string_append_printf(s, "%s%s[%" G_GINT64_FORMAT ",%"
-				       G_GINT64_FORMAT ",%" G_GINT64_FORMAT
-				       ",%" G_GINT64_FORMAT "]%s",
-				       i ? ", " : "",
-				       loom_type_name(t->src[i]->type),
-				       t->src[i]->ne[0], t->src[i]->ne[1],
-				       t->src[i]->ne[2], t->src[i]->ne[3],
-				       loom_tensor_is_contiguous(t->src[i]) ? "" :
-				       " strided");
-	g_string_append_printf(s, ") -> %s", loom_type_name(t->type));
-	return g_string_free(s, FALSE);
+		str_append(s, sizeof(s), "%s%s[%" PRId64 ",%" PRId64 ",%"
+			   PRId64 ",%" PRId64 "]%s", i ? ", " : "",
+			   loom_type_name(t->src[i]->type),
+			   t->src[i]->ne[0], t->src[i]->ne[1],
+			   t->src[i]->ne[2], t->src[i]->ne[3],
+			   loom_tensor_is_contiguous(t->src[i]) ? "" :
+			   " strided");
+	str_append(s, sizeof(s), ") -> %s", loom_type_name(t->type));
+	return loom_test_strdup_printf("%s", s);
 }
 
 /* Compares out with ref exactly (max_nmse 0): every element equal. */
@@ -1673,18 +1716,18 @@ static void compare_exact(const struct op_case *c, const char *dev,
 		    (isnan(out[i]) && isnan(ref->data[i])))
 			continue;
 		if (wrong++ < 8)
-			g_test_message("%s %s/%s: element %" G_GINT64_FORMAT
-				       " is %.9g, expected %.9g", dev,
-				       case_op_name(c), c->name, i, out[i],
-				       ref->data[i]);
+			ops_message("%s %s/%s: element %" PRId64
+				    " is %.9g, expected %.9g", dev,
+				    case_op_name(c), c->name, i, out[i],
+				    ref->data[i]);
 	}
 	if (!wrong)
 		return;
-	g_test_message("%s %s/%s: %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT
-		       " elements differ (exact compare; NMSE %.3g)", dev,
-		       case_op_name(c), c->name, wrong, n,
-		       loom_test_nmse(ref->data, out, n));
-	g_test_fail();
+	ops_message("%s %s/%s: %" PRId64 " of %" PRId64
+		    " elements differ (exact compare; NMSE %.3g)", dev,
+		    case_op_name(c), c->name, wrong, n,
+		    loom_test_nmse(ref->data, out, n));
+	ops_fail();
 }
 
 /* NMSE averages: one wrong element among thousands can hide under it,
@@ -1717,32 +1760,32 @@ static void compare(const struct op_case *c, const char *dev,
 		}
 	}
 	limit = OUTLIER_SIGMAS * sqrt(c->max_nmse * sum / n);
-	g_test_message("%s %s/%s: NMSE %.3g (max %.3g), largest error %.3g "
-		       "(max %.3g)", dev, case_op_name(c), c->name, nmse,
-		       c->max_nmse, max_err, limit);
+	ops_message("%s %s/%s: NMSE %.3g (max %.3g), largest error %.3g "
+		    "(max %.3g)", dev, case_op_name(c), c->name, nmse,
+		    c->max_nmse, max_err, limit);
 	if (nmse <= c->max_nmse && max_err <= limit)
 		return;
 	for (int64_t i = 0; i < n && shown < 8; i++) {
 		double d = fabs(out[i] - ref->data[i]);
 
 		if (isnan(d) || d > 1e-3 * (fabs(ref->data[i]) + 1e-3)) {
-			g_test_message("  element %" G_GINT64_FORMAT
-				       " is %.9g, expected %.9g", i, out[i],
-				       ref->data[i]);
+			ops_message("  element %" PRId64
+				    " is %.9g, expected %.9g", i, out[i],
+				    ref->data[i]);
 			shown++;
 		}
 	}
 	if (nmse > c->max_nmse)
-		g_test_message("%s %s/%s: NMSE %.3g exceeds %.3g", dev,
-			       case_op_name(c), c->name, nmse, c->max_nmse);
+		ops_message("%s %s/%s: NMSE %.3g exceeds %.3g", dev,
+			    case_op_name(c), c->name, nmse, c->max_nmse);
 	else
-		g_test_message("%s %s/%s: element %" G_GINT64_FORMAT " is "
-			       "%.9g, expected %.9g: off by %.3g, more than "
-			       "%d times the RMS error NMSE %.3g allows",
-			       dev, case_op_name(c), c->name, worst,
-			       out[worst], ref->data[worst], max_err,
-			       OUTLIER_SIGMAS, c->max_nmse);
-	g_test_fail();
+		ops_message("%s %s/%s: element %" PRId64 " is "
+			    "%.9g, expected %.9g: off by %.3g, more than "
+			    "%d times the RMS error NMSE %.3g allows",
+			    dev, case_op_name(c), c->name, worst,
+			    out[worst], ref->data[worst], max_err,
+			    OUTLIER_SIGMAS, c->max_nmse);
+	ops_fail();
 }
 
 /* Reports a failed call and fails the test; returns true when st failed. */
@@ -1750,17 +1793,14 @@ static bool check_call(int st, const char *what)
 {
 	if (st == LOOM_OK)
 		return false;
-	g_test_message("%s: %s: %s", what, loom_strerror(st),
-		       loom_error_message());
-	g_test_fail();
+	ops_message("%s: %s: %s", what, loom_strerror(st),
+		    loom_error_message());
+	ops_fail();
 	return true;
 }
 
-static void run_case(gconstpointer data)
+static void run_case(const struct op_case *c, struct ops_dev *d)
 {
-	const struct test_data *td = data;
-	const struct op_case *c = td->c;
-	struct test_dev *d = td->d;
 	struct loom_tensor *leaf[MAX_INPUTS] = { 0 };
 	struct loom_tensor *src[MAX_INPUTS] = { 0 };
 	struct ref_tensor rin[MAX_INPUTS] = { 0 };
@@ -1777,14 +1817,14 @@ static void run_case(gconstpointer data)
 	char *err = NULL;
 
 	if (d->be_error) {
-		g_test_message("%s: %s", d->name, d->be_error);
-		g_test_fail();
+		ops_message("%s: %s", d->name, d->be_error);
+		ops_fail();
 		return;
 	}
 	if (!d->be && check_call(loom_dev_init_backend(d->dev, NULL, &d->be),
 				 "loom_dev_init_backend")) {
-		d->be_error = g_strdup_printf("no backend: %s",
-					      loom_error_message());
+		d->be_error = loom_test_strdup_printf("no backend: %s",
+						      loom_error_message());
 		return;
 	}
 	if (check_call(loom_ctx_new(0, &ctx), "loom_ctx_new"))
@@ -1798,9 +1838,9 @@ static void run_case(gconstpointer data)
 		leaf_shape(&c->in[i], ne);
 		leaf[i] = loom_tensor_new(ctx, c->in[i].type, 4, ne);
 		if (!leaf[i]) {
-			g_test_message("loom_tensor_new: %s",
-				       loom_ctx_error(ctx));
-			g_test_fail();
+			ops_message("loom_tensor_new: %s",
+				    loom_ctx_error(ctx));
+			ops_fail();
 			goto out_free_ctx;
 		}
 		if (c->in[i].name)
@@ -1816,9 +1856,9 @@ static void run_case(gconstpointer data)
 		src[i] = make_view(ctx, leaf[i], &c->in[i]);
 	out = build_op(ctx, c, src);
 	if (!out) {
-		g_test_message("building %s/%s: %s", case_op_name(c),
-			       c->name, loom_ctx_error(ctx));
-		g_test_fail();
+		ops_message("building %s/%s: %s", case_op_name(c),
+			    c->name, loom_ctx_error(ctx));
+		ops_fail();
 		goto out_free_buf;
 	}
 	loom_tensor_set_name(out, "out");
@@ -1835,10 +1875,10 @@ static void run_case(gconstpointer data)
 		    loom_dev_supports_op(d->dev, node))
 			continue;
 		what = describe_node(node);
-		msg = g_strdup_printf("%s does not support %s", d->name, what);
-		g_test_skip(msg);
-		g_free(msg);
-		g_free(what);
+		msg = loom_test_strdup_printf("%s does not support %s", d->name, what);
+		ops_skip(msg);
+		free(msg);
+		free(what);
 		goto out_free_buf;
 	}
 
@@ -1856,8 +1896,8 @@ static void run_case(gconstpointer data)
 			goto out_free_refs;
 		v = loom_test_get_doubles(leaf[i], &err);
 		if (!v) {
-			g_test_message("reading input %d: %s", i, err);
-			g_test_fail();
+			ops_message("reading input %d: %s", i, err);
+			ops_fail();
 			goto out_free_refs;
 		}
 		rleaf[i].data = v;
@@ -1874,10 +1914,10 @@ static void run_case(gconstpointer data)
 	reference(c, rin, c->result_in >= 0 ? &rleaf[c->result_in] : NULL,
 		  &ref);
 	if (out->type != result_type(c)) {
-		g_test_message("result type %s, expected %s",
-			       loom_type_name(out->type),
-			       loom_type_name(result_type(c)));
-		g_test_fail();
+		ops_message("result type %s, expected %s",
+			    loom_type_name(out->type),
+			    loom_type_name(result_type(c)));
+		ops_fail();
 		goto out_free_refs;
 	}
 	if (c->result_in >= 0) {
@@ -1886,30 +1926,30 @@ static void run_case(gconstpointer data)
 		for (int i = 0; i < 4; i++) {
 			if (out->ne[i] == ref.ne[i])
 				continue;
-			g_test_message("result shape [%" G_GINT64_FORMAT ",%"
-				       G_GINT64_FORMAT ",%" G_GINT64_FORMAT
-				       ",%" G_GINT64_FORMAT "], expected [%"
-				       G_GINT64_FORMAT ",%" G_GINT64_FORMAT
-				       ",%" G_GINT64_FORMAT ",%"
-				       G_GINT64_FORMAT "]", out->ne[0],
-				       out->ne[1], out->ne[2], out->ne[3],
-				       ref.ne[0], ref.ne[1], ref.ne[2],
-				       ref.ne[3]);
-			g_test_fail();
+			ops_message("result shape [%" PRId64 ",%"
+				    PRId64 ",%" PRId64
+				    ",%" PRId64 "], expected [%"
+				    PRId64 ",%" PRId64
+				    ",%" PRId64 ",%"
+				    PRId64 "]", out->ne[0],
+				    out->ne[1], out->ne[2], out->ne[3],
+				    ref.ne[0], ref.ne[1], ref.ne[2],
+				    ref.ne[3]);
+			ops_fail();
 			goto out_free_refs;
 		}
 		outv = loom_test_get_doubles(out, &err);
 	}
 	if (!outv) {
-		g_test_message("reading the result: %s", err);
-		g_test_fail();
+		ops_message("reading the result: %s", err);
+		ops_fail();
 		goto out_free_refs;
 	}
 	compare(c, d->name, &ref, outv);
 
 out_free_refs:
-	g_free(outv);
-	g_free(err);
+	free(outv);
+	free(err);
 	ref_tensor_free(&ref);
 	for (int i = 0; i < c->n_in; i++) {
 		ref_tensor_free(&rin[i]);
@@ -1925,640 +1965,76 @@ out_free_ctx:
 }
 
 /* ------------------------------------------------------------------------
- * Caller errors through the public API.  Each runs in a subprocess, so a
- * crash or abort fails that test and not the suite.
+ * The suite's interface (ops-suite.h).
  */
 
-/* Says why a check failed: on stderr in a subprocess (its stdout is not
- * shown), else as a test message. */
-static void G_GNUC_PRINTF(1, 2) note(const char *fmt, ...)
+void ops_set_report(const struct ops_report *r)
 {
-	va_list ap;
-	char *msg;
-
-	va_start(ap, fmt);
-	msg = g_strdup_vprintf(fmt, ap);
-	va_end(ap);
-	if (g_test_subprocess())
-		g_printerr("%s\n", msg);
-	else
-		g_test_message("%s", msg);
-	g_free(msg);
+	report = r;
 }
 
-/* Expects expr to give NULL with a message on ctx and on the thread. */
-#define EXPECT_NULL(ctx, expr)                                               \
-	do {                                                                 \
-		struct loom_tensor *r_;                                      \
-									     \
-		loom_ctx_clear_error(ctx);                                   \
-		r_ = (expr);                                                 \
-		if (r_) {                                                    \
-			note("%s: gave a tensor, expected NULL", #expr);     \
-			g_test_fail();                                       \
-		} else if (!*loom_ctx_error(ctx) || !*loom_error_message()) {   \
-			note("%s: NULL without a message", #expr);           \
-			g_test_fail();                                       \
-		}                                                            \
-	} while (0)
-
-/* Expects call to return the status want (or any error if want is 1). */
-#define EXPECT_STATUS(call, want)                                            \
-	do {                                                                 \
-		int st_ = (call);                                            \
-									     \
-		if ((want) == 1 ? st_ >= 0 : st_ != (want)) {                \
-			note("%s: gave %d (%s), expected %s", #call, st_,    \
-			     loom_strerror(st_),                             \
-			     (want) == 1 ? "an error" : loom_strerror(want)); \
-			g_test_fail();                                       \
-		} else if ((want) != LOOM_OK && !*loom_error_message()) {       \
-			note("%s: error without a message", #call);          \
-			g_test_fail();                                       \
-		}                                                            \
-	} while (0)
-
-#define ANY_ERROR 1
-
-static void errors_shapes(void)
+void ops_cases_free(void)
 {
-	struct loom_tensor *f4x3, *f3x3, *f4x1, *i4, *q32, *f4x3x2, *t;
-	struct loom_tensor *pos3, *pos2, *f32x2, *q32x2, *mask, *ids;
-	int64_t bad_ne[LOOM_MAX_DIMS + 1] = { -1, 3, 1, 1, 1 };
-	loom_ctx_t *ctx;
-
-	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	f4x3 = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 4, 3);
-	f3x3 = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 3, 3);
-	f4x1 = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 4, 1);
-	f4x3x2 = loom_tensor_new_3d(ctx, LOOM_TYPE_F32, 4, 3, 2);
-	i4 = loom_tensor_new_1d(ctx, LOOM_TYPE_I32, 4);
-	q32 = loom_tensor_new_2d(ctx, LOOM_TYPE_Q8_0, 32, 2);
-	f32x2 = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 32, 2);
-	q32x2 = loom_tensor_new_3d(ctx, LOOM_TYPE_Q8_0, 32, 2, 4);
-	pos3 = loom_tensor_new_1d(ctx, LOOM_TYPE_I32, 3);
-	pos2 = loom_tensor_new_1d(ctx, LOOM_TYPE_I32, 2);
-	mask = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 5, 3);
-	ids = loom_tensor_new_2d(ctx, LOOM_TYPE_I32, 2, 3);
-	g_assert_nonnull(f4x3);
-	g_assert_nonnull(f3x3);
-	g_assert_nonnull(f4x1);
-	g_assert_nonnull(f4x3x2);
-	g_assert_nonnull(i4);
-	g_assert_nonnull(q32);
-	g_assert_nonnull(f32x2);
-	g_assert_nonnull(q32x2);
-	g_assert_nonnull(pos3);
-	g_assert_nonnull(pos2);
-	g_assert_nonnull(mask);
-	g_assert_nonnull(ids);
-
-	/* New tensors. */
-	EXPECT_NULL(ctx, loom_tensor_new(ctx, LOOM_TYPE_F32, 2, bad_ne));
-	bad_ne[0] = 2;
-	EXPECT_NULL(ctx, loom_tensor_new(ctx, LOOM_TYPE_F32, 5, bad_ne));
-	EXPECT_NULL(ctx, loom_tensor_new_1d(ctx, LOOM_TYPE_Q8_0, 33));
-	EXPECT_NULL(ctx, loom_tensor_new_1d(ctx, LOOM_TYPE_COUNT, 4));
-	/* Binary ops: b must repeat over a; NULL sources; types. */
-	EXPECT_NULL(ctx, loom_add(ctx, f4x3, f3x3));
-	EXPECT_NULL(ctx, loom_mul(ctx, f4x1, f4x3));
-	EXPECT_NULL(ctx, loom_sub(ctx, f4x3, NULL));
-	EXPECT_NULL(ctx, loom_div(ctx, NULL, f4x3));
-	EXPECT_NULL(ctx, loom_add(ctx, i4, i4));
-	EXPECT_NULL(ctx, loom_silu(ctx, NULL));
-	EXPECT_NULL(ctx, loom_scale(ctx, i4, 2.0f));
-	EXPECT_NULL(ctx, loom_rms_norm(ctx, q32, 1e-6f));
-	/* mul_mat: K must agree, b is not quantized, batches repeat. */
-	EXPECT_NULL(ctx, loom_mul_mat(ctx, f4x3, f32x2));
-	EXPECT_NULL(ctx, loom_mul_mat(ctx, q32, q32));
-	EXPECT_NULL(ctx, loom_mul_mat(ctx, f4x3x2,
-				      loom_tensor_new_3d(ctx, LOOM_TYPE_F32,
-							 4, 3, 3)));
-	EXPECT_NULL(ctx, loom_mul_mat(ctx, f4x3, i4));
-	/* mul_mat_id: ids I32 [n_used, n_tokens]; B1 is 1 or n_used. */
-	EXPECT_NULL(ctx, loom_mul_mat_id(ctx, q32x2,
-					 loom_tensor_new_3d(ctx, LOOM_TYPE_F32,
-							    32, 1, 3),
-					 f3x3));
-	EXPECT_NULL(ctx, loom_mul_mat_id(ctx, q32x2,
-					 loom_tensor_new_3d(ctx, LOOM_TYPE_F32,
-							    32, 3, 3),
-					 ids));
-	EXPECT_NULL(ctx, loom_mul_mat_id(ctx, q32x2,
-					 loom_tensor_new_3d(ctx, LOOM_TYPE_F32,
-							    16, 1, 3),
-					 ids));
-	/* Rows. */
-	EXPECT_NULL(ctx, loom_get_rows(ctx, f4x3, f4x1));
-	EXPECT_NULL(ctx, loom_set_rows(ctx, f4x3, f3x3, pos3));
-	EXPECT_NULL(ctx, loom_set_rows(ctx, f4x3, f4x3, f4x1));
-	/* rope: n_dims even and <= head_dim; I32 positions, one a token. */
-	t = loom_tensor_new_3d(ctx, LOOM_TYPE_F32, 8, 2, 3);
-	EXPECT_NULL(ctx, loom_rope(ctx, t, pos3, 7, LOOM_ROPE_NORMAL, 1e4f,
-				   1.0f));
-	EXPECT_NULL(ctx, loom_rope(ctx, t, pos3, 10, LOOM_ROPE_NEOX, 1e4f,
-				   1.0f));
-	EXPECT_NULL(ctx, loom_rope(ctx, t, pos2, 8, LOOM_ROPE_NORMAL, 1e4f,
-				   1.0f));
-	EXPECT_NULL(ctx, loom_rope(ctx, t, f3x3, 8, LOOM_ROPE_NORMAL, 1e4f,
-				   1.0f));
-	/* soft_max: the mask has a's ne0 and at least its rows. */
-	EXPECT_NULL(ctx, loom_soft_max(ctx, f4x3, mask, 1.0f));
-	EXPECT_NULL(ctx, loom_soft_max(ctx, f4x3, f4x1, 1.0f));
-	EXPECT_NULL(ctx, loom_soft_max(ctx, f4x3,
-				       loom_tensor_new_2d(ctx, LOOM_TYPE_I32,
-							  4, 3), 1.0f));
-	/* concat, copy, top_k, argmax. */
-	EXPECT_NULL(ctx, loom_concat(ctx, f4x3, f3x3, 1));
-	EXPECT_NULL(ctx, loom_concat(ctx, f4x3, f4x3, 4));
-	EXPECT_NULL(ctx, loom_concat(ctx, f4x3, f4x3, -1));
-	EXPECT_NULL(ctx, loom_concat(ctx, f4x3,
-				     loom_tensor_new_2d(ctx, LOOM_TYPE_F16,
-							4, 3), 0));
-	EXPECT_NULL(ctx, loom_copy(ctx, f4x3, f3x3));
-	EXPECT_NULL(ctx, loom_copy(ctx, f4x3, NULL));
-	EXPECT_NULL(ctx, loom_top_k(ctx, f4x3, 5));
-	EXPECT_NULL(ctx, loom_top_k(ctx, f4x3, -1));
-	EXPECT_NULL(ctx, loom_argmax(ctx, f4x3x2));
-	/* Views. */
-	EXPECT_NULL(ctx, loom_reshape_2d(ctx, f4x3, 5, 2));
-	EXPECT_NULL(ctx, loom_reshape_1d(ctx, loom_transpose(ctx, f4x3), 12));
-	EXPECT_NULL(ctx, loom_view_1d(ctx, f4x3, 13, 0));
-	EXPECT_NULL(ctx, loom_view_1d(ctx, f4x3, 4, 40));
-	EXPECT_NULL(ctx, loom_view_2d(ctx, f4x3, 4, 4, 16, 0));
-	EXPECT_NULL(ctx, loom_permute(ctx, f4x3, 0, 0, 1, 2));
-	EXPECT_NULL(ctx, loom_permute(ctx, f4x3, 0, 1, 2, 4));
-	EXPECT_NULL(ctx, loom_transpose(ctx, NULL));
-	loom_ctx_free(ctx);
-}
-
-/* A device for the data tests: the first CPU device, else the first. */
-static loom_dev_t *data_device(void)
-{
-	loom_dev_t *dev = loom_dev_by_type(LOOM_DEV_TYPE_CPU);
-
-	return dev ? dev : loom_dev_count() ? loom_dev_get(0) : NULL;
-}
-
-static void errors_data(void)
-{
-	loom_dev_t *dev = data_device();
-	loom_buffer_type_t *buft;
-	loom_buffer_t *buf = NULL, *buf2 = NULL;
-	struct loom_tensor *t, *u, *q;
-	loom_ctx_t *ctx;
-	uint8_t host[256] = { 0 };
-	size_t align;
-
-	if (!dev) {
-		g_test_skip("no device");
-		return;
+	for (size_t i = 0; i < n_cases; i++) {
+		free(all_cases[i]->name);
+		free(all_cases[i]);
 	}
-	buft = loom_dev_buffer_type(dev);
-	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	t = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 16);      /* 64 bytes */
-	q = loom_tensor_new_1d(ctx, LOOM_TYPE_Q8_0, 64);     /* 68 bytes */
-	g_assert_nonnull(t);
-	g_assert_nonnull(q);
-	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, buft, &buf), ==,
-			LOOM_OK);
-	g_assert_nonnull(buf);
-	/* Nothing left to place: no buffer, no error. */
-	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, buft, &buf2), ==,
-			LOOM_OK);
-	g_assert_null(buf2);
-	u = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 16);      /* never placed */
-	g_assert_nonnull(u);
-
-	EXPECT_STATUS(loom_tensor_set(t, host, 0, 64), LOOM_OK);
-	EXPECT_STATUS(loom_tensor_get(t, host, 0, 64), LOOM_OK);
-	EXPECT_STATUS(loom_tensor_set(t, host, 60, 8), LOOM_E_RANGE);
-	EXPECT_STATUS(loom_tensor_set(t, host, 0, 65), LOOM_E_RANGE);
-	EXPECT_STATUS(loom_tensor_set(t, host, 64, 1), LOOM_E_RANGE);
-	EXPECT_STATUS(loom_tensor_get(t, host, 1, 64), LOOM_E_RANGE);
-	EXPECT_STATUS(loom_tensor_get(t, host, SIZE_MAX - 2, 4),
-		      LOOM_E_RANGE);
-	EXPECT_STATUS(loom_tensor_set(t, host, 8, SIZE_MAX - 4),
-		      LOOM_E_RANGE);
-	EXPECT_STATUS(loom_tensor_memset(t, 0, 32, 33), LOOM_E_RANGE);
-	EXPECT_STATUS(loom_tensor_get(q, host, 0, 69), LOOM_E_RANGE);
-	/* 2D: rows past the end, and rows that overlap. */
-	EXPECT_STATUS(loom_tensor_set_2d(t, host, 0, 16, 4, 16, 16), LOOM_OK);
-	EXPECT_STATUS(loom_tensor_set_2d(t, host, 0, 16, 3, 32, 16),
-		      LOOM_E_RANGE);
-	EXPECT_STATUS(loom_tensor_get_2d(t, host, 8, 16, 4, 16, 16),
-		      LOOM_E_RANGE);
-	EXPECT_STATUS(loom_tensor_get_2d(t, host, 0, 16, 2, SIZE_MAX / 2, 16),
-		      LOOM_E_RANGE);
-	EXPECT_STATUS(loom_tensor_set_2d(t, host, 0, 16, 2, 8, 16),
-		      ANY_ERROR);
-	/* Unplaced tensors. */
-	EXPECT_STATUS(loom_tensor_set(u, host, 0, 4), LOOM_E_STATE);
-	EXPECT_STATUS(loom_tensor_get(u, host, 0, 4), LOOM_E_STATE);
-	EXPECT_STATUS(loom_tensor_get_2d(u, host, 0, 4, 2, 4, 4),
-		      LOOM_E_STATE);
-	/* Placing at a misaligned offset, past the end, or twice. */
-	align = loom_buffer_type_alignment(buft);
-	if (align > 1)
-		EXPECT_STATUS(loom_tensor_place(u, buf, 1), LOOM_E_ALIGN);
-	EXPECT_STATUS(loom_tensor_place(u, buf, loom_buffer_size(buf) +
-					align), ANY_ERROR);
-
-	loom_buffer_free(buf);
-	loom_ctx_free(ctx);
+	free(all_cases);
+	all_cases = NULL;
+	n_cases = cap_cases = 0;
 }
 
-/* Computing a graph whose tensors have no memory is a caller's mistake
- * too: an error, not a crash. */
-static void errors_compute(void)
+size_t ops_case_count(void)
 {
-	loom_dev_t *dev = data_device();
-	loom_backend_t *be;
-	struct loom_tensor *a, *b, *r;
-	loom_graph_t *g;
-	loom_ctx_t *ctx;
-
-	if (!dev) {
-		g_test_skip("no device");
-		return;
-	}
-	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
-	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	a = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 16);
-	b = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 16);
-	r = loom_add(ctx, a, b);
-	g_assert_nonnull(r);
-	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
-	g_assert_cmpint(loom_graph_expand(g, r), ==, LOOM_OK);
-	EXPECT_STATUS(loom_backend_graph_compute(be, g), ANY_ERROR);
-	EXPECT_STATUS(loom_graph_expand(g, NULL), ANY_ERROR);
-	EXPECT_STATUS(loom_backend_synchronize(be), LOOM_OK);
-	loom_ctx_free(ctx);
-	loom_backend_free(be);
+	return n_cases;
 }
 
-static void errors_misc(void)
+const struct op_case *ops_case_get(size_t i)
 {
-	enum loom_type type;
-
-	g_assert_cmpstr(loom_strerror(LOOM_E_RANGE), !=, "");
-	g_assert_cmpstr(loom_strerror(12345), !=, "");
-	EXPECT_STATUS(loom_type_from_name("no-such-type", &type),
-		      LOOM_E_NOT_FOUND);
-	g_assert_null(loom_dev_by_name("no-such-device0"));
-	{
-		float src[33] = { 0 };
-		struct loom_block_q8_0 dst[2];
-
-		EXPECT_STATUS(loom_type_convert(LOOM_TYPE_F32, src, LOOM_TYPE_Q8_0,
-					   dst, 33), ANY_ERROR);
-		EXPECT_STATUS(loom_type_convert(LOOM_TYPE_F32, src, LOOM_TYPE_I32,
-					   dst, 4), LOOM_E_UNSUPPORTED);
-	}
+	return i < n_cases ? all_cases[i] : NULL;
 }
 
-/* Test functions that run fn in a subprocess of the test program. */
-#define IN_SUBPROCESS(fn, needs_device)                                      \
-	static void test_##fn(void)                                          \
-	{                                                                    \
-		if (g_test_subprocess()) {                                   \
-			fn();                                                \
-			return;                                              \
-		}                                                            \
-		if ((needs_device) && !data_device()) {                      \
-			g_test_skip("no device");                            \
-			return;                                              \
-		}                                                            \
-		g_test_trap_subprocess(NULL, 0,                              \
-				       G_TEST_SUBPROCESS_INHERIT_STDERR);    \
-		if (!g_test_trap_has_passed()) {                             \
-			g_test_message("%s failed or crashed (its reasons "  \
-				       "are on stderr)", #fn);               \
-			g_test_fail();                                       \
-		}                                                            \
-	}
-
-IN_SUBPROCESS(errors_shapes, false)
-IN_SUBPROCESS(errors_data, true)
-IN_SUBPROCESS(errors_compute, true)
-IN_SUBPROCESS(errors_misc, false)
-
-/* ------------------------------------------------------------------------
- * The reference and the helpers checked on values worked out by hand, so
- * that a device and the reference cannot agree on a misreading.
- */
-
-static void reference_helpers(void)
+const char *ops_case_op(const struct op_case *c)
 {
-	const double ref[3] = { 1, -2, 0 }, out[3] = { 1, -2, 0.5 };
-
-	g_assert_cmpfloat(loom_test_fp16_to_double(0x3c00), ==, 1.0);
-	g_assert_cmpfloat(loom_test_fp16_to_double(0xc000), ==, -2.0);
-	g_assert_cmpfloat(loom_test_fp16_to_double(0x0001), ==, ldexp(1, -24));
-	g_assert_cmpfloat(loom_test_fp16_to_double(0x7bff), ==, 65504.0);
-	g_assert_true(isinf(loom_test_fp16_to_double(0xfc00)));
-	g_assert_cmpfloat(loom_test_bf16_to_double(0x3f80), ==, 1.0);
-	g_assert_cmpfloat(loom_test_bf16_to_double(0xc040), ==, -3.0);
-	g_assert_cmpfloat(loom_test_nmse(ref, ref, 3), ==, 0.0);
-	g_assert_cmpfloat(fabs(loom_test_nmse(ref, out, 3) - 0.05), <, 1e-15);
+	return case_op_name(c);
 }
 
-static void reference_ops(void)
+const char *ops_case_name(const struct op_case *c)
 {
-	const int64_t ne_rope[4] = { 4, 1, 2, 1 }, ne_pos[4] = { 2, 1, 1, 1 };
-	const int64_t ne_a[4] = { 2, 2, 1, 1 }, ne_b[4] = { 2, 1, 2, 1 };
-	const int64_t ne_row[4] = { 5, 1, 1, 1 }, ne_ids[4] = { 2, 1, 1, 1 };
-	struct ref_tensor x, pos, r, a, b, ids;
-
-	/* rope at position 1, n_dims 4: pair 0 turns by 1 radian, pair 1
-	 * by 1/base^(1/2).  Normal pairs (x0, x1); neox pairs (x0, x2). */
-	ref_tensor_init(&x, ne_rope);
-	ref_tensor_init(&pos, ne_pos);
-	for (int t = 0; t < 2; t++)
-		*ref_at(&x, 0, 0, t, 0) = 1;
-	pos.data[0] = 0;
-	pos.data[1] = 1;
-	ref_rope(&x, &pos, 4, LOOM_ROPE_NORMAL, 100, 1, &r);
-	g_assert_cmpfloat(*ref_at(&r, 0, 0, 0, 0), ==, 1);
-	g_assert_cmpfloat(*ref_at(&r, 1, 0, 0, 0), ==, 0);
-	g_assert_cmpfloat(fabs(*ref_at(&r, 0, 0, 1, 0) - cos(1)), <, 1e-15);
-	g_assert_cmpfloat(fabs(*ref_at(&r, 1, 0, 1, 0) - sin(1)), <, 1e-15);
-	ref_tensor_free(&r);
-	*ref_at(&x, 0, 0, 1, 0) = 0;
-	*ref_at(&x, 3, 0, 1, 0) = 1;
-	ref_rope(&x, &pos, 4, LOOM_ROPE_NEOX, 100, 0.5, &r);
-	/* (x1, x3) = (0, 1) turns by 0.5 / 10. */
-	g_assert_cmpfloat(fabs(*ref_at(&r, 1, 0, 1, 0) + sin(0.05)), <, 1e-15);
-	g_assert_cmpfloat(fabs(*ref_at(&r, 3, 0, 1, 0) - cos(0.05)), <, 1e-15);
-	ref_tensor_free(&r);
-	ref_tensor_free(&x);
-	ref_tensor_free(&pos);
-
-	/* mul_mat: a is one 2x2 matrix per batch, a2 = 1 broadcasts. */
-	ref_tensor_init(&a, ne_a);
-	ref_tensor_init(&b, ne_b);
-	a.data[0] = 1;
-	a.data[1] = 2;
-	a.data[2] = 3;
-	a.data[3] = 4;
-	b.data[0] = 1;
-	b.data[1] = 1;
-	b.data[2] = 1;
-	b.data[3] = -1;
-	ref_mul_mat(&a, &b, &r);
-	g_assert_cmpint(r.ne[0], ==, 2);
-	g_assert_cmpint(r.ne[2], ==, 2);
-	g_assert_cmpfloat(r.data[0], ==, 3);
-	g_assert_cmpfloat(r.data[1], ==, 7);
-	g_assert_cmpfloat(r.data[2], ==, -1);
-	g_assert_cmpfloat(r.data[3], ==, -1);
-	ref_tensor_free(&r);
-	ref_tensor_free(&b);
-
-	/* soft_max with a mask: -inf gives 0, the rest sums to 1. */
-	ref_tensor_init(&b, ne_a);
-	b.data[1] = -INFINITY;
-	b.data[2] = -INFINITY;
-	ref_soft_max(&a, &b, 2, &r);
-	g_assert_cmpfloat(r.data[0], ==, 1);
-	g_assert_cmpfloat(r.data[1], ==, 0);
-	g_assert_cmpfloat(r.data[2], ==, 0);
-	g_assert_cmpfloat(r.data[3], ==, 1);
-	ref_tensor_free(&r);
-	ref_tensor_free(&b);
-	ref_tensor_free(&a);
-
-	/* top_k and argmax on ties: lower index first. */
-	ref_tensor_init(&x, ne_row);
-	x.data[0] = 1;
-	x.data[1] = 3;
-	x.data[2] = 1;
-	x.data[3] = 3;
-	x.data[4] = 2;
-	ref_top_k(&x, 5, &r);
-	g_assert_cmpfloat(r.data[0], ==, 1);
-	g_assert_cmpfloat(r.data[1], ==, 3);
-	g_assert_cmpfloat(r.data[2], ==, 4);
-	g_assert_cmpfloat(r.data[3], ==, 0);
-	g_assert_cmpfloat(r.data[4], ==, 2);
-	ref_tensor_free(&r);
-	ref_argmax(&x, &r);
-	g_assert_cmpfloat(r.data[0], ==, 1);
-	ref_tensor_free(&r);
-
-	/* get_rows picks the rows ids name. */
-	ref_tensor_init(&ids, ne_ids);
-	ids.data[0] = 4;
-	ids.data[1] = 1;
-	{
-		const int64_t ne_col[4] = { 1, 5, 1, 1 };
-		struct ref_tensor col = { { 0 }, NULL };
-
-		ref_cpy(&x, ne_col, &col);
-		ref_get_rows(&col, &ids, &r);
-		g_assert_cmpfloat(r.data[0], ==, 2);
-		g_assert_cmpfloat(r.data[1], ==, 3);
-		ref_tensor_free(&r);
-		ref_tensor_free(&col);
-	}
-	ref_tensor_free(&ids);
-	ref_tensor_free(&x);
+	return c->name;
 }
 
-/* loom_test_get_doubles on a device's memory: types, and a strided view. */
-static void reference_get_doubles(void)
+enum ops_outcome ops_case_run(const struct op_case *c, struct ops_dev *d)
 {
-	loom_dev_t *dev = data_device();
-	const float v[6] = { 0.5f, -1, 2, 3.25f, -4, 0 };
-	struct loom_tensor *f32, *f16, *q, *t;
-	loom_buffer_t *buf;
-	loom_ctx_t *ctx;
-	float qv[64];
-	double *d;
-	char *err = NULL;
-
-	if (!dev) {
-		g_test_skip("no device");
-		return;
-	}
-	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	f32 = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 3, 2);
-	f16 = loom_tensor_new_2d(ctx, LOOM_TYPE_F16, 3, 2);
-	q = loom_tensor_new_1d(ctx, LOOM_TYPE_Q8_0, 64);
-	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(dev),
-					       &buf), ==, LOOM_OK);
-	g_assert_cmpint(loom_test_set_f32(f32, v), ==, LOOM_OK);
-	g_assert_cmpint(loom_test_set_f32(f16, v), ==, LOOM_OK);
-	/* With a block maximum of 127/32 the scale is 1/32, and multiples of
-	 * 1/32 quantize exactly. */
-	for (int i = 0; i < 64; i++)
-		qv[i] = (float)((i * 37) % 255 - 127) / 32;
-	qv[5] = 127.0f / 32;
-	qv[40] = -127.0f / 32;
-	g_assert_cmpint(loom_test_set_f32(q, qv), ==, LOOM_OK);
-
-	t = loom_transpose(ctx, f32);
-	g_assert_nonnull(t);
-	g_assert_nonnull(t->data);
-	d = loom_test_get_doubles(t, &err);
-	g_assert_nonnull(d);
-	/* t[i0, i1] = f32[i1, i0]: 0.5, 3.25, -1, -4, 2, 0. */
-	g_assert_cmpfloat(d[0], ==, 0.5);
-	g_assert_cmpfloat(d[1], ==, 3.25);
-	g_assert_cmpfloat(d[2], ==, -1);
-	g_assert_cmpfloat(d[5], ==, 0);
-	g_free(d);
-	d = loom_test_get_doubles(f16, &err);
-	g_assert_nonnull(d);
-	for (int i = 0; i < 6; i++)
-		g_assert_cmpfloat(d[i], ==, v[i]);
-	g_free(d);
-	d = loom_test_get_doubles(q, &err);
-	g_assert_nonnull(d);
-	for (int i = 0; i < 64; i++)
-		g_assert_cmpfloat(d[i], ==, qv[i]);
-	g_free(d);
-	loom_buffer_free(buf);
-	loom_ctx_free(ctx);
+	case_failed = case_skipped = false;
+	run_case(c, d);
+	return case_failed ? OPS_FAIL : case_skipped ? OPS_SKIP : OPS_PASS;
 }
 
-IN_SUBPROCESS(reference_get_doubles, true)
-
-/* ------------------------------------------------------------------------
- * Registration.
- */
-
-/* True when name is in the comma list of environment variable var, or
- * the variable is unset or empty. */
-static bool selected(const char *var, const char *name)
+void ops_dev_clear(struct ops_dev *d)
 {
-	const char *list = g_getenv(var);
-	char **items;
-	bool found = false;
+	loom_backend_free(d->be);
+	free(d->be_error);
+	d->be = NULL;
+	d->be_error = NULL;
+}
+
+bool ops_list_has(const char *list, const char *name)
+{
+	size_t len = strlen(name);
 
 	if (!list || !*list)
 		return true;
-	items = g_strsplit(list, ",", -1);
-	for (char **p = items; *p; p++)
-		if (!strcmp(g_strstrip(*p), name))
-			found = true;
-	g_strfreev(items);
-	return found;
-}
+	for (const char *p = list; *p;) {
+		size_t n;
 
-static void skip_with(gconstpointer reason)
-{
-	g_test_skip(reason);
-}
-
-static void fail_load(gconstpointer msg)
-{
-	g_test_message("%s", (const char *)msg);
-	g_test_fail();
-}
-
-static void free_case(gpointer p)
-{
-	struct op_case *c = p;
-
-	g_free(c->name);
-	g_free(c);
-}
-
-static void free_dev(gpointer p)
-{
-	struct test_dev *d = p;
-
-	loom_backend_free(d->be);
-	g_free(d->be_error);
-	g_free(d);
-}
-
-int main(int argc, char **argv)
-{
-	static char load_error[512];
-	char **args = g_new0(char *, argc + 2);
-	int st, ret;
-
-	/* One failing case must not hide the others. */
-	for (int i = 0; i < argc; i++)
-		args[i] = argv[i];
-	args[argc++] = (char *)"--keep-going";
-	argv = args;
-	g_test_init(&argc, &argv, NULL);
-	all_cases = g_ptr_array_new_with_free_func(free_case);
-	all_devs = g_ptr_array_new_with_free_func(free_dev);
-	all_tests = g_ptr_array_new_with_free_func(g_free);
-	case_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-					   NULL);
-
-	st = loom_test_load_plugins();
-	if (st != LOOM_OK) {
-		g_snprintf(load_error, sizeof(load_error),
-			   "loom_load_all: %s: %s", loom_strerror(st),
-			   loom_error_message());
-		if (g_getenv("LOOM_BACKENDS"))
-			g_test_add_data_func("/ops/load", load_error,
-					     fail_load);
-		else
-			g_test_message("%s", load_error);
+		p += strspn(p, " ,");
+		n = strcspn(p, ",");
+		while (n && p[n - 1] == ' ')
+			n--;
+		if (n == len && !strncmp(p, name, len))
+			return true;
+		p += strcspn(p, ",");
 	}
-
-	g_test_add_func("/ops/reference/helpers", reference_helpers);
-	g_test_add_func("/ops/reference/ops", reference_ops);
-	g_test_add_func("/ops/reference/get-doubles",
-			test_reference_get_doubles);
-	g_test_add_func("/ops/errors/shapes", test_errors_shapes);
-	g_test_add_func("/ops/errors/data", test_errors_data);
-	g_test_add_func("/ops/errors/compute", test_errors_compute);
-	g_test_add_func("/ops/errors/misc", test_errors_misc);
-
-	make_cases();
-	for (size_t i = 0; i < loom_dev_count(); i++) {
-		loom_dev_t *dev = loom_dev_get(i);
-		struct test_dev *d;
-
-		if (!selected("LOOM_TEST_DEVICES", loom_dev_name(dev)))
-			continue;
-		d = g_new0(struct test_dev, 1);
-		d->dev = dev;
-		d->name = loom_dev_name(dev);
-		g_ptr_array_add(all_devs, d);
-	}
-	if (!all_devs->len)
-		g_test_add_data_func("/ops/no-device",
-				     "no device selected (see "
-				     "LOOM_PLUGIN_PATH, LOOM_BACKENDS, "
-				     "LOOM_TEST_DEVICES)",
-				     skip_with);
-	for (guint i = 0; i < all_devs->len; i++) {
-		struct test_dev *d = all_devs->pdata[i];
-
-		for (guint j = 0; j < all_cases->len; j++) {
-			struct op_case *c = all_cases->pdata[j];
-			struct test_data *td;
-			char *path;
-
-			if (!selected("LOOM_TEST_OPS", case_op_name(c)))
-				continue;
-			td = g_new0(struct test_data, 1);
-			td->c = c;
-			td->d = d;
-			g_ptr_array_add(all_tests, td);
-			path = g_strdup_printf("/ops/%s/%s/%s", d->name,
-					       case_op_name(c), c->name);
-			g_test_add_data_func(path, td, run_case);
-			g_free(path);
-		}
-	}
-
-	ret = g_test_run();
-
-	g_ptr_array_free(all_tests, TRUE);
-	g_ptr_array_free(all_devs, TRUE);
-	g_ptr_array_free(all_cases, TRUE);
-	g_hash_table_destroy(case_names);
-	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
-	g_free(args);
-	return ret;
+	return false;
 }

@@ -1,0 +1,8 @@
+# doc/local.mk - the plugin author's guide and the plugin template it
+# builds on, installed with the headers (in docdir).
+dist_doc_DATA = doc/plugin-guide.md
+plugintemplatedir = $(docdir)/plugin-template
+dist_plugintemplate_DATA = \
+	examples/plugin-template/Makefile \
+	examples/plugin-template/README \
+	examples/plugin-template/my-plugin.c
