@@ -13,7 +13,7 @@
 #include <immintrin.h>
 #endif
 
-#include "cpu-kernels.h"
+#include "cpu-ops.h"
 
 /* Micro-kernel tile (MR rows of a by NR rows of b), cache blocks (an
  * MC x KC block of packed a stays in L2 while KC x NR panels of b pass
@@ -54,155 +54,14 @@ static inline int64_t div_up(int64_t a, int64_t b)
 	return (a + b - 1) / b;
 }
 
-/* ------------------------------------------------------------------------
- * Scalar conversions.
- */
-
-static inline float fp16_to_fp32(uint16_t h)
-{
-#if defined(__F16C__)
-	return _cvtsh_ss(h);
-#else
-	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-	uint32_t exp = (h >> 10) & 0x1f;
-	uint32_t mant = h & 0x3ff;
-	uint32_t bits;
-	float f;
-
-	if (exp == 0x1f) {
-		bits = sign | 0x7f800000u | (mant << 13);
-	} else if (exp != 0) {
-		bits = sign | ((exp + 112) << 23) | (mant << 13);
-	} else if (mant == 0) {
-		bits = sign;
-	} else {
-		/* Subnormal: normalize the mantissa. */
-		exp = 113;
-		while (!(mant & 0x400)) {
-			mant <<= 1;
-			exp--;
-		}
-		bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
-	}
-	memcpy(&f, &bits, sizeof(f));
-	return f;
-#endif
-}
-
-static inline float bf16_to_fp32(uint16_t h)
-{
-	uint32_t bits = (uint32_t)h << 16;
-	float f;
-
-	memcpy(&f, &bits, sizeof(f));
-	return f;
-}
-
-/* Converts n values of type at src (elements nb0 bytes apart; for Q8_0
- * whole contiguous blocks) to F32. */
-static void to_f32(enum loom_type type, const void *src, size_t nb0,
-		   float *restrict dst, int64_t n)
-{
-	const char *s = src;
-	int64_t i = 0;
-
-	switch (type) {
-	case LOOM_TYPE_F32:
-		if (nb0 == sizeof(float)) {
-			memcpy(dst, src, n * sizeof(float));
-			return;
-		}
-		for (; i < n; i++)
-			memcpy(&dst[i], s + i * nb0, sizeof(float));
-		return;
-	case LOOM_TYPE_F16:
-		if (nb0 == sizeof(uint16_t)) {
-			const uint16_t *h = src;
-#if defined(__AVX512F__)
-			for (; i + 16 <= n; i += 16) {
-				__m256i v = _mm256_loadu_si256(
-					(const void *)(h + i));
-
-				_mm512_storeu_ps(dst + i, _mm512_cvtph_ps(v));
-			}
-#elif defined(__F16C__)
-			for (; i + 8 <= n; i += 8) {
-				__m128i v = _mm_loadu_si128(
-					(const void *)(h + i));
-
-				_mm256_storeu_ps(dst + i, _mm256_cvtph_ps(v));
-			}
-#endif
-			for (; i < n; i++)
-				dst[i] = fp16_to_fp32(h[i]);
-			return;
-		}
-		for (; i < n; i++) {
-			uint16_t h;
-
-			memcpy(&h, s + i * nb0, sizeof(h));
-			dst[i] = fp16_to_fp32(h);
-		}
-		return;
-	case LOOM_TYPE_BF16:
-		if (nb0 == sizeof(uint16_t)) {
-			const uint16_t *h = src;
-#if defined(__AVX512F__)
-			for (; i + 16 <= n; i += 16) {
-				__m512i v = _mm512_cvtepu16_epi32(
-					_mm256_loadu_si256(
-						(const void *)(h + i)));
-
-				_mm512_storeu_ps(dst + i, _mm512_castsi512_ps(
-					_mm512_slli_epi32(v, 16)));
-			}
-#elif defined(__AVX2__)
-			for (; i + 8 <= n; i += 8) {
-				__m256i v = _mm256_cvtepu16_epi32(
-					_mm_loadu_si128((const void *)(h + i)));
-
-				_mm256_storeu_ps(dst + i, _mm256_castsi256_ps(
-					_mm256_slli_epi32(v, 16)));
-			}
-#endif
-			for (; i < n; i++)
-				dst[i] = bf16_to_fp32(h[i]);
-			return;
-		}
-		for (; i < n; i++) {
-			uint16_t h;
-
-			memcpy(&h, s + i * nb0, sizeof(h));
-			dst[i] = bf16_to_fp32(h);
-		}
-		return;
-	case LOOM_TYPE_Q8_0: {
-		const struct loom_block_q8_0 *blk = src;
-
-		for (; i < n / LOOM_QK8_0; i++) {
-			float d = fp16_to_fp32(blk[i].d);
-			float *o = dst + i * LOOM_QK8_0;
-			int j;
-
-			for (j = 0; j < LOOM_QK8_0; j++)
-				o[j] = d * blk[i].qs[j];
-		}
-		return;
-	}
-	default:
-		memset(dst, 0, n * sizeof(*dst));
-		return;
-	}
-}
-
 /* Byte offset of element k of a row (k on a block boundary). */
 static inline size_t row_offset(enum loom_type type, int64_t k, size_t nb0)
 {
-	if (type == LOOM_TYPE_Q8_0)
-		return (size_t)(k / LOOM_QK8_0) *
-		       sizeof(struct loom_block_q8_0);
-	return (size_t)k * nb0;
+	return (size_t)(k / loom_type_block_size(type)) * nb0;
 }
+
+/* Converts n values of a row to F32 (see cpu_load_f32). */
+#define to_f32 cpu_load_f32
 
 /* ------------------------------------------------------------------------
  * GEMV: out[j][m] = dot(row m of a, bv[j]) for a few F32 vectors bv[j],
@@ -263,7 +122,7 @@ static inline VF vload_f16(const uint16_t *p)
 	int i;
 
 	for (i = 0; i < 8; i++)
-		t[i] = fp16_to_fp32(p[i]);
+		t[i] = cpu_f16_to_f32(p[i]);
 	return _mm256_loadu_ps(t);
 #endif
 }
@@ -328,7 +187,7 @@ dot_rows(const enum loom_type type, const char *a, size_t arow, const int nr,
 			UNROLL
 			for (r = 0; r < nr; r++) {
 				const struct loom_block_q8_0 *q = blk[r]++;
-				VF d = vset1(fp16_to_fp32(q->d));
+				VF d = vset1(cpu_f16_to_f32(q->d));
 				VF av[LOOM_QK8_0 / VLEN];
 				int h;
 
@@ -415,7 +274,7 @@ dot_rows(const enum loom_type type, const char *a, size_t arow, const int nr,
 				(const void *)(a + r * arow);
 
 			for (i = 0; i < k; i += LOOM_QK8_0, q++) {
-				float d = fp16_to_fp32(q->d);
+				float d = cpu_f16_to_f32(q->d);
 
 				UNROLL
 				for (j = 0; j < nb; j++) {
@@ -461,9 +320,9 @@ dot_rows(const enum loom_type type, const char *a, size_t arow, const int nr,
 			if (type == LOOM_TYPE_F32)
 				av = ((const float *)row)[i];
 			else if (type == LOOM_TYPE_F16)
-				av = fp16_to_fp32(((const uint16_t *)row)[i]);
+				av = cpu_f16_to_f32(((const uint16_t *)row)[i]);
 			else
-				av = bf16_to_fp32(((const uint16_t *)row)[i]);
+				av = cpu_bf16_to_f32(((const uint16_t *)row)[i]);
 			UNROLL
 			for (j = 0; j < nb; j++)
 				res[r * GEMV_NB + j] += av * bv[j][i];
@@ -600,7 +459,7 @@ dot_bf16_dp(const char *a, size_t arow, const int nr, const float *b,
 		int64_t t;
 
 		for (t = i; t < k; t++)
-			s += bf16_to_fp32(row[t]) * b[t];
+			s += cpu_bf16_to_f32(row[t]) * b[t];
 		res[r] = s;
 	}
 }
@@ -664,7 +523,7 @@ dot_f16_rows(const char *a, size_t arow, const int nr, const float *b,
 		int64_t t;
 
 		for (t = i; t < k; t++)
-			s += fp16_to_fp32(row[t]) * b[t];
+			s += cpu_f16_to_f32(row[t]) * b[t];
 		res[r] = s;
 	}
 }
@@ -1054,10 +913,14 @@ static void gemm_rows(enum loom_type type, const char *a, size_t arow,
 {
 	/* Blocks of even size, so that none is a small leftover. */
 	int64_t mcb = div_up(div_up(m1 - m0, div_up(m1 - m0, MC)), MR) * MR;
-	int64_t kcb = div_up(div_up(k, div_up(k, KC)), LOOM_QK8_0) *
-		      LOOM_QK8_0;
+	int64_t blck = loom_type_block_size(type) > LOOM_QK8_0 ?
+		       loom_type_block_size(type) : LOOM_QK8_0;
+	int64_t kcb = div_up(div_up(k, div_up(k, KC)), blck) * blck;
 	int64_t pc, ic, jr, ir;
 
+	/* Whole blocks per step, no more than the packing space holds. */
+	if (kcb > KC)
+		kcb = KC / blck * blck;
 	for (ic = m0; ic < m1; ic += mcb) {
 		int64_t mc = m1 - ic < mcb ? m1 - ic : mcb;
 
@@ -1117,13 +980,21 @@ static void split_range(int64_t n, int64_t gran, int64_t parts, int64_t i,
 	*end = e < n ? e : n;
 }
 
-/* Whether a's rows are contiguous along dimension 0, as the row kernels
- * read them. */
+/* Whether the row kernels read a's rows as they are: rows of a type they
+ * know, contiguous along dimension 0. */
 static bool a_rows_contiguous(const struct loom_tensor *a)
 {
-	return a->type == LOOM_TYPE_Q8_0 ||
-	       (a->type == LOOM_TYPE_F32 ? a->nb[0] == sizeof(float) :
-					   a->nb[0] == sizeof(uint16_t));
+	switch (a->type) {
+	case LOOM_TYPE_Q8_0:
+		return true;
+	case LOOM_TYPE_F32:
+		return a->nb[0] == sizeof(float);
+	case LOOM_TYPE_F16:
+	case LOOM_TYPE_BF16:
+		return a->nb[0] == sizeof(uint16_t);
+	default:
+		return false;
+	}
 }
 
 /* The GEMM pays for packing once b has enough rows to reuse it. */
@@ -1399,7 +1270,8 @@ static int32_t expert_of(const struct loom_tensor *ids, int64_t p)
 }
 
 /* Groups the pairs by expert with a counting sort, so tokens stay in
- * order within an expert. */
+ * order within an expert.  A pair whose expert is out of range gets its
+ * row of zeros here (loom.h promises it). */
 static void group_pairs(const struct loom_tensor *dst, struct id_lists *l)
 {
 	const struct loom_tensor *ids = dst->src[2];
@@ -1412,6 +1284,10 @@ static void group_pairs(const struct loom_tensor *dst, struct id_lists *l)
 		x = expert_of(ids, p);
 		if (x >= 0 && x < n_expert)
 			l->count[x]++;
+		else
+			memset((char *)dst->data + p % n_used * dst->nb[1] +
+			       p / n_used * dst->nb[2], 0,
+			       dst->ne[0] * sizeof(float));
 	}
 	for (x = 0; x < n_expert; x++) {
 		l->first[x] = next;
