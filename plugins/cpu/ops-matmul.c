@@ -13,7 +13,7 @@
 #include <immintrin.h>
 #endif
 
-#include "cpu-ops.h"
+#include "cpu-matmul.h"
 
 /* Micro-kernel tile (MR rows of a by NR rows of b), cache blocks (an
  * MC x KC block of packed a stays in L2 while KC x NR panels of b pass
@@ -884,20 +884,6 @@ static inline void prefetch_lines(const char *p, int64_t from, int64_t to)
 		__builtin_prefetch(p + 64 * from, 0, 2);
 }
 
-/* Where the GEMM writes: column j (a row of dst) starts at base +
- * offs[j] bytes, or base + j * stride when offs is NULL. */
-struct cols {
-	char *base;
-	size_t stride;
-	const int64_t *offs;
-};
-
-static inline float *col_at(const struct cols *c, int64_t j)
-{
-	return (float *)(c->base + (c->offs ? (size_t)c->offs[j] :
-					       (size_t)j * c->stride));
-}
-
 /* Scratch of one thread: an a block in packing and a row in conversion. */
 struct scratch {
 	float *ap;  /* MC x KC */
@@ -908,7 +894,7 @@ struct scratch {
  * the packed panels bp (nb rows, NR per panel, each k x NR). */
 static void gemm_rows(enum loom_type type, const char *a, size_t arow,
 		      size_t nb0, int64_t m0, int64_t m1, int64_t k,
-		      const float *bp, int64_t nb, const struct cols *c,
+		      const float *bp, int64_t nb, const struct cpu_cols *c,
 		      const struct scratch *s)
 {
 	/* Blocks of even size, so that none is a small leftover. */
@@ -945,7 +931,7 @@ static void gemm_rows(enum loom_type type, const char *a, size_t arow,
 				int64_t l = 0;
 
 				for (j = 0; j < nr; j++)
-					cp[j] = col_at(c, jr + j) + ic;
+					cp[j] = cpu_cols_at(c, jr + j) + ic;
 				for (ir = 0; ir < mc; ir += MR) {
 					int mr = mc - ir < MR ? (int)(mc - ir) :
 								MR;
@@ -1006,6 +992,30 @@ static bool use_gemm(const struct loom_tensor *a, int64_t n)
 static bool b_is_f32_rows(const struct loom_tensor *b)
 {
 	return b->type == LOOM_TYPE_F32 && b->nb[0] == sizeof(float);
+}
+
+/* Whether the product runs on int8 dot products (matmul-q8.c): weights
+ * of a type it knows, activations quantized on the fly. */
+static bool use_q8(const struct loom_tensor *a)
+{
+#if defined(CPU_HAVE_Q8)
+	return cpu_q8_supports(a->type) && a->ne[0] % 32 == 0;
+#else
+	(void)a;
+	return false;
+#endif
+}
+
+/* Bytes of n activation rows quantized for the int8 kernels. */
+static size_t q8_size(int64_t n, int64_t k)
+{
+#if defined(CPU_HAVE_Q8)
+	return align_up((size_t)n * cpu_q8_col_bytes(k));
+#else
+	(void)n;
+	(void)k;
+	return 0;
+#endif
 }
 
 /* Floats of tmp: NR rows of b, MR rows of an a block, or one a row. */
@@ -1141,8 +1151,13 @@ size_t cpu_mul_mat_work_size(const struct loom_tensor *dst, int nth)
 		/* The grouped pairs, then every expert's gathered rows or
 		 * panels. */
 		size += mul_mat_id_lists_size(dst);
-		size += align_up((size_t)(pairs + a->ne[2] * NR) * k *
-				 sizeof(float));
+		if (use_q8(a))
+			size += q8_size(pairs, k);
+		else
+			size += align_up((size_t)(pairs + a->ne[2] * NR) * k *
+					 sizeof(float));
+	} else if (use_q8(a)) {
+		size += q8_size(b->ne[1] * b->ne[2] * b->ne[3], k);
 	} else {
 		bool gemm = use_gemm(a, b->ne[1]);
 
@@ -1150,6 +1165,70 @@ size_t cpu_mul_mat_work_size(const struct loom_tensor *dst, int nth)
 			size += b_size(b, gemm);
 	}
 	return size + (size_t)nth * scratch_size(k);
+}
+
+#if defined(CPU_HAVE_Q8)
+/* Row i1 of batch (i2, i3) of b quantized into q; tmp holds a row in
+ * conversion. */
+static void quantize_b_row(const struct loom_tensor *b, int64_t i1,
+			   int64_t i2, int64_t i3, char *q, float *tmp)
+{
+	const float *x = (const float *)row_at(b, i1, i2, i3);
+
+	if (!b_is_f32_rows(b)) {
+		to_f32(b->type, (const char *)x, b->nb[0], tmp, b->ne[0]);
+		x = tmp;
+	}
+	cpu_q8_quantize(x, b->ne[0], q);
+}
+#endif
+
+/* mul_mat on the int8 kernels: every row of b is quantized once (shared
+ * phase), then each thread takes its part of the rows of a against all
+ * of b. */
+static void mul_mat_q8(const struct cpu_task *task, struct loom_tensor *dst,
+		       char *cursor)
+{
+#if defined(CPU_HAVE_Q8)
+	const struct loom_tensor *a = dst->src[0];
+	const struct loom_tensor *b = dst->src[1];
+	int64_t k = a->ne[0], m = a->ne[1], n = b->ne[1];
+	int64_t b2 = b->ne[2], batches = b2 * b->ne[3];
+	int64_t r2 = b2 / a->ne[2], r3 = b->ne[3] / a->ne[3];
+	size_t cb = cpu_q8_col_bytes(k);
+	char *qb = take(&cursor, q8_size(batches * n, k));
+	int64_t mparts, items, it, it1, r;
+	struct scratch s;
+
+	take_scratch(task, &cursor, k, &s);
+	for (r = task->ith; r < batches * n; r += task->nth)
+		quantize_b_row(b, r % n, r / n % b2, r / n / b2, qb + r * cb,
+			       s.tmp);
+	cpu_barrier(task);
+
+	mparts = batches < 4 * task->nth ? task->nth : 1;
+	items = batches * mparts;
+	it = items * task->ith / task->nth;
+	it1 = items * (task->ith + 1) / task->nth;
+	for (; it < it1; it++) {
+		int64_t z = it / mparts, i2 = z % b2, i3 = z / b2, m0, m1;
+		struct cpu_cols c = {
+			.base = (char *)dst->data + i2 * dst->nb[2] +
+				i3 * dst->nb[3],
+			.stride = dst->nb[1],
+		};
+
+		split_range(m, 4, mparts, it % mparts, &m0, &m1);
+		if (m0 < m1)
+			cpu_q8_mm(a->type, row_at(a, 0, i2 / r2, i3 / r3),
+				  a->nb[1], m0, m1, k, qb + z * n * cb, n, &c,
+				  s.tmp);
+	}
+#else
+	(void)task;
+	(void)dst;
+	(void)cursor;
+#endif
 }
 
 void cpu_op_mul_mat(const struct cpu_task *task, struct loom_tensor *dst)
@@ -1168,6 +1247,10 @@ void cpu_op_mul_mat(const struct cpu_task *task, struct loom_tensor *dst)
 	struct scratch s;
 	int64_t ngroups, mparts, items, it, it1, r;
 
+	if (use_q8(a)) {
+		mul_mat_q8(task, dst, cursor);
+		return;
+	}
 	if (gemm || !b_is_f32_rows(b))
 		bw = take(&cursor, b_size(b, gemm));
 	take_scratch(task, &cursor, k, &s);
@@ -1216,7 +1299,7 @@ void cpu_op_mul_mat(const struct cpu_task *task, struct loom_tensor *dst)
 		if (m0 >= m1)
 			continue;
 		if (gemm) {
-			struct cols c = { .base = dbase, .stride = dst->nb[1] };
+			struct cpu_cols c = { .base = dbase, .stride = dst->nb[1] };
 
 			gemm_rows(a->type, abase, a->nb[1], a->nb[0], m0, m1, k,
 				  bw + z * stride, n, &c, &s);
@@ -1304,6 +1387,56 @@ static void group_pairs(const struct loom_tensor *dst, struct id_lists *l)
 	}
 }
 
+/* mul_mat_id on the int8 kernels: the pairs' rows of b quantized in
+ * expert order (shared phase), then every thread takes its share of the
+ * rows of each expert. */
+static void mul_mat_id_q8(const struct cpu_task *task,
+			  struct loom_tensor *dst, const struct id_lists *l,
+			  char *cursor)
+{
+#if defined(CPU_HAVE_Q8)
+	const struct loom_tensor *as = dst->src[0];
+	const struct loom_tensor *b = dst->src[1];
+	const struct loom_tensor *ids = dst->src[2];
+	int64_t k = as->ne[0], m = as->ne[1], n_used = ids->ne[0];
+	int64_t pairs = n_used * ids->ne[1], n_expert = as->ne[2];
+	size_t cb = cpu_q8_col_bytes(k);
+	char *qb = take(&cursor, q8_size(pairs, k));
+	struct scratch s;
+	int64_t i, x, total = 0;
+
+	take_scratch(task, &cursor, k, &s);
+	for (x = 0; x < n_expert; x++)
+		total += l->count[x];
+	for (i = task->ith; i < total; i += task->nth) {
+		int64_t p = l->pairs[i];
+
+		quantize_b_row(b, p % n_used % b->ne[1], p / n_used, 0,
+			       qb + i * cb, s.tmp);
+	}
+	cpu_barrier(task);
+	for (x = 0; x < n_expert; x++) {
+		struct cpu_cols c = { .base = dst->data,
+				      .offs = l->offs + l->first[x] };
+		int64_t m0, m1;
+
+		if (!l->count[x])
+			continue;
+		split_range(m, 4, task->nth, task->ith, &m0, &m1);
+		if (m0 < m1)
+			cpu_q8_mm(as->type, (const char *)as->data +
+				  x * as->nb[2], as->nb[1], m0, m1, k,
+				  qb + l->first[x] * cb, l->count[x], &c,
+				  s.tmp);
+	}
+#else
+	(void)task;
+	(void)dst;
+	(void)l;
+	(void)cursor;
+#endif
+}
+
 void cpu_op_mul_mat_id(const struct cpu_task *task, struct loom_tensor *dst)
 {
 	const struct loom_tensor *as = dst->src[0];
@@ -1324,6 +1457,13 @@ void cpu_op_mul_mat_id(const struct cpu_task *task, struct loom_tensor *dst)
 	l.pos = space + 2 * n_expert;
 	l.pairs = space + 3 * n_expert;
 	l.offs = l.pairs + pairs;
+	if (use_q8(as)) {
+		if (task->ith == 0)
+			group_pairs(dst, &l);
+		cpu_barrier(task);
+		mul_mat_id_q8(task, dst, &l, cursor);
+		return;
+	}
 	bw = take(&cursor, (size_t)(pairs + n_expert * NR) * k *
 			   sizeof(float));
 	take_scratch(task, &cursor, k, &s);
@@ -1378,7 +1518,7 @@ void cpu_op_mul_mat_id(const struct cpu_task *task, struct loom_tensor *dst)
 		if (!cnt)
 			continue;
 		if (use_gemm(as, cnt)) {
-			struct cols c = { .base = dst->data, .offs = offs };
+			struct cpu_cols c = { .base = dst->data, .offs = offs };
 
 			split_range(m, MR, task->nth, task->ith, &m0, &m1);
 			if (m0 < m1)
