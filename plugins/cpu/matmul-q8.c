@@ -7,7 +7,7 @@
 
 #if defined(CPU_HAVE_Q8)
 
-#include <immintrin.h>
+#include "cpu-simd.h"
 
 /* Rows of a and columns (rows of b) a tile computes: as many
  * accumulators as the variant has vector registers for. */
@@ -19,7 +19,6 @@
 #define QC 4
 #endif
 
-#define UNROLL _Pragma("GCC unroll 16")
 #define INLINE static inline __attribute__((always_inline))
 
 /* ------------------------------------------------------------------------
@@ -267,16 +266,6 @@ INLINE __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s, const bool vnni)
 		_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
 }
 
-INLINE float hsum(__m256 v)
-{
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v),
-			      _mm256_extractf128_ps(v, 1));
-
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_movehdup_ps(s));
-	return _mm_cvtss_f32(s);
-}
-
 /* res[r * QC + c] = dot(row r of a, column c) for nr rows and nc columns
  * (constants at every call, so the accumulators stay in registers); sc
  * and o hold each row's row_scales, k / 16 apart. */
@@ -346,11 +335,11 @@ INLINE void tile(const enum loom_type type, const bool vnni,
 						_mm256_loadu_ps(orow + i),
 						_mm256_loadu_ps(cols[c].s + i),
 						v);
-				off = hsum(v);
+				off = cpu_hsum256(v);
 				for (; i < n16; i++)
 					off += orow[i] * cols[c].s[i];
 			}
-			res[r * QC + c] = hsum(acc[r][c]) - off;
+			res[r * QC + c] = cpu_hsum256(acc[r][c]) - off;
 		}
 	}
 }
