@@ -344,6 +344,126 @@ INLINE void tile(const enum loom_type type, const bool vnni,
 	}
 }
 
+#if defined(__AVX512BW__)
+/* The AVX-512 form of tile(), two blocks per step (k a multiple of 64):
+ * each 512-bit product covers blocks j and j + 1, so the dot products,
+ * conversions and scalings per value are half as many. */
+INLINE __m512i dot_u8s8_512(__m512i acc, __m512i u, __m512i s,
+			    const bool vnni)
+{
+	if (vnni) {
+		__asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+		return acc;
+	}
+	return _mm512_add_epi32(acc, _mm512_madd_epi16(
+		_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
+}
+
+INLINE void tile512(const enum loom_type type, const bool vnni,
+		    const char *const *rows, const int nr,
+		    const struct qcol *cols, const int nc, int64_t k,
+		    const float *sc, const float *o, float *res)
+{
+	/* Lane l of a product holds values 4l..4l+3 of the two blocks:
+	 * quarter l / 4 of 16 values takes scale 2j + l / 4. */
+	const __m512i quarter = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2,
+						 1, 1, 1, 1, 0, 0, 0, 0);
+	const __m512i half = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1,
+					      0, 0, 0, 0, 0, 0, 0, 0);
+	__m512 acc[QR][QC];
+	int64_t j, n16 = k / 16;
+	int r, c;
+
+	UNROLL
+	for (r = 0; r < nr; r++)
+		UNROLL
+		for (c = 0; c < nc; c++)
+			acc[r][c] = _mm512_setzero_ps();
+	for (j = 0; j < k / 32; j += 2) {
+		__m512i u[QR];
+		__mmask64 neg[QR];
+		__m512 s[QR];
+
+		UNROLL
+		for (r = 0; r < nr; r++) {
+			__m512i w;
+
+			__builtin_prefetch(rows[r] + block_offset(type, j) +
+					   1024);
+			w = _mm512_inserti64x4(_mm512_castsi256_si512(
+				block_u8(type, rows[r], j)),
+				block_u8(type, rows[r], j + 1), 1);
+			if (type == LOOM_TYPE_Q8_0) {
+				neg[r] = _mm512_movepi8_mask(w);
+				u[r] = _mm512_abs_epi8(w);
+			} else {
+				u[r] = w;
+			}
+			s[r] = _mm512_permutexvar_ps(quarter,
+				_mm512_castps128_ps512(_mm_loadu_ps(
+					sc + r * n16 + 2 * j)));
+		}
+		UNROLL
+		for (c = 0; c < nc; c++) {
+			__m512i a = _mm512_loadu_si512(
+				(const void *)(cols[c].qs + 32 * j));
+			__m512 d = _mm512_permutexvar_ps(half,
+				_mm512_castps128_ps512(_mm_castpd_ps(
+					_mm_load_sd((const double *)
+						    (cols[c].d + j)))));
+
+			UNROLL
+			for (r = 0; r < nr; r++) {
+				__m512i as = type == LOOM_TYPE_Q8_0 ?
+					_mm512_mask_sub_epi8(a, neg[r],
+						_mm512_setzero_si512(), a) : a;
+				__m512i t = dot_u8s8_512(
+					_mm512_setzero_si512(), u[r], as, vnni);
+
+				acc[r][c] = _mm512_fmadd_ps(
+					_mm512_cvtepi32_ps(t),
+					_mm512_mul_ps(s[r], d), acc[r][c]);
+			}
+		}
+	}
+	UNROLL
+	for (r = 0; r < nr; r++) {
+		UNROLL
+		for (c = 0; c < nc; c++) {
+			float off = 0.0f;
+
+			if (type != LOOM_TYPE_Q8_0) {
+				const float *orow = o + r * n16;
+				__m512 v = _mm512_setzero_ps();
+				int64_t i = 0;
+
+				for (; i + 16 <= n16; i += 16)
+					v = _mm512_fmadd_ps(
+						_mm512_loadu_ps(orow + i),
+						_mm512_loadu_ps(cols[c].s + i),
+						v);
+				off = _mm512_reduce_add_ps(v);
+				for (; i < n16; i++)
+					off += orow[i] * cols[c].s[i];
+			}
+			res[r * QC + c] = _mm512_reduce_add_ps(acc[r][c]) -
+					  off;
+		}
+	}
+}
+#define TILE(R, C)                                                       \
+	do {                                                             \
+		if (k % 64 == 0)                                         \
+			tile512(type, vnni, rows, R, cols, C, k, sc, o,  \
+				res);                                    \
+		else                                                     \
+			tile(type, vnni, rows, R, cols, C, k, sc, o,     \
+			     res);                                       \
+	} while (0)
+#else
+#define TILE(R, C) tile(type, vnni, rows, R, cols, C, k, sc, o, res)
+#endif
+
 /* Rows [m0, m1) of a against n columns at qb (cpu_q8_col_bytes(k)
  * apart): QR x QC tiles, the last rows one at a time and the last
  * columns one at a time. */
@@ -378,17 +498,13 @@ INLINE void mm_typed(const enum loom_type type, const bool vnni,
 				for (c = 0; c < nc; c++)
 					cols[c] = col_at(qb + (j + c) * cb, k);
 				if (nr == QR && nc == QC)
-					tile(type, vnni, rows, QR, cols, QC, k,
-					     sc, o, res);
+					TILE(QR, QC);
 				else if (nr == QR)
-					tile(type, vnni, rows, QR, cols, 1, k,
-					     sc, o, res);
+					TILE(QR, 1);
 				else if (nc == QC)
-					tile(type, vnni, rows, 1, cols, QC, k,
-					     sc, o, res);
+					TILE(1, QC);
 				else
-					tile(type, vnni, rows, 1, cols, 1, k,
-					     sc, o, res);
+					TILE(1, 1);
 				for (r = 0; r < nr; r++)
 					for (c = 0; c < nc; c++)
 						cpu_cols_at(out, j + c)[m + r] =
