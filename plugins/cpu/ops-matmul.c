@@ -53,11 +53,16 @@ static size_t q8_size(int64_t n, int64_t k)
 #endif
 }
 
-/* Floats of tmp: NR rows of b, MR rows of an a block, or one a row. */
+/* Floats of tmp: NR rows of b, MR rows of an a block, one a row, or
+ * the int8 kernels' row scales. */
 static size_t scratch_floats(int64_t k)
 {
 	size_t nb = (size_t)NR * k, na = (size_t)MR * KC;
 
+#if defined(CPU_HAVE_Q8)
+	if (cpu_q8_tmp_floats(k) > nb)
+		nb = cpu_q8_tmp_floats(k);
+#endif
 	return nb > na ? nb : na;
 }
 
