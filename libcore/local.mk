@@ -9,6 +9,7 @@ libcore_libloom_la_SOURCES = \
 	libcore/env.c \
 	libcore/handle.c \
 	libcore/types.c \
+	libcore/quant.c \
 	libcore/tensor.c \
 	libcore/tensor-state.c \
 	libcore/ops.c \

@@ -18,6 +18,13 @@ void loom__clear_error(void);
 /* loom_env_get() without logging (for the log level itself). */
 const char *loom__getenv_quiet(const char *name);
 
+/* n values (whole blocks) of any type but I32 to F32 and back (quant.c);
+ * quantizing rounds to the nearest the block allows. */
+void loom__dequantize(enum loom_type type, const void *src, float *dst,
+		      int64_t n);
+void loom__quantize(enum loom_type type, const float *src, void *dst,
+		    int64_t n);
+
 /* ---- tensors, contexts, graphs (tensor.c, ops.c, graph.c, galloc.c) ---- */
 
 /* Records a message on ctx (when not NULL) and on the thread, and returns

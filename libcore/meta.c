@@ -81,11 +81,14 @@ static int64_t guess_head(int64_t n)
 	return 1;
 }
 
-/* FFN slices are whole Q8_0 blocks when the hidden size allows, so that
- * the up/gate (dimension 1) and down (dimension 0) cuts agree whatever
- * the weight type. */
+/* FFN slices are whole blocks of the largest block size the hidden size
+ * allows (a K-quant's 256, else Q8_0's 32), so that the up/gate
+ * (dimension 1) and down (dimension 0) cuts agree whatever the weight
+ * types. */
 static int64_t ffn_granularity(int64_t n_ff)
 {
+	if (n_ff % LOOM_QK_K == 0)
+		return LOOM_QK_K;
 	return n_ff % LOOM_QK8_0 == 0 ? LOOM_QK8_0 : 1;
 }
 

@@ -317,7 +317,7 @@ struct loom_tensor *loom_rope(loom_ctx_t *ctx, struct loom_tensor *a,
  */
 static bool matrix_type(enum loom_type type)
 {
-	return is_float(type) || type == LOOM_TYPE_Q8_0;
+	return is_float(type) || loom_type_is_quantized(type);
 }
 
 struct loom_tensor *loom_mul_mat(loom_ctx_t *ctx, struct loom_tensor *a,

@@ -1,6 +1,6 @@
 /* types.c - element types (traits from LOOM_TYPE_MAP), half and bfloat16
- * conversions, Q8_0 blocks, loom_type_convert(), and op names.  Tensors live in
- * tensor.c, op constructors in ops.c. */
+ * conversions, loom_type_convert(), and op names.  The quantized blocks
+ * live in quant.c, tensors in tensor.c, op constructors in ops.c. */
 #include "config.h"
 
 #include <assert.h>
@@ -181,106 +181,9 @@ float loom_bf16_to_f32(uint16_t h)
 	return bits_f32((uint32_t)h << 16);
 }
 
-/* ------------------------------------------------------------------------
- * Q8_0: d = max|x| / 127 rounded to half, q = round(x / d).
- */
-static void quantize_q8_0(const float *x, struct loom_block_q8_0 *y,
-			  int64_t n)
-{
-	for (int64_t b = 0; b < n / LOOM_QK8_0; b++) {
-		const float *xb = x + b * LOOM_QK8_0;
-		float amax = 0.0f;
-
-		for (int i = 0; i < LOOM_QK8_0; i++) {
-			float a = fabsf(xb[i]);
-
-			if (a > amax)
-				amax = a;
-		}
-		uint16_t dh = loom_f32_to_f16(amax / 127.0f);
-		float d = loom_f16_to_f32(dh);
-		float id = d != 0.0f ? 1.0f / d : 0.0f;
-
-		y[b].d = dh;
-		for (int i = 0; i < LOOM_QK8_0; i++) {
-			float q = roundf(xb[i] * id);
-
-			if (isnan(q))
-				q = 0.0f;
-			else if (q > 127.0f)
-				q = 127.0f;
-			else if (q < -127.0f)
-				q = -127.0f;
-			y[b].qs[i] = (int8_t)q;
-		}
-	}
-}
-
-static void dequantize_q8_0(const struct loom_block_q8_0 *x, float *y,
-			    int64_t n)
-{
-	for (int64_t b = 0; b < n / LOOM_QK8_0; b++) {
-		float d = loom_f16_to_f32(x[b].d);
-
-		for (int i = 0; i < LOOM_QK8_0; i++)
-			y[b * LOOM_QK8_0 + i] = d * (float)x[b].qs[i];
-	}
-}
-
-static void to_f32(enum loom_type type, const void *src, float *dst,
-		   int64_t n)
-{
-	const uint16_t *h = src;
-
-	switch (type) {
-	case LOOM_TYPE_F32:
-		memcpy(dst, src, (size_t)n * sizeof(float));
-		break;
-	case LOOM_TYPE_F16:
-		for (int64_t i = 0; i < n; i++)
-			dst[i] = loom_f16_to_f32(h[i]);
-		break;
-	case LOOM_TYPE_BF16:
-		for (int64_t i = 0; i < n; i++)
-			dst[i] = loom_bf16_to_f32(h[i]);
-		break;
-	case LOOM_TYPE_Q8_0:
-		dequantize_q8_0(src, dst, n);
-		break;
-	default:
-		assert(!"to_f32: type not convertible");
-	}
-}
-
-static void from_f32(enum loom_type type, const float *src, void *dst,
-		     int64_t n)
-{
-	uint16_t *h = dst;
-
-	switch (type) {
-	case LOOM_TYPE_F32:
-		memcpy(dst, src, (size_t)n * sizeof(float));
-		break;
-	case LOOM_TYPE_F16:
-		for (int64_t i = 0; i < n; i++)
-			h[i] = loom_f32_to_f16(src[i]);
-		break;
-	case LOOM_TYPE_BF16:
-		for (int64_t i = 0; i < n; i++)
-			h[i] = loom_f32_to_bf16(src[i]);
-		break;
-	case LOOM_TYPE_Q8_0:
-		quantize_q8_0(src, dst, n);
-		break;
-	default:
-		assert(!"from_f32: type not convertible");
-	}
-}
-
 static bool float_like(enum loom_type type)
 {
-	return type == LOOM_TYPE_F32 || type == LOOM_TYPE_F16 ||
-	       type == LOOM_TYPE_BF16 || type == LOOM_TYPE_Q8_0;
+	return type != LOOM_TYPE_I32;
 }
 
 /* Converts through a small F32 staging block; its length is a multiple of
@@ -324,8 +227,8 @@ int loom_type_convert(enum loom_type src_type, const void *src,
 	for (int64_t i = 0; i < n; i += CHUNK) {
 		int64_t m = n - i < CHUNK ? n - i : CHUNK;
 
-		to_f32(src_type, s, tmp, m);
-		from_f32(dst_type, tmp, d, m);
+		loom__dequantize(src_type, s, tmp, m);
+		loom__quantize(dst_type, tmp, d, m);
 		s += loom_type_row_size(src_type, m);
 		d += loom_type_row_size(dst_type, m);
 	}

@@ -8,7 +8,8 @@ check_PROGRAMS += tests/test-core tests/test-galloc tests/test-core-errors \
 TESTS += tests/test-core tests/test-galloc tests/test-core-errors \
 	tests/test-tensor-state
 
-tests_test_core_SOURCES = tests/test-core.c
+tests_test_core_SOURCES = tests/test-core.c tests/test-util.c \
+	tests/test-util.h
 tests_test_core_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_core_LDFLAGS = -no-install
 tests_test_core_LDADD = $(TEST_LIBS)

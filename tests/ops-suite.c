@@ -259,6 +259,11 @@ static const enum loom_type float_types[] = {
 	LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16,
 };
 
+static const enum loom_type quant_types[] = {
+	LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K,
+	LOOM_TYPE_Q6_K,
+};
+
 /* add, sub, mul, div: shapes, broadcasting, types, views. */
 static void add_binary_cases(enum loom_op op)
 {
@@ -559,6 +564,35 @@ static void add_mul_mat_cases(void)
 	for (size_t i = 0; i < N_OF(kmn_q); i++)
 		MM(LOOM_TYPE_Q8_0, kmn_q[i][0], kmn_q[i][1], 1, 1,
 		   LAYOUT_CONT, LOOM_TYPE_F32, kmn_q[i][2], 1, 1, LAYOUT_CONT);
+	/* Every other quantized type: K of one and of several blocks, GEMV
+	 * and GEMM; past the CPU plugin's cache block of K (384) and its
+	 * GEMV/GEMM switch; batches with a broadcast; F16 input; padded
+	 * rows of a. */
+	for (size_t t = 1; t < N_OF(quant_types); t++) {
+		enum loom_type qt = quant_types[t];
+		int64_t bk = loom_type_block_size(qt);
+
+		for (size_t i = 0; i < N_OF(kmn_q); i++)
+			MM(qt, kmn_q[i][0] / 32 * bk, kmn_q[i][1], 1, 1,
+			   LAYOUT_CONT, LOOM_TYPE_F32, kmn_q[i][2], 1, 1,
+			   LAYOUT_CONT);
+		MM(qt, 3 * 256, 70, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 8, 1, 1,
+		   LAYOUT_CONT);
+		MM(qt, 3 * 256, 70, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 26, 1, 1,
+		   LAYOUT_CONT);
+		MM(qt, 2 * bk, 9, 2, 1, LAYOUT_CONT, LOOM_TYPE_F32, 5, 4, 3,
+		   LAYOUT_CONT);
+		MM(qt, 2 * bk, 9, 2, 1, LAYOUT_CONT, LOOM_TYPE_F32, 13, 4, 1,
+		   LAYOUT_CONT);
+		MM(qt, 2 * bk, 33, 1, 1, LAYOUT_CONT, LOOM_TYPE_F16, 5, 1, 1,
+		   LAYOUT_CONT);
+		MM(qt, 2 * bk, 33, 1, 1, LAYOUT_CONT, LOOM_TYPE_BF16, 1, 1, 1,
+		   LAYOUT_CONT);
+		MM(qt, 2 * bk, 9, 2, 1, LAYOUT_PAD, LOOM_TYPE_F32, 5, 2, 1,
+		   LAYOUT_PAD);
+		MM(qt, bk, 40, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 300, 1, 1,
+		   LAYOUT_CONT);
+	}
 	/* The one large product, with K not a multiple of anything. */
 	MM(LOOM_TYPE_F32, 513, 1023, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 17, 1,
 	   1, LAYOUT_CONT);
@@ -677,21 +711,46 @@ static void add_mul_mat_id_cases(void)
 	case_in(c, LOOM_TYPE_F32, 96, 3, 7, 1, LAYOUT_CONT);
 	case_ids(c, FILL_DISTINCT, 8, 3, 7, 1);
 	case_add(c, NULL);
+	/* Every quantized type, for one token (GEMV) and for enough tokens
+	 * for a GEMM. */
+	for (size_t t = 0; t < N_OF(quant_types); t++) {
+		int64_t kq = 2 * loom_type_block_size(quant_types[t]);
+
+		for (int64_t n_tok = 1; n_tok <= 33; n_tok += 32) {
+			c = case_new(LOOM_OP_MUL_MAT_ID, NMSE_LOW);
+			case_in(c, quant_types[t], kq, 33, 8, 1, LAYOUT_CONT);
+			case_in(c, LOOM_TYPE_F32, kq, 3, n_tok, 1,
+				LAYOUT_CONT);
+			case_ids(c, FILL_DISTINCT, 8, 3, n_tok, 1);
+			case_add(c, NULL);
+		}
+	}
+	/* Ids out of range (here 4 and 5 of 4 experts) give rows of zeros,
+	 * whatever the result's memory held (run_case poisons it). */
+	for (int64_t n_tok = 5; n_tok <= 33; n_tok += 28) {
+		c = case_new(LOOM_OP_MUL_MAT_ID, NMSE_F32_ACC);
+		case_in(c, LOOM_TYPE_F32, k, m, n_expert, 1, LAYOUT_CONT);
+		case_in(c, LOOM_TYPE_F32, k, n_used, n_tok, 1, LAYOUT_CONT);
+		case_ids(c, FILL_IDS, n_expert + 2, n_used, n_tok, 1);
+		case_add(c, "out-of-range");
+	}
 }
 
 static void add_get_rows_cases(void)
 {
 	static const enum loom_type types[] = {
 		LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16, LOOM_TYPE_Q8_0,
-		LOOM_TYPE_I32,
+		LOOM_TYPE_I32, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K,
+		LOOM_TYPE_Q6_K,
 	};
 	struct op_case *c;
 	struct input *a;
 
 	for (size_t i = 0; i < N_OF(types); i++) {
 		enum loom_type t = types[i];
-		int64_t q = t == LOOM_TYPE_Q8_0;
-		int64_t sizes[] = { q ? 32 : 1, q ? 64 : 3, q ? 96 : 17 };
+		int64_t q = loom_type_block_size(t);
+		int64_t sizes[] = { q > 1 ? q : 1, q > 1 ? 2 * q : 3,
+				    q > 1 ? 3 * q : 17 };
 
 		for (size_t s = 0; s < N_OF(sizes); s++) {
 			c = case_new(LOOM_OP_GET_ROWS, NMSE_EXACT);
@@ -704,7 +763,7 @@ static void add_get_rows_cases(void)
 			case_add(c, NULL);
 		}
 		c = case_new(LOOM_OP_GET_ROWS, NMSE_EXACT);
-		a = case_in(c, t, q ? 64 : 17, 10, 3, 1, LAYOUT_CONT);
+		a = case_in(c, t, q > 1 ? 2 * q : 17, 10, 3, 1, LAYOUT_CONT);
 		if (t == LOOM_TYPE_I32) {
 			a->fill = FILL_IDS;
 			a->range = 100000;
@@ -726,6 +785,10 @@ static void add_get_rows_cases(void)
 	case_add(c, NULL);
 	c = case_new(LOOM_OP_GET_ROWS, NMSE_EXACT);
 	case_in(c, LOOM_TYPE_Q8_0, 64, 10, 1, 1, LAYOUT_PAD);
+	case_ids(c, FILL_IDS, 10, 4, 1, 1);
+	case_add(c, NULL);
+	c = case_new(LOOM_OP_GET_ROWS, NMSE_EXACT);
+	case_in(c, LOOM_TYPE_Q4_K, 512, 10, 1, 1, LAYOUT_PAD);
 	case_ids(c, FILL_IDS, 10, 4, 1, 1);
 	case_add(c, NULL);
 }
@@ -1905,6 +1968,13 @@ static void run_case(const struct op_case *c, struct ops_dev *d)
 		view_values(&c->in[i], &rleaf[i], &rin[i]);
 	}
 
+	/* NaN in every byte of a result of its own, so that what the op
+	 * fails to write shows. */
+	if (c->result_in < 0 && out->buffer && !out->view_src &&
+	    check_call(loom_tensor_memset(out, 0xff, 0,
+					  loom_tensor_n_bytes(out)),
+		       "loom_tensor_memset"))
+		goto out_free_refs;
 	if (check_call(loom_backend_graph_compute(d->be, g),
 		       "loom_backend_graph_compute") ||
 	    check_call(loom_backend_synchronize(d->be),

@@ -226,7 +226,9 @@ void ref_mul_mat_id(const struct ref_tensor *as, const struct ref_tensor *b,
 		int64_t x = (int64_t)*ref_at(ids, e, t, 0, 0);
 		double sum = 0;
 
-		for (int64_t k = 0; k < as->ne[0]; k++)
+		/* An expert out of range contributes zeros. */
+		for (int64_t k = 0; x >= 0 && x < as->ne[2] &&
+				    k < as->ne[0]; k++)
 			sum += *ref_at(as, k, m, x, 0) *
 			       *ref_at(b, k, e % b->ne[1], t, 0);
 		*ref_at(out, m, e, t, 0) = sum;
@@ -242,7 +244,7 @@ void ref_get_rows(const struct ref_tensor *a, const struct ref_tensor *ids,
 	FOR_EACH(ne, i0, j, i2, i3) {
 		int64_t r = (int64_t)*ref_at(ids, j, i2, i3, 0);
 
-		*ref_at(out, i0, j, i2, i3) =
+		*ref_at(out, i0, j, i2, i3) = r < 0 || r >= a->ne[1] ? 0 :
 			*ref_at(a, i0, r, i2 % a->ne[2], i3 % a->ne[3]);
 	}
 }

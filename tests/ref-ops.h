@@ -53,10 +53,12 @@ void ref_rope(const struct ref_tensor *a, const struct ref_tensor *pos,
  * b[k, n, i2, i3]: batch i2 of b uses batch i2 / (B2 / A2) of a. */
 void ref_mul_mat(const struct ref_tensor *a, const struct ref_tensor *b,
 		 struct ref_tensor *out);
-/* out[m, e, t] = sum_k as[k, m, ids[e, t]] * b[k, e % B1, t]. */
+/* out[m, e, t] = sum_k as[k, m, ids[e, t]] * b[k, e % B1, t], zero for an
+ * id out of range. */
 void ref_mul_mat_id(const struct ref_tensor *as, const struct ref_tensor *b,
 		    const struct ref_tensor *ids, struct ref_tensor *out);
-/* out[i0, j, i2, i3] = a[i0, ids[j, i2, i3], i2 % A2, i3 % A3]. */
+/* out[i0, j, i2, i3] = a[i0, ids[j, i2, i3], i2 % A2, i3 % A3], zero for
+ * an id out of range. */
 void ref_get_rows(const struct ref_tensor *a, const struct ref_tensor *ids,
 		  struct ref_tensor *out);
 /* out = dst with out[i0, ids[j, i2, i3], i2, i3] = values[i0, j, i2, i3]. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "loom/loom-plugin.h"
+#include "test-util.h"
 
 /* ------------------------------------------------------------------------
  * Reference number formats.
@@ -218,6 +219,104 @@ static void test_q8_0(void)
 	g_rand_free(rand);
 }
 
+/* A normally distributed value (Box-Muller), as weights mostly are. */
+static double gauss(GRand *rand)
+{
+	double u = g_rand_double_range(rand, 0x1p-30, 1.0);
+	double v = g_rand_double(rand);
+
+	return sqrt(-2.0 * log(u)) * cos(2.0 * G_PI * v);
+}
+
+/* Every quantized type: its block struct has the GGUF size, quantizing
+ * and decoding by loom_type_convert matches the tests' own decoder (from
+ * the format definitions) value for value, and the error against the
+ * input is what the type's bits allow (NMSE per type), at any scale and
+ * for blocks of zeros or of one sign. */
+static void test_quant_types(void)
+{
+	static const struct {
+		enum loom_type type;
+		size_t struct_size;
+		double max_nmse; /* normal input; each is ~1.3x what we get */
+	} types[] = {
+		{ LOOM_TYPE_Q8_0, sizeof(struct loom_block_q8_0), 4e-5 },
+		{ LOOM_TYPE_Q4_0, sizeof(struct loom_block_q4_0), 1e-2 },
+		{ LOOM_TYPE_Q4_K, sizeof(struct loom_block_q4_k), 8e-3 },
+		{ LOOM_TYPE_Q5_K, sizeof(struct loom_block_q5_k), 2e-3 },
+		{ LOOM_TYPE_Q6_K, sizeof(struct loom_block_q6_k), 5e-4 },
+	};
+	enum { N = 256 * 32 };
+	GRand *rand = g_rand_new_with_seed(11);
+	float *x = g_new(float, N), *y = g_new(float, N);
+	double *ref = g_new(double, N), *xd = g_new(double, N);
+	void *q = g_malloc(N * 2);
+
+	g_assert_cmpuint(sizeof(struct loom_block_q4_0), ==, 18);
+	g_assert_cmpuint(sizeof(struct loom_block_q4_k), ==, 144);
+	g_assert_cmpuint(sizeof(struct loom_block_q5_k), ==, 176);
+	g_assert_cmpuint(sizeof(struct loom_block_q6_k), ==, 210);
+	for (size_t t = 0; t < G_N_ELEMENTS(types); t++) {
+		enum loom_type type = types[t].type;
+		int64_t bs = loom_type_block_size(type);
+
+		g_assert_cmpuint(loom_type_size(type), ==,
+				 types[t].struct_size);
+		g_assert_cmpuint(loom_type_row_size(type, 2 * bs), ==,
+				 2 * types[t].struct_size);
+		/* Scales as weights have; far smaller ones put a K-quant's
+		 * half scale among the subnormals. */
+		for (int round = 0; round < 5; round++) {
+			double scale = ldexp(1.0, 4 * round - 8);
+
+			for (int i = 0; i < N; i++)
+				x[i] = (float)(gauss(rand) * scale);
+			g_assert_cmpint(loom_type_convert(LOOM_TYPE_F32, x, type,
+							  q, N), ==, LOOM_OK);
+			g_assert_cmpint(loom_type_convert(type, q,
+							  LOOM_TYPE_F32, y, N),
+					==, LOOM_OK);
+			g_assert_cmpint(loom_test_decode_blocks(type, q, N, ref),
+					==, LOOM_OK);
+			for (int i = 0; i < N; i++) {
+				g_assert_cmpfloat(y[i], ==, (float)ref[i]);
+				xd[i] = x[i];
+			}
+			if (g_test_verbose())
+				g_print("%s scale 2^%d: nmse %.3g\n",
+					loom_type_name(type), 4 * round - 8,
+					loom_test_nmse(xd, ref, N));
+			g_assert_cmpfloat(loom_test_nmse(xd, ref, N), <=,
+					  types[t].max_nmse);
+		}
+		/* A block of zeros, one of one positive value, one all
+		 * negative: exact zeros, and the extremes kept to within a
+		 * step of the block's range. */
+		for (int i = 0; i < 3 * bs; i++)
+			x[i] = i < bs ? 0.0f : i < 2 * bs ? 2.5f :
+			       -(float)(1 + i % 7);
+		loom_type_convert(LOOM_TYPE_F32, x, type, q, 3 * bs);
+		loom_test_decode_blocks(type, q, 3 * bs, ref);
+		for (int i = 0; i < bs; i++)
+			g_assert_cmpfloat(ref[i], ==, 0.0);
+		for (int i = bs; i < 3 * bs; i++)
+			g_assert_cmpfloat(fabs(ref[i] - x[i]), <=, 7.0 / 8);
+	}
+	/* Whole blocks only. */
+	g_assert_cmpint(loom_type_convert(LOOM_TYPE_F32, x, LOOM_TYPE_Q4_K, q,
+					  128), ==, LOOM_E_INVAL);
+	g_assert_cmpint(loom_type_convert(LOOM_TYPE_Q6_K, q, LOOM_TYPE_Q4_0, y,
+					  256), ==, LOOM_OK);
+	g_assert_cmpint(loom_type_convert(LOOM_TYPE_I32, q, LOOM_TYPE_Q4_K, y,
+					  256), ==, LOOM_E_UNSUPPORTED);
+	g_free(x);
+	g_free(y);
+	g_free(ref);
+	g_free(xd);
+	g_free(q);
+	g_rand_free(rand);
+}
+
 static void test_convert(void)
 {
 	enum { N = 96 };
@@ -284,6 +383,10 @@ static void test_type_traits(void)
 		{ LOOM_TYPE_BF16, "bf16", 1, 2 },
 		{ LOOM_TYPE_I32, "i32", 1, 4 },
 		{ LOOM_TYPE_Q8_0, "q8_0", 32, 34 },
+		{ LOOM_TYPE_Q4_0, "q4_0", 32, 18 },
+		{ LOOM_TYPE_Q4_K, "q4_k", 256, 144 },
+		{ LOOM_TYPE_Q5_K, "q5_k", 256, 176 },
+		{ LOOM_TYPE_Q6_K, "q6_k", 256, 210 },
 	};
 	enum loom_type t;
 
@@ -1036,6 +1139,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/core/types/bf16-exhaustive", test_bf16_exhaustive);
 	g_test_add_func("/core/types/rounding", test_fp16_rounding);
 	g_test_add_func("/core/types/q8_0", test_q8_0);
+	g_test_add_func("/core/types/quantized", test_quant_types);
 	g_test_add_func("/core/types/convert", test_convert);
 	g_test_add_func("/core/ctx", test_ctx);
 	g_test_add_func("/core/shape-helpers", test_shape_helpers);

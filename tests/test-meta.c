@@ -672,6 +672,41 @@ static void test_bad_callbacks(void)
 			LOOM_OK);
 }
 
+/* Splits of dimension 0 fall on a type's blocks: a K-quant's are 256
+ * values, so 3 super-blocks over 2 even devices are 2 + 1 (the tie goes to
+ * the first), and a granularity that is not a multiple of 256 is refused. */
+static void test_kquant_blocks(void)
+{
+	static const struct rule rules[] = {
+		{ .name = "k", .state = LOOM_SPLIT_DIM0 },
+		{ .name = "k64", .state = LOOM_SPLIT_DIM0, .granularity = 64 },
+		{ .name = NULL }
+	};
+	loom_dev_t *meta = meta_new(2, rules, NULL, false);
+	loom_ctx_t *ctx;
+	loom_buffer_t *buf;
+	struct loom_tensor *k;
+	size_t sizes[2], row = 144, slack = 1024;
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	k = loom_tensor_new_2d(ctx, LOOM_TYPE_Q4_K, 768, 4);
+	loom_tensor_set_name(k, "k");
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(meta),
+					       &buf), ==, LOOM_OK);
+	dev_sizes(buf, sizes, 2);
+	g_assert_cmpuint(sizes[0], >=, 2 * row * 4);
+	g_assert_cmpuint(sizes[0], <=, 2 * row * 4 + slack);
+	g_assert_cmpuint(sizes[1], >=, row * 4);
+	g_assert_cmpuint(sizes[1], <, 2 * row * 4);
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+	g_assert_cmpint(alloc_one(meta, LOOM_TYPE_Q6_K, 512, 2, "k64"), ==,
+			LOOM_E_INVAL);
+	g_assert_nonnull(strstr(loom_error_message(), "q6_k block size 256"));
+	g_assert_cmpint(alloc_one(meta, LOOM_TYPE_Q4_0, 64, 2, "k64"), ==,
+			LOOM_OK);
+}
+
 /* A view of an empty split weight is an error, not a division by its
  * empty rows. */
 static void test_empty_split_view(void)
@@ -1389,6 +1424,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/meta/bf16-reduce", test_bf16_reduce);
 	g_test_add_func("/meta/op-rules", test_op_rules);
 	g_test_add_func("/meta/memory", test_memory);
+	g_test_add_func("/meta/kquant-blocks", test_kquant_blocks);
 	g_test_add_func("/meta/compute-memory", test_compute_memory);
 	g_test_add_func("/meta/bad-callbacks", test_bad_callbacks);
 	g_test_add_func("/meta/unsupported", test_unsupported);

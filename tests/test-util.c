@@ -162,16 +162,153 @@ static double scalar_to_double(enum loom_type type, const uint8_t *p)
 	}
 }
 
-/* Decodes one Q8_0 block: v[i] = d * qs[i]. */
+/* Block decoders, one per quantized type, written from the GGUF block
+ * definitions byte by byte (not through the library's structs), each
+ * writing the block's values to out. */
+static double half_at(const uint8_t *p)
+{
+	return loom_test_fp16_to_double((uint16_t)(p[0] | p[1] << 8));
+}
+
+/* Q8_0: half d, then 32 signed bytes; v = d * q. */
 static void q8_0_to_double(const uint8_t *p, double *out)
 {
-	struct loom_block_q8_0 blk;
-	double d;
+	double d = half_at(p);
 
-	memcpy(&blk, p, sizeof(blk));
-	d = loom_test_fp16_to_double(blk.d);
-	for (int i = 0; i < LOOM_QK8_0; i++)
-		out[i] = d * blk.qs[i];
+	for (int i = 0; i < 32; i++)
+		out[i] = d * (int8_t)p[2 + i];
+}
+
+/* Q4_0: half d, then 16 bytes; value i < 16 is the low nibble of byte i,
+ * value 16 + i its high nibble; v = d * (q - 8). */
+static void q4_0_to_double(const uint8_t *p, double *out)
+{
+	double d = half_at(p);
+
+	for (int i = 0; i < 16; i++) {
+		out[i] = d * ((p[2 + i] & 0x0f) - 8);
+		out[16 + i] = d * ((p[2 + i] >> 4) - 8);
+	}
+}
+
+/* The 6-bit scale and min of sub-block j of a Q4_K/Q5_K block from its
+ * 12 scale bytes k: sub-blocks 0-3 in the low 6 bits of k[0..3] (scales)
+ * and k[4..7] (mins); 4-7 in the nibbles of k[8..11] with their top two
+ * bits in the top bits of k[0..3] and k[4..7]. */
+static void k_scale_min(const uint8_t *k, int j, int *sc, int *mn)
+{
+	if (j < 4) {
+		*sc = k[j] & 0x3f;
+		*mn = k[4 + j] & 0x3f;
+		return;
+	}
+	*sc = (k[8 + j - 4] & 0x0f) | ((k[j - 4] & 0xc0) >> 2);
+	*mn = (k[8 + j - 4] >> 4) | ((k[j] & 0xc0) >> 2);
+}
+
+/* Q4_K: half d, half dmin, 12 scale bytes, 128 bytes of nibbles.  Each
+ * 32-byte group g of nibbles holds values 64 g .. 64 g + 31 (low) and
+ * 64 g + 32 .. 64 g + 63 (high); v = d * sc * q - dmin * min.  Q5_K has
+ * 32 bytes qh between the scales and the nibbles: bit b of qh[l] is the
+ * fifth bit of value 32 b + l. */
+static void qk_minmax_to_double(const uint8_t *p, bool five, double *out)
+{
+	double d = half_at(p), dmin = half_at(p + 2);
+	const uint8_t *k = p + 4, *qh = p + 16;
+	const uint8_t *qs = five ? p + 48 : p + 16;
+
+	for (int g = 0; g < 4; g++) {
+		for (int half = 0; half < 2; half++) {
+			int j = 2 * g + half, sc, mn;
+
+			k_scale_min(k, j, &sc, &mn);
+			for (int l = 0; l < 32; l++) {
+				int q = half ? qs[32 * g + l] >> 4 :
+					       qs[32 * g + l] & 0x0f;
+
+				if (five && (qh[l] >> j & 1))
+					q += 16;
+				out[32 * j + l] = d * sc * q - dmin * mn;
+			}
+		}
+	}
+}
+
+static void q4_k_to_double(const uint8_t *p, double *out)
+{
+	qk_minmax_to_double(p, false, out);
+}
+
+static void q5_k_to_double(const uint8_t *p, double *out)
+{
+	qk_minmax_to_double(p, true, out);
+}
+
+/* Q6_K: 128 bytes ql, 64 bytes qh, 16 signed scales, half d.  For each
+ * half n of the block (128 values, ql + 64 n, qh + 32 n) and l < 32:
+ * values l, l + 32, l + 64, l + 96 take the low nibbles of ql[l],
+ * ql[l + 32], then the high nibbles of ql[l], ql[l + 32], and bit pairs
+ * 0-1, 2-3, 4-5, 6-7 of qh[l] on top; v = d * scale[value / 16] *
+ * (q - 32). */
+static void q6_k_to_double(const uint8_t *p, double *out)
+{
+	const uint8_t *ql = p, *qh = p + 128;
+	const int8_t *sc = (const int8_t *)(p + 192);
+	double d = half_at(p + 208);
+
+	for (int n = 0; n < 2; n++) {
+		for (int l = 0; l < 32; l++) {
+			int q[4] = {
+				(ql[64 * n + l] & 0x0f) | (qh[32 * n + l] & 3) << 4,
+				(ql[64 * n + l + 32] & 0x0f) |
+					(qh[32 * n + l] >> 2 & 3) << 4,
+				(ql[64 * n + l] >> 4) |
+					(qh[32 * n + l] >> 4 & 3) << 4,
+				(ql[64 * n + l + 32] >> 4) |
+					(qh[32 * n + l] >> 6 & 3) << 4,
+			};
+
+			for (int g = 0; g < 4; g++) {
+				int i = 128 * n + 32 * g + l;
+
+				out[i] = d * sc[i / 16] * (q[g] - 32);
+			}
+		}
+	}
+}
+
+typedef void (*block_decoder)(const uint8_t *p, double *out);
+
+static block_decoder decoder_of(enum loom_type type)
+{
+	switch (type) {
+	case LOOM_TYPE_Q8_0:
+		return q8_0_to_double;
+	case LOOM_TYPE_Q4_0:
+		return q4_0_to_double;
+	case LOOM_TYPE_Q4_K:
+		return q4_k_to_double;
+	case LOOM_TYPE_Q5_K:
+		return q5_k_to_double;
+	case LOOM_TYPE_Q6_K:
+		return q6_k_to_double;
+	default:
+		return NULL;
+	}
+}
+
+int loom_test_decode_blocks(enum loom_type type, const void *blocks,
+			    int64_t n, double *out)
+{
+	block_decoder dec = decoder_of(type);
+	int64_t bs = loom_type_block_size(type);
+
+	if (!dec || n % bs)
+		return LOOM_E_UNSUPPORTED;
+	for (int64_t b = 0; b < n / bs; b++)
+		dec((const uint8_t *)blocks + b * loom_type_size(type),
+		    out + b * bs);
+	return LOOM_OK;
 }
 
 double *loom_test_get_doubles(const struct loom_tensor *t, char **error)
@@ -182,14 +319,16 @@ double *loom_test_get_doubles(const struct loom_tensor *t, char **error)
 	double *out, *o;
 	int st;
 
-	if (t->type == LOOM_TYPE_Q8_0 &&
-	    (t->nb[0] != loom_type_size(t->type) || t->ne[0] % LOOM_QK8_0)) {
-		*error = loom_test_strdup_printf("quantized tensor without contiguous rows");
-		return NULL;
-	}
-	if (t->type != LOOM_TYPE_Q8_0 && loom_type_is_quantized(t->type)) {
+	bool quant = loom_type_is_quantized(t->type);
+
+	if (quant && !decoder_of(t->type)) {
 		*error = loom_test_strdup_printf("cannot decode type %s",
 					 loom_type_name(t->type));
+		return NULL;
+	}
+	if (quant && (t->nb[0] != loom_type_size(t->type) ||
+		      t->ne[0] % loom_type_block_size(t->type))) {
+		*error = loom_test_strdup_printf("quantized tensor without contiguous rows");
 		return NULL;
 	}
 	raw = loom_test_malloc(nbytes ? nbytes : 1);
@@ -207,11 +346,9 @@ double *loom_test_get_doubles(const struct loom_tensor *t, char **error)
 		const uint8_t *row = raw + i1 * t->nb[1] + i2 * t->nb[2] +
 				     i3 * t->nb[3];
 
-		if (t->type == LOOM_TYPE_Q8_0) {
-			for (int64_t b = 0; b < t->ne[0] / LOOM_QK8_0; b++) {
-				q8_0_to_double(row + b * t->nb[0], o);
-				o += LOOM_QK8_0;
-			}
+		if (quant) {
+			loom_test_decode_blocks(t->type, row, t->ne[0], o);
+			o += t->ne[0];
 			continue;
 		}
 		for (int64_t i0 = 0; i0 < t->ne[0]; i0++)

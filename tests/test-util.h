@@ -34,6 +34,10 @@ int64_t loom_test_rng_int(struct loom_test_rng *rng, int64_t n);
  * library's conversions. */
 double loom_test_fp16_to_double(uint16_t h);
 double loom_test_bf16_to_double(uint16_t h);
+/* Decodes n values (whole blocks) of a quantized type into out.  Returns
+ * LOOM_E_UNSUPPORTED for a type it has no decoder for. */
+int loom_test_decode_blocks(enum loom_type type, const void *blocks,
+			    int64_t n, double *out);
 
 /* Sets every element of t (placed, contiguous) from n = loom_tensor_n_elements(t)
  * floats, converted to t's type with loom_type_convert (so quantized types are
@@ -41,7 +45,7 @@ double loom_test_bf16_to_double(uint16_t h);
 int loom_test_set_f32(struct loom_tensor *t, const float *values);
 /* Sets every element of t (placed, contiguous, I32). */
 int loom_test_set_i32(struct loom_tensor *t, const int32_t *values);
-/* Fills t (placed, contiguous, F32/F16/BF16/Q8_0) with values uniform in
+/* Fills t (placed, contiguous, F32/F16/BF16 or quantized) with values uniform in
  * [lo, hi), rounded to t's type. */
 int loom_test_fill_uniform(struct loom_tensor *t, struct loom_test_rng *rng,
 			   double lo, double hi);

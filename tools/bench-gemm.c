@@ -72,6 +72,11 @@ int bench_cmd_gemm(const struct bench_opts *o)
 		oo.n_types = 1;
 		oo.types[0] = LOOM_TYPE_F32;
 	}
+	for (int i = 0; i < oo.n_types; i++)
+		if (s % loom_type_block_size(oo.types[i]))
+			return bench_fail("--size must be a multiple of every "
+					  "type's block (256 for K-quants)",
+					  LOOM_E_INVAL);
 	dev = bench_open_device(&oo);
 	if (!dev)
 		return 1;

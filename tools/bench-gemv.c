@@ -31,8 +31,10 @@ int bench_cmd_gemv(const struct bench_opts *o)
 	static const char *const heads[] = { "GEMV", "type", "k x m",
 					     "MiB", "us", "GB/s",
 					     "of STREAM read" };
-	static const enum loom_type all[] = { LOOM_TYPE_F32, LOOM_TYPE_BF16,
-					      LOOM_TYPE_F16, LOOM_TYPE_Q8_0 };
+	static const enum loom_type all[] = {
+		LOOM_TYPE_F32, LOOM_TYPE_BF16, LOOM_TYPE_F16, LOOM_TYPE_Q8_0,
+		LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K,
+	};
 	int64_t k = o->size ? o->size : 4096;
 	struct bench_opts oo = *o;
 	struct bench_stream st = { 0 };
@@ -47,13 +49,15 @@ int bench_cmd_gemv(const struct bench_opts *o)
 	int ret;
 
 	if (!oo.n_types) {
-		oo.n_types = 4;
-		for (int i = 0; i < 4; i++)
+		oo.n_types = (int)(sizeof(all) / sizeof(all[0]));
+		for (int i = 0; i < oo.n_types; i++)
 			oo.types[i] = all[i];
 	}
-	if (k % 32)
-		return bench_fail("--size must be a multiple of 32",
-				  LOOM_E_INVAL);
+	for (int i = 0; i < oo.n_types; i++)
+		if (k % loom_type_block_size(oo.types[i]))
+			return bench_fail("--size must be a multiple of every "
+					  "type's block (256 for K-quants)",
+					  LOOM_E_INVAL);
 	dev = bench_open_device(&oo);
 	if (!dev)
 		return 1;

@@ -418,8 +418,8 @@ struct loom_meta_model {
  * (head_dim * n_head / n_head_kv), attn_k and attn_v by whole heads, so
  * that each device holds the query heads of its key/value heads; a fused
  * attn_qkv is three segments (q, k, v) when its width matches the model;
- * FFN slices are multiples of 32 when n_ff allows (so up/gate and down
- * agree for any weight type).  The cache is split on the dimension of
+ * FFN slices are multiples of 256 when n_ff allows, else of 32 (so
+ * up/gate and down agree for any weight type, K-quants included).  The cache is split on the dimension of
  * size n_head_kv, or on a dimension of head_dim * n_head_kv by whole
  * heads.  Without a model the head width is guessed (128, else 64, else
  * 1), which can give slices that do not line up: the meta device then

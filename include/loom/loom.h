@@ -89,7 +89,11 @@ LOOM_API enum loom_log_level loom_log_get_level(void);
 	X(F16, "f16", 1, 2)                                                  \
 	X(BF16, "bf16", 1, 2)                                                \
 	X(I32, "i32", 1, 4)                                                  \
-	X(Q8_0, "q8_0", 32, 34)
+	X(Q8_0, "q8_0", 32, 34)                                              \
+	X(Q4_0, "q4_0", 32, 18)                                              \
+	X(Q4_K, "q4_k", 256, 144)                                            \
+	X(Q5_K, "q5_k", 256, 176)                                            \
+	X(Q6_K, "q6_k", 256, 210)
 
 enum loom_type {
 #define LOOM_X_(name, str, blck, size) LOOM_TYPE_##name,
@@ -106,6 +110,57 @@ struct loom_block_q8_0 {
 	int8_t qs[LOOM_QK8_0];
 };
 
+/* The blocks below are byte for byte those of GGUF files; every scale
+ * marked half is an IEEE half.  Nothing in them needs alignment beyond 2
+ * bytes, and none has padding. */
+#define LOOM_QK4_0 32
+#define LOOM_QK_K 256
+
+/* A Q4_0 block: 32 values v[i] = d * (q[i] - 8) with 4-bit q[i]; byte
+ * qs[j] holds q[j] in its low nibble and q[j + 16] in its high one. */
+struct loom_block_q4_0 {
+	uint16_t d; /* half */
+	uint8_t qs[LOOM_QK4_0 / 2];
+};
+
+/* A Q4_K super-block: 256 values in 8 sub-blocks of 32.  Sub-block s has
+ * a 6-bit scale sc[s] and a 6-bit min m[s]; its values are
+ * d * sc[s] * q - dmin * m[s] with 4-bit q.  scales[12] packs sc and m:
+ * for s < 4, sc[s] and m[s] are the low 6 bits of scales[s] and
+ * scales[s + 4]; for s >= 4, their low 4 bits are the low and high
+ * nibble of scales[s + 4] and their top 2 bits the top 2 bits of
+ * scales[s - 4] (sc) and scales[s] (m).  Byte qs[32 c + l] holds q of
+ * value 64 c + l in its low nibble and of value 64 c + 32 + l in its
+ * high one. */
+struct loom_block_q4_k {
+	uint16_t d;    /* half: the scales' scale */
+	uint16_t dmin; /* half: the mins' scale */
+	uint8_t scales[12];
+	uint8_t qs[LOOM_QK_K / 2];
+};
+
+/* A Q5_K super-block: as Q4_K with 5-bit q; the fifth bit of value
+ * 64 c + l is bit 2 c of qh[l], of value 64 c + 32 + l bit 2 c + 1. */
+struct loom_block_q5_k {
+	uint16_t d;    /* half */
+	uint16_t dmin; /* half */
+	uint8_t scales[12];
+	uint8_t qh[LOOM_QK_K / 8];
+	uint8_t qs[LOOM_QK_K / 2];
+};
+
+/* A Q6_K super-block: 256 values in 16 sub-blocks of 16, value i being
+ * d * scales[i / 16] * (q - 32) with 6-bit q.  In half h (values
+ * 128 h .. 128 h + 127), value 128 h + 32 g + l (g < 4, l < 32) has its
+ * low 4 bits in ql[64 h + 32 (g & 1) + l] (low nibble for g < 2, high
+ * for g >= 2) and its top 2 bits in bits 2 g, 2 g + 1 of qh[32 h + l]. */
+struct loom_block_q6_k {
+	uint8_t ql[LOOM_QK_K / 2];
+	uint8_t qh[LOOM_QK_K / 4];
+	int8_t scales[LOOM_QK_K / 16];
+	uint16_t d; /* half */
+};
+
 LOOM_API const char *loom_type_name(enum loom_type type);
 /* Looks a type up by name ("f32", "q8_0"); returns LOOM_E_NOT_FOUND. */
 LOOM_API int loom_type_from_name(const char *name, enum loom_type *out);
@@ -120,8 +175,9 @@ LOOM_API float loom_f16_to_f32(uint16_t h);
 LOOM_API uint16_t loom_f32_to_bf16(float f); /* round to nearest even */
 LOOM_API float loom_bf16_to_f32(uint16_t h);
 /* Converts n values (n a multiple of the block sizes of both types) from
- * one type to another.  F32, F16, BF16 and Q8_0 convert among themselves;
- * I32 only to I32.  Returns LOOM_E_UNSUPPORTED otherwise. */
+ * one type to another.  F32, F16, BF16 and the quantized types convert
+ * among themselves (to a quantized type by quantizing); I32 only to I32.
+ * Returns LOOM_E_UNSUPPORTED otherwise. */
 LOOM_API int loom_type_convert(enum loom_type src_type, const void *src,
 			  enum loom_type dst_type, void *dst, int64_t n);
 
@@ -340,8 +396,8 @@ LOOM_API struct loom_tensor *loom_rope(loom_ctx_t *ctx, struct loom_tensor *a,
 				       enum loom_rope_mode mode,
 				       float freq_base, float freq_scale);
 
-/* a is [K, M, A2, A3] (F32, F16, BF16, Q8_0), b is [K, N, B2, B3] (F32,
- * F16, BF16) with B2 a multiple of A2 and B3 of A3 (a is broadcast).  The
+/* a is [K, M, A2, A3] (F32, F16, BF16 or a quantized type), b is
+ * [K, N, B2, B3] (F32, F16, BF16) with B2 a multiple of A2 and B3 of A3 (a is broadcast).  The
  * result is F32 [M, N, B2, B3]: each element the dot product of a row of a
  * and a row of b.  Batch (i2, i3) of b uses batch (i2 / (B2/A2),
  * i3 / (B3/A3)) of a, so consecutive batches share one (as GQA needs). */
@@ -351,7 +407,8 @@ LOOM_API struct loom_tensor *loom_mul_mat(loom_ctx_t *ctx,
 /* Expert-indexed mul_mat.  as is [K, M, n_expert]; b is [K, B1, n_tokens]
  * with B1 either 1 or n_used; ids is I32 [n_used, n_tokens], values in
  * [0, n_expert).  The result is F32 [M, n_used, n_tokens]: for each token t
- * and slot e, as[:, :, ids[e, t]] times b[:, e % B1, t]. */
+ * and slot e, as[:, :, ids[e, t]] times b[:, e % B1, t].  A slot whose id
+ * is out of range gets zeros in its result row [:, e, t]. */
 LOOM_API struct loom_tensor *loom_mul_mat_id(loom_ctx_t *ctx,
 					     struct loom_tensor *as,
 					     struct loom_tensor *b,

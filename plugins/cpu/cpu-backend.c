@@ -18,7 +18,7 @@ static bool is_float(enum loom_type t)
 
 static bool is_storage(enum loom_type t)
 {
-	return is_float(t) || t == LOOM_TYPE_Q8_0;
+	return is_float(t) || loom_type_is_quantized(t);
 }
 
 static bool src_is(const struct loom_tensor *op, int i, enum loom_type t)

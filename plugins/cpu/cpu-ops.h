@@ -1,6 +1,6 @@
-/* cpu-ops.h - what the CPU plugin's op kernels (ops-*.c, except the
- * matrix kernels) share: scalar conversions, row access with strides,
- * per-thread scratch and the kernels' entry points.
+/* cpu-ops.h - what the CPU plugin's op kernels (ops-*.c) share: scalar
+ * conversions, row access with strides, per-thread scratch and the
+ * kernels' entry points.
  */
 #ifndef LOOM_CPU_OPS_H
 #define LOOM_CPU_OPS_H
@@ -8,6 +8,10 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 #include "cpu-kernels.h"
 
@@ -31,6 +35,9 @@ static inline uint32_t cpu_f32_bits(float f)
 
 static inline float cpu_f16_to_f32(uint16_t h)
 {
+#if defined(__F16C__)
+	return _cvtsh_ss(h);
+#else
 	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
 	uint32_t em = h & 0x7fff;
 	uint32_t bits;
@@ -42,6 +49,7 @@ static inline float cpu_f16_to_f32(uint16_t h)
 	else
 		bits = cpu_f32_bits((float)em * 0x1p-24f); /* exact */
 	return cpu_bits_f32(sign | bits);
+#endif
 }
 
 /* Rounds to nearest even; overflow gives infinity, NaN stays NaN. */
@@ -196,11 +204,12 @@ static inline void cpu_row_coords(const struct loom_tensor *t, int64_t r,
 	*i3 = r / (t->ne[1] * t->ne[2]);
 }
 
-/* Converts n values of type at src (elements nb0 bytes apart; for Q8_0,
- * blocks nb0 bytes apart) to F32 in dst. */
+/* Converts n values of type at src (elements nb0 bytes apart; for a
+ * quantized type, blocks nb0 bytes apart) to F32 in dst. */
 void cpu_load_f32(enum loom_type type, const char *src, size_t nb0,
 		  float *dst, int64_t n);
-/* Converts n F32 values to type at dst (elements nb0 bytes apart). */
+/* Converts n F32 values to type at dst (elements, or blocks, nb0 bytes
+ * apart). */
 void cpu_store_f32(enum loom_type type, char *dst, size_t nb0,
 		   const float *src, int64_t n);
 /* Row (i1, i2, i3) of t as contiguous F32: the row itself when it already

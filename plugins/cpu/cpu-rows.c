@@ -39,6 +39,26 @@ static void f32_to_f16_row(const float *s, uint16_t *d, int64_t n)
 		d[i] = cpu_f32_to_f16(s[i]);
 }
 
+/* n values of quantized blocks to or from F32 by the core's conversions,
+ * so that every device quantizes and decodes alike: in one call when the
+ * blocks are packed, else a block at a time (sb and db: the bytes from one
+ * block's start to the next in src and dst). */
+static void convert_blocks(enum loom_type st, const char *src, size_t sb,
+			   enum loom_type dt, char *dst, size_t db, int64_t n)
+{
+	enum loom_type q = st == LOOM_TYPE_F32 ? dt : st;
+	int64_t bs = loom_type_block_size(q), i;
+
+	n -= n % bs;
+	if (sb == loom_type_row_size(st, bs) &&
+	    db == loom_type_row_size(dt, bs)) {
+		loom_type_convert(st, src, dt, dst, n);
+		return;
+	}
+	for (i = 0; i < n / bs; i++)
+		loom_type_convert(st, src + i * sb, dt, dst + i * db, bs);
+}
+
 size_t cpu_scratch_row_bytes(const struct loom_tensor *node)
 {
 	int64_t n = node->ne[0];
@@ -47,8 +67,8 @@ size_t cpu_scratch_row_bytes(const struct loom_tensor *node)
 	for (i = 0; i < LOOM_MAX_SRC; i++)
 		if (node->src[i] && node->src[i]->ne[0] > n)
 			n = node->src[i]->ne[0];
-	/* Room for a whole Q8_0 block past the end, rounded to lines. */
-	return ((size_t)(n + LOOM_QK8_0) * sizeof(float) + 63) & ~(size_t)63;
+	/* Room for a whole block past the end, rounded to lines. */
+	return ((size_t)(n + LOOM_QK_K) * sizeof(float) + 63) & ~(size_t)63;
 }
 
 float *cpu_scratch(const struct cpu_task *task,
@@ -109,21 +129,9 @@ void cpu_load_f32(enum loom_type type, const char *src, size_t nb0,
 			dst[i] = (float)v;
 		}
 		break;
-	case LOOM_TYPE_Q8_0:
-		for (i = 0; i < n / LOOM_QK8_0; i++) {
-			const struct loom_block_q8_0 *b =
-				(const struct loom_block_q8_0 *)(src +
-								 i * nb0);
-			float d = cpu_f16_to_f32(b->d);
-			float *o = dst + i * LOOM_QK8_0;
-			int j;
-
-			for (j = 0; j < LOOM_QK8_0; j++)
-				o[j] = d * b->qs[j];
-		}
-		break;
 	default:
-		memset(dst, 0, n * sizeof(float));
+		convert_blocks(type, src, nb0, LOOM_TYPE_F32, (char *)dst,
+			       sizeof(float) * loom_type_block_size(type), n);
 		break;
 	}
 }
@@ -174,19 +182,10 @@ void cpu_store_f32(enum loom_type type, char *dst, size_t nb0,
 			memcpy(dst + i * nb0, &v, sizeof(v));
 		}
 		break;
-	case LOOM_TYPE_Q8_0:
-		/* The core's quantizer, so every device rounds alike. */
-		if (nb0 == sizeof(struct loom_block_q8_0)) {
-			loom_type_convert(LOOM_TYPE_F32, src, LOOM_TYPE_Q8_0, dst,
-				     n - n % LOOM_QK8_0);
-			break;
-		}
-		for (i = 0; i < n / LOOM_QK8_0; i++)
-			loom_type_convert(LOOM_TYPE_F32, src + i * LOOM_QK8_0,
-				     LOOM_TYPE_Q8_0, dst + i * nb0,
-				     LOOM_QK8_0);
-		break;
 	default:
+		convert_blocks(LOOM_TYPE_F32, (const char *)src,
+			       sizeof(float) * loom_type_block_size(type), type,
+			       dst, nb0, n);
 		break;
 	}
 }

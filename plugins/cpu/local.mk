@@ -23,7 +23,12 @@ CPU_PLUGIN_SOURCES = \
 	plugins/cpu/ops-rows.c \
 	plugins/cpu/ops-copy.c \
 	plugins/cpu/ops-reduce.c \
-	plugins/cpu/ops-matmul.c
+	plugins/cpu/cpu-matmul.h \
+	plugins/cpu/cpu-simd.h \
+	plugins/cpu/ops-matmul.c \
+	plugins/cpu/matmul-gemm.c \
+	plugins/cpu/matmul-gemv.c \
+	plugins/cpu/matmul-q8.c
 
 # The user's CFLAGS come last on the command line, so their -O2 would undo
 # our -O3; the -O3 passes that matter are named too, which no -O level

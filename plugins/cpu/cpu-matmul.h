@@ -1,0 +1,121 @@
+/* cpu-matmul.h - what the CPU plugin's matrix kernels share: the tile
+ * and cache-block sizes, where a product writes its columns, and the
+ * entry points of the GEMM (matmul-gemm.c), the float GEMV
+ * (matmul-gemv.c) and the quantized kernels (matmul-q8.c, built where
+ * the variant has AVX2, FMA and F16C).  ops-matmul.c divides the work.
+ */
+#ifndef LOOM_CPU_MATMUL_H
+#define LOOM_CPU_MATMUL_H
+
+#include "cpu-ops.h"
+
+/* Micro-kernel tile (MR rows of a by NR rows of b), cache blocks (an
+ * MC x KC block of packed a stays in L2 while KC x NR panels of b pass
+ * through L1) and how many k steps ahead the micro-kernel fetches a. */
+#if defined(__AVX512F__)
+#define MR 32
+#define NR 12
+#define KC 384
+#define MC 768
+#define PFD 8
+#elif defined(__AVX2__) && defined(__FMA__)
+#define MR 16
+#define NR 6
+#define KC 256
+#define MC 512
+#else
+#define MR 8
+#define NR 4
+#define KC 256
+#define MC 256
+#endif
+
+/* Rows of b up to which the streaming GEMV beats packing for the GEMM. */
+#define GEMV_NB 8
+
+#define ALIGN 64
+
+/* Fully unrolls a loop of constant trip count. */
+#define UNROLL _Pragma("GCC unroll 16")
+
+static inline size_t align_up(size_t n)
+{
+	return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+}
+
+static inline int64_t div_up(int64_t a, int64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+/* Byte offset of element k of a row (k on a block boundary). */
+static inline size_t row_offset(enum loom_type type, int64_t k, size_t nb0)
+{
+	return (size_t)(k / loom_type_block_size(type)) * nb0;
+}
+
+/* Converts n values of a row to F32 (see cpu_load_f32). */
+#define to_f32 cpu_load_f32
+
+/* Scratch of one thread: an a block in packing and rows in conversion. */
+struct cpu_mm_scratch {
+	float *ap;  /* MC x KC */
+	float *tmp; /* rows in conversion, see scratch_floats() */
+};
+
+/* Where a product writes: column j (a row of dst) starts at base +
+ * offs[j] bytes, or base + j * stride when offs is NULL. */
+struct cpu_cols {
+	char *base;
+	size_t stride;
+	const int64_t *offs;
+};
+
+static inline float *cpu_cols_at(const struct cpu_cols *c, int64_t j)
+{
+	return (float *)(c->base + (c->offs ? (size_t)c->offs[j] :
+					      (size_t)j * c->stride));
+}
+
+/* Columns [0, nb) of c, rows [m0, m1) = rows of a (arow bytes apart,
+ * elements nb0 apart, any type) times the nb rows of b packed into
+ * panels bp by cpu_pack_b_panel (NR rows per panel, each k x NR). */
+void cpu_gemm_rows(enum loom_type type, const char *a, size_t arow,
+		   size_t nb0, int64_t m0, int64_t m1, int64_t k,
+		   const float *bp, int64_t nb, const struct cpu_cols *c,
+		   const struct cpu_mm_scratch *s);
+/* Packs nv <= NR rows of b (any type; row j at rows[j], elements nb0
+ * bytes apart) into the panel p laid out [k][NR], zero-padded.  tmp
+ * holds NR x k floats for rows that need converting. */
+void cpu_pack_b_panel(enum loom_type type, const char *const *rows,
+		      size_t nb0, int nv, int64_t k, float *restrict p,
+		      float *restrict tmp);
+/* out[j][m] = dot(row m of a, bv[j]) for m in [m0, m1), j < nb <=
+ * GEMV_NB: rows of a (at base, a->nb[1] apart) of any type; those the
+ * row kernels cannot read as they are go through F32 in tmp. */
+void cpu_gemv(const struct loom_tensor *a, const char *base, int64_t m0,
+	      int64_t m1, const float *const *bv, int nb, float *const *out,
+	      float *tmp);
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define CPU_HAVE_Q8 1
+
+/* Whether cpu_q8_mm takes weights of type. */
+bool cpu_q8_supports(enum loom_type type);
+/* Bytes of one activation row of k values (k a multiple of 32) once
+ * quantized by cpu_q8_quantize. */
+size_t cpu_q8_col_bytes(int64_t k);
+/* Quantizes k floats to 8 bits per value, a scale per 32, into out
+ * (cpu_q8_col_bytes(k) bytes). */
+void cpu_q8_quantize(const float *x, int64_t k, char *out);
+/* Floats of scratch cpu_q8_mm needs for rows of k values. */
+size_t cpu_q8_tmp_floats(int64_t k);
+/* Column j, rows [m0, m1) of out = rows of a (arow bytes apart, of a
+ * type cpu_q8_supports) times quantized column j at qb +
+ * j * cpu_q8_col_bytes(k), for j < n. */
+void cpu_q8_mm(enum loom_type type, const char *a, size_t arow, int64_t m0,
+	       int64_t m1, int64_t k, const char *qb, int64_t n,
+	       const struct cpu_cols *out, float *tmp);
+#endif
+
+#endif
