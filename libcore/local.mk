@@ -11,8 +11,10 @@ libcore_libloom_la_SOURCES = \
 	libcore/types.c \
 	libcore/tensor.c \
 	libcore/tensor-state.c \
+	libcore/rules.c \
 	libcore/ops.c \
 	libcore/graph.c \
+	libcore/validate.c \
 	libcore/galloc.c \
 	libcore/sched.c \
 	libcore/buffer.c \
