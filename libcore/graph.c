@@ -123,6 +123,7 @@ struct loom_graph {
 	struct tensor_list leafs;
 	struct loom__ptrmap seen; /* tensor -> node index or IS_LEAF */
 	uint64_t version;
+	_Atomic uint64_t checked; /* the key of the state last validated */
 
 	struct frame *stack; /* kept between expands */
 	int stack_cap;
@@ -339,6 +340,16 @@ long loom__graph_find(const loom_graph_t *g, const struct loom_tensor *t)
 	if (!mark)
 		return LOOM__NOT_IN_GRAPH;
 	return *mark >= 0 ? *mark : LOOM__GRAPH_LEAF;
+}
+
+uint64_t loom__graph_checked(const loom_graph_t *g)
+{
+	return atomic_load_explicit(&g->checked, memory_order_relaxed);
+}
+
+void loom__graph_set_checked(loom_graph_t *g, uint64_t key)
+{
+	atomic_store_explicit(&g->checked, key, memory_order_relaxed);
 }
 
 uint64_t loom_graph_version(const loom_graph_t *g)

@@ -64,6 +64,10 @@ int loom__graph_validate(loom_graph_t *g, const char *who);
 #define LOOM__GRAPH_LEAF (-1)
 #define LOOM__NOT_IN_GRAPH (-2)
 long loom__graph_find(const loom_graph_t *g, const struct loom_tensor *t);
+/* The key validate.c stored for the last state of g it found good (0:
+ * none yet), and storing it.  Graphs only keep it. */
+uint64_t loom__graph_checked(const loom_graph_t *g);
+void loom__graph_set_checked(loom_graph_t *g, uint64_t key);
 /* Checks a type and sizes as new tensors are checked (tensor.c):
  * LOOM_OK, or LOOM_E_INVAL with a message that starts with who. */
 int loom__tensor_check_shape(loom_ctx_t *ctx, const char *who,

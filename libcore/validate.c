@@ -1,7 +1,8 @@
 /* validate.c - the check of a graph before any plugin computes it: every
  * node against its op's rule (rules.c), in an order where it follows the
  * nodes it reads, and every tensor's bytes inside its live buffer.  Kernels
- * then trust what they are given. */
+ * then trust what they are given.  A graph run again unchanged is known
+ * by a fingerprint of what the checks read, and not checked again. */
 #include "config.h"
 
 #include <stdio.h>
@@ -102,38 +103,112 @@ static int check_node(loom_graph_t *g, size_t i, struct loom_tensor *t,
 	return LOOM_OK;
 }
 
+/* Every check of leaf (i < 0) or node i; who begins its messages. */
+static int check_tensor(loom_graph_t *g, long i, struct loom_tensor *t,
+			const char *who)
+{
+	int st = check_shape(t, who);
+
+	if (!st && i >= 0)
+		st = check_node(g, (size_t)i, t, who);
+	return st ? st : check_placement(t, who);
+}
+
+/* The checks run once without names; only a tensor that fails runs them
+ * again with its name in the messages, so that a good graph costs no
+ * formatting. */
+static int check_named(loom_graph_t *g, long i, struct loom_tensor *t,
+		       const char *be)
+{
+	char who[WHO_MAX];
+
+	if (!check_tensor(g, i, t, ""))
+		return LOOM_OK;
+	if (i < 0)
+		snprintf(who, sizeof(who), "backend '%s': leaf '%s'", be,
+			 name_of(t));
+	else
+		snprintf(who, sizeof(who), "backend '%s': node %ld '%s' (%s)",
+			 be, i, name_of(t),
+			 (unsigned)t->op < LOOM_OP_COUNT ? loom_op_name(t->op)
+							 : "unknown op");
+	return check_tensor(g, i, t, who);
+}
+
+/* One word into a running fingerprint. */
+static uint64_t mix(uint64_t h, uint64_t w)
+{
+	h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 31);
+}
+
+/* Every field of t that a check reads: a graph whose version and
+ * fingerprints are those of a state found good is that state again, so
+ * the checks would pass again.  Edits that bump no version (sizes,
+ * strides, sources or data set by hand) change the fingerprint.  Each
+ * word gets its own odd multiplier and the products are summed, so the
+ * multiplies do not wait on each other; the sum is mixed in once. */
+static uint64_t fingerprint(uint64_t h, const struct loom_tensor *t)
+{
+	uint64_t w[27], sum = 0;
+	int n = 0;
+
+	w[n++] = (uint64_t)t->type << 32 | (uint32_t)t->op;
+	for (int i = 0; i < LOOM_MAX_DIMS; i++) {
+		w[n++] = (uint64_t)t->ne[i];
+		w[n++] = t->nb[i];
+	}
+	for (int i = 0; i < LOOM_MAX_OP_PARAMS; i += 2)
+		w[n++] = (uint64_t)(uint32_t)t->op_params[i] << 32 |
+			 (uint32_t)t->op_params[i + 1];
+	for (int i = 0; i < LOOM_MAX_SRC; i++)
+		w[n++] = (uintptr_t)t->src[i];
+	w[n++] = (uintptr_t)t->view_src;
+	w[n++] = t->view_offs;
+	w[n++] = (uintptr_t)t->data;
+	w[n++] = (uintptr_t)t->buffer;
+	for (int i = 0; i < n; i++)
+		sum += w[i] * (0x9e3779b97f4a7c15ull +
+			       (uint64_t)i * 0xc657cb37b368c032ull);
+	return mix(h, sum);
+}
+
+/* A graph is checked in full when its key differs from the one last
+ * found good, or when some buffer it uses is no longer alive (which no
+ * field of a tensor shows). */
 int loom__graph_validate(loom_graph_t *g, const char *who)
 {
 	size_t n = loom_graph_n_nodes(g), n_leaves = loom_graph_n_leaves(g);
-	char what[WHO_MAX];
+	uint64_t key = mix(0, loom_graph_version(g));
+	bool live = true;
 	int st;
 
-	/* Leaves first: the rules of the nodes read their shapes. */
 	for (size_t i = 0; i < n_leaves; i++) {
 		struct loom_tensor *t = loom_graph_leaf(g, i);
 
-		snprintf(what, sizeof(what), "backend '%s': leaf '%s'", who,
-			 name_of(t));
-		st = check_shape(t, what);
-		if (!st)
-			st = check_placement(t, what);
-		if (st)
-			return st;
+		key = fingerprint(key, t);
+		live &= loom__tensor_in_live_buffer(t);
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct loom_tensor *t = loom_graph_node(g, i);
 
-		snprintf(what, sizeof(what), "backend '%s': node %zu '%s' (%s)",
-			 who, i, name_of(t),
-			 (unsigned)t->op < LOOM_OP_COUNT ? loom_op_name(t->op)
-							 : "unknown op");
-		st = check_shape(t, what);
-		if (!st)
-			st = check_node(g, i, t, what);
-		if (!st)
-			st = check_placement(t, what);
+		key = fingerprint(key, t);
+		live &= loom__tensor_in_live_buffer(t);
+	}
+	if (live && key && key == loom__graph_checked(g))
+		return LOOM_OK;
+
+	/* Leaves first: the rules of the nodes read their shapes. */
+	for (size_t i = 0; i < n_leaves; i++) {
+		st = check_named(g, -1, loom_graph_leaf(g, i), who);
 		if (st)
 			return st;
 	}
+	for (size_t i = 0; i < n; i++) {
+		st = check_named(g, (long)i, loom_graph_node(g, i), who);
+		if (st)
+			return st;
+	}
+	loom__graph_set_checked(g, key);
 	return LOOM_OK;
 }
