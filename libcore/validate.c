@@ -5,6 +5,7 @@
  * by a fingerprint of what the checks read, and not checked again. */
 #include "config.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -142,6 +143,15 @@ static uint64_t mix(uint64_t h, uint64_t w)
 	return h ^ (h >> 31);
 }
 
+/* The fields a check reads, type to buffer, lie together at the start of
+ * a tensor and are fingerprinted as words. */
+#define CHECKED_WORDS (offsetof(struct loom_tensor, extra) / 8)
+_Static_assert(offsetof(struct loom_tensor, type) == 0 &&
+		       offsetof(struct loom_tensor, extra) % 8 == 0 &&
+		       offsetof(struct loom_tensor, buffer) <
+			       offsetof(struct loom_tensor, extra),
+	       "the checked fields of a tensor are whole words at its start");
+
 /* Every field of t that a check reads: a graph whose version and
  * fingerprints are those of a state found good is that state again, so
  * the checks would pass again.  Edits that bump no version (sizes,
@@ -150,26 +160,16 @@ static uint64_t mix(uint64_t h, uint64_t w)
  * multiplies do not wait on each other; the sum is mixed in once. */
 static uint64_t fingerprint(uint64_t h, const struct loom_tensor *t)
 {
-	uint64_t w[27], sum = 0;
-	int n = 0;
+	const char *p = (const char *)t;
+	uint64_t sum = 0;
 
-	w[n++] = (uint64_t)t->type << 32 | (uint32_t)t->op;
-	for (int i = 0; i < LOOM_MAX_DIMS; i++) {
-		w[n++] = (uint64_t)t->ne[i];
-		w[n++] = t->nb[i];
+	for (size_t i = 0; i < CHECKED_WORDS; i++) {
+		uint64_t w;
+
+		memcpy(&w, p + 8 * i, sizeof(w));
+		sum += w * (0x9e3779b97f4a7c15ull +
+			    (uint64_t)i * 0xc657cb37b368c032ull);
 	}
-	for (int i = 0; i < LOOM_MAX_OP_PARAMS; i += 2)
-		w[n++] = (uint64_t)(uint32_t)t->op_params[i] << 32 |
-			 (uint32_t)t->op_params[i + 1];
-	for (int i = 0; i < LOOM_MAX_SRC; i++)
-		w[n++] = (uintptr_t)t->src[i];
-	w[n++] = (uintptr_t)t->view_src;
-	w[n++] = t->view_offs;
-	w[n++] = (uintptr_t)t->data;
-	w[n++] = (uintptr_t)t->buffer;
-	for (int i = 0; i < n; i++)
-		sum += w[i] * (0x9e3779b97f4a7c15ull +
-			       (uint64_t)i * 0xc657cb37b368c032ull);
 	return mix(h, sum);
 }
 
