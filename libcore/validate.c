@@ -145,11 +145,11 @@ static uint64_t mix(uint64_t h, uint64_t w)
 
 /* The fields a check reads, type to buffer, lie together at the start of
  * a tensor and are fingerprinted as words. */
-#define CHECKED_WORDS (offsetof(struct loom_tensor, extra) / 8)
+#define CHECKED_WORDS (offsetof(struct loom_tensor, state) / 8)
 _Static_assert(offsetof(struct loom_tensor, type) == 0 &&
-		       offsetof(struct loom_tensor, extra) % 8 == 0 &&
+		       offsetof(struct loom_tensor, state) % 8 == 0 &&
 		       offsetof(struct loom_tensor, buffer) <
-			       offsetof(struct loom_tensor, extra),
+			       offsetof(struct loom_tensor, state),
 	       "the checked fields of a tensor are whole words at its start");
 
 /* Every field of t that a check reads: a graph whose version and
