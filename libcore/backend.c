@@ -231,50 +231,6 @@ int loom_backend_tensor_copy_async(loom_backend_t *be_src,
 	return st ? st : loom_tensor_copy(src, dst);
 }
 
-/* True when t has data in a live buffer.  Neighbouring tensors mostly
- * share a buffer: *last remembers the one seen live, so a graph costs one
- * table look-up per run of tensors in one buffer, not one per tensor. */
-static bool placed_live(const struct loom_tensor *t, loom_buffer_t **last)
-{
-	if (!t->data)
-		return false;
-	if (t->buffer == *last)
-		return true;
-	if (!loom__buffer_live(t->buffer))
-		return false;
-	*last = t->buffer;
-	return true;
-}
-
-/* Every node and leaf must have data before a plugin computes. */
-static int check_graph(loom_backend_t *be, loom_graph_t *g)
-{
-	loom_buffer_t *last = NULL;
-	int n = loom_graph_n_nodes(g);
-
-	for (int i = 0; i < n; i++) {
-		struct loom_tensor *t = loom_graph_node(g, i);
-
-		if (!placed_live(t, &last))
-			return loom_error_set(LOOM_E_STATE,
-					      "backend '%s': node %d '%s' (%s) "
-					      "is not placed in a buffer",
-					      loom_backend_name(be), i,
-					      t->name, loom_op_name(t->op));
-	}
-	n = loom_graph_n_leaves(g);
-	for (int i = 0; i < n; i++) {
-		struct loom_tensor *t = loom_graph_leaf(g, i);
-
-		if (!placed_live(t, &last))
-			return loom_error_set(LOOM_E_STATE,
-					      "backend '%s': leaf '%s' is not "
-					      "placed in a buffer",
-					      loom_backend_name(be), t->name);
-	}
-	return LOOM_OK;
-}
-
 int loom_backend_graph_compute_async(loom_backend_t *be, loom_graph_t *g)
 {
 	int st;
@@ -283,10 +239,8 @@ int loom_backend_graph_compute_async(loom_backend_t *be, loom_graph_t *g)
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_backend_graph_compute: backend or "
 				      "graph is NULL");
-	st = check_graph(be, g);
-	if (st)
-		return st;
-	return be->iface.graph_compute(be, g);
+	st = loom__graph_validate(g, loom_backend_name(be));
+	return st ? st : be->iface.graph_compute(be, g);
 }
 
 int loom_backend_graph_compute(loom_backend_t *be, loom_graph_t *g)

@@ -101,8 +101,9 @@ void loom__ptrmap_free(struct loom__ptrmap *m)
  * Graphs.
  */
 
-/* What the visited map says of a tensor. */
-enum { IS_NODE = 1, IS_LEAF = 2 };
+/* What the visited map says of a tensor: a node's index in the graph
+ * (>= 0), or one of these. */
+enum { IS_LEAF = -1, ON_STACK = -2 };
 
 struct tensor_list {
 	struct loom_tensor **v;
@@ -120,8 +121,9 @@ struct loom_graph {
 	loom_ctx_t *ctx;
 	struct tensor_list nodes;
 	struct tensor_list leafs;
-	struct loom__ptrmap seen; /* tensor -> IS_NODE or IS_LEAF */
+	struct loom__ptrmap seen; /* tensor -> node index or IS_LEAF */
 	uint64_t version;
+	_Atomic uint64_t checked; /* the key of the state last validated */
 
 	struct frame *stack; /* kept between expands */
 	int stack_cap;
@@ -229,19 +231,17 @@ static int add_seen(loom_graph_t *g, struct loom_tensor *t)
 
 	err = list_push(leaf ? &g->leafs : &g->nodes, t);
 	if (!err)
-		err = loom__ptrmap_put(&g->seen, t, leaf ? IS_LEAF : IS_NODE);
+		err = loom__ptrmap_put(&g->seen, t,
+				       leaf ? IS_LEAF : g->nodes.n - 1);
 	return err;
 }
-
-/* Marks in the map for tensors on the walk's stack. */
-enum { ON_STACK = 3 };
 
 /* Puts the map back to what the lists hold, after a failed walk. */
 static void reseed(loom_graph_t *g)
 {
 	loom__ptrmap_clear(&g->seen);
 	for (int i = 0; i < g->nodes.n; i++)
-		loom__ptrmap_put(&g->seen, g->nodes.v[i], IS_NODE);
+		loom__ptrmap_put(&g->seen, g->nodes.v[i], i);
 	for (int i = 0; i < g->leafs.n; i++)
 		loom__ptrmap_put(&g->seen, g->leafs.v[i], IS_LEAF);
 }
@@ -333,6 +333,25 @@ struct loom_tensor *loom_graph_leaf(const loom_graph_t *g, size_t i)
 	return g->leafs.v[i];
 }
 
+long loom__graph_find(const loom_graph_t *g, const struct loom_tensor *t)
+{
+	const int *mark = loom__ptrmap_find(&g->seen, t);
+
+	if (!mark)
+		return LOOM__NOT_IN_GRAPH;
+	return *mark >= 0 ? *mark : LOOM__GRAPH_LEAF;
+}
+
+uint64_t loom__graph_checked(const loom_graph_t *g)
+{
+	return atomic_load_explicit(&g->checked, memory_order_relaxed);
+}
+
+void loom__graph_set_checked(loom_graph_t *g, uint64_t key)
+{
+	atomic_store_explicit(&g->checked, key, memory_order_relaxed);
+}
+
 uint64_t loom_graph_version(const loom_graph_t *g)
 {
 	return g ? g->version : 0;
@@ -368,13 +387,13 @@ int loom_graph_add_node(loom_graph_t *g, struct loom_tensor *t)
 		return loom__ctx_errorf(g->ctx, LOOM_E_INVAL,
 					"loom_graph_add_node: tensor is NULL");
 	seen = loom__ptrmap_find(&g->seen, t);
-	if (seen && *seen == IS_NODE)
+	if (seen && *seen >= 0)
 		return LOOM_OK;
 	if (seen)
 		remove_leaf(g, t);
 	err = list_push(&g->nodes, t);
 	if (!err)
-		err = loom__ptrmap_put(&g->seen, t, IS_NODE);
+		err = loom__ptrmap_put(&g->seen, t, g->nodes.n - 1);
 	for (int i = 0; !err && i < LOOM__N_INPUTS; i++) {
 		struct loom_tensor *in = loom__tensor_input(t, i);
 

@@ -12,8 +12,10 @@ libcore_libloom_la_SOURCES = \
 	libcore/quant.c \
 	libcore/tensor.c \
 	libcore/tensor-state.c \
+	libcore/rules.c \
 	libcore/ops.c \
 	libcore/graph.c \
+	libcore/validate.c \
 	libcore/galloc.c \
 	libcore/sched.c \
 	libcore/buffer.c \

@@ -42,6 +42,45 @@ void loom__tensor_set_contiguous(struct loom_tensor *t);
 char *loom__tensor_desc(const struct loom_tensor *t, char *buf, size_t n);
 #define LOOM__DESC_MAX 96
 
+/* What an op's rule says a node must be. */
+struct loom__op_result {
+	enum loom_type type;
+	int64_t ne[LOOM_MAX_DIMS];
+	size_t nb[LOOM_MAX_DIMS];
+	struct loom_tensor *view_src; /* the owner it views, or NULL */
+	size_t view_offs;
+	bool missing; /* the mistake is a NULL source */
+};
+
+/* The rule of t's op (rules.c), applied to t's sources and op_params
+ * (and, for views, to its own sizes, strides and view_src): LOOM_OK with
+ * *r the result t must be, or LOOM_E_INVAL with the mistake in msg (n
+ * bytes; without the op's name).  The op constructors build nodes with
+ * it and the graph validator checks nodes with it. */
+int loom__op_rule(const struct loom_tensor *t, struct loom__op_result *r,
+		  char *msg, size_t n);
+
+/* Checks g before a plugin computes it (validate.c): every tensor's type
+ * and sizes, every node against its op's rule and after the nodes it
+ * reads, and every tensor's bytes inside its live buffer.  who names the
+ * backend in messages.  Returns LOOM_OK or the status of the first
+ * mistake, with a message naming the node and its op. */
+int loom__graph_validate(loom_graph_t *g, const char *who);
+/* Where t is in g (graph.c): its index when it is a node, else
+ * LOOM__GRAPH_LEAF or LOOM__NOT_IN_GRAPH. */
+#define LOOM__GRAPH_LEAF (-1)
+#define LOOM__NOT_IN_GRAPH (-2)
+long loom__graph_find(const loom_graph_t *g, const struct loom_tensor *t);
+/* The key validate.c stored for the last state of g it found good (0:
+ * none yet), and storing it.  Graphs only keep it. */
+uint64_t loom__graph_checked(const loom_graph_t *g);
+void loom__graph_set_checked(loom_graph_t *g, uint64_t key);
+/* Checks a type and sizes as new tensors are checked (tensor.c):
+ * LOOM_OK, or LOOM_E_INVAL with a message that starts with who. */
+int loom__tensor_check_shape(loom_ctx_t *ctx, const char *who,
+			     enum loom_type type,
+			     const int64_t ne[LOOM_MAX_DIMS]);
+
 /* The tensor that owns t's data: t itself, or the end of its view chain. */
 static inline struct loom_tensor *loom__owner(struct loom_tensor *t)
 {

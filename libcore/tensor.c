@@ -231,8 +231,9 @@ char *loom__tensor_desc(const struct loom_tensor *t, char *buf, size_t n)
 /* Checks a type and sizes: known type, no negative size, dimension 0 a
  * whole number of blocks, and an element count and a byte size that fit
  * in an int64_t (so loom_tensor_n_elements() and loom_tensor_n_bytes() cannot overflow). */
-static int check_shape(loom_ctx_t *ctx, const char *who, enum loom_type type,
-		       const int64_t ne[LOOM_MAX_DIMS])
+int loom__tensor_check_shape(loom_ctx_t *ctx, const char *who,
+			     enum loom_type type,
+			     const int64_t ne[LOOM_MAX_DIMS])
 {
 	int64_t count = 1;
 	size_t bytes;
@@ -276,7 +277,7 @@ struct loom_tensor *loom__new_tensor(loom_ctx_t *ctx, const char *who,
 {
 	struct loom_tensor *t;
 
-	if (check_shape(ctx, who, type, ne))
+	if (loom__tensor_check_shape(ctx, who, type, ne))
 		return NULL;
 	t = ctx_alloc_tensor(ctx, who);
 	if (!t)

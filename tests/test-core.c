@@ -620,8 +620,10 @@ static void test_binary_unary(void)
 	g_assert_nonnull(strstr(loom_ctx_error(ctx), "[8, 4, 2, 1] f16"));
 	loom_ctx_clear_error(ctx);
 
-	/* A failed call's NULL fails the next one, with its own message. */
-	expect_fail(ctx, loom_silu(ctx, loom_add(ctx, a, bad3)), "silu");
+	/* A failed call's NULL fails the next one, which keeps the first
+	 * mistake's message. */
+	expect_fail(ctx, loom_silu(ctx, loom_add(ctx, a, bad3)),
+		    "add: b [3, 1, 1, 1] f32 cannot be broadcast");
 
 	t = loom_scale(ctx, a, 0.25f);
 	expect_shape(t, LOOM_OP_SCALE, LOOM_TYPE_F32, 8, 4, 2, 1);

@@ -452,6 +452,134 @@ static void test_errors(void)
 	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 }
 
+/* Nothing of the caller's graph is read once compute has returned: a
+ * graph whose last nodes are views (no kernel runs for them) is freed
+ * right after each compute, and the freed memory is reused and scribbled
+ * over at once, so a worker still walking it reads garbage (and ASan sees
+ * a use after free). */
+static void test_graph_freed_after_compute(void)
+{
+	loom_reg_t *reg = load_cpu();
+	loom_dev_t *dev = loom_reg_dev(reg, 0);
+	loom_backend_t *be;
+	float xv[64], yv[64];
+	int iter, i;
+
+	fill(xv, 64, 7);
+	g_assert_cmpint(loom_dev_init_backend(dev, "threads=4", &be), ==,
+			LOOM_OK);
+	for (iter = 0; iter < 3000; iter++) {
+		loom_ctx_t *ctx;
+		loom_graph_t *g;
+		loom_buffer_t *buf;
+		struct loom_tensor *x, *t;
+		void *junk[8];
+
+		g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+		x = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 64);
+		t = loom_add(ctx, x, x);
+		for (i = 0; i < 400; i++)
+			t = i % 2 ? loom_reshape_1d(ctx, t, 64)
+				  : loom_reshape_2d(ctx, t, 32, 2);
+		g_assert_nonnull(t);
+		g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
+		g_assert_cmpint(loom_graph_expand(g, t), ==, LOOM_OK);
+		g_assert_cmpint(loom_ctx_alloc_tensors(
+					ctx, loom_dev_buffer_type(dev), &buf),
+				==, LOOM_OK);
+		g_assert_cmpint(loom_tensor_set(x, xv, 0, sizeof(xv)), ==,
+				LOOM_OK);
+		g_assert_cmpint(loom_backend_graph_compute(be, g), ==,
+				LOOM_OK);
+		g_assert_cmpint(loom_tensor_get(t, yv, 0, sizeof(yv)), ==,
+				LOOM_OK);
+		for (i = 0; i < 64; i++)
+			g_assert_cmpfloat(yv[i], ==, 2 * xv[i]);
+		loom_ctx_free(ctx);
+		loom_buffer_free(buf);
+		/* Reuse what was freed, with bytes that are no pointers. */
+		for (i = 0; i < 8; i++) {
+			size_t n = (size_t)64 << i;
+
+			junk[i] = g_malloc(n);
+			memset(junk[i], 0xa5, n);
+		}
+		for (i = 0; i < 8; i++)
+			g_free(junk[i]);
+	}
+	loom_backend_free(be);
+	loom_unload_all();
+}
+
+/* Non-finite inputs give defined results: NaN in, NaN out through silu,
+ * gelu and soft_max (whose exponential once converted NaN to an int, which
+ * UBSan reports), and infinities stay what the kernels promise. */
+static void test_non_finite(void)
+{
+	loom_reg_t *reg = load_cpu();
+	loom_dev_t *dev = loom_reg_dev(reg, 0);
+	const float xv[8] = { NAN, INFINITY, -INFINITY, 0.0f,
+			      1.0f, -1.0f, 100.0f, -100.0f };
+	float sv[8], gv[8], mv[8];
+	loom_ctx_t *ctx;
+	loom_graph_t *g;
+	loom_backend_t *be;
+	loom_buffer_t *buf;
+	struct loom_tensor *x, *si, *ge, *sm, *fin;
+	int i;
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	x = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 8);
+	si = loom_silu(ctx, x);
+	ge = loom_gelu(ctx, x);
+	sm = loom_soft_max(ctx, x, NULL, 1.0f);
+	/* The finite half of x alone, for a soft_max without NaN. */
+	fin = loom_soft_max(ctx, loom_view_1d(ctx, x, 4, 4 * sizeof(float)),
+			    NULL, 1.0f);
+	g_assert_nonnull(fin);
+	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, si), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, ge), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, sm), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, fin), ==, LOOM_OK);
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(dev),
+					       &buf), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_set(x, xv, 0, sizeof(xv)), ==, LOOM_OK);
+	g_assert_cmpint(loom_dev_init_backend(dev, "threads=1", &be), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_backend_graph_compute(be, g), ==, LOOM_OK);
+	loom_tensor_get(si, sv, 0, sizeof(sv));
+	loom_tensor_get(ge, gv, 0, sizeof(gv));
+	loom_tensor_get(sm, mv, 0, sizeof(mv));
+
+	g_assert_true(isnan(sv[0]));
+	g_assert_true(isnan(gv[0]));
+	g_assert_true(isnan(mv[0]));
+	g_assert_cmpfloat(sv[1], ==, INFINITY);
+	g_assert_cmpfloat(gv[1], ==, INFINITY);
+	g_assert_cmpfloat(sv[3], ==, 0.0f);
+	g_assert_cmpfloat(gv[3], ==, 0.0f);
+	for (i = 3; i < 8; i++) {
+		double v = xv[i], s = v / (1 + exp(-v));
+
+		g_assert_cmpfloat(fabs(sv[i] - s), <=, 1e-5 * (1 + fabs(s)));
+		g_assert_true(isfinite(gv[i]));
+	}
+	loom_tensor_get(fin, mv, 0, 4 * sizeof(float));
+	{
+		double e[4], sum = 0;
+
+		for (i = 0; i < 4; i++)
+			sum += e[i] = exp(xv[4 + i] - 100.0);
+		for (i = 0; i < 4; i++)
+			g_assert_cmpfloat(fabs(mv[i] - e[i] / sum), <=, 1e-6);
+	}
+	loom_backend_free(be);
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+	loom_unload_all();
+}
+
 /* The features entry point and the variant chosen for this CPU. */
 static void test_features(void)
 {
@@ -505,8 +633,11 @@ int main(int argc, char **argv)
 	g_test_add_func("/cpu/pool/flat", test_flat);
 	g_test_add_func("/cpu/pool/async", test_async);
 	g_test_add_func("/cpu/pool/async-copies", test_async_copies);
+	g_test_add_func("/cpu/pool/graph-freed-after-compute",
+			test_graph_freed_after_compute);
 	g_test_add_func("/cpu/data/2d", test_2d);
 	g_test_add_func("/cpu/errors", test_errors);
+	g_test_add_func("/cpu/ops/non-finite", test_non_finite);
 	g_test_add_func("/cpu/features", test_features);
 	return g_test_run();
 }

@@ -237,15 +237,19 @@ LOOM_API void loom_log(enum loom_log_level level, const char *fmt, ...)
 LOOM_API const char *loom_env_get(const char *name);
 
 /* A raw node, for plugins that rewrite graphs (the meta device): no shape
- * checks beyond the type.  srcs has LOOM_MAX_SRC entries or is NULL;
- * params has LOOM_MAX_OP_PARAMS words or is NULL. */
+ * checks beyond the type here, so that its strides and view may be set
+ * after; loom_backend_graph_compute refuses a node that breaks its op's
+ * rule.  srcs has LOOM_MAX_SRC entries or is NULL; params has
+ * LOOM_MAX_OP_PARAMS words or is NULL. */
 LOOM_API struct loom_tensor *loom_tensor_new_op(loom_ctx_t *ctx,
 						enum loom_op op,
 						enum loom_type type,
 						const int64_t ne[LOOM_MAX_DIMS],
 						struct loom_tensor *const *srcs,
 						const int32_t *params);
-/* Appends one node as is (its sources are not visited). */
+/* Appends one node as is (its sources are not visited).  Nodes must end
+ * up after the nodes they read: compute refuses a graph where one does
+ * not. */
 LOOM_API int loom_graph_add_node(loom_graph_t *g, struct loom_tensor *t);
 
 /* ------------------------------------------------------------------------

@@ -427,7 +427,8 @@ LOOM_API struct loom_tensor *loom_set_rows(loom_ctx_t *ctx,
 					   struct loom_tensor *values,
 					   struct loom_tensor *ids);
 /* Copies a into b (same number of elements), converting type and layout.
- * The result is a view of b. */
+ * a and b must not share bytes (as for loom_tensor_copy), unless they are
+ * the very same.  The result is a view of b. */
 LOOM_API struct loom_tensor *loom_copy(loom_ctx_t *ctx, struct loom_tensor *a,
 				      struct loom_tensor *b);
 /* A contiguous copy of a (same type). */
@@ -448,7 +449,9 @@ LOOM_API struct loom_tensor *loom_argmax(loom_ctx_t *ctx,
 LOOM_API struct loom_tensor *loom_top_k(loom_ctx_t *ctx, struct loom_tensor *a,
 					int k);
 
-/* Views: no data moves.  Offsets are in bytes; strides nb1.. in bytes. */
+/* Views: no data moves.  Offsets are in bytes; strides nb1.. in bytes;
+ * both must be multiples of the type's element size (its block size in
+ * bytes for quantized types), and the view must lie inside a's owner. */
 LOOM_API struct loom_tensor *loom_view_1d(loom_ctx_t *ctx,
 					  struct loom_tensor *a, int64_t ne0,
 					  size_t offset);

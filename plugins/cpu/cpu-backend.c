@@ -187,8 +187,8 @@ static void compute_node(const struct cpu_task *task, struct loom_tensor *n)
 	}
 }
 
-void cpu_graph_run(struct cpu_pool *pool, loom_graph_t *g, int ith, int nth,
-		   void *wdata, size_t wsize)
+void cpu_graph_run(struct cpu_pool *pool, const struct cpu_plan *plan,
+		   int ith, int nth, void *wdata, size_t wsize)
 {
 	struct cpu_task task = {
 		.ith = ith,
@@ -197,24 +197,43 @@ void cpu_graph_run(struct cpu_pool *pool, loom_graph_t *g, int ith, int nth,
 		.wsize = wsize,
 		.pool = pool,
 	};
-	int i, n = loom_graph_n_nodes(g);
-	bool ran = false;
+	struct loom_tensor *const *nodes = plan->nodes;
+	size_t i, n = plan->n;
 
 	for (i = 0; i < n; i++) {
-		struct loom_tensor *node = loom_graph_node(g, i);
-
-		if (is_noop(node))
-			continue;
-		compute_node(&task, node);
-		ran = true;
+		compute_node(&task, nodes[i]);
 		/* The next node may read anything this one wrote. */
 		if (nth > 1)
 			cpu_bar_wait(&pool->bar);
 	}
 	/* A job ends with every thread past a barrier (the pool reuses its
 	 * slot then), even when no node ran. */
-	if (nth > 1 && !ran)
+	if (nth > 1 && n == 0)
 		cpu_bar_wait(&pool->bar);
+}
+
+/* The nodes of g that a kernel runs for; NULL when out of memory.  The
+ * caller frees it (or the pool, once the job has run). */
+static struct cpu_plan *plan_new(loom_graph_t *g)
+{
+	size_t i, n = loom_graph_n_nodes(g);
+	struct cpu_plan *plan;
+
+	plan = malloc(sizeof(*plan) + n * sizeof(plan->nodes[0]));
+	if (!plan) {
+		loom_error_set(LOOM_E_NOMEM,
+			       "cpu: out of memory for a graph of %zu nodes",
+			       n);
+		return NULL;
+	}
+	plan->n = 0;
+	for (i = 0; i < n; i++) {
+		struct loom_tensor *node = loom_graph_node(g, i);
+
+		if (!is_noop(node))
+			plan->nodes[plan->n++] = node;
+	}
+	return plan;
 }
 
 /* Checks what the kernels rely on and returns the work size g needs. */
@@ -313,12 +332,19 @@ static int be_synchronize(loom_backend_t *be)
 static int run_inline(struct cpu_backend *cb, loom_graph_t *g, size_t wsize)
 {
 	void *w = wsize ? aligned_alloc(64, (wsize + 63) & ~(size_t)63) : NULL;
+	struct cpu_plan *plan;
 
 	if (wsize && !w)
 		return loom_error_set(LOOM_E_NOMEM,
 				      "cpu: cannot allocate %zu bytes of work "
 				      "memory", wsize);
-	cpu_graph_run(cb->pool, g, 0, 1, w, wsize);
+	plan = plan_new(g);
+	if (!plan) {
+		free(w);
+		return LOOM_E_NOMEM;
+	}
+	cpu_graph_run(cb->pool, plan, 0, 1, w, wsize);
+	free(plan);
 	free(w);
 	return LOOM_OK;
 }
@@ -327,7 +353,7 @@ static int be_graph_compute(loom_backend_t *be, loom_graph_t *g)
 {
 	struct cpu_backend *cb = loom_backend_context(be);
 	struct cpu_pool *pool = cb->pool;
-	struct cpu_job job = { .kind = CPU_JOB_GRAPH, .graph = g };
+	struct cpu_job job = { .kind = CPU_JOB_GRAPH };
 	size_t wsize;
 	int err;
 
@@ -338,6 +364,9 @@ static int be_graph_compute(loom_backend_t *be, loom_graph_t *g)
 	err = check_graph_cached(cb, g, pool->n_threads, &wsize);
 	if (err)
 		return err;
+	job.plan = plan_new(g);
+	if (!job.plan)
+		return LOOM_E_NOMEM;
 	pthread_mutex_lock(&pool->lock);
 	if (wsize > pool->wsize) {
 		/* Queued graphs use the old scratch: let them finish. */
@@ -345,6 +374,7 @@ static int be_graph_compute(loom_backend_t *be, loom_graph_t *g)
 		err = cpu_pool_reserve(pool, wsize);
 		if (err) {
 			pthread_mutex_unlock(&pool->lock);
+			free(job.plan);
 			return err;
 		}
 	}

@@ -139,14 +139,16 @@ static inline float cpu_vec_max(const float *x, int64_t n)
  * x = k ln2 + r, |r| <= ln2/2, e^r by a degree-6 polynomial, 2^k built
  * from exponent bits.  Below -87 (where e^x leaves the normal range) it
  * returns 0, so masked softmax entries are exact zeros; above 88.3 it
- * saturates at e^88.3 instead of overflowing. */
+ * saturates at e^88.3 instead of overflowing.  A NaN gives NaN: the
+ * clamps send it to 88.3 (their comparisons are false for NaN), so k
+ * always converts to an int, and the last line passes the NaN through. */
 static inline float cpu_expf(float x)
 {
 	float c, k, r, p;
 	int32_t ki;
 
-	c = x > 88.3f ? 88.3f : x;
-	c = c < -87.0f ? -87.0f : c;
+	c = x < 88.3f ? x : 88.3f;
+	c = c > -87.0f ? c : -87.0f;
 	/* Adding 1.5 * 2^23 rounds to an integer without a libm call. */
 	k = c * 1.44269504088896341f + 0x1.8p23f;
 	k -= 0x1.8p23f;
@@ -161,7 +163,8 @@ static inline float cpu_expf(float x)
 	p = p * r + 1.0f;
 	ki = (int32_t)k;
 	p *= cpu_bits_f32((uint32_t)(ki + 127) << 23);
-	return x < -87.0f ? 0.0f : p;
+	p = x < -87.0f ? 0.0f : p;
+	return x == x ? p : x;
 }
 
 /* ---- rows ---- */

@@ -242,8 +242,11 @@ static void *worker_main(void *p)
 		job = &pool->jobs[next % CPU_POOL_QUEUE];
 		switch (job->kind) {
 		case CPU_JOB_GRAPH:
-			cpu_graph_run(pool, job->graph, ith, nth, pool->wdata,
+			cpu_graph_run(pool, job->plan, ith, nth, pool->wdata,
 				      pool->wsize);
+			/* Every thread is past the last barrier. */
+			if (ith == 0)
+				free(job->plan);
 			break;
 		case CPU_JOB_ALLREDUCE:
 			if (!job->leader_only) {

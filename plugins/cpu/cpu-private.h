@@ -93,9 +93,17 @@ struct cpu_copy {
 	size_t src_stride;
 };
 
+/* The nodes of a graph that a kernel runs for, in order, copied when the
+ * graph is queued: workers walk this list and never the caller's graph,
+ * which may be freed as soon as compute or synchronize has returned. */
+struct cpu_plan {
+	size_t n;
+	struct loom_tensor *nodes[];
+};
+
 struct cpu_job {
 	enum cpu_job_kind kind;
-	loom_graph_t *graph;
+	struct cpu_plan *plan; /* a graph job's; thread 0 frees it */
 	struct cpu_allreduce *ar;
 	int part;              /* this pool's index in ar */
 	bool leader_only;      /* ar is thread 0's; the others wait */
@@ -145,9 +153,11 @@ bool cpu_pool_is_worker(const struct cpu_pool *pool);
 int cpu_pool_reserve(struct cpu_pool *pool, size_t size);
 /* Does thread ith's share of a copy (the copy job's body). */
 void cpu_copy_run(const struct cpu_copy *c, int ith, int nth);
-/* Runs one graph on thread ith of nth (the graph job's body). */
-void cpu_graph_run(struct cpu_pool *pool, loom_graph_t *g, int ith, int nth,
-		   void *wdata, size_t wsize);
+/* Runs one plan on thread ith of nth (the graph job's body).  Once a
+ * thread has passed the barrier after the plan's last node it reads
+ * nothing of the plan or of the nodes, so the plan may be freed then. */
+void cpu_graph_run(struct cpu_pool *pool, const struct cpu_plan *plan,
+		   int ith, int nth, void *wdata, size_t wsize);
 
 /* Tells the pools how many cores the process may use, so waits spin less
  * when threads outnumber them. */

@@ -30,14 +30,8 @@ CPU_PLUGIN_SOURCES = \
 	plugins/cpu/matmul-gemv.c \
 	plugins/cpu/matmul-q8.c
 
-# The user's CFLAGS come last on the command line, so their -O2 would undo
-# our -O3; the -O3 passes that matter are named too, which no -O level
-# overrides (GCC 12's -O2 vectorizes only loops that need no epilogue).
-CPU_OPT_CFLAGS = -O3 -ffp-contract=fast -ftree-vectorize \
-	-fvect-cost-model=dynamic -funswitch-loops -fpeel-loops \
-	-fversion-loops-for-strides -fipa-cp-clone -fpredictive-commoning \
-	-fsplit-loops -ftree-loop-distribution -fgcse-after-reload \
-	-ftree-partial-pre
+# CPU_OPT_CFLAGS: the optimization passes configure found the compiler
+# takes (configure.ac).
 CPU_PLUGIN_CFLAGS = $(AM_CFLAGS) $(CPU_OPT_CFLAGS) -pthread
 CPU_PLUGIN_LIBS = $(PLUGIN_LINK_LIBS) -lpthread -lm
 

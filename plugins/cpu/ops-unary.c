@@ -22,14 +22,15 @@ static void vec_unary(const struct loom_tensor *dst, float *d, const float *x,
 			d[i] = x[i] / (1.0f + cpu_expf(-x[i]));
 		break;
 	case LOOM_OP_GELU:
-		/* tanh(u) = 1 - 2 / (e^(2u) + 1), so
-		 * 0.5 x (1 + tanh(u)) = x - x / (e^(2u) + 1). */
+		/* 0.5 (1 + tanh(u)) = 1 / (1 + e^(-2u)), so gelu is
+		 * x / (1 + e^(-2u)), silu's form: an infinite x gives an
+		 * infinity of its sign, never inf - inf. */
 		for (i = 0; i < n; i++) {
 			float v = x[i];
 			float u = 0.7978845608028654f *
 				  (v + 0.044715f * v * v * v);
 
-			d[i] = v - v / (cpu_expf(2.0f * u) + 1.0f);
+			d[i] = v / (1.0f + cpu_expf(-2.0f * u));
 		}
 		break;
 	default:
