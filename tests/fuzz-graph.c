@@ -786,10 +786,6 @@ int main(int argc, char **argv)
 	size_t n;
 	int failed = 0;
 
-	/* One CPU thread unless the caller says otherwise: the worker pool
-	 * still reads a graph after compute returns, which makes replays
-	 * with more threads crash at random.  Drop this once it is fixed. */
-	setenv("LOOM_CPU_THREADS", "1", 0);
 	LLVMFuzzerInitialize(&argc, &argv);
 	files = argc > 1 ? list_files(argc - 1, argv + 1, &n) :
 			   list_files(1, corpus, &n);
