@@ -8,7 +8,10 @@
  *              list with one entry per physical device)
  *   gemm       gflops, peak_gflops, openblas_gflops (null when absent)
  *   gemv       gbps (by type name), stream_gbps
- *   allreduce  allreduce: a list of {bytes, us, algbw, busbw}
+ *   allreduce  allreduce: a list of {bytes, us, algbw, busbw}; with
+ *              --world: ranks, world (a list of {type, bytes, us, algbw,
+ *              busbw, bare_us, bare_algbw, bare_busbw, ratio}) and
+ *              in_process {parts, allreduce: as above}
  */
 #include "config.h"
 
@@ -65,6 +68,9 @@ static void usage(FILE *f)
 		"  --rows M            gemv: m (default: matrices of 4x the "
 		"last-level cache)\n"
 		"  --parts N           allreduce: CPU partitions (default 2)\n"
+		"  --world             allreduce, under mpirun: across the "
+		"ranks, against\n"
+		"                      a bare MPI_Allreduce (rank 0 prints)\n"
 		"  --seed N            weights' seed (default 42)\n"
 		"  --quick             shorter limit measurements\n"
 		"  --no-limits         skip the FMA peak and STREAM runs\n"
@@ -115,7 +121,7 @@ static int parse_int(const char *s, long long lo, long long hi,
 enum {
 	OPT_THREADS = 256, OPT_DEVICES, OPT_JSON, OPT_REPS, OPT_TYPE,
 	OPT_COMPARE, OPT_PRESET, OPT_PREFILL, OPT_DECODE, OPT_SIZE,
-	OPT_PARTS, OPT_SEED, OPT_QUICK, OPT_NO_LIMITS, OPT_INTERNAL, OPT_ROWS,
+	OPT_PARTS, OPT_WORLD, OPT_SEED, OPT_QUICK, OPT_NO_LIMITS, OPT_INTERNAL, OPT_ROWS,
 	OPT_HELP, OPT_VERSION,
 };
 
@@ -132,6 +138,7 @@ static const struct option long_opts[] = {
 	{ "decode", required_argument, NULL, OPT_DECODE },
 	{ "size", required_argument, NULL, OPT_SIZE },
 	{ "parts", required_argument, NULL, OPT_PARTS },
+	{ "world", no_argument, NULL, OPT_WORLD },
 	{ "rows", required_argument, NULL, OPT_ROWS },
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "quick", no_argument, NULL, OPT_QUICK },
@@ -206,6 +213,9 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 			if (parse_int(optarg, 2, 64, &v))
 				return -1;
 			o->parts = (int)v;
+			break;
+		case OPT_WORLD:
+			o->world = true;
 			break;
 		case OPT_SEED:
 			if (parse_int(optarg, 0, INT64_MAX, &v))

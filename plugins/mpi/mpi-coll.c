@@ -116,46 +116,79 @@ static int usable(const char *what)
 	return LOOM_OK;
 }
 
-int mpi_world_allreduce(loom_reg_t *reg, void *data, size_t n,
-			enum loom_type type)
+/* MPI's datatype, sum and element size for a Loom type, or an error
+ * naming the entry point. */
+static int reduce_type(enum loom_type type, const char *what,
+		       MPI_Datatype *dt, MPI_Op *op, size_t *es)
 {
+	if (type == LOOM_TYPE_F32) {
+		*dt = MPI_FLOAT;
+		*op = MPI_SUM;
+		*es = 4;
+	} else if (type == LOOM_TYPE_BF16) {
+		*dt = MPI_UINT16_T;
+		*op = mpi_world.bf16_sum;
+		*es = 2;
+	} else {
+		return loom_error_set(LOOM_E_UNSUPPORTED, "%s: type %s (F32 "
+				      "and BF16 only)", what,
+				      loom_type_name(type));
+	}
+	return LOOM_OK;
+}
+
+/* Both allreduces: checked arguments, then MPI in pieces (MPI counts are
+ * ints), each piece waited for with the deadline or, with bare, in a
+ * plain blocking MPI_Allreduce. */
+static int allreduce(void *data, size_t n, enum loom_type type, bool bare)
+{
+	const char *what = bare ? "world_allreduce_bare" : "world_allreduce";
 	MPI_Datatype dt;
 	MPI_Op op;
 	size_t es;
-	int st = usable("world_allreduce");
+	int st = usable(what);
 
+	if (!st)
+		st = reduce_type(type, what, &dt, &op, &es);
 	if (st)
 		return st;
-	if (type == LOOM_TYPE_F32) {
-		dt = MPI_FLOAT;
-		op = MPI_SUM;
-		es = 4;
-	} else if (type == LOOM_TYPE_BF16) {
-		dt = MPI_UINT16_T;
-		op = mpi_world.bf16_sum;
-		es = 2;
-	} else {
-		return loom_error_set(LOOM_E_UNSUPPORTED, "world_allreduce: "
-				      "type %s (F32 and BF16 only)",
-				      loom_type_name(type));
-	}
 	if (n && !data)
-		return loom_error_set(LOOM_E_INVAL, "world_allreduce: no data");
-	/* MPI counts are ints: large buffers go in pieces. */
+		return loom_error_set(LOOM_E_INVAL, "%s: no data", what);
 	for (size_t off = 0; off < n;) {
 		size_t k = n - off < (size_t)INT_MAX ? n - off : (size_t)INT_MAX;
+		void *p = (char *)data + off * es;
 		MPI_Request req;
-		int err = MPI_Iallreduce(MPI_IN_PLACE, (char *)data + off * es,
-					 (int)k, dt, op, mpi_world.comm, &req);
+		int err;
 
-		if (err != MPI_SUCCESS)
-			return mpi_fail(err, "world_allreduce");
-		st = wait_for(&req, "world_allreduce");
-		if (st)
-			return st;
+		if (bare) {
+			err = MPI_Allreduce(MPI_IN_PLACE, p, (int)k, dt, op,
+					    mpi_world.comm);
+			if (err != MPI_SUCCESS)
+				return mpi_fail(err, what);
+		} else {
+			err = MPI_Iallreduce(MPI_IN_PLACE, p, (int)k, dt, op,
+					     mpi_world.comm, &req);
+			if (err != MPI_SUCCESS)
+				return mpi_fail(err, what);
+			st = wait_for(&req, what);
+			if (st)
+				return st;
+		}
 		off += k;
 	}
 	return LOOM_OK;
+}
+
+int mpi_world_allreduce(loom_reg_t *reg, void *data, size_t n,
+			enum loom_type type)
+{
+	return allreduce(data, n, type, false);
+}
+
+int mpi_world_allreduce_bare(loom_reg_t *reg, void *data, size_t n,
+			     enum loom_type type)
+{
+	return allreduce(data, n, type, true);
 }
 
 int mpi_world_bcast(loom_reg_t *reg, void *data, size_t size, int root)

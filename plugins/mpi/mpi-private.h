@@ -30,6 +30,8 @@ int mpi_coll_init(struct mpi_world *w);
 void mpi_coll_free(struct mpi_world *w);
 int mpi_world_allreduce(loom_reg_t *reg, void *data, size_t n,
 			enum loom_type type);
+int mpi_world_allreduce_bare(loom_reg_t *reg, void *data, size_t n,
+			     enum loom_type type);
 int mpi_world_bcast(loom_reg_t *reg, void *data, size_t size, int root);
 int mpi_world_barrier(loom_reg_t *reg);
 
