@@ -10,7 +10,7 @@ set -u
 b=${LOOM_TEST_BUILDDIR:-.}
 check="$b/tests/mpi-check"
 
-skip() { echo "check-netns: SKIP: $1"; exit 0; }
+skip() { echo "check-netns: SKIP: $*"; exit 0; }
 [ "$(id -u)" = 0 ] || skip "needs root (it makes network namespaces)"
 for c in ip unshare mpirun; do
 	command -v $c >/dev/null 2>&1 || skip "no $c"
@@ -28,7 +28,11 @@ ns_a=loom-a-$$
 ns_b=loom-b-$$
 net=10.200.0.0/24
 tmp=$(mktemp -d) || exit 1
+job=
 cleanup() {
+	# A run still going (interrupted): timeout passes the signal on to
+	# mpirun, which ends its ranks.
+	[ -n "$job" ] && kill "$job" 2>/dev/null && wait "$job"
 	ip netns del "$ns_a" 2>/dev/null
 	ip netns del "$ns_b" 2>/dev/null
 	rm -rf "$tmp"
@@ -38,7 +42,10 @@ trap 'exit 130' INT TERM HUP
 
 # Both ends are made inside the namespaces: nothing is left outside them,
 # and deleting a namespace deletes its end and so the pair.
-ip netns add "$ns_a" && ip netns add "$ns_b" &&
+# Root in a container may still be refused namespaces: that is a skip.
+ip netns add "$ns_a" 2>"$tmp/err" || skip "cannot make a network" \
+	"namespace here: $(cat "$tmp/err")"
+ip netns add "$ns_b" &&
 ip link add loom0 netns "$ns_a" type veth peer name loom0 netns "$ns_b" &&
 ip -n "$ns_a" addr add 10.200.0.1/24 dev loom0 &&
 ip -n "$ns_b" addr add 10.200.0.2/24 dev loom0 &&
@@ -69,20 +76,31 @@ printf 'hosta slots=2\nhostb slots=2\n' >"$tmp/hosts"
 
 lt="$b/libtool --mode=execute"
 fails=0
+# Bytes hosta has sent on the veth: the check's 12 MiB allreduce must go
+# over it, or the ranks found another way.
+sent() { ip netns exec "$ns_a" cat /sys/class/net/loom0/statistics/tx_bytes; }
 run() { # NP HOSTS RANKS-PER-HOST
 	echo "check-netns: world of $1 over hosta,hostb ($2)"
+	before=$(sent)
 	timeout 120 ip netns exec "$ns_a" unshare --uts sh -c \
 		'hostname hosta; exec "$@"' sh \
 		$lt mpirun --hostfile "$tmp/hosts" --host "$2" -np "$1" \
 		--mca plm_rsh_agent "$tmp/agent" --bind-to none \
 		--mca btl self,tcp --mca btl_tcp_if_include "$net" \
 		--mca oob_tcp_if_include "$net" \
-		"$check" world "$1" "$3" >"$tmp/out" 2>&1
+		"$check" world "$1" "$3" >"$tmp/out" 2>&1 &
+	job=$!
+	wait $job
 	rc=$?
-	if [ $rc -eq 0 ] && grep -q "^world of $1: ok" "$tmp/out"; then
-		echo "check-netns: ok: world of $1"
+	job=
+	moved=$(( $(sent) - before ))
+	if [ $rc -eq 0 ] && grep -q "^world of $1: ok" "$tmp/out" &&
+	   [ $moved -ge $((12 << 20)) ]; then
+		echo "check-netns: ok: world of $1 ($moved bytes sent by" \
+		     "hosta over the veth)"
 	else
-		echo "check-netns: FAIL: world of $1 (exit $rc):"
+		echo "check-netns: FAIL: world of $1 (exit $rc, $moved bytes" \
+		     "sent by hosta over the veth):"
 		sed 's/^/  /' "$tmp/out"
 		fails=$((fails + 1))
 	fi

@@ -12,4 +12,3 @@ EXTRA_DIST += tests/test-mpi.sh
 check-netns: all tests/mpi-check
 	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(top_srcdir)/tests/check-netns.sh
 EXTRA_DIST += tests/check-netns.sh
-.PHONY: check-netns
