@@ -125,7 +125,8 @@ static int check_world(int want, int want_local)
 {
 	struct world_fns f;
 	struct loom_world w = { .size = sizeof(w) };
-	enum { N = 1000, BIG = 3 << 20 };
+	/* BIG is no multiple of 2, 3 or 4: uneven chunks. */
+	enum { N = 1000, BIG = (3 << 20) + 5 };
 	float v[N], *big;
 	uint16_t h[N];
 	int total;
@@ -211,7 +212,7 @@ static int check_world(int want, int want_local)
 	CHECK(strstr(loom_error_message(), "world_allreduce_bare: type") !=
 	      NULL, "bare names itself");
 
-	/* A large buffer (12 MiB). */
+	/* A large buffer (12 MiB, the world's own ring). */
 	big = malloc(sizeof(*big) * BIG);
 	for (int i = 0; i < BIG; i++)
 		big[i] = (float)((i + w.rank) % 5);

@@ -129,6 +129,8 @@ static void world_free(struct mpi_world *w)
 			MPI_Comm_free(&w->comm);
 		if (w->we_initialized)
 			MPI_Finalize();
+		/* When broken, a receive may still be posted into it. */
+		free(w->scratch);
 	}
 	memset(w, 0, sizeof(*w));
 	w->comm = w->local = MPI_COMM_NULL;

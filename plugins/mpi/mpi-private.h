@@ -18,6 +18,8 @@ struct mpi_world {
 	bool we_initialized;  /* MPI_Init_thread was ours to call */
 	bool broken;          /* a collective timed out: the world is gone */
 	double timeout_s;     /* LOOM_MPI_TIMEOUT */
+	void *scratch;        /* the ring allreduce's received chunk */
+	size_t scratch_bytes;
 };
 
 extern struct mpi_world mpi_world;
