@@ -292,7 +292,8 @@ static int check_timeout(void)
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "world"))
-		return check_world(atoi(argv[2]), argc >= 4 ? atoi(argv[3]) : 0);
+		return check_world(atoi(argv[2]),
+				   argc >= 4 ? atoi(argv[3]) : 0);
 	if (argc >= 2 && !strcmp(argv[1], "outside"))
 		return check_outside();
 	if (argc >= 2 && !strcmp(argv[1], "timeout"))

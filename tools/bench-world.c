@@ -87,8 +87,8 @@ static int w_open(struct world *w)
 	if (ret)
 		return bench_fail("world", ret);
 	if (w->info.n_ranks < 2) {
-		fprintf(stderr, "loom-bench: --world needs 2 or more ranks "
-				"(mpirun -np 2 loom-bench allreduce --world)\n");
+		fprintf(stderr, "loom-bench: --world needs 2 or more ranks"
+			" (mpirun -np 2 loom-bench allreduce --world)\n");
 		return 1;
 	}
 	return 0;

@@ -82,14 +82,20 @@ static double now(void)
  * (a rank's own threads, another rank on an oversubscribed host). */
 #define SPIN_S 0.05
 
-/* Waits for the n requests until the world's deadline: polling (yielding the core
- * between polls) for SPIN_S, then with sleeps that grow to a millisecond
- * so that a long wait (a rank that is late or dead) leaves the core to
- * others. */
-static int wait_all(int n, MPI_Request *reqs, const char *what)
+/* The deadline of a collective that starts now. */
+static double deadline(void)
+{
+	return now() + mpi_world.timeout_s;
+}
+
+/* Waits for the n requests until end (from deadline()): polling,
+ * yielding the core between polls, for SPIN_S, then with sleeps that
+ * grow to a millisecond so that a long wait (a rank that is late or
+ * dead) leaves the core to others. */
+static int wait_all(int n, MPI_Request *reqs, double end, const char *what)
 {
 	struct mpi_world *w = &mpi_world;
-	double start = now(), t = start, end = start + w->timeout_s;
+	double start = now(), t;
 	long nap = 0;
 	int done = 0, err;
 
@@ -189,6 +195,7 @@ static int ring(char *data, size_t n, MPI_Datatype dt, MPI_Op op,
 	int p = w->n_ranks, right = (w->rank + 1) % p;
 	int left = (w->rank + p - 1) % p, st;
 	size_t off, len, roff, rlen;
+	double end = deadline();
 
 	chunk(n, p, 0, &off, &len);
 	if (w->scratch_bytes < len * es) {
@@ -223,7 +230,7 @@ static int ring(char *data, size_t n, MPI_Datatype dt, MPI_Op op,
 			w->broken = true;
 			return mpi_fail(err, what);
 		}
-		st = wait_all(2, req, what);
+		st = wait_all(2, req, end, what);
 		if (st)
 			return st;
 		if (!gather) {
@@ -255,7 +262,8 @@ static int allreduce(void *data, size_t n, enum loom_type type, bool bare)
 	if (n && !data)
 		return loom_error_set(LOOM_E_INVAL, "%s: no data", what);
 	for (size_t off = 0; off < n;) {
-		size_t k = n - off < (size_t)INT_MAX ? n - off : (size_t)INT_MAX;
+		size_t k = n - off < (size_t)INT_MAX ? n - off
+						      : (size_t)INT_MAX;
 		void *p = (char *)data + off * es;
 		MPI_Request req;
 		int err;
@@ -274,7 +282,7 @@ static int allreduce(void *data, size_t n, enum loom_type type, bool bare)
 					     mpi_world.comm, &req);
 			if (err != MPI_SUCCESS)
 				return mpi_fail(err, what);
-			st = wait_all(1, &req, what);
+			st = wait_all(1, &req, deadline(), what);
 			if (st)
 				return st;
 		}
@@ -316,7 +324,7 @@ int mpi_world_bcast(loom_reg_t *reg, void *data, size_t size, int root)
 
 		if (err != MPI_SUCCESS)
 			return mpi_fail(err, "world_bcast");
-		st = wait_all(1, &req, "world_bcast");
+		st = wait_all(1, &req, deadline(), "world_bcast");
 		if (st)
 			return st;
 		off += k;
@@ -334,5 +342,5 @@ int mpi_world_barrier(loom_reg_t *reg)
 	err = MPI_Ibarrier(mpi_world.comm, &req);
 	if (err != MPI_SUCCESS)
 		return mpi_fail(err, "world_barrier");
-	return wait_all(1, &req, "world_barrier");
+	return wait_all(1, &req, deadline(), "world_barrier");
 }

@@ -101,7 +101,8 @@ static void *reg_proc_address(loom_reg_t *reg, const char *name)
 	if (!strcmp(name, LOOM_PROC_WORLD_ALLREDUCE))
 		return (void *)(loom_world_allreduce_fn)mpi_world_allreduce;
 	if (!strcmp(name, LOOM_PROC_WORLD_ALLREDUCE_BARE))
-		return (void *)(loom_world_allreduce_fn)mpi_world_allreduce_bare;
+		return (void *)(loom_world_allreduce_fn)
+			mpi_world_allreduce_bare;
 	if (!strcmp(name, LOOM_PROC_WORLD_BCAST))
 		return (void *)(loom_world_bcast_fn)mpi_world_bcast;
 	if (!strcmp(name, LOOM_PROC_WORLD_BARRIER))
