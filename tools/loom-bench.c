@@ -36,7 +36,8 @@ static const struct command commands[] = {
 	{ "gemv", bench_cmd_gemv,
 	  "decode mul_mat GB/s per weight type against STREAM" },
 	{ "allreduce", bench_cmd_allreduce,
-	  "CPU partitions' allreduce: latency, algbw, busbw" },
+	  "CPU partitions' allreduce: latency, algbw, busbw; --world: "
+	  "across MPI ranks" },
 	{ "dispatch", bench_cmd_dispatch,
 	  "the backend's cost per op on a graph of tiny ops" },
 };
