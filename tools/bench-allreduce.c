@@ -15,7 +15,6 @@
 #include <loom/loom-plugin.h>
 
 #define AR_MIN_BYTES 16
-#define AR_MAX_BYTES (64u << 20)
 #define AR_MAX_PARTS 64
 
 struct ar_run {
@@ -119,7 +118,7 @@ int bench_allreduce_parts(const struct bench_opts *o, size_t min_bytes,
 		ret = loom_ctx_new(0, &ctx[i]);
 		if (!ret) {
 			r.t[i] = loom_tensor_new_1d(ctx[i], LOOM_TYPE_F32,
-						    AR_MAX_BYTES / 4);
+						    (int64_t)o->max_bytes / 4);
 			ret = r.t[i] ? loom_ctx_alloc_tensors(ctx[i],
 				       loom_dev_buffer_type(dev), &buf[i])
 				     : LOOM_E_NOMEM;
@@ -132,7 +131,7 @@ int bench_allreduce_parts(const struct bench_opts *o, size_t min_bytes,
 		}
 	}
 
-	for (size_t bytes = AR_MIN_BYTES; bytes <= AR_MAX_BYTES; bytes *= 4) {
+	for (size_t bytes = AR_MIN_BYTES; bytes <= o->max_bytes; bytes *= 4) {
 		int64_t ne = (int64_t)(bytes / 4);
 		struct loom_tensor *full[AR_MAX_PARTS];
 		double t;

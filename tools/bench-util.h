@@ -31,6 +31,7 @@ struct bench_opts {
 	int64_t rows;         /* --rows: GEMV m (default: 4x the LLC) */
 	int parts;            /* --parts: allreduce partitions */
 	bool world;           /* --world: allreduce across MPI ranks */
+	size_t max_bytes;     /* --max-bytes: allreduce's largest size */
 	uint64_t seed;        /* --seed */
 	bool no_limits;       /* --no-limits: skip peak/STREAM measurement */
 	bool quick;           /* --quick: shorter limit measurements */
@@ -189,8 +190,8 @@ int bench_mm_time(loom_dev_t *dev, const struct bench_opts *o,
 /* The CPU plugin's allreduce over o->parts partitions (bench-allreduce.c):
  * bench_allreduce_parts_env() asks for the partitions and must come
  * before the plugins load; bench_allreduce_parts() then times F32 sizes
- * from 16 B (or the first at least min_bytes) to 64 MiB, each checked,
- * into res; 1 (the reason printed) on failure. */
+ * from 16 B (or the first at least min_bytes) to o->max_bytes, each
+ * checked, into res; 1 (the reason printed) on failure. */
 #define BENCH_AR_MAX_SIZES 16
 struct bench_ar_result {
 	size_t bytes;

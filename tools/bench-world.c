@@ -1,7 +1,8 @@
 /* bench-world.c - `loom-bench allreduce --world`, run by every rank under
  * mpirun: the mpi plugin's world_allreduce against its bare reference (one
  * blocking MPI_Allreduce, no deadline) of the same size in the same run,
- * the two interleaved, F32 and BF16 from 16 KiB to 64 MiB, beside the CPU
+ * the two interleaved, F32 and BF16 from 16 KiB to 64 MiB (--max-bytes),
+ * beside the CPU
  * partitions' in-process allreduce.  Rank 0 times and prints.
  */
 #include "bench-util.h"
@@ -10,7 +11,6 @@
 #include <string.h>
 
 #define W_MIN_BYTES (16u << 10)
-#define W_MAX_BYTES (64u << 20)
 #define W_MAX_SIZES 8
 #define W_MAX_REPS 1000
 
@@ -302,10 +302,16 @@ int bench_cmd_allreduce_world(const struct bench_opts *o)
 	bench_allreduce_parts_env(o);
 	if (bench_load() || w_open(&w))
 		return 1;
-	data = aligned_alloc(64, W_MAX_BYTES);
+	if (o->max_bytes < W_MIN_BYTES) {
+		fprintf(stderr, "loom-bench: --world starts at %u bytes; "
+			"--max-bytes %zu is below\n", W_MIN_BYTES,
+			o->max_bytes);
+		return 1;
+	}
+	data = aligned_alloc(64, (o->max_bytes + 63) / 64 * 64);
 	if (!data)
 		return bench_fail("allreduce --world", LOOM_E_NOMEM);
-	for (size_t bytes = W_MIN_BYTES; !ret && bytes <= W_MAX_BYTES;
+	for (size_t bytes = W_MIN_BYTES; !ret && bytes <= o->max_bytes;
 	     bytes *= 4)
 		for (int k = 0; !ret && k < 2; k++) {
 			if (w.info.rank == 0)
