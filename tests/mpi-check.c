@@ -212,7 +212,8 @@ static int check_world(int want, int want_local)
 	CHECK(strstr(loom_error_message(), "world_allreduce_bare: type") !=
 	      NULL, "bare names itself");
 
-	/* A large buffer (12 MiB, the world's own ring). */
+	/* A large buffer (12 MiB, the world's own ring; the 4 KiB ones
+	 * above are MPI's). */
 	big = malloc(sizeof(*big) * BIG);
 	for (int i = 0; i < BIG; i++)
 		big[i] = (float)((i + w.rank) % 5);

@@ -56,7 +56,7 @@ run "a world of 2 ranks over TCP" "^world of 2: ok" \
 run "a late rank fails the collective within the timeout" \
 	"^timeout: ok" env LOOM_MPI_TIMEOUT=2 $lt $mp -np 2 "$check" timeout
 # Every size of both allreduces is checked before it is timed (up to
-# 4 MiB: MPI_Iallreduce and the ring, short on a loaded machine); a wrong
+# 4 MiB, short on a loaded machine); a wrong
 # sum or a missing entry point fails the run, and the JSON has both.
 run "loom-bench allreduce --world over 2 ranks" '"ratio":' \
 	env LOOM_PLUGIN_PATH="${LOOM_TEST_PLUGIN_PATH:-}" \
