@@ -2,9 +2,11 @@
  * mpi plugin's world and collectives on every rank against values each
  * rank can compute on its own.  Plain C (no GLib: several ranks print).
  *
- *   mpi-check world N   under mpirun -np N: rank, size, allreduce (F32,
- *                       BF16, a large buffer), bcast, barrier, refused
- *                       arguments; rank 0 prints the total
+ *   mpi-check world N [L]
+ *                       under mpirun -np N (L ranks on each host):
+ *                       rank, size, allreduce (F32, BF16, a large
+ *                       buffer) and its bare reference, bcast, barrier,
+ *                       refused arguments; rank 0 prints the total
  *   mpi-check outside   without a launcher: the plugin is not applicable
  *   mpi-check timeout   under mpirun -np 2: rank 1 joins late, rank 0's
  *                       allreduce fails after LOOM_MPI_TIMEOUT
@@ -87,6 +89,7 @@ struct world_fns {
 	loom_reg_t *reg;
 	loom_world_fn world;
 	loom_world_allreduce_fn allreduce;
+	loom_world_allreduce_fn bare;
 	loom_world_bcast_fn bcast;
 	loom_world_barrier_fn barrier;
 };
@@ -104,22 +107,26 @@ static int open_world(struct world_fns *f)
 	f->world = (loom_world_fn)loom_reg_proc_address(f->reg, "world");
 	f->allreduce = (loom_world_allreduce_fn)loom_reg_proc_address(
 		f->reg, "world_allreduce");
+	f->bare = (loom_world_allreduce_fn)loom_reg_proc_address(
+		f->reg, "world_allreduce_bare");
 	f->bcast = (loom_world_bcast_fn)loom_reg_proc_address(f->reg,
 							      "world_bcast");
 	f->barrier = (loom_world_barrier_fn)loom_reg_proc_address(
 		f->reg, "world_barrier");
-	if (!f->world || !f->allreduce || !f->bcast || !f->barrier) {
+	if (!f->world || !f->allreduce || !f->bare || !f->bcast ||
+	    !f->barrier) {
 		fprintf(stderr, "mpi plugin lacks an entry point\n");
 		return -1;
 	}
 	return 0;
 }
 
-static int check_world(int want)
+static int check_world(int want, int want_local)
 {
 	struct world_fns f;
 	struct loom_world w = { .size = sizeof(w) };
-	enum { N = 1000, BIG = 3 << 20 };
+	/* BIG is no multiple of 2, 3 or 4: uneven chunks. */
+	enum { N = 1000, BIG = (3 << 20) + 5 };
 	float v[N], *big;
 	uint16_t h[N];
 	int total;
@@ -133,6 +140,8 @@ static int check_world(int want)
 	CHECK(w.local_rank >= 0 && w.local_rank < w.n_local &&
 	      w.n_local <= w.n_ranks, "local %d of %d", w.local_rank,
 	      w.n_local);
+	CHECK(want_local == 0 || w.n_local == want_local,
+	      "%d ranks on this host, want %d", w.n_local, want_local);
 	CHECK(loom_reg_dev_count(f.reg) == 0, "the mpi plugin has devices");
 
 	/* F32: rank r gives r + 1 + i / 2; the sum is exact. */
@@ -169,7 +178,42 @@ static int check_world(int want)
 			break;
 		}
 	}
-	/* A large buffer (12 MiB). */
+	/* The bare reference sums alike (F32 and BF16) and refuses alike. */
+	for (int i = 0; i < N; i++)
+		v[i] = (float)(w.rank * 3 + i % 11);
+	CHECK(f.bare(f.reg, v, N, LOOM_TYPE_F32) == LOOM_OK, "bare f32");
+	for (int i = 0; i < N; i++) {
+		float want_v = (float)(3 * w.n_ranks * (w.n_ranks - 1) / 2 +
+				       w.n_ranks * (i % 11));
+
+		if (v[i] != want_v) {
+			CHECK(0, "bare f32 [%d] = %g, want %g", i, v[i],
+			      want_v);
+			break;
+		}
+	}
+	for (int i = 0; i < N; i++)
+		h[i] = loom_f32_to_bf16((float)(w.rank + i % 5));
+	CHECK(f.bare(f.reg, h, N, LOOM_TYPE_BF16) == LOOM_OK, "bare bf16");
+	for (int i = 0; i < N; i++) {
+		float want_v = (float)(w.n_ranks * (w.n_ranks - 1) / 2 +
+				       w.n_ranks * (i % 5));
+
+		if (loom_bf16_to_f32(h[i]) != want_v) {
+			CHECK(0, "bare bf16 [%d] = %g, want %g", i,
+			      loom_bf16_to_f32(h[i]), want_v);
+			break;
+		}
+	}
+	CHECK(f.bare(f.reg, NULL, 4, LOOM_TYPE_F32) == LOOM_E_INVAL,
+	      "bare: no data");
+	CHECK(f.bare(f.reg, v, 4, LOOM_TYPE_I32) == LOOM_E_UNSUPPORTED,
+	      "bare: i32");
+	CHECK(strstr(loom_error_message(), "world_allreduce_bare: type") !=
+	      NULL, "bare names itself");
+
+	/* A large buffer (12 MiB, the world's own ring; the 4 KiB ones
+	 * above are MPI's). */
 	big = malloc(sizeof(*big) * BIG);
 	for (int i = 0; i < BIG; i++)
 		big[i] = (float)((i + w.rank) % 5);
@@ -249,14 +293,15 @@ static int check_timeout(void)
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "world"))
-		return check_world(atoi(argv[2]));
+		return check_world(atoi(argv[2]),
+				   argc >= 4 ? atoi(argv[3]) : 0);
 	if (argc >= 2 && !strcmp(argv[1], "outside"))
 		return check_outside();
 	if (argc >= 2 && !strcmp(argv[1], "timeout"))
 		return check_timeout();
 	if (argc >= 2 && !strcmp(argv[1], "mismatch"))
 		return check_mismatch();
-	fprintf(stderr, "usage: mpi-check world N | outside | timeout | "
+	fprintf(stderr, "usage: mpi-check world N [L] | outside | timeout | "
 		"mismatch\n");
 	return 2;
 }

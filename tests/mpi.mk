@@ -6,3 +6,9 @@ tests_mpi_check_CPPFLAGS = $(AM_CPPFLAGS)
 tests_mpi_check_LDADD = libcore/libloom.la
 TESTS += tests/test-mpi.sh
 EXTRA_DIST += tests/test-mpi.sh
+
+# `make check-netns` (root only, not part of make check): the world across
+# two network namespaces joined by a veth pair, as two hosts.
+check-netns: all tests/mpi-check
+	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(top_srcdir)/tests/check-netns.sh
+EXTRA_DIST += tests/check-netns.sh

@@ -3,7 +3,8 @@
 # shared memory and over TCP, not applicable outside a launcher, refused
 # when MPI sees other ranks than the launcher started, and a
 # late rank failing the others' collective within LOOM_MPI_TIMEOUT
-# instead of hanging them.  Skips (77) when the plugin or mpirun is absent.
+# instead of hanging them; loom-bench allreduce --world, which checks
+# every sum it times, over 2 ranks.  Skips (77) when the plugin or mpirun is absent.
 set -u
 b=${LOOM_TEST_BUILDDIR:-.}
 check="$b/tests/mpi-check"
@@ -40,7 +41,7 @@ run() { # DESC EXPECT COMMAND...
 lt="$b/libtool --mode=execute"
 mp="mpirun --mca btl_vader_single_copy_mechanism none"
 
-echo "1..8"
+echo "1..9"
 run "not applicable outside a launcher" "^outside: ok" \
 	$lt "$check" outside
 run "MPI seeing other ranks than the launcher is refused" "^mismatch: ok" \
@@ -54,3 +55,10 @@ run "a world of 2 ranks over TCP" "^world of 2: ok" \
 	$lt $mp --mca btl self,tcp -np 2 "$check" world 2
 run "a late rank fails the collective within the timeout" \
 	"^timeout: ok" env LOOM_MPI_TIMEOUT=2 $lt $mp -np 2 "$check" timeout
+# Every size of both allreduces is checked before it is timed (up to
+# 4 MiB, short on a loaded machine); a wrong
+# sum or a missing entry point fails the run, and the JSON has both.
+run "loom-bench allreduce --world over 2 ranks" '"ratio":' \
+	env LOOM_PLUGIN_PATH="${LOOM_TEST_PLUGIN_PATH:-}" \
+	$lt $mp -np 2 "$b/tools/loom-bench" allreduce --world --reps 1 \
+	--max-bytes $((4 << 20)) --json

@@ -15,7 +15,6 @@
 #include <loom/loom-plugin.h>
 
 #define AR_MIN_BYTES 16
-#define AR_MAX_BYTES (64u << 20)
 #define AR_MAX_PARTS 64
 
 struct ar_run {
@@ -80,34 +79,25 @@ static int ar_check(struct ar_run *r, int64_t ne)
 	return ret;
 }
 
-struct ar_result {
-	size_t bytes;
-	double us, algbw, busbw;
-};
-
-int bench_cmd_allreduce(const struct bench_opts *o)
+void bench_allreduce_parts_env(const struct bench_opts *o)
 {
-	static const char *const heads[] = { "allreduce", "bytes", "us",
-					     "algbw GB/s", "busbw GB/s",
-					     "busbw of copy",
-					     "traffic of copy" };
-	struct ar_result res[32];
-	int n_res = 0;
+	char parts[16];
+
+	snprintf(parts, sizeof(parts), "%d", o->parts);
+	setenv("LOOM_CPU_DEVICES", parts, 0);
+}
+
+int bench_allreduce_parts(const struct bench_opts *o, size_t min_bytes,
+			  struct bench_ar_result *res, int *n_out,
+			  size_t *n_parts)
+{
 	struct ar_run r = { .opts = { .size = sizeof(r.opts),
 				      .reduce_type = LOOM_TYPE_F32 } };
 	loom_ctx_t *ctx[AR_MAX_PARTS] = { 0 };
 	loom_buffer_t *buf[AR_MAX_PARTS] = { 0 };
-	struct bench_stream st = { 0 };
-	char parts[16];
-	loom_reg_t *reg;
-	int ret = 0, status = 1;
+	loom_reg_t *reg = loom_reg_by_name("cpu");
+	int ret = 0, status = 1, n_res = 0;
 
-	/* Partitions must exist before the CPU plugin loads. */
-	snprintf(parts, sizeof(parts), "%d", o->parts);
-	setenv("LOOM_CPU_DEVICES", parts, 0);
-	if (bench_load())
-		return 1;
-	reg = loom_reg_by_name("cpu");
 	if (!reg)
 		return bench_fail("the cpu plugin is not loaded",
 				  LOOM_E_NOT_FOUND);
@@ -122,21 +112,13 @@ int bench_cmd_allreduce(const struct bench_opts *o)
 	if (!r.fn)
 		return bench_fail("the cpu plugin has no allreduce",
 				  LOOM_E_UNSUPPORTED);
-	if (!o->no_limits) {
-		bench_progress("stream", 0, 1);
-		ret = bench_stream_measure(bench_limit_threads(o), o->reps,
-					   o->quick, &st);
-		if (ret)
-			return bench_fail("stream", ret);
-	}
-
 	for (size_t i = 0; i < r.n; i++) {
 		loom_dev_t *dev = loom_reg_dev(reg, i);
 
 		ret = loom_ctx_new(0, &ctx[i]);
 		if (!ret) {
 			r.t[i] = loom_tensor_new_1d(ctx[i], LOOM_TYPE_F32,
-						    AR_MAX_BYTES / 4);
+						    (int64_t)o->max_bytes / 4);
 			ret = r.t[i] ? loom_ctx_alloc_tensors(ctx[i],
 				       loom_dev_buffer_type(dev), &buf[i])
 				     : LOOM_E_NOMEM;
@@ -149,11 +131,13 @@ int bench_cmd_allreduce(const struct bench_opts *o)
 		}
 	}
 
-	for (size_t bytes = AR_MIN_BYTES; bytes <= AR_MAX_BYTES; bytes *= 4) {
+	for (size_t bytes = AR_MIN_BYTES; bytes <= o->max_bytes; bytes *= 4) {
 		int64_t ne = (int64_t)(bytes / 4);
 		struct loom_tensor *full[AR_MAX_PARTS];
 		double t;
 
+		if (bytes < min_bytes)
+			continue;
 		bench_progress("allreduce", n_res, 12);
 		for (size_t i = 0; i < r.n; i++) {
 			full[i] = r.t[i];
@@ -192,14 +176,51 @@ int bench_cmd_allreduce(const struct bench_opts *o)
 				   (double)(r.n - 1) / (double)r.n;
 		n_res++;
 	}
+	*n_out = n_res;
+	*n_parts = r.n;
+	status = 0;
+out:
 	bench_progress_end();
+	for (size_t i = 0; i < r.n && i < AR_MAX_PARTS; i++) {
+		loom_backend_free(r.be[i]);
+		loom_buffer_free(buf[i]);
+		loom_ctx_free(ctx[i]);
+	}
+	return status;
+}
 
+int bench_cmd_allreduce(const struct bench_opts *o)
+{
+	static const char *const heads[] = { "allreduce", "bytes", "us",
+					     "algbw GB/s", "busbw GB/s",
+					     "busbw of copy",
+					     "traffic of copy" };
+	struct bench_ar_result res[BENCH_AR_MAX_SIZES];
+	struct bench_stream st = { 0 };
+	size_t n_parts;
+	int n_res, ret;
+
+	if (o->world)
+		return bench_cmd_allreduce_world(o);
+	/* Partitions must exist before the CPU plugin loads. */
+	bench_allreduce_parts_env(o);
+	if (bench_load())
+		return 1;
+	if (!o->no_limits) {
+		bench_progress("stream", 0, 1);
+		ret = bench_stream_measure(bench_limit_threads(o), o->reps,
+					   o->quick, &st);
+		if (ret)
+			return bench_fail("stream", ret);
+	}
+	if (bench_allreduce_parts(o, 0, res, &n_res, &n_parts))
+		return 1;
 	if (o->json) {
 		struct bench_json j;
 
 		bj_init(&j, stdout);
 		bj_obj_begin(&j, NULL);
-		bj_int(&j, "parts", (int64_t)r.n);
+		bj_int(&j, "parts", (int64_t)n_parts);
 		bj_str(&j, "plugin", "cpu");
 		if (st.read_gbps > 0) {
 			bj_num(&j, "stream_gbps", st.read_gbps);
@@ -227,17 +248,17 @@ int bench_cmd_allreduce(const struct bench_opts *o)
 			bench_fmt_share(share, sizeof(share), res[i].busbw,
 					st.copy_gbps);
 			bench_fmt_share(traffic, sizeof(traffic),
-					2.0 * (double)r.n * res[i].algbw,
+					2.0 * (double)n_parts * res[i].algbw,
 					st.copy_gbps);
 			bench_table_row(tab,
 					"cpu x%zu\t%zu\t%.2f\t%.2f\t%.2f\t%s\t%s",
-					r.n, res[i].bytes, res[i].us,
+					n_parts, res[i].bytes, res[i].us,
 					res[i].algbw, res[i].busbw, share,
 					traffic);
 		}
 		snprintf(title, sizeof(title),
 			 "allreduce over %zu CPU partitions (F32, in place)",
-			 r.n);
+			 n_parts);
 		bench_table_print(tab, stdout, title);
 		if (st.read_gbps > 0)
 			printf("(STREAM read %.1f GB/s, copy %.1f GB/s; "
@@ -246,13 +267,5 @@ int bench_cmd_allreduce(const struct bench_opts *o)
 			       st.read_gbps, st.copy_gbps);
 		bench_table_free(tab);
 	}
-	status = 0;
-out:
-	bench_progress_end();
-	for (size_t i = 0; i < r.n && i < AR_MAX_PARTS; i++) {
-		loom_backend_free(r.be[i]);
-		loom_buffer_free(buf[i]);
-		loom_ctx_free(ctx[i]);
-	}
-	return status;
+	return 0;
 }

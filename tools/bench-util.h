@@ -30,6 +30,8 @@ struct bench_opts {
 	int64_t size;         /* --size: GEMM m = n = k, GEMV k */
 	int64_t rows;         /* --rows: GEMV m (default: 4x the LLC) */
 	int parts;            /* --parts: allreduce partitions */
+	bool world;           /* --world: allreduce across MPI ranks */
+	size_t max_bytes;     /* --max-bytes: allreduce's largest size */
 	uint64_t seed;        /* --seed */
 	bool no_limits;       /* --no-limits: skip peak/STREAM measurement */
 	bool quick;           /* --quick: shorter limit measurements */
@@ -175,6 +177,8 @@ int bench_cmd_stream(const struct bench_opts *o);
 int bench_cmd_gemm(const struct bench_opts *o);
 int bench_cmd_gemv(const struct bench_opts *o);
 int bench_cmd_allreduce(const struct bench_opts *o);
+/* bench-world.c: `allreduce --world`, under mpirun. */
+int bench_cmd_allreduce_world(const struct bench_opts *o);
 int bench_cmd_dispatch(const struct bench_opts *o);
 
 /* Median seconds of mul_mat(a [k, m] of type, b [k, n] F32) on dev's
@@ -182,6 +186,21 @@ int bench_cmd_dispatch(const struct bench_opts *o);
 int bench_mm_time(loom_dev_t *dev, const struct bench_opts *o,
 		  enum loom_type type, int64_t m, int64_t n, int64_t k,
 		  double *median, size_t *a_bytes);
+
+/* The CPU plugin's allreduce over o->parts partitions (bench-allreduce.c):
+ * bench_allreduce_parts_env() asks for the partitions and must come
+ * before the plugins load; bench_allreduce_parts() then times F32 sizes
+ * from 16 B (or the first at least min_bytes) to o->max_bytes, each
+ * checked, into res; 1 (the reason printed) on failure. */
+#define BENCH_AR_MAX_SIZES 16
+struct bench_ar_result {
+	size_t bytes;
+	double us, algbw, busbw;
+};
+void bench_allreduce_parts_env(const struct bench_opts *o);
+int bench_allreduce_parts(const struct bench_opts *o, size_t min_bytes,
+			  struct bench_ar_result *res, int *n_res,
+			  size_t *n_parts);
 
 /* The dispatch cost per op of the device's backend, in microseconds. */
 int bench_dispatch_measure(loom_dev_t *dev, const struct bench_opts *o,

@@ -12,6 +12,7 @@ tools_loom_bench_SOURCES = \
 	tools/bench-gemm.c \
 	tools/bench-gemv.c \
 	tools/bench-allreduce.c \
+	tools/bench-world.c \
 	tools/bench-dispatch.c \
 	tools/bench-openblas.c
 tools_loom_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/llama

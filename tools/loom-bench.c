@@ -8,7 +8,10 @@
  *              list with one entry per physical device)
  *   gemm       gflops, peak_gflops, openblas_gflops (null when absent)
  *   gemv       gbps (by type name), stream_gbps
- *   allreduce  allreduce: a list of {bytes, us, algbw, busbw}
+ *   allreduce  allreduce: a list of {bytes, us, algbw, busbw}; with
+ *              --world: ranks, world (a list of {type, bytes, us, algbw,
+ *              busbw, bare_us, bare_algbw, bare_busbw, ratio}) and
+ *              in_process {parts, allreduce: as above}
  */
 #include "config.h"
 
@@ -33,7 +36,8 @@ static const struct command commands[] = {
 	{ "gemv", bench_cmd_gemv,
 	  "decode mul_mat GB/s per weight type against STREAM" },
 	{ "allreduce", bench_cmd_allreduce,
-	  "CPU partitions' allreduce: latency, algbw, busbw" },
+	  "CPU partitions' allreduce: latency, algbw, busbw; --world: "
+	  "across MPI ranks" },
 	{ "dispatch", bench_cmd_dispatch,
 	  "the backend's cost per op on a graph of tiny ops" },
 };
@@ -65,6 +69,11 @@ static void usage(FILE *f)
 		"  --rows M            gemv: m (default: matrices of 4x the "
 		"last-level cache)\n"
 		"  --parts N           allreduce: CPU partitions (default 2)\n"
+		"  --max-bytes N       allreduce: the largest size (default "
+		"64 MiB)\n"
+		"  --world             allreduce, under mpirun: across the "
+		"ranks, against\n"
+		"                      a bare MPI_Allreduce (rank 0 prints)\n"
 		"  --seed N            weights' seed (default 42)\n"
 		"  --quick             shorter limit measurements\n"
 		"  --no-limits         skip the FMA peak and STREAM runs\n"
@@ -115,8 +124,8 @@ static int parse_int(const char *s, long long lo, long long hi,
 enum {
 	OPT_THREADS = 256, OPT_DEVICES, OPT_JSON, OPT_REPS, OPT_TYPE,
 	OPT_COMPARE, OPT_PRESET, OPT_PREFILL, OPT_DECODE, OPT_SIZE,
-	OPT_PARTS, OPT_SEED, OPT_QUICK, OPT_NO_LIMITS, OPT_INTERNAL, OPT_ROWS,
-	OPT_HELP, OPT_VERSION,
+	OPT_PARTS, OPT_WORLD, OPT_MAX_BYTES, OPT_SEED, OPT_QUICK,
+	OPT_NO_LIMITS, OPT_INTERNAL, OPT_ROWS, OPT_HELP, OPT_VERSION,
 };
 
 static const struct option long_opts[] = {
@@ -132,6 +141,8 @@ static const struct option long_opts[] = {
 	{ "decode", required_argument, NULL, OPT_DECODE },
 	{ "size", required_argument, NULL, OPT_SIZE },
 	{ "parts", required_argument, NULL, OPT_PARTS },
+	{ "world", no_argument, NULL, OPT_WORLD },
+	{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
 	{ "rows", required_argument, NULL, OPT_ROWS },
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "quick", no_argument, NULL, OPT_QUICK },
@@ -207,6 +218,14 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 				return -1;
 			o->parts = (int)v;
 			break;
+		case OPT_WORLD:
+			o->world = true;
+			break;
+		case OPT_MAX_BYTES:
+			if (parse_int(optarg, 16, 64 << 20, &v))
+				return -1;
+			o->max_bytes = (size_t)v;
+			break;
 		case OPT_SEED:
 			if (parse_int(optarg, 0, INT64_MAX, &v))
 				return -1;
@@ -245,7 +264,7 @@ int main(int argc, char **argv)
 {
 	struct bench_opts o = {
 		.reps = 5, .preset = "small", .prefill = 512, .decode = 128,
-		.seed = 42, .parts = 2,
+		.seed = 42, .parts = 2, .max_bytes = 64u << 20,
 	};
 	const struct command *cmd = &commands[0];
 	int ret;

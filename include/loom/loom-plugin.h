@@ -413,6 +413,14 @@ typedef int (*loom_world_fn)(loom_reg_t *reg, struct loom_world *out);
 typedef int (*loom_world_allreduce_fn)(loom_reg_t *reg, void *data,
 				       size_t n, enum loom_type type);
 
+/* "world_allreduce_bare": the same sum as "world_allreduce" (same
+ * arguments, checked alike) as one plain blocking MPI_Allreduce, with no
+ * deadline: a rank that died hangs the others.  A reference for
+ * benchmarks (loom-bench allreduce --world), so that world_allreduce's
+ * time over it is the plugin's own overhead; applications use
+ * world_allreduce. */
+#define LOOM_PROC_WORLD_ALLREDUCE_BARE "world_allreduce_bare"
+
 /* "world_bcast": copies size bytes at data on rank root to data on every
  * other rank. */
 #define LOOM_PROC_WORLD_BCAST "world_bcast"

@@ -100,6 +100,9 @@ static void *reg_proc_address(loom_reg_t *reg, const char *name)
 		return (void *)(loom_world_fn)world_info;
 	if (!strcmp(name, LOOM_PROC_WORLD_ALLREDUCE))
 		return (void *)(loom_world_allreduce_fn)mpi_world_allreduce;
+	if (!strcmp(name, LOOM_PROC_WORLD_ALLREDUCE_BARE))
+		return (void *)(loom_world_allreduce_fn)
+			mpi_world_allreduce_bare;
 	if (!strcmp(name, LOOM_PROC_WORLD_BCAST))
 		return (void *)(loom_world_bcast_fn)mpi_world_bcast;
 	if (!strcmp(name, LOOM_PROC_WORLD_BARRIER))
@@ -127,6 +130,8 @@ static void world_free(struct mpi_world *w)
 			MPI_Comm_free(&w->comm);
 		if (w->we_initialized)
 			MPI_Finalize();
+		/* When broken, a receive may still be posted into it. */
+		free(w->scratch);
 	}
 	memset(w, 0, sizeof(*w));
 	w->comm = w->local = MPI_COMM_NULL;

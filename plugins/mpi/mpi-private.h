@@ -18,6 +18,8 @@ struct mpi_world {
 	bool we_initialized;  /* MPI_Init_thread was ours to call */
 	bool broken;          /* a collective timed out: the world is gone */
 	double timeout_s;     /* LOOM_MPI_TIMEOUT */
+	void *scratch;        /* the ring allreduce's received chunk */
+	size_t scratch_bytes;
 };
 
 extern struct mpi_world mpi_world;
@@ -30,6 +32,8 @@ int mpi_coll_init(struct mpi_world *w);
 void mpi_coll_free(struct mpi_world *w);
 int mpi_world_allreduce(loom_reg_t *reg, void *data, size_t n,
 			enum loom_type type);
+int mpi_world_allreduce_bare(loom_reg_t *reg, void *data, size_t n,
+			     enum loom_type type);
 int mpi_world_bcast(loom_reg_t *reg, void *data, size_t size, int root);
 int mpi_world_barrier(loom_reg_t *reg);
 
