@@ -16,27 +16,6 @@
 
 #include "mpi-private.h"
 
-static float bf16_to_f32(uint16_t h)
-{
-	uint32_t u = (uint32_t)h << 16;
-	float f;
-
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
-/* Round to nearest even; NaN stays NaN. */
-static uint16_t f32_to_bf16(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	if ((u & 0x7fffffffu) > 0x7f800000u)
-		return (uint16_t)((u >> 16) | 0x40);
-	u += 0x7fffu + ((u >> 16) & 1u);
-	return (uint16_t)(u >> 16);
-}
-
 /* inout[i] += in[i] for BF16 values carried as MPI_UINT16_T. */
 static void bf16_sum(void *in, void *inout, int *len, MPI_Datatype *type)
 {
@@ -44,7 +23,8 @@ static void bf16_sum(void *in, void *inout, int *len, MPI_Datatype *type)
 	uint16_t *b = inout;
 
 	for (int i = 0; i < *len; i++)
-		b[i] = f32_to_bf16(bf16_to_f32(a[i]) + bf16_to_f32(b[i]));
+		b[i] = loom_f32_to_bf16(loom_bf16_to_f32(a[i]) +
+					 loom_bf16_to_f32(b[i]));
 }
 
 int mpi_coll_init(struct mpi_world *w)
