@@ -1,0 +1,18 @@
+# tests/model.mk - model files and architectures: the GGUF reader and
+# writer (with corrupted files and the fuzz corpus).
+check_PROGRAMS += tests/test-gguf tests/fuzz-gguf
+TESTS += tests/test-gguf tests/fuzz-gguf
+
+tests_test_gguf_SOURCES = tests/test-gguf.c
+tests_test_gguf_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_gguf_LDFLAGS = -no-install
+tests_test_gguf_LDADD = model/libmodel.la $(TEST_LIBS)
+
+# The fuzz target, built as a replayer of its corpus (clang's
+# -fsanitize=fuzzer builds the same file as a fuzzer; see the file).
+tests_fuzz_gguf_SOURCES = tests/fuzz-gguf.c
+tests_fuzz_gguf_CPPFLAGS = $(TEST_CPPFLAGS) -DFUZZ_REPLAY \
+	-DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz-gguf-corpus"'
+tests_fuzz_gguf_LDFLAGS = -no-install
+tests_fuzz_gguf_LDADD = model/libmodel.la $(TEST_LIBS)
+EXTRA_DIST += tests/fuzz-gguf-corpus
