@@ -6,5 +6,9 @@ noinst_LTLIBRARIES += model/libmodel.la
 model_libmodel_la_SOURCES = \
 	model/gguf.h \
 	model/gguf-read.c \
-	model/gguf-write.c
-model_libmodel_la_LIBADD = libcore/libloom.la
+	model/gguf-write.c \
+	model/model.h \
+	model/arch.c \
+	model/save.c
+model_libmodel_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/llama
+model_libmodel_la_LIBADD = examples/libllama.la libcore/libloom.la

@@ -1,7 +1,14 @@
 # tests/model.mk - model files and architectures: the GGUF reader and
-# writer (with corrupted files and the fuzz corpus).
-check_PROGRAMS += tests/test-gguf tests/fuzz-gguf
-TESTS += tests/test-gguf tests/fuzz-gguf
+# writer (with corrupted files and the fuzz corpus), and each
+# architecture loaded from a generated file against the reference and on
+# meta devices.
+check_PROGRAMS += tests/test-gguf tests/fuzz-gguf tests/test-model
+TESTS += tests/test-gguf tests/fuzz-gguf tests/test-model
+
+tests_test_model_SOURCES = tests/test-model.c
+tests_test_model_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/examples/llama
+tests_test_model_LDFLAGS = -no-install
+tests_test_model_LDADD = model/libmodel.la $(TEST_LIBS)
 
 tests_test_gguf_SOURCES = tests/test-gguf.c
 tests_test_gguf_CPPFLAGS = $(TEST_CPPFLAGS)

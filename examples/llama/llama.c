@@ -18,6 +18,8 @@
 struct llama_layer {
 	struct loom_tensor *attn_norm;
 	struct loom_tensor *wq, *wk, *wv, *wo;
+	struct loom_tensor *bq, *bk, *bv;
+	struct loom_tensor *q_norm, *k_norm;
 	struct loom_tensor *ffn_norm;
 	struct loom_tensor *ffn_gate, *ffn_up, *ffn_down;
 	struct loom_tensor *ffn_gate_inp;
@@ -27,6 +29,7 @@ struct llama_layer {
 
 struct llama_model {
 	struct llama_hparams hp;
+	const struct llama_source *src; /* NULL: synthetic weights */
 	loom_dev_t *dev;
 	loom_ctx_t *wctx;
 	loom_buffer_t *wbuf;
@@ -124,6 +127,19 @@ int llama_hparams_check(const struct llama_hparams *hp)
 				      (long long)hp->n_head_kv);
 	if (hp->head_dim % 2)
 		return loom_error_set(LOOM_E_INVAL, "llama: odd head_dim");
+	if (hp->n_rot < 0 || hp->n_rot % 2 || hp->n_rot > hp->head_dim)
+		return loom_error_set(LOOM_E_INVAL,
+				      "llama: %lld rotated values per head of "
+				      "%lld", (long long)hp->n_rot,
+				      (long long)hp->head_dim);
+	if (hp->rope_mode != LOOM_ROPE_NORMAL &&
+	    hp->rope_mode != LOOM_ROPE_NEOX)
+		return loom_error_set(LOOM_E_INVAL, "llama: bad rope mode");
+	if (hp->cache_type != LOOM_TYPE_F32 &&
+	    hp->cache_type != LOOM_TYPE_F16)
+		return loom_error_set(LOOM_E_INVAL,
+				      "llama: cache type %s (f32 or f16)",
+				      loom_type_name(hp->cache_type));
 	if (is_moe(hp) && hp->n_expert_used > hp->n_expert)
 		return loom_error_set(LOOM_E_INVAL,
 				      "llama: more experts used than exist");
@@ -234,16 +250,26 @@ static struct loom_tensor *new_weight(loom_ctx_t *ctx, enum loom_type type,
 static int create_tensors(struct llama_model *m)
 {
 	const struct llama_hparams *hp = &m->hp;
+	const struct llama_source *src = m->src;
 	loom_ctx_t *c = m->wctx;
-	enum loom_type wt = hp->wtype;
+	enum loom_type wt = hp->wtype, ty;
 	int64_t n_q = hp->n_head * hp->head_dim;
 	int64_t n_kv = hp->n_head_kv * hp->head_dim;
 	char name[LOOM_MAX_NAME];
+	int ret;
 
-#define W(field, type, nd, a, b, c2, fmt, ...)                                \
+	/* A weight's type is the source's when there is one; the cache's is
+	 * the model's. */
+#define W(field, dtype, nd, a, b, c2, fmt, ...)                                \
 	do {                                                                 \
 		snprintf(name, sizeof(name), fmt, ##__VA_ARGS__);            \
-		field = new_weight(c, type, nd, a, b, c2, name);             \
+		ty = dtype;                                                  \
+		if (src && strncmp(name, "cache_", 6)) {                     \
+			ret = src->type(src->user, name, ty, &ty);           \
+			if (ret)                                             \
+				return ret;                                  \
+		}                                                            \
+		field = new_weight(c, ty, nd, a, b, c2, name);               \
 		if (!field)                                                  \
 			return loom_error_set(LOOM_E_INVAL, "llama: %s: %s", \
 					      name, loom_ctx_error(c));      \
@@ -264,6 +290,20 @@ static int create_tensors(struct llama_model *m)
 		  li);
 		W(l->wo, wt, 2, n_q, hp->n_embd, 1,
 		  "blk.%lld.attn_output.weight", li);
+		if (hp->qkv_bias) {
+			W(l->bq, LOOM_TYPE_F32, 1, n_q, 1, 1,
+			  "blk.%lld.attn_q.bias", li);
+			W(l->bk, LOOM_TYPE_F32, 1, n_kv, 1, 1,
+			  "blk.%lld.attn_k.bias", li);
+			W(l->bv, LOOM_TYPE_F32, 1, n_kv, 1, 1,
+			  "blk.%lld.attn_v.bias", li);
+		}
+		if (hp->qk_norm) {
+			W(l->q_norm, LOOM_TYPE_F32, 1, hp->head_dim, 1, 1,
+			  "blk.%lld.attn_q_norm.weight", li);
+			W(l->k_norm, LOOM_TYPE_F32, 1, hp->head_dim, 1, 1,
+			  "blk.%lld.attn_k_norm.weight", li);
+		}
 		W(l->ffn_norm, LOOM_TYPE_F32, 1, hp->n_embd, 1, 1,
 		  "blk.%lld.ffn_norm.weight", li);
 		if (is_moe(hp)) {
@@ -286,16 +326,20 @@ static int create_tensors(struct llama_model *m)
 	}
 	W(m->output_norm, LOOM_TYPE_F32, 1, hp->n_embd, 1, 1,
 	  "output_norm.weight");
-	W(m->output, wt, 2, hp->n_embd, hp->n_vocab, 1, "output.weight");
+	if (hp->tied_output)
+		m->output = m->tok_embd;
+	else
+		W(m->output, wt, 2, hp->n_embd, hp->n_vocab, 1,
+		  "output.weight");
 
 	/* The cache: [head_dim, n_ctx, n_head_kv], a position per row so that
 	 * set_rows writes tokens and each head is one matrix for attention. */
 	for (int64_t i = 0; i < hp->n_layer; i++) {
 		struct llama_layer *l = &m->layers[i];
 
-		W(l->cache_k, LOOM_TYPE_F32, 3, hp->head_dim, hp->n_ctx,
+		W(l->cache_k, hp->cache_type, 3, hp->head_dim, hp->n_ctx,
 		  hp->n_head_kv, "cache_k.%lld", (long long)i);
-		W(l->cache_v, LOOM_TYPE_F32, 3, hp->head_dim, hp->n_ctx,
+		W(l->cache_v, hp->cache_type, 3, hp->head_dim, hp->n_ctx,
 		  hp->n_head_kv, "cache_v.%lld", (long long)i);
 	}
 #undef W
@@ -321,7 +365,7 @@ static int fill_weights(struct llama_model *m, uint64_t seed)
 		}
 		m->weight_bytes += bytes;
 		m->n_params += loom_tensor_n_elements(t);
-		if (t == m->tok_embd)
+		if (t == m->tok_embd && !hp->tied_output)
 			m->decode_bytes += loom_type_row_size(t->type, t->ne[0]);
 		else if (strstr(t->name, "_exps"))
 			m->decode_bytes += bytes / (size_t)hp->n_expert *
@@ -329,9 +373,11 @@ static int fill_weights(struct llama_model *m, uint64_t seed)
 		else
 			m->decode_bytes += bytes;
 
-		if (norm)
+		if (m->src)
+			ret = m->src->fill(m->src->user, t);
+		else if (norm)
 			ret = fill_tensor(t, seed, 1.0f, 0.1f);
-		else if (t == m->tok_embd)
+		else if (t == m->tok_embd || loom_tensor_n_dims(t) == 1)
 			ret = fill_tensor(t, seed, 0.0f, 1.0f);
 		else
 			ret = fill_tensor(t, seed, 0.0f, mat_scale(t->ne[0]));
@@ -357,8 +403,9 @@ int llama_model_clear_cache(struct llama_model *m)
 	return LOOM_OK;
 }
 
-int llama_model_new(const struct llama_hparams *hp, loom_dev_t *dev,
-		    uint64_t seed, struct llama_model **out)
+static int model_new(const struct llama_hparams *hp, loom_dev_t *dev,
+		     const struct llama_source *src, uint64_t seed,
+		     struct llama_model **out)
 {
 	struct llama_model *m;
 	loom_buffer_type_t *buft;
@@ -379,6 +426,7 @@ int llama_model_new(const struct llama_hparams *hp, loom_dev_t *dev,
 	if (!m)
 		return loom_error_set(LOOM_E_NOMEM, "llama: no memory");
 	m->hp = *hp;
+	m->src = src;
 	m->dev = dev;
 	m->layers = calloc((size_t)hp->n_layer, sizeof(*m->layers));
 	if (!m->layers) {
@@ -396,6 +444,7 @@ int llama_model_new(const struct llama_hparams *hp, loom_dev_t *dev,
 		goto err_free;
 	loom_buffer_set_usage(m->wbuf, LOOM_BUFFER_USAGE_WEIGHTS);
 	ret = fill_weights(m, seed);
+	m->src = NULL;
 	if (ret)
 		goto err_free;
 	ret = loom_galloc_new(buft, &m->galloc);
@@ -407,6 +456,21 @@ int llama_model_new(const struct llama_hparams *hp, loom_dev_t *dev,
 err_free:
 	llama_model_free(m);
 	return ret;
+}
+
+int llama_model_new(const struct llama_hparams *hp, loom_dev_t *dev,
+		    uint64_t seed, struct llama_model **out)
+{
+	return model_new(hp, dev, NULL, seed, out);
+}
+
+int llama_model_load(const struct llama_hparams *hp, loom_dev_t *dev,
+		     const struct llama_source *src,
+		     struct llama_model **out)
+{
+	if (!src || !src->type || !src->fill)
+		return loom_error_set(LOOM_E_INVAL, "llama: no weight source");
+	return model_new(hp, dev, src, 0, out);
 }
 
 static void drop_graph(struct llama_model *m)
@@ -520,18 +584,29 @@ static struct loom_tensor *attention(struct build *b, struct llama_layer *l,
 	loom_ctx_t *c = b->c;
 	int64_t hd = hp->head_dim, hkv = hp->n_head_kv, t = b->n_tokens;
 	int64_t g = hp->n_head / hp->n_head_kv;
+	int64_t n_rot = hp->n_rot ? hp->n_rot : hd;
+	float freq_scale = hp->rope_scale > 0 ? hp->rope_scale : 1.0f;
 	struct loom_tensor *q, *k, *v, *ks, *vs, *kq, *kqv;
 
 	q = loom_mul_mat(c, l->wq, cur);
 	k = loom_mul_mat(c, l->wk, cur);
 	v = loom_mul_mat(c, l->wv, cur);
+	if (hp->qkv_bias) {
+		q = loom_add(c, q, l->bq);
+		k = loom_add(c, k, l->bk);
+		v = loom_add(c, v, l->bv);
+	}
 	q = loom_reshape_3d(c, q, hd, hp->n_head, t);
 	k = loom_reshape_3d(c, k, hd, hkv, t);
 	v = loom_reshape_3d(c, v, hd, hkv, t);
-	q = loom_rope(c, q, b->pos, (int)hd, LOOM_ROPE_NORMAL, hp->rope_base,
-		      1.0f);
-	k = loom_rope(c, k, b->pos, (int)hd, LOOM_ROPE_NORMAL, hp->rope_base,
-		      1.0f);
+	if (hp->qk_norm) {
+		q = rms(b, q, l->q_norm);
+		k = rms(b, k, l->k_norm);
+	}
+	q = loom_rope(c, q, b->pos, (int)n_rot, hp->rope_mode, hp->rope_base,
+		      freq_scale);
+	k = loom_rope(c, k, b->pos, (int)n_rot, hp->rope_mode, hp->rope_base,
+		      freq_scale);
 
 	/* New keys and values into the cache rows of their positions. */
 	k = loom_cont(c, loom_permute(c, k, 0, 2, 1, 3));

@@ -1,0 +1,49 @@
+/* model.h - Llama-family models from GGUF files: the architectures Loom
+ * runs (llama, qwen2, qwen3, qwen3moe) read into the decoder of
+ * examples/llama, with the weights uploaded from the file's mapping.
+ */
+#ifndef LOOM_MODEL_MODEL_H
+#define LOOM_MODEL_MODEL_H
+
+#include "gguf.h"
+#include "llama.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The architectures read, NULL-terminated (static). */
+const char *const *model_arch_names(void);
+
+/* Reads the shape of g's model into *hp: general.architecture must be a
+ * supported one (else LOOM_E_UNSUPPORTED naming it), its keys and tensors
+ * consistent.  n_ctx (> 0) sizes the KV cache, whose type is cache_type
+ * (F32 or F16).  arch (32 bytes, may be NULL) receives the name. */
+int model_hparams(const struct gguf *g, int64_t n_ctx,
+		  enum loom_type cache_type, struct llama_hparams *hp,
+		  char arch[32]);
+
+/* Creates the model of hp (from model_hparams) on dev with g's weights:
+ * every tensor the architecture needs, of the file's shape and a type
+ * Loom has, and no tensor it would ignore.  Pages of the mapping are
+ * dropped once copied.  The caller frees *out with llama_model_free();
+ * g may be freed after. */
+int model_load(const struct gguf *g, const struct llama_hparams *hp,
+	       loom_dev_t *dev, struct llama_model **out);
+
+/* The split policy for meta devices: loom_meta_split_default (userdata is
+ * its struct loom_meta_model), with the projections' biases split as the
+ * projections' outputs are. */
+int model_split(const struct loom_tensor *t, struct loom_split *out,
+		void *userdata);
+
+/* Writes m's weights (as its device holds them) and hp's keys as a GGUF
+ * file of architecture llama that model_hparams and model_load read
+ * back.  Used by tests and loom-bench to save a synthetic model. */
+int model_save(struct llama_model *m, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOOM_MODEL_MODEL_H */
