@@ -42,6 +42,12 @@ int model_split(const struct loom_tensor *t, struct loom_split *out,
  * back.  Used by tests and loom-bench to save a synthetic model. */
 int model_save(struct llama_model *m, const char *path);
 
+/* The bytes token id stands for (tokenizer.ggml.tokens decoded as the
+ * tokenizer.ggml.model says), NUL-terminated into buf of size bytes;
+ * "[id]" when the file has no such token.  Returns the length. */
+int model_token_text(const struct gguf *g, int32_t id, char *buf,
+		     size_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "bench-util.h"
 #include "llama.h"
+#include "model.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -724,6 +725,27 @@ static int setup(struct model_bench *mb)
 	return LOOM_OK;
 }
 
+/* --save: the synthetic model written as a GGUF file, nothing run. */
+static int save_model(struct model_bench *mb)
+{
+	loom_dev_t *dev = loom_dev_by_name("cpu0");
+	struct llama_model *m;
+	int ret;
+
+	if (!dev)
+		dev = loom_dev_get(0);
+	ret = llama_model_new(&mb->hp, dev, mb->o->seed, &m);
+	if (ret)
+		return ret;
+	ret = model_save(m, mb->o->save);
+	if (!ret)
+		fprintf(stderr, "loom-bench: %s: %s, %zu bytes of weights\n",
+			mb->o->save, mb->o->preset,
+			llama_model_weight_bytes(m));
+	llama_model_free(m);
+	return ret;
+}
+
 int bench_cmd_model(const struct bench_opts *o)
 {
 	struct model_bench *mb = calloc(1, sizeof(*mb));
@@ -740,6 +762,14 @@ int bench_cmd_model(const struct bench_opts *o)
 	}
 	if (bench_load())
 		goto out;
+	if (o->save) {
+		ret = save_model(mb);
+		if (ret)
+			bench_fail("save", ret);
+		else
+			status = 0;
+		goto out;
+	}
 	ret = plan_devices(mb);
 	if (ret) {
 		bench_fail("devices", ret);

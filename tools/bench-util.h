@@ -34,6 +34,7 @@ struct bench_opts {
 	bool no_limits;       /* --no-limits: skip peak/STREAM measurement */
 	bool quick;           /* --quick: shorter limit measurements */
 	const char *internal; /* --internal-single FILE (model, child run) */
+	const char *save;     /* --save FILE.gguf (model: write, not run) */
 };
 
 /* Threads for the machine-limit measurements: --threads, else every CPU

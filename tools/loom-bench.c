@@ -57,6 +57,9 @@ static void usage(FILE *f)
 		"  --compare openblas  gemm, gemv: OpenBLAS in the same table\n"
 		"  --preset P          model: tiny|tiny-moe|small|small-moe|"
 		"7b-layer\n"
+		"  --save FILE.gguf    model: write the preset's synthetic "
+		"weights as a\n"
+		"                      GGUF file (llama) and exit\n"
 		"  --prefill N         model: prompt tokens (default 512)\n"
 		"  --decode N          model: generated tokens (default 128)\n"
 		"  --size N            gemm: m = n = k (default 2048); "
@@ -115,7 +118,7 @@ enum {
 	OPT_THREADS = 256, OPT_DEVICES, OPT_JSON, OPT_REPS, OPT_TYPE,
 	OPT_COMPARE, OPT_PRESET, OPT_PREFILL, OPT_DECODE, OPT_SIZE,
 	OPT_PARTS, OPT_SEED, OPT_QUICK, OPT_NO_LIMITS, OPT_INTERNAL, OPT_ROWS,
-	OPT_HELP, OPT_VERSION,
+	OPT_SAVE, OPT_HELP, OPT_VERSION,
 };
 
 static const struct option long_opts[] = {
@@ -136,6 +139,7 @@ static const struct option long_opts[] = {
 	{ "quick", no_argument, NULL, OPT_QUICK },
 	{ "no-limits", no_argument, NULL, OPT_NO_LIMITS },
 	{ "internal-single", required_argument, NULL, OPT_INTERNAL },
+	{ "save", required_argument, NULL, OPT_SAVE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -180,6 +184,9 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 			break;
 		case OPT_PRESET:
 			o->preset = optarg;
+			break;
+		case OPT_SAVE:
+			o->save = optarg;
 			break;
 		case OPT_PREFILL:
 			if (parse_int(optarg, 1, 1 << 20, &v))
