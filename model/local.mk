@@ -10,6 +10,7 @@ model_libmodel_la_SOURCES = \
 	model/model.h \
 	model/arch.c \
 	model/save.c \
-	model/vocab.c
+	model/vocab.c \
+	model/tokenizer.c
 model_libmodel_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/llama
 model_libmodel_la_LIBADD = examples/libllama.la libcore/libloom.la

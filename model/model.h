@@ -48,6 +48,19 @@ int model_save(struct llama_model *m, const char *path);
 int model_token_text(const struct gguf *g, int32_t id, char *buf,
 		     size_t size);
 
+/* The tokenizer of g's vocabulary; g must outlive it.  SentencePiece-
+ * style vocabularies (tokenizer.ggml.model "llama") are supported; others
+ * are refused with LOOM_E_UNSUPPORTED naming the model and pre-tokenizer.
+ * The caller frees *out with model_tokenizer_free(). */
+struct model_tokenizer;
+int model_tokenizer_new(const struct gguf *g, struct model_tokenizer **out);
+void model_tokenizer_free(struct model_tokenizer *t);
+/* The ids of text (special tokens in it are plain text), with BOS/EOS as
+ * the file asks when add_special.  *out (malloc'ed, the caller frees; NULL
+ * when *n is 0) receives *n ids. */
+int model_tokenize(const struct model_tokenizer *t, const char *text,
+		   bool add_special, int32_t **out, int *n);
+
 #ifdef __cplusplus
 }
 #endif

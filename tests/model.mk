@@ -1,9 +1,16 @@
 # tests/model.mk - model files and architectures: the GGUF reader and
 # writer (with corrupted files and the fuzz corpus), and each
 # architecture loaded from a generated file against the reference and on
-# meta devices.
-check_PROGRAMS += tests/test-gguf tests/fuzz-gguf tests/test-model
-TESTS += tests/test-gguf tests/fuzz-gguf tests/test-model
+# meta devices; the tokenizer.
+check_PROGRAMS += tests/test-gguf tests/fuzz-gguf tests/test-model \
+	tests/test-tokenizer
+TESTS += tests/test-gguf tests/fuzz-gguf tests/test-model \
+	tests/test-tokenizer
+
+tests_test_tokenizer_SOURCES = tests/test-tokenizer.c
+tests_test_tokenizer_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/examples/llama
+tests_test_tokenizer_LDFLAGS = -no-install
+tests_test_tokenizer_LDADD = model/libmodel.la $(TEST_LIBS)
 
 tests_test_model_SOURCES = tests/test-model.c
 tests_test_model_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/examples/llama

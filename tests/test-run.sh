@@ -16,7 +16,7 @@ trap 'rm -rf "$dir"' EXIT
 n=0
 failed=0
 
-echo "1..8"
+echo "1..9"
 
 result() {
 	n=$((n + 1))
@@ -50,6 +50,12 @@ result $? "--dump-logits writes n_vocab floats per prompt position"
 	--devices cpu0,cpu1 >"$dir/meta.json" 2>"$dir/err" &&
 	[ "$(tokens "$dir/one.json")" = "$(tokens "$dir/meta.json")" ]
 result $? "meta over cpu0,cpu1 gives the same greedy tokens"
+
+# BOS, then the mark and the letters as byte tokens (the saved vocabulary
+# has no longer pieces).
+"$run" -m "$dir/tiny.gguf" -p "Hello world" -n 2 --json >"$dir/p.json" \
+	2>"$dir/err" && grep -q '"n_prompt": 17,' "$dir/p.json"
+result $? "-p tokenizes with the file's vocabulary"
 
 # fails NAME WANT ARGS...: loom-run exits non-zero, printing one line
 # that contains WANT.

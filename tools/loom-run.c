@@ -35,8 +35,8 @@ static void usage(FILE *f)
 		"Usage: loom-run -m FILE.gguf (-p TEXT | --tokens 1,2,3) "
 		"[OPTIONS]\n\n"
 		"  -m, --model FILE      the GGUF model file\n"
-		"  -p, --prompt TEXT     the prompt (needs a tokenizer; "
-		"not yet in Loom)\n"
+		"  -p, --prompt TEXT     the prompt (SentencePiece-style "
+		"vocabularies)\n"
 		"      --tokens LIST     the prompt as token ids, comma-"
 		"separated\n"
 		"  -n, --n-predict N     tokens to generate (default 32)\n"
@@ -200,9 +200,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		return fail("no model: pass -m FILE.gguf");
 	if (!o->tokens && !o->prompt)
 		return fail("no prompt: pass -p TEXT or --tokens 1,2,3");
-	if (!o->tokens)
-		return fail("-p: Loom has no tokenizer yet; pass the prompt as "
-			    "--tokens 1,2,3");
+	if (o->tokens && o->prompt)
+		return fail("pass -p TEXT or --tokens, not both");
 	return 0;
 }
 
@@ -248,6 +247,22 @@ static int parse_tokens(const char *s, int64_t n_vocab, int32_t **out,
 		return fail("--tokens: no token ids");
 	}
 	*out = t;
+	return 0;
+}
+
+/* The prompt's ids through the file's tokenizer. */
+static int tokenize(struct gguf *g, const char *text, int32_t **out, int *n)
+{
+	struct model_tokenizer *t = NULL;
+	int ret = model_tokenizer_new(g, &t);
+
+	if (!ret)
+		ret = model_tokenize(t, text, true, out, n);
+	model_tokenizer_free(t);
+	if (ret)
+		return fail("-p: %s", loom_error_message());
+	if (!*n)
+		return fail("-p: the prompt has no tokens");
 	return 0;
 }
 
@@ -566,7 +581,8 @@ int main(int argc, char **argv)
 	if (!gguf_get_int(g, key, &train_ctx) && train_ctx > 0 &&
 	    train_ctx < hp.n_ctx)
 		hp.n_ctx = train_ctx;
-	if (parse_tokens(o.tokens, hp.n_vocab, &prompt, &n_prompt) ||
+	if ((o.tokens ? parse_tokens(o.tokens, hp.n_vocab, &prompt, &n_prompt)
+		      : tokenize(g, o.prompt, &prompt, &n_prompt)) ||
 	    open_device(&o, &hp, &dev, members, &n_members))
 		goto out;
 	if (n_prompt > hp.n_ctx) {
