@@ -11,6 +11,11 @@ model_libmodel_la_SOURCES = \
 	model/arch.c \
 	model/save.c \
 	model/vocab.c \
-	model/tokenizer.c
+	model/tokenizer.c \
+	model/pretok.c \
+	model/unicode.h \
+	model/unicode.c \
+	model/unicode-data.c
 model_libmodel_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/llama
 model_libmodel_la_LIBADD = examples/libllama.la libcore/libloom.la
+EXTRA_DIST += model/gen-unicode.py

@@ -48,9 +48,10 @@ int model_save(struct llama_model *m, const char *path);
 int model_token_text(const struct gguf *g, int32_t id, char *buf,
 		     size_t size);
 
-/* The tokenizer of g's vocabulary; g must outlive it.  SentencePiece-
- * style vocabularies (tokenizer.ggml.model "llama") are supported; others
- * are refused with LOOM_E_UNSUPPORTED naming the model and pre-tokenizer.
+/* The tokenizer of g's vocabulary; g must outlive it: SentencePiece-style
+ * (tokenizer.ggml.model "llama") or byte-level BPE ("gpt2") with the
+ * pre-tokenizer llama-bpe (Llama 3) or qwen2.  Others are refused with
+ * LOOM_E_UNSUPPORTED naming the model and pre-tokenizer.
  * The caller frees *out with model_tokenizer_free(). */
 struct model_tokenizer;
 int model_tokenizer_new(const struct gguf *g, struct model_tokenizer **out);
@@ -60,6 +61,13 @@ void model_tokenizer_free(struct model_tokenizer *t);
  * when *n is 0) receives *n ids. */
 int model_tokenize(const struct model_tokenizer *t, const char *text,
 		   bool add_special, int32_t **out, int *n);
+
+/* Byte-level BPE pre-tokenizers: text[0..len) (UTF-8, else LOOM_E_INVAL)
+ * cut into words, *ends (malloc'ed, the caller frees) receiving the byte
+ * offset where each of the *n words ends. */
+enum model_pretok { MODEL_PRETOK_LLAMA3, MODEL_PRETOK_QWEN2 };
+int model_pretokenize(enum model_pretok kind, const char *text, size_t len,
+		      size_t **ends, size_t *n);
 
 #ifdef __cplusplus
 }
