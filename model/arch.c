@@ -165,12 +165,16 @@ int model_hparams(const struct gguf *g, int64_t n_ctx,
 		return loom_error_set(LOOM_E_UNSUPPORTED, "architecture '%s' "
 				      "with experts is not supported",
 				      a->name);
-	if (a->moe && h.n_expert)
-		ret = key_int(&k, "expert_feed_forward_length", -1, &n_ff);
-	else
-		ret = key_int(&k, "feed_forward_length", -1, &n_ff);
+	/* An expert's width: its own key (qwen3moe) or the FFN's (Mixtral,
+	 * as llama). */
+	ret = key_int(&k, "feed_forward_length", h.n_expert ? 0 : -1, &n_ff);
+	if (!ret && h.n_expert)
+		ret = key_int(&k, "expert_feed_forward_length", n_ff, &n_ff);
 	if (ret)
 		return ret;
+	if (!n_ff)
+		return loom_error_set(LOOM_E_INVAL, "gguf: no %s.expert_feed_"
+				      "forward_length", a->name);
 	h.n_ff = n_ff;
 	if ((ret = key_int(&k, "attention.key_length", h.n_embd / h.n_head,
 			   &h.head_dim)) ||

@@ -149,7 +149,9 @@ int model_save(struct llama_model *m, const char *path)
 	put_u32(w, a, "context_length", hp->n_ctx);
 	put_u32(w, a, "embedding_length", hp->n_embd);
 	put_u32(w, a, "block_count", hp->n_layer);
-	put_u32(w, a, moe ? "expert_feed_forward_length" :
+	/* qwen3moe names an expert's width; llama with experts (Mixtral)
+	 * gives it as the FFN's. */
+	put_u32(w, a, moe && strcmp(a, "llama") ? "expert_feed_forward_length" :
 		"feed_forward_length", hp->n_ff);
 	put_u32(w, a, "attention.head_count", hp->n_head);
 	put_u32(w, a, "attention.head_count_kv", hp->n_head_kv);

@@ -19,7 +19,7 @@
 
 static char *tmpdir;
 
-enum arch { LLAMA, QWEN2, QWEN3, QWEN3MOE };
+enum arch { LLAMA, QWEN2, QWEN3, QWEN3MOE, MIXTRAL };
 
 struct config {
 	enum arch arch;
@@ -45,10 +45,11 @@ static void shape(enum arch a, enum loom_type type, bool tied,
 	hp->eps = 1e-6f;
 	hp->wtype = type;
 	hp->tied_output = tied;
-	hp->rope_mode = a == LLAMA ? LOOM_ROPE_NORMAL : LOOM_ROPE_NEOX;
+	hp->rope_mode = a == LLAMA || a == MIXTRAL ? LOOM_ROPE_NORMAL :
+						     LOOM_ROPE_NEOX;
 	hp->qkv_bias = a == QWEN2;
 	hp->qk_norm = a == QWEN3 || a == QWEN3MOE;
-	if (a == QWEN3MOE) {
+	if (a == QWEN3MOE || a == MIXTRAL) {
 		hp->n_expert = 4;
 		hp->n_expert_used = 2;
 		hp->n_ff = 64;
@@ -113,8 +114,9 @@ static struct llama_model *load(const char *path, loom_dev_t *dev,
 	return m;
 }
 
+/* Mixtral is llama with experts. */
 static const char *const arch_names[] = { "llama", "qwen2", "qwen3",
-					  "qwen3moe" };
+					  "qwen3moe", "llama" };
 
 static void test_reference(gconstpointer data)
 {
@@ -367,6 +369,7 @@ int main(int argc, char **argv)
 		{ QWEN3, LOOM_TYPE_F16, false, 1e-4 },
 		{ QWEN3MOE, LOOM_TYPE_F32, false, 1e-6 },
 		{ QWEN3MOE, LOOM_TYPE_BF16, false, 1e-3 },
+		{ MIXTRAL, LOOM_TYPE_F32, false, 1e-6 },
 	};
 	static const float uneven2[2] = { 0.7f, 0.3f };
 	static const float uneven3[3] = { 0.5f, 0.3f, 0.2f };
@@ -395,7 +398,9 @@ int main(int argc, char **argv)
 	tmpdir = g_dir_make_tmp("loom-model-XXXXXX", NULL);
 	for (size_t i = 0; i < G_N_ELEMENTS(refs); i++) {
 		char *name = g_strdup_printf("/model/reference/%s/%s%s",
-					     arch_names[refs[i].arch],
+					     refs[i].arch == MIXTRAL ?
+						     "llama-moe" :
+						     arch_names[refs[i].arch],
 					     loom_type_name(refs[i].type),
 					     refs[i].tied ? "-tied" : "");
 
