@@ -242,6 +242,9 @@ int model_hparams(const struct gguf *g, int64_t n_ctx,
 struct source {
 	const struct gguf *g;
 	bool *used;
+	model_progress_fn progress;
+	void *user;
+	size_t done, total;
 };
 
 static int src_type(void *user, const char *name, enum loom_type def,
@@ -286,19 +289,31 @@ static int src_fill(void *user, struct loom_tensor *t)
 		return loom_error_set(ret, "tensor '%s': %s", t->name,
 				      loom_error_message());
 	gguf_drop_pages(s->g, f->data, (size_t)f->size);
+	s->done += (size_t)f->size;
+	if (s->progress)
+		s->progress(s->done, s->total, s->user);
 	return LOOM_OK;
 }
 
 int model_load(const struct gguf *g, const struct llama_hparams *hp,
 	       loom_dev_t *dev, struct llama_model **out)
 {
-	struct source s = { .g = g };
+	return model_load_progress(g, hp, dev, NULL, NULL, out);
+}
+
+int model_load_progress(const struct gguf *g, const struct llama_hparams *hp,
+			loom_dev_t *dev, model_progress_fn progress,
+			void *user, struct llama_model **out)
+{
+	struct source s = { .g = g, .progress = progress, .user = user };
 	struct llama_source src = {
 		.type = src_type, .fill = src_fill, .user = &s,
 	};
 	size_t n = gguf_n_tensors(g);
 	int ret;
 
+	for (size_t i = 0; i < n; i++)
+		s.total += (size_t)gguf_tensor_get(g, i)->size;
 	s.used = calloc(n ? n : 1, sizeof(*s.used));
 	if (!s.used)
 		return loom_error_set(LOOM_E_NOMEM, "no memory");

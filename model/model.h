@@ -30,6 +30,12 @@ int model_hparams(const struct gguf *g, int64_t n_ctx,
  * g may be freed after. */
 int model_load(const struct gguf *g, const struct llama_hparams *hp,
 	       loom_dev_t *dev, struct llama_model **out);
+/* As model_load, calling progress (when not NULL) after each tensor with
+ * the bytes uploaded so far and the file's tensor bytes. */
+typedef void (*model_progress_fn)(size_t done, size_t total, void *user);
+int model_load_progress(const struct gguf *g, const struct llama_hparams *hp,
+			loom_dev_t *dev, model_progress_fn progress,
+			void *user, struct llama_model **out);
 
 /* The split policy for meta devices: loom_meta_split_default (userdata is
  * its struct loom_meta_model), with the projections' biases split as the

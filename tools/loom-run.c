@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <loom/loom-backend.h>
 #include <loom/loom-plugin.h>
@@ -385,6 +386,43 @@ static int open_device(const struct opts *o, const struct llama_hparams *hp,
 	return 0;
 }
 
+/* A progress line on a terminal while a large file loads. */
+static void progress(size_t done, size_t total, void *user)
+{
+	int *last = user;
+	int pct = total ? (int)(100.0 * (double)done / (double)total) : 100;
+
+	if (pct == *last)
+		return;
+	*last = pct;
+	fprintf(stderr, "\rloading: %3d%% (%.0f of %.0f MiB)", pct,
+		(double)done / 1048576.0, (double)total / 1048576.0);
+	if (done == total)
+		fputc('\n', stderr);
+}
+
+/* The weights onto dev, with a progress line on a terminal for files of
+ * 64 MiB and more. */
+static int load(const struct opts *o, struct gguf *g,
+		const struct llama_hparams *hp, loom_dev_t *dev,
+		struct llama_model **m)
+{
+	size_t size;
+	int last = -1, ret;
+	bool show;
+
+	gguf_bytes(g, &size);
+	show = !o->json && isatty(2) && size >= (64u << 20);
+	ret = model_load_progress(g, hp, dev, show ? progress : NULL, &last,
+				  m);
+	if (ret) {
+		if (show && last >= 0 && last < 100)
+			fputc('\n', stderr);
+		return fail("%s: %s", o->model, loom_error_message());
+	}
+	return 0;
+}
+
 /* Bytes each member holds of the model's buffers (weights and cache, and
  * compute); one entry for a plain device. */
 static int member_sizes(struct llama_model *m, loom_dev_t *dev, size_t *w,
@@ -590,10 +628,8 @@ int main(int argc, char **argv)
 		     n_prompt, (long long)hp.n_ctx);
 		goto out;
 	}
-	if (model_load(g, &hp, dev, &m)) {
-		fail("%s: %s", o.model, loom_error_message());
+	if (load(&o, g, &hp, dev, &m))
 		goto out;
-	}
 	if (loom_dev_init_backend(dev, NULL, &be)) {
 		fail("%s: %s", loom_dev_name(dev), loom_error_message());
 		goto out;
