@@ -458,6 +458,7 @@ static double mib(size_t n)
 struct stats {
 	double load_s, prefill_s, decode_s;
 	int n_prompt, n_gen;
+	const int32_t *prompt;
 	int32_t *gen; /* the tokens generated */
 };
 
@@ -494,6 +495,7 @@ static int run(const struct opts *o, struct gguf *g, struct llama_model *m,
 	}
 	st->prefill_s = now() - t0;
 	st->n_prompt = n_prompt;
+	st->prompt = prompt;
 	if (o->dump) {
 		FILE *f = fopen(o->dump, "wb");
 		size_t n = (size_t)nv * (size_t)(n_prompt > 1 ? n_prompt : 1);
@@ -567,6 +569,9 @@ static void report(const struct opts *o, const char *arch,
 			fprintf(f, "%s{\"name\": \"%s\", \"buffer_bytes\": "
 				"%zu, \"compute_bytes\": %zu}", j ? ", " : "",
 				loom_dev_name(members[j]), w[j], c[j]);
+		fprintf(f, "], \"prompt_tokens\": [");
+		for (int i = 0; i < st->n_prompt; i++)
+			fprintf(f, "%s%d", i ? ", " : "", (int)st->prompt[i]);
 		fprintf(f, "], \"tokens\": [");
 		for (int i = 0; i < st->n_gen; i++)
 			fprintf(f, "%s%d", i ? ", " : "", (int)st->gen[i]);
