@@ -16,7 +16,7 @@ trap 'rm -rf "$dir"' EXIT
 n=0
 failed=0
 
-echo "1..9"
+echo "1..10"
 
 result() {
 	n=$((n + 1))
@@ -56,6 +56,11 @@ result $? "meta over cpu0,cpu1 gives the same greedy tokens"
 "$run" -m "$dir/tiny.gguf" -p "Hello world" -n 2 --json >"$dir/p.json" \
 	2>"$dir/err" && grep -q '"n_prompt": 17,' "$dir/p.json"
 result $? "-p tokenizes with the file's vocabulary"
+
+"$bench" model --gguf "$dir/tiny.gguf" --prefill 8 --decode 4 --reps 1 \
+	--no-limits --json >"$dir/bench.json" 2>"$dir/err" &&
+	grep -q '"preset": "[^"]*tiny.gguf"' "$dir/bench.json"
+result $? "loom-bench model --gguf measures the file"
 
 # fails NAME WANT ARGS...: loom-run exits non-zero, printing one line
 # that contains WANT.

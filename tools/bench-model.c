@@ -668,7 +668,8 @@ static void print_table(struct model_bench *mb)
 	snprintf(title, sizeof(title),
 		 "model %s: %s, %lld layers, n_embd %lld, heads %lld/%lld kv, "
 		 "n_ff %lld%s, %.1f M params (%.1f MiB); prefill %d, "
-		 "decode %d tokens", o->gguf ? o->gguf : o->preset, loom_type_name(hp->wtype),
+		 "decode %d tokens", o->gguf ? o->gguf : o->preset,
+		 loom_type_name(hp->wtype),
 		 (long long)hp->n_layer, (long long)hp->n_embd,
 		 (long long)hp->n_head, (long long)hp->n_head_kv,
 		 (long long)hp->n_ff, hp->n_expert ? ", MoE" : "",
