@@ -11,6 +11,8 @@
 
 #include <loom/loom-backend.h>
 
+#define MAX_DIM (1 << 24)
+
 struct arch {
 	const char *name;
 	enum loom_rope_mode rope;
@@ -161,6 +163,20 @@ int model_hparams(const struct gguf *g, int64_t n_ctx,
 	if (!h.n_head || !h.n_layer || !h.n_embd || !h.n_head_kv)
 		return loom_error_set(LOOM_E_INVAL, "gguf: %s: zero heads, "
 				      "layers or embedding", a->name);
+	/* Bounds far above any model keep every product of sizes below
+	 * 2^63. */
+	if (h.n_embd > MAX_DIM || h.n_head > MAX_DIM ||
+	    h.n_head_kv > MAX_DIM || h.n_layer > MAX_DIM ||
+	    h.n_expert > MAX_DIM || h.n_expert_used > MAX_DIM)
+		return loom_error_set(LOOM_E_INVAL, "gguf: %s: a size above "
+				      "%d (embedding %lld, heads %lld/%lld, "
+				      "layers %lld, experts %lld/%lld)",
+				      a->name, MAX_DIM, (long long)h.n_embd,
+				      (long long)h.n_head,
+				      (long long)h.n_head_kv,
+				      (long long)h.n_layer,
+				      (long long)h.n_expert,
+				      (long long)h.n_expert_used);
 	if (h.n_expert && !a->moe)
 		return loom_error_set(LOOM_E_UNSUPPORTED, "architecture '%s' "
 				      "with experts is not supported",
@@ -175,6 +191,11 @@ int model_hparams(const struct gguf *g, int64_t n_ctx,
 	if (!n_ff)
 		return loom_error_set(LOOM_E_INVAL, "gguf: no %s.expert_feed_"
 				      "forward_length", a->name);
+	if (n_ff > MAX_DIM || h.head_dim > MAX_DIM)
+		return loom_error_set(LOOM_E_INVAL, "gguf: %s: FFN width %lld "
+				      "or head size %lld above %d", a->name,
+				      (long long)n_ff, (long long)h.head_dim,
+				      MAX_DIM);
 	h.n_ff = n_ff;
 	if ((ret = key_int(&k, "attention.key_length", h.n_embd / h.n_head,
 			   &h.head_dim)) ||

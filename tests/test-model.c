@@ -239,7 +239,7 @@ static void test_meta(gconstpointer data)
  * Refusals: a saved file rewritten with one change.
  */
 enum edit { E_ARCH, E_DROP, E_ROPE_FREQS, E_TYPE, E_SHAPE, E_EXTRA,
-	    E_SCALING };
+	    E_SCALING, E_HEADS };
 
 static char *rewrite(const char *src, enum edit edit)
 {
@@ -265,6 +265,10 @@ static char *rewrite(const char *src, enum edit edit)
 		}
 		if (edit == E_ARCH && !strcmp(kv->key, "general.architecture"))
 			gguf_writer_add_str(w, kv->key, "gpt2");
+		else if (edit == E_HEADS &&
+			 !strcmp(kv->key, "llama.attention.head_count"))
+			gguf_writer_add(w, kv->key, GGUF_TYPE_UINT64,
+					&(uint64_t){ 1ull << 40 });
 		else if (kv->type == GGUF_TYPE_ARRAY)
 			gguf_writer_add_array(w, kv->key, kv->arr_type, kv->n,
 					      str ? (const void *)s : kv->data);
@@ -325,6 +329,9 @@ static void test_refused(void)
 		  "'blk.0.attn_q.bias' is not used by this architecture" },
 		{ E_SCALING, LOOM_E_UNSUPPORTED, "gguf: rope scaling 'yarn' is "
 		  "not supported (none and linear are)" },
+		{ E_HEADS, LOOM_E_INVAL, "gguf: llama: a size above 16777216 "
+		  "(embedding 96, heads 1099511627776/3, layers 2, experts "
+		  "0/0)" },
 	};
 	struct llama_hparams hp;
 	loom_dev_t *dev = loom_dev_by_name("cpu0");
