@@ -1,7 +1,9 @@
-/* fuzz-gguf.c - the GGUF reader under a fuzzer: parse any bytes, then read
- * every pair and tensor the way a loader would.  Built with
- *   clang -fsanitize=fuzzer,address -Iinclude tests/fuzz-gguf.c \
- *       model/gguf-read.c libcore/.libs/libloom.so
+/* fuzz-gguf.c - the GGUF reader under a fuzzer: parse any bytes, read
+ * every pair and tensor the way a loader would, then the model's shape
+ * and the tokenizer from them.  Built with
+ *   clang -fsanitize=fuzzer,address -Iinclude -Iexamples/llama \
+ *       tests/fuzz-gguf.c model/[a-z]*.c \
+ *       examples/llama/llama.c libcore/.libs/libloom.so
  * it is a libFuzzer target; with -DFUZZ_REPLAY (make check) it is a GLib
  * test that replays the corpus, each file also truncated at every length.
  */
@@ -9,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../model/gguf.h"
+#include "../model/model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -47,6 +49,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (t->size)
 			sink += ((const uint8_t *)t->data)[0] +
 				((const uint8_t *)t->data)[t->size - 1];
+	}
+	{
+		struct llama_hparams hp;
+		struct model_tokenizer *t;
+		int32_t *ids;
+		int n;
+
+		model_hparams(g, 64, LOOM_TYPE_F16, &hp, NULL);
+		if (!model_tokenizer_new(g, &t)) {
+			if (!model_tokenize(t, "Hello, world! 123 caf\xc3\xa9",
+					    true, &ids, &n)) {
+				for (int i = 0; i < n; i++)
+					model_token_text(g, ids[i], s,
+							 sizeof(s));
+				free(ids);
+			}
+			model_tokenizer_free(t);
+		}
 	}
 	(void)sink;
 	gguf_free(g);

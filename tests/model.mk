@@ -25,7 +25,8 @@ tests_test_gguf_LDADD = model/libmodel.la $(TEST_LIBS)
 # The fuzz target, built as a replayer of its corpus (clang's
 # -fsanitize=fuzzer builds the same file as a fuzzer; see the file).
 tests_fuzz_gguf_SOURCES = tests/fuzz-gguf.c
-tests_fuzz_gguf_CPPFLAGS = $(TEST_CPPFLAGS) -DFUZZ_REPLAY \
+tests_fuzz_gguf_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/examples/llama \
+	-DFUZZ_REPLAY \
 	-DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz-gguf-corpus"'
 tests_fuzz_gguf_LDFLAGS = -no-install
 tests_fuzz_gguf_LDADD = model/libmodel.la $(TEST_LIBS)
