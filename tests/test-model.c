@@ -186,6 +186,7 @@ struct meta_config {
 	enum loom_type cache;
 	int n;
 	const float *ratios;
+	enum loom_type type; /* of the weights; 0 is F32 */
 };
 
 static void test_meta(gconstpointer data)
@@ -202,7 +203,7 @@ static void test_meta(gconstpointer data)
 	char *path;
 	double e;
 
-	shape(c->arch, LOOM_TYPE_F32, false, &hp);
+	shape(c->arch, c->type, false, &hp);
 	hp.cache_type = c->cache;
 	path = save_model(&hp, "meta.gguf");
 	llama_meta_model(&hp, &mm);
@@ -381,12 +382,15 @@ int main(int argc, char **argv)
 	static const float uneven2[2] = { 0.7f, 0.3f };
 	static const float uneven3[3] = { 0.5f, 0.3f, 0.2f };
 	static const struct meta_config metas[] = {
-		{ LLAMA, LOOM_TYPE_F32, 2, NULL },
-		{ LLAMA, LOOM_TYPE_F16, 2, uneven2 },
-		{ LLAMA, LOOM_TYPE_F32, 3, NULL },
-		{ QWEN2, LOOM_TYPE_F32, 3, uneven3 },
-		{ QWEN3, LOOM_TYPE_F32, 2, NULL },
-		{ QWEN3MOE, LOOM_TYPE_F32, 3, NULL },
+		{ LLAMA, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_F32 },
+		{ LLAMA, LOOM_TYPE_F16, 2, uneven2, LOOM_TYPE_F32 },
+		{ LLAMA, LOOM_TYPE_F32, 3, NULL, LOOM_TYPE_F32 },
+		{ QWEN2, LOOM_TYPE_F32, 3, uneven3, LOOM_TYPE_F32 },
+		{ QWEN3, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_F32 },
+		{ QWEN3MOE, LOOM_TYPE_F32, 3, NULL, LOOM_TYPE_F32 },
+		/* An FFN of three Q8_0 blocks over two and three devices. */
+		{ LLAMA, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_Q8_0 },
+		{ QWEN2, LOOM_TYPE_F16, 3, uneven3, LOOM_TYPE_Q8_0 },
 	};
 	const char *path = g_getenv("LOOM_TEST_PLUGIN_PATH");
 	int ret;
@@ -415,10 +419,11 @@ int main(int argc, char **argv)
 		g_free(name);
 	}
 	for (size_t i = 0; i < G_N_ELEMENTS(metas); i++) {
-		char *name = g_strdup_printf("/model/meta/%s/n%d%s/cache-%s",
+		char *name = g_strdup_printf("/model/meta/%s/n%d%s/%s/cache-%s",
 					     arch_names[metas[i].arch],
 					     metas[i].n,
 					     metas[i].ratios ? "-uneven" : "",
+					     loom_type_name(metas[i].type),
 					     loom_type_name(metas[i].cache));
 
 		g_test_add_data_func(name, &metas[i], test_meta);
