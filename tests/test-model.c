@@ -186,7 +186,7 @@ struct meta_config {
 	enum loom_type cache;
 	int n;
 	const float *ratios;
-	enum loom_type type; /* of the weights; 0 is F32 */
+	enum loom_type type; /* of the weights */
 };
 
 static void test_meta(gconstpointer data)
