@@ -147,10 +147,6 @@ int model_hparams(const struct gguf *g, int64_t n_ctx,
 	if (n_ctx < 1 || n_ctx > INT32_MAX)
 		return loom_error_set(LOOM_E_INVAL, "context of %lld tokens",
 				      (long long)n_ctx);
-	if (gguf_tensor_find(g, "rope_freqs.weight"))
-		return loom_error_set(LOOM_E_UNSUPPORTED,
-				      "tensor 'rope_freqs.weight': rope "
-				      "frequency factors are not supported");
 
 	if ((ret = key_int(&k, "embedding_length", -1, &h.n_embd)) ||
 	    (ret = key_int(&k, "block_count", -1, &h.n_layer)) ||
@@ -239,6 +235,7 @@ int model_hparams(const struct gguf *g, int64_t n_ctx,
 	h.qkv_bias = a->qkv_bias;
 	h.qk_norm = a->qk_norm;
 	h.tied_output = !gguf_tensor_find(g, "output.weight");
+	h.rope_freqs = gguf_tensor_find(g, "rope_freqs.weight") != NULL;
 	h.cache_type = cache_type;
 	/* The block sizes llama_hparams_check asks of the weight type hold
 	 * per tensor: each tensor's type is checked against its shape by

@@ -26,6 +26,7 @@ struct config {
 	enum loom_type type;
 	bool tied;
 	double max_nmse;
+	bool freqs; /* rope_freqs.weight */
 };
 
 /* Shapes no partition count divides: 3 KV heads, an FFN of 96. */
@@ -132,10 +133,12 @@ static void test_reference(gconstpointer data)
 	char *path, arch[32];
 
 	shape(c->arch, c->type, c->tied, &hp);
+	hp.rope_freqs = c->freqs;
 	path = save_model(&hp, "ref.gguf");
 	m = load(path, dev, LOOM_TYPE_F32, arch);
 	g_assert_cmpstr(arch, ==, arch_names[c->arch]);
 	g_assert_true(llama_model_hparams(m)->tied_output == c->tied);
+	g_assert_true(llama_model_hparams(m)->rope_freqs == c->freqs);
 	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
 	if (llama_eval(m, be, tokens, N_PROMPT, 0, true, got))
 		g_error("eval: %s", loom_error_message());
@@ -187,6 +190,7 @@ struct meta_config {
 	int n;
 	const float *ratios;
 	enum loom_type type; /* of the weights */
+	bool freqs;          /* rope_freqs.weight */
 };
 
 static void test_meta(gconstpointer data)
@@ -205,6 +209,7 @@ static void test_meta(gconstpointer data)
 
 	shape(c->arch, c->type, false, &hp);
 	hp.cache_type = c->cache;
+	hp.rope_freqs = c->freqs;
 	path = save_model(&hp, "meta.gguf");
 	llama_meta_model(&hp, &mm);
 	for (int j = 0; j < c->n; j++) {
@@ -240,7 +245,7 @@ static void test_meta(gconstpointer data)
  * Refusals: a saved file rewritten with one change.
  */
 enum edit { E_ARCH, E_DROP, E_ROPE_FREQS, E_TYPE, E_SHAPE, E_EXTRA,
-	    E_SCALING, E_HEADS };
+	    E_SCALING, E_HEADS, E_ZERO_FREQ };
 
 static char *rewrite(const char *src, enum edit edit)
 {
@@ -299,6 +304,9 @@ static char *rewrite(const char *src, enum edit edit)
 	}
 	if (edit == E_ROPE_FREQS)
 		gguf_writer_add_tensor(w, "rope_freqs.weight", 0, 1,
+				       (int64_t[]){ 4 }, zeros);
+	if (edit == E_ZERO_FREQ)
+		gguf_writer_add_tensor(w, "rope_freqs.weight", 0, 1,
 				       (int64_t[]){ 8 }, zeros);
 	if (edit == E_EXTRA)
 		gguf_writer_add_tensor(w, "blk.0.attn_q.bias", 0, 1,
@@ -320,8 +328,10 @@ static void test_refused(void)
 		  "supported (llama, qwen2, qwen3, qwen3moe are)" },
 		{ E_DROP, LOOM_E_INVAL, "gguf: tensor 'blk.1.ffn_up.weight' is "
 		  "missing" },
-		{ E_ROPE_FREQS, LOOM_E_UNSUPPORTED, "tensor 'rope_freqs.weight'"
-		  ": rope frequency factors are not supported" },
+		{ E_ROPE_FREQS, LOOM_E_INVAL, "gguf: tensor 'rope_freqs.weight' "
+		  "is [4, 1, 1], the model needs [8, 1, 1]" },
+		{ E_ZERO_FREQ, LOOM_E_INVAL, "llama: rope_freqs.weight: factor 0 "
+		  "is 0, not a positive number" },
 		{ E_TYPE, LOOM_E_UNSUPPORTED, "tensor 'blk.1.ffn_up.weight': "
 		  "type q5_1 is not supported by Loom" },
 		{ E_SHAPE, LOOM_E_INVAL, "gguf: tensor 'blk.1.ffn_up.weight' "
@@ -366,31 +376,37 @@ static void test_refused(void)
 int main(int argc, char **argv)
 {
 	static const struct config refs[] = {
-		{ LLAMA, LOOM_TYPE_F32, false, 1e-6 },
-		{ LLAMA, LOOM_TYPE_F32, true, 1e-6 },
-		{ LLAMA, LOOM_TYPE_F16, false, 1e-4 },
-		{ LLAMA, LOOM_TYPE_BF16, false, 1e-3 },
-		{ LLAMA, LOOM_TYPE_Q8_0, false, 1e-3 },
-		{ QWEN2, LOOM_TYPE_F32, false, 1e-6 },
-		{ QWEN2, LOOM_TYPE_Q8_0, true, 1e-3 },
-		{ QWEN3, LOOM_TYPE_F32, true, 1e-6 },
-		{ QWEN3, LOOM_TYPE_F16, false, 1e-4 },
-		{ QWEN3MOE, LOOM_TYPE_F32, false, 1e-6 },
-		{ QWEN3MOE, LOOM_TYPE_BF16, false, 1e-3 },
-		{ MIXTRAL, LOOM_TYPE_F32, false, 1e-6 },
+		{ LLAMA, LOOM_TYPE_F32, false, 1e-6, false },
+		{ LLAMA, LOOM_TYPE_F32, true, 1e-6, false },
+		{ LLAMA, LOOM_TYPE_F16, false, 1e-4, false },
+		{ LLAMA, LOOM_TYPE_BF16, false, 1e-3, false },
+		{ LLAMA, LOOM_TYPE_Q8_0, false, 1e-3, false },
+		{ QWEN2, LOOM_TYPE_F32, false, 1e-6, false },
+		{ QWEN2, LOOM_TYPE_Q8_0, true, 1e-3, false },
+		{ QWEN3, LOOM_TYPE_F32, true, 1e-6, false },
+		{ QWEN3, LOOM_TYPE_F16, false, 1e-4, false },
+		{ QWEN3MOE, LOOM_TYPE_F32, false, 1e-6, false },
+		{ QWEN3MOE, LOOM_TYPE_BF16, false, 1e-3, false },
+		{ MIXTRAL, LOOM_TYPE_F32, false, 1e-6, false },
+		{ LLAMA, LOOM_TYPE_F32, false, 1e-6, true },
+		{ LLAMA, LOOM_TYPE_Q8_0, true, 1e-3, true },
+		{ QWEN3, LOOM_TYPE_F32, false, 1e-6, true },
 	};
 	static const float uneven2[2] = { 0.7f, 0.3f };
 	static const float uneven3[3] = { 0.5f, 0.3f, 0.2f };
 	static const struct meta_config metas[] = {
-		{ LLAMA, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_F32 },
-		{ LLAMA, LOOM_TYPE_F16, 2, uneven2, LOOM_TYPE_F32 },
-		{ LLAMA, LOOM_TYPE_F32, 3, NULL, LOOM_TYPE_F32 },
-		{ QWEN2, LOOM_TYPE_F32, 3, uneven3, LOOM_TYPE_F32 },
-		{ QWEN3, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_F32 },
-		{ QWEN3MOE, LOOM_TYPE_F32, 3, NULL, LOOM_TYPE_F32 },
+		{ LLAMA, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_F32, false },
+		{ LLAMA, LOOM_TYPE_F16, 2, uneven2, LOOM_TYPE_F32, false },
+		{ LLAMA, LOOM_TYPE_F32, 3, NULL, LOOM_TYPE_F32, false },
+		{ QWEN2, LOOM_TYPE_F32, 3, uneven3, LOOM_TYPE_F32, false },
+		{ QWEN3, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_F32, false },
+		{ QWEN3MOE, LOOM_TYPE_F32, 3, NULL, LOOM_TYPE_F32, false },
 		/* An FFN of three Q8_0 blocks over two and three devices. */
-		{ LLAMA, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_Q8_0 },
-		{ QWEN2, LOOM_TYPE_F16, 3, uneven3, LOOM_TYPE_Q8_0 },
+		{ LLAMA, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_Q8_0, false },
+		{ QWEN2, LOOM_TYPE_F16, 3, uneven3, LOOM_TYPE_Q8_0, false },
+		/* Rope from tables, split by heads. */
+		{ LLAMA, LOOM_TYPE_F32, 3, uneven3, LOOM_TYPE_F32, true },
+		{ QWEN3, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_F32, true },
 	};
 	const char *path = g_getenv("LOOM_TEST_PLUGIN_PATH");
 	int ret;
@@ -408,23 +424,27 @@ int main(int argc, char **argv)
 	}
 	tmpdir = g_dir_make_tmp("loom-model-XXXXXX", NULL);
 	for (size_t i = 0; i < G_N_ELEMENTS(refs); i++) {
-		char *name = g_strdup_printf("/model/reference/%s/%s%s",
+		char *name = g_strdup_printf("/model/reference/%s/%s%s%s",
 					     refs[i].arch == MIXTRAL ?
 						     "llama-moe" :
 						     arch_names[refs[i].arch],
 					     loom_type_name(refs[i].type),
-					     refs[i].tied ? "-tied" : "");
+					     refs[i].tied ? "-tied" : "",
+					     refs[i].freqs ? "-rope-freqs" : "");
 
 		g_test_add_data_func(name, &refs[i], test_reference);
 		g_free(name);
 	}
 	for (size_t i = 0; i < G_N_ELEMENTS(metas); i++) {
-		char *name = g_strdup_printf("/model/meta/%s/n%d%s/%s/cache-%s",
+		char *name = g_strdup_printf("/model/meta/%s/n%d%s/%s/"
+					     "cache-%s%s",
 					     arch_names[metas[i].arch],
 					     metas[i].n,
 					     metas[i].ratios ? "-uneven" : "",
 					     loom_type_name(metas[i].type),
-					     loom_type_name(metas[i].cache));
+					     loom_type_name(metas[i].cache),
+					     metas[i].freqs ? "/rope-freqs" :
+							      "");
 
 		g_test_add_data_func(name, &metas[i], test_meta);
 		g_free(name);

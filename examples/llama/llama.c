@@ -34,6 +34,8 @@ struct llama_model {
 	loom_ctx_t *wctx;
 	loom_buffer_t *wbuf;
 	struct loom_tensor *tok_embd, *output_norm, *output;
+	struct loom_tensor *rope_freqs;
+	float *freq_factors; /* rope_freqs read back, for the rope tables */
 	struct llama_layer *layers;
 	size_t weight_bytes, decode_bytes, cache_bytes;
 	int64_t n_params;
@@ -47,6 +49,7 @@ struct llama_model {
 	bool g_all;
 	bool g_placed;
 	struct loom_tensor *in_tokens, *in_pos, *in_kv_ids, *in_mask;
+	struct loom_tensor *in_cos, *in_sin;
 	struct loom_tensor *out_logits;
 };
 
@@ -135,6 +138,12 @@ int llama_hparams_check(const struct llama_hparams *hp)
 	if (hp->rope_mode != LOOM_ROPE_NORMAL &&
 	    hp->rope_mode != LOOM_ROPE_NEOX)
 		return loom_error_set(LOOM_E_INVAL, "llama: bad rope mode");
+	if (hp->rope_freqs && hp->n_rot && hp->n_rot != hp->head_dim)
+		return loom_error_set(LOOM_E_UNSUPPORTED,
+				      "llama: rope frequency factors with %lld "
+				      "of %lld values rotated",
+				      (long long)hp->n_rot,
+				      (long long)hp->head_dim);
 	if (hp->cache_type != LOOM_TYPE_F32 &&
 	    hp->cache_type != LOOM_TYPE_F16)
 		return loom_error_set(LOOM_E_INVAL,
@@ -326,6 +335,9 @@ static int create_tensors(struct llama_model *m)
 	}
 	W(m->output_norm, LOOM_TYPE_F32, 1, hp->n_embd, 1, 1,
 	  "output_norm.weight");
+	if (hp->rope_freqs)
+		W(m->rope_freqs, LOOM_TYPE_F32, 1, hp->head_dim / 2, 1, 1,
+		  "rope_freqs.weight");
 	if (hp->tied_output)
 		m->output = m->tok_embd;
 	else
@@ -375,6 +387,8 @@ static int fill_weights(struct llama_model *m, uint64_t seed)
 
 		if (m->src)
 			ret = m->src->fill(m->src->user, t);
+		else if (t == m->rope_freqs)
+			ret = fill_tensor(t, seed, 2.5f, 1.5f); /* [1, 4) */
 		else if (norm)
 			ret = fill_tensor(t, seed, 1.0f, 0.1f);
 		else if (t == m->tok_embd || loom_tensor_n_dims(t) == 1)
@@ -401,6 +415,27 @@ int llama_model_clear_cache(struct llama_model *m)
 			return ret;
 	}
 	return LOOM_OK;
+}
+
+/* The frequency factors on the host, where the rope tables are made. */
+static int read_freq_factors(struct llama_model *m)
+{
+	size_t n = loom_tensor_n_bytes(m->rope_freqs);
+
+	int ret;
+
+	m->freq_factors = malloc(n);
+	if (!m->freq_factors)
+		return loom_error_set(LOOM_E_NOMEM, "llama: no memory");
+	ret = loom_tensor_get(m->rope_freqs, m->freq_factors, 0, n);
+	for (int64_t i = 0; !ret && i < m->rope_freqs->ne[0]; i++)
+		if (!(m->freq_factors[i] > 0) || isinf(m->freq_factors[i]))
+			ret = loom_error_set(LOOM_E_INVAL,
+					     "llama: rope_freqs.weight: factor "
+					     "%lld is %g, not a positive "
+					     "number", (long long)i,
+					     (double)m->freq_factors[i]);
+	return ret;
 }
 
 static int model_new(const struct llama_hparams *hp, loom_dev_t *dev,
@@ -445,6 +480,8 @@ static int model_new(const struct llama_hparams *hp, loom_dev_t *dev,
 	loom_buffer_set_usage(m->wbuf, LOOM_BUFFER_USAGE_WEIGHTS);
 	ret = fill_weights(m, seed);
 	m->src = NULL;
+	if (!ret && m->rope_freqs)
+		ret = read_freq_factors(m);
 	if (ret)
 		goto err_free;
 	ret = loom_galloc_new(buft, &m->galloc);
@@ -490,6 +527,7 @@ void llama_model_free(struct llama_model *m)
 	loom_galloc_free(m->galloc);
 	loom_buffer_free(m->wbuf);
 	loom_ctx_free(m->wctx);
+	free(m->freq_factors);
 	free(m->layers);
 	free(m);
 }
@@ -566,12 +604,63 @@ struct build {
 	int64_t n_tokens;
 	int64_t n_kv;
 	struct loom_tensor *pos, *kv_ids, *mask;
+	struct loom_tensor *cos, *sin; /* [head_dim / 2, n_tokens] */
 };
 
 static struct loom_tensor *rms(struct build *b, struct loom_tensor *x,
 			       struct loom_tensor *w)
 {
 	return loom_mul(b->c, loom_rms_norm(b->c, x, b->m->hp.eps), w);
+}
+
+/* Rope from tables of cos and sin per pair and token, made on the host
+ * with the file's frequency factors: x [head_dim, n_head, n_tokens] read
+ * as pairs (x0, x1) (NORMAL: adjacent; NEOX: the two halves) turned into
+ * (x0 cos - x1 sin, x0 sin + x1 cos). */
+static struct loom_tensor *rope_table(struct build *b, struct loom_tensor *x,
+				      int64_t nh)
+{
+	const struct llama_hparams *hp = &b->m->hp;
+	loom_ctx_t *c = b->c;
+	int64_t h2 = hp->head_dim / 2, t = b->n_tokens;
+	bool neox = hp->rope_mode == LOOM_ROPE_NEOX;
+	size_t step = neox ? (size_t)h2 * sizeof(float) : sizeof(float);
+	struct loom_tensor *x4, *x0, *x1, *cs, *sn, *o0, *o1;
+
+	/* A tensor of its own, so that on a meta device the pairs' views
+	 * cut it by heads, not inside the projection's slices. */
+	x = loom_cont(c, x);
+	x4 = neox ? loom_reshape_4d(c, x, h2, 2, nh, t) :
+		    loom_reshape_4d(c, x, 2, h2, nh, t);
+	if (!x4)
+		return NULL;
+	x0 = loom_view_4d(c, x4, neox ? h2 : 1, neox ? 1 : h2, nh, t,
+			  x4->nb[1], x4->nb[2], x4->nb[3], 0);
+	x1 = loom_view_4d(c, x4, neox ? h2 : 1, neox ? 1 : h2, nh, t,
+			  x4->nb[1], x4->nb[2], x4->nb[3], step);
+	x0 = loom_cont(c, x0);
+	x1 = loom_cont(c, x1);
+	cs = neox ? loom_reshape_4d(c, b->cos, h2, 1, 1, t) :
+		    loom_reshape_4d(c, b->cos, 1, h2, 1, t);
+	sn = neox ? loom_reshape_4d(c, b->sin, h2, 1, 1, t) :
+		    loom_reshape_4d(c, b->sin, 1, h2, 1, t);
+	o0 = loom_sub(c, loom_mul(c, x0, cs), loom_mul(c, x1, sn));
+	o1 = loom_add(c, loom_mul(c, x0, sn), loom_mul(c, x1, cs));
+	x = loom_concat(c, o0, o1, neox ? 1 : 0);
+	return loom_reshape_3d(c, x, hp->head_dim, nh, t);
+}
+
+static struct loom_tensor *rope(struct build *b, struct loom_tensor *x,
+				int64_t nh)
+{
+	const struct llama_hparams *hp = &b->m->hp;
+	int64_t n_rot = hp->n_rot ? hp->n_rot : hp->head_dim;
+	float freq_scale = hp->rope_scale > 0 ? hp->rope_scale : 1.0f;
+
+	if (hp->rope_freqs)
+		return rope_table(b, x, nh);
+	return loom_rope(b->c, x, b->pos, (int)n_rot, hp->rope_mode,
+			 hp->rope_base, freq_scale);
 }
 
 /* Self-attention of one layer over the cache window [0, n_kv).  Heads are
@@ -584,8 +673,6 @@ static struct loom_tensor *attention(struct build *b, struct llama_layer *l,
 	loom_ctx_t *c = b->c;
 	int64_t hd = hp->head_dim, hkv = hp->n_head_kv, t = b->n_tokens;
 	int64_t g = hp->n_head / hp->n_head_kv;
-	int64_t n_rot = hp->n_rot ? hp->n_rot : hd;
-	float freq_scale = hp->rope_scale > 0 ? hp->rope_scale : 1.0f;
 	struct loom_tensor *q, *k, *v, *ks, *vs, *kq, *kqv;
 
 	q = loom_mul_mat(c, l->wq, cur);
@@ -603,10 +690,8 @@ static struct loom_tensor *attention(struct build *b, struct llama_layer *l,
 		q = rms(b, q, l->q_norm);
 		k = rms(b, k, l->k_norm);
 	}
-	q = loom_rope(c, q, b->pos, (int)n_rot, hp->rope_mode, hp->rope_base,
-		      freq_scale);
-	k = loom_rope(c, k, b->pos, (int)n_rot, hp->rope_mode, hp->rope_base,
-		      freq_scale);
+	q = rope(b, q, hp->n_head);
+	k = rope(b, k, hkv);
 
 	/* New keys and values into the cache rows of their positions. */
 	k = loom_cont(c, loom_permute(c, k, 0, 2, 1, 3));
@@ -717,6 +802,12 @@ static int build_graph(struct llama_model *m, int n_tokens, int n_kv,
 			     "inp_kv_ids");
 	b.mask = new_input(c, LOOM_TYPE_F32, 2, n_kv, n_tokens * g,
 			   "inp_mask");
+	if (hp->rope_freqs) {
+		b.cos = new_input(c, LOOM_TYPE_F32, 2, hp->head_dim / 2,
+				  n_tokens, "inp_rope_cos");
+		b.sin = new_input(c, LOOM_TYPE_F32, 2, hp->head_dim / 2,
+				  n_tokens, "inp_rope_sin");
+	}
 
 	x = loom_get_rows(c, m->tok_embd, tokens);
 	for (int64_t i = 0; i < hp->n_layer && x; i++) {
@@ -755,6 +846,8 @@ static int build_graph(struct llama_model *m, int n_tokens, int n_kv,
 	m->in_pos = b.pos;
 	m->in_kv_ids = b.kv_ids;
 	m->in_mask = b.mask;
+	m->in_cos = b.cos;
+	m->in_sin = b.sin;
 	m->out_logits = x;
 	return LOOM_OK;
 
@@ -791,6 +884,41 @@ int llama_model_reserve(struct llama_model *m, int n_tokens)
 	return ret;
 }
 
+/* cos and sin of pos * scale * base^(-2i / head_dim) / factor[i] for each
+ * pair i of each token of the batch. */
+static int set_rope_tables(struct llama_model *m, int n_tokens, int n_past)
+{
+	const struct llama_hparams *hp = &m->hp;
+	int64_t h2 = hp->head_dim / 2;
+	size_t n = (size_t)(h2 * n_tokens);
+	double scale = hp->rope_scale > 0 ? hp->rope_scale : 1.0;
+	float *cs = malloc(n * sizeof(*cs)), *sn = malloc(n * sizeof(*sn));
+	int ret;
+
+	if (!cs || !sn) {
+		ret = loom_error_set(LOOM_E_NOMEM, "llama: no memory");
+		goto out;
+	}
+	for (int t = 0; t < n_tokens; t++) {
+		for (int64_t i = 0; i < h2; i++) {
+			double th = (double)(n_past + t) * scale *
+				    pow(hp->rope_base,
+					-2.0 * (double)i / (double)hp->head_dim) /
+				    m->freq_factors[i];
+
+			cs[t * h2 + i] = (float)cos(th);
+			sn[t * h2 + i] = (float)sin(th);
+		}
+	}
+	ret = loom_tensor_set(m->in_cos, cs, 0, n * sizeof(*cs));
+	if (!ret)
+		ret = loom_tensor_set(m->in_sin, sn, 0, n * sizeof(*sn));
+out:
+	free(sn);
+	free(cs);
+	return ret;
+}
+
 /* Fills the graph's inputs for a batch at position n_past. */
 static int set_inputs(struct llama_model *m, const int32_t *tokens,
 		      int n_tokens, int n_past)
@@ -819,7 +947,8 @@ static int set_inputs(struct llama_model *m, const int32_t *tokens,
 	}
 	ret = loom_tensor_set(m->in_tokens, tokens, 0,
 			      (size_t)n_tokens * sizeof(*tokens));
-	if (!ret)
+	/* Rope from tables reads no positions. */
+	if (!ret && !hp->rope_freqs)
 		ret = loom_tensor_set(m->in_pos, ids, 0,
 				      (size_t)n_tokens * sizeof(*ids));
 	if (!ret)
@@ -828,6 +957,8 @@ static int set_inputs(struct llama_model *m, const int32_t *tokens,
 	if (!ret)
 		ret = loom_tensor_set(m->in_mask, mask, 0,
 				      (size_t)(rows * n_kv) * sizeof(*mask));
+	if (!ret && hp->rope_freqs)
+		ret = set_rope_tables(m, n_tokens, n_past);
 out:
 	free(mask);
 	free(ids);

@@ -35,6 +35,8 @@ struct llama_hparams {
 	bool qkv_bias;         /* attn_q/k/v.bias added to the projections */
 	bool qk_norm;          /* attn_q_norm/attn_k_norm: RMSNorm per head */
 	bool tied_output;      /* no output.weight: token_embd projects */
+	bool rope_freqs;       /* rope_freqs.weight: a divisor of each pair's
+				* frequency (Llama 3.1); n_rot is head_dim */
 	enum loom_type cache_type; /* KV cache: F32 or F16 */
 };
 
@@ -68,8 +70,9 @@ struct llama_source {
 
 /* As llama_model_new, with the weights of src rather than synthetic ones.
  * The tensors are the same, plus blk.N.attn_q/k/v.bias with qkv_bias and
- * blk.N.attn_q_norm/attn_k_norm.weight with qk_norm; output.weight is
- * absent with tied_output. */
+ * blk.N.attn_q_norm/attn_k_norm.weight with qk_norm, rope_freqs.weight
+ * [head_dim / 2] with rope_freqs; output.weight is absent with
+ * tied_output. */
 int llama_model_load(const struct llama_hparams *hp, loom_dev_t *dev,
 		     const struct llama_source *src,
 		     struct llama_model **out);

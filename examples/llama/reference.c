@@ -14,6 +14,7 @@
 struct ref {
 	const struct llama_hparams *hp;
 	loom_ctx_t *ctx;
+	double *freqs; /* rope_freqs.weight, NULL without */
 };
 
 /* Reads a weight back as doubles; NULL (with the error set) on failure.
@@ -85,7 +86,8 @@ static void rms_norm(const double *x, const double *w, double *y, int64_t n,
 
 /* The first n values of a head turn by pos * scale * base^(-2i / n):
  * pairs (2i, 2i + 1) in LOOM_ROPE_NORMAL, (i, i + n / 2) in NEOX. */
-static void rope(const struct llama_hparams *hp, double *v, int64_t pos)
+static void rope(const struct llama_hparams *hp, double *v, int64_t pos,
+		 const double *factors)
 {
 	int64_t n = hp->n_rot ? hp->n_rot : hp->head_dim;
 	double scale = hp->rope_scale > 0 ? hp->rope_scale : 1.0;
@@ -93,7 +95,8 @@ static void rope(const struct llama_hparams *hp, double *v, int64_t pos)
 
 	for (int64_t i = 0; i < n; i += 2) {
 		double th = (double)pos * scale *
-			    pow(hp->rope_base, -(double)i / (double)n);
+			    pow(hp->rope_base, -(double)i / (double)n) /
+			    (factors ? factors[i / 2] : 1.0);
 		int64_t i0 = neox ? i / 2 : i, i1 = neox ? i / 2 + n / 2 : i + 1;
 		double c = cos(th), s = sin(th), a = v[i0], b = v[i1];
 
@@ -285,14 +288,14 @@ static int layer_forward(struct ref *r, int64_t l, double *x, int64_t n,
 
 			if (qkn)
 				rms_norm(qh, qn, qh, hd, hp->eps);
-			rope(hp, qh, t);
+			rope(hp, qh, t, r->freqs);
 		}
 		for (int64_t h = 0; h < hp->n_head_kv; h++) {
 			double *kh = k + t * nkv + h * hd;
 
 			if (qkn)
 				rms_norm(kh, kn, kh, hd, hp->eps);
-			rope(hp, kh, t);
+			rope(hp, kh, t, r->freqs);
 		}
 	}
 	attend(hp, q, k, v, n, att, score);
@@ -351,6 +354,8 @@ int llama_reference_eval(struct llama_model *m, const int32_t *tokens,
 	for (int i = 0; i < 8; i++)
 		if (!(buf[i] = malloc(sizes[i] * sizeof(double))))
 			goto out;
+	if (hp->rope_freqs && !(r.freqs = read_weight(&r, "rope_freqs.weight")))
+		goto out;
 	x = malloc((size_t)(n * e) * sizeof(*x));
 	emb = read_weight(&r, "token_embd.weight");
 	onorm = read_weight(&r, "output_norm.weight");
@@ -372,6 +377,7 @@ int llama_reference_eval(struct llama_model *m, const int32_t *tokens,
 	}
 	ret = LOOM_OK;
 out:
+	free(r.freqs);
 	free(out);
 	free(onorm);
 	free(emb);
