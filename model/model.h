@@ -50,7 +50,8 @@ int model_save(struct llama_model *m, const char *path);
 
 /* The bytes token id stands for (tokenizer.ggml.tokens decoded as the
  * tokenizer.ggml.model says), NUL-terminated into buf of size bytes;
- * "[id]" when the file has no such token.  Returns the length. */
+ * "[id]" when the file has no such token, "" for a control token.
+ * Returns the length. */
 int model_token_text(const struct gguf *g, int32_t id, char *buf,
 		     size_t size);
 

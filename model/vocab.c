@@ -12,6 +12,7 @@ int model_token_text(const struct gguf *g, int32_t id, char *buf,
 		     size_t size)
 {
 	const struct gguf_kv *kv = gguf_kv_find(g, "tokenizer.ggml.tokens");
+	const struct gguf_kv *tt;
 	char model[16] = "llama";
 	const unsigned char *s;
 	size_t n, o = 0;
@@ -22,6 +23,13 @@ int model_token_text(const struct gguf *g, int32_t id, char *buf,
 	if (!kv || kv->type != GGUF_TYPE_ARRAY ||
 	    kv->arr_type != GGUF_TYPE_STRING || id < 0 || (uint64_t)id >= kv->n)
 		return snprintf(buf, size, "[%d]", (int)id);
+	/* Control tokens (type 3: BOS, EOS, ...) have no text. */
+	tt = gguf_kv_find(g, "tokenizer.ggml.token_type");
+	if (tt && tt->type == GGUF_TYPE_ARRAY && tt->n == kv->n &&
+	    (tt->arr_type == GGUF_TYPE_INT32 ||
+	     tt->arr_type == GGUF_TYPE_UINT32) &&
+	    gguf_kv_number(tt, (uint64_t)id) == 3)
+		return 0;
 	gguf_get_string(g, "tokenizer.ggml.model", model, sizeof(model));
 	s = (const unsigned char *)kv->strs[id].s;
 	n = (size_t)kv->strs[id].n;

@@ -38,6 +38,7 @@ static struct gguf *vocab(const char *model, const char *pre, int add_space,
 	int n = 259 + (int)G_N_ELEMENTS(pieces);
 	char **tok = g_new0(char *, n + 1);
 	float *score = g_new0(float, n);
+	int32_t *type = g_new0(int32_t, n);
 	struct gguf_writer *w;
 	struct gguf *g;
 	size_t size;
@@ -52,6 +53,9 @@ static struct gguf *vocab(const char *model, const char *pre, int add_space,
 		tok[259 + i] = g_strdup(pieces[i].text);
 		score[259 + i] = pieces[i].score;
 	}
+	/* unknown, control, control, bytes, then normal. */
+	for (int i = 0; i < n; i++)
+		type[i] = i == 0 ? 2 : i < 3 ? 3 : i < 259 ? 6 : 1;
 	g_assert_cmpint(gguf_writer_new(&w), ==, 0);
 	gguf_writer_add_str(w, "tokenizer.ggml.model", model);
 	gguf_writer_add_str(w, "tokenizer.ggml.pre", pre);
@@ -59,6 +63,8 @@ static struct gguf *vocab(const char *model, const char *pre, int add_space,
 			      (uint64_t)n, tok);
 	gguf_writer_add_array(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32,
 			      (uint64_t)n, score);
+	gguf_writer_add_array(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32,
+			      (uint64_t)n, type);
 	if (add_space >= 0) {
 		b = (uint8_t)add_space;
 		gguf_writer_add(w, "tokenizer.ggml.add_space_prefix",
@@ -73,6 +79,7 @@ static struct gguf *vocab(const char *model, const char *pre, int add_space,
 	gguf_writer_free(w);
 	g_strfreev(tok);
 	g_free(score);
+	g_free(type);
 	g_assert_cmpint(gguf_parse(*bytes, size, &g), ==, 0);
 	return g;
 }
@@ -122,6 +129,22 @@ static void test_spm(void)
 	EXPECT(t, "\xf0\x9f\x99\x82h", true, 1, 259, 270, 260);
 	EXPECT(t, "", true, 1);
 	model_tokenizer_free(t);
+	/* And back to text: the mark is a space, byte tokens their byte. */
+	{
+		char s[16];
+
+		g_assert_cmpint(model_token_text(g, 264, s, sizeof(s)), ==, 2);
+		g_assert_cmpstr(s, ==, " h");
+		model_token_text(g, B('A'), s, sizeof(s));
+		g_assert_cmpstr(s, ==, "A");
+		/* A control token has no text; the unknown one has. */
+		g_assert_cmpint(model_token_text(g, 1, s, sizeof(s)), ==, 0);
+		g_assert_cmpstr(s, ==, "");
+		model_token_text(g, 0, s, sizeof(s));
+		g_assert_cmpstr(s, ==, "<unk>");
+		model_token_text(g, 9999, s, sizeof(s));
+		g_assert_cmpstr(s, ==, "[9999]");
+	}
 	gguf_free(g);
 	free(bytes);
 
@@ -327,6 +350,17 @@ static void test_bpe(void)
 			/* llama-bpe: a word that is a token is taken whole;
 			 * BOS (11 by default). */
 			EXPECT(t, "lo", true, 11, 261);
+		}
+		/* Back to text: U+0120 is the space, U+010A the newline. */
+		{
+			char s[16];
+
+			model_token_text(g, 32, s, sizeof(s));
+			g_assert_cmpstr(s, ==, " ");
+			model_token_text(g, 10, s, sizeof(s));
+			g_assert_cmpstr(s, ==, "\n");
+			model_token_text(g, 259, s, sizeof(s));
+			g_assert_cmpstr(s, ==, " h");
 		}
 		/* Not UTF-8. */
 		{
