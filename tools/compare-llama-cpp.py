@@ -49,8 +49,10 @@ def compare(builddir, model, text, tokens, threads):
         run = loom(builddir, model, args, dump.name)
         got = np.fromfile(dump.name, dtype="<f4")
     ids = run["prompt_tokens"]
+    # An F32 cache on both sides (type 0 is F32 in ggml's numbering).
     llm = Llama(model_path=model, n_ctx=max(64, len(ids) + 8),
-                logits_all=True, n_threads=threads or None, verbose=False)
+                logits_all=True, n_threads=threads or None, type_k=0,
+                type_v=0, verbose=False)
     same_ids = None
     if not tokens:
         ref_ids = llm.tokenize(text.encode(), add_bos=True, special=False)
