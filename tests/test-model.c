@@ -453,6 +453,6 @@ int main(int argc, char **argv)
 	ret = g_test_run();
 	g_rmdir(tmpdir);
 	g_free(tmpdir);
-	loom_unload_all();
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 	return ret;
 }

@@ -657,6 +657,10 @@ out:
 	gguf_free(g);
 	free(prompt);
 	free(st.gen);
-	loom_unload_all();
+	/* What is still alive here is a leak worth a failure. */
+	if (loom_unload_all()) {
+		fail("%s", loom_error_message());
+		ret = ret ? ret : 1;
+	}
 	return ret;
 }
