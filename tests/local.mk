@@ -39,5 +39,6 @@ include tests/ops.mk
 include tests/cpu.mk
 include tests/meta.mk
 include tests/sched.mk
+include tests/model.mk
 include tests/gpu.mk
 endif

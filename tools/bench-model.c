@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "bench-util.h"
 #include "llama.h"
+#include "model.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,6 +62,7 @@ struct model_bench {
 	char notes[4][200];
 	int n_notes;
 	bool whole_ref; /* the reference is the whole CPU in a child */
+	struct gguf *g; /* --gguf: the file's model, not a preset */
 	loom_dev_t *single; /* the best single device */
 };
 
@@ -140,7 +142,8 @@ static int run_device(struct model_bench *mb, struct model_run *r)
 	snprintf(what, sizeof(what), "%s: building", r->name);
 	bench_progress(what, 0, 1);
 	t0 = bench_now();
-	ret = llama_model_new(&mb->hp, r->dev, o->seed, &m);
+	ret = mb->g ? model_load(mb->g, &mb->hp, r->dev, &m) :
+		      llama_model_new(&mb->hp, r->dev, o->seed, &m);
 	if (!ret)
 		ret = bench_backend(r->dev, o, &be);
 	if (!ret)
@@ -301,8 +304,8 @@ static int plan_devices(struct model_bench *mb)
 		loom_dev_t *devs[MODEL_MAX_MEMBERS], *own;
 		size_t n = meta_members(meta, devs, MODEL_MAX_MEMBERS);
 
-		if (n >= 2 && !loom_meta_dev_new(devs, n, NULL, &shape, NULL,
-						 &own))
+		if (n >= 2 && !loom_meta_dev_new(devs, n, model_split, &shape,
+						 NULL, &own))
 			meta = own;
 	} else if (cpu && loom_reg_dev_count(cpu) >= 2) {
 		loom_dev_t *devs[MODEL_MAX_MEMBERS];
@@ -313,7 +316,8 @@ static int plan_devices(struct model_bench *mb)
 			n = MODEL_MAX_MEMBERS;
 		for (size_t i = 0; i < n; i++)
 			devs[i] = loom_reg_dev(cpu, i);
-		ret = loom_meta_dev_new(devs, n, NULL, &shape, NULL, &meta);
+		ret = loom_meta_dev_new(devs, n, model_split, &shape, NULL,
+					&meta);
 		if (ret) {
 			add_note(mb, "meta run skipped: %s", loom_error_message());
 			meta = NULL;
@@ -383,6 +387,10 @@ static int run_whole_cpu(struct model_bench *mb)
 	argv[argc++] = a_reps;
 	argv[argc++] = "--seed";
 	argv[argc++] = a_seed;
+	if (o->gguf) {
+		argv[argc++] = "--gguf";
+		argv[argc++] = (char *)o->gguf;
+	}
 	if (o->threads > 0) {
 		argv[argc++] = "--threads";
 		argv[argc++] = a_thr;
@@ -531,7 +539,7 @@ static void print_json(struct model_bench *mb)
 			worst = mb->runs[i].nmse;
 	bj_init(&j, stdout);
 	bj_obj_begin(&j, NULL);
-	bj_str(&j, "preset", o->preset);
+	bj_str(&j, "preset", o->gguf ? o->gguf : o->preset);
 	bj_str(&j, "type", loom_type_name(mb->hp.wtype));
 	bj_int(&j, "n_params", mb->n_params);
 	bj_int(&j, "n_layer", mb->hp.n_layer);
@@ -660,7 +668,8 @@ static void print_table(struct model_bench *mb)
 	snprintf(title, sizeof(title),
 		 "model %s: %s, %lld layers, n_embd %lld, heads %lld/%lld kv, "
 		 "n_ff %lld%s, %.1f M params (%.1f MiB); prefill %d, "
-		 "decode %d tokens", o->preset, loom_type_name(hp->wtype),
+		 "decode %d tokens", o->gguf ? o->gguf : o->preset,
+		 loom_type_name(hp->wtype),
 		 (long long)hp->n_layer, (long long)hp->n_embd,
 		 (long long)hp->n_head, (long long)hp->n_head_kv,
 		 (long long)hp->n_ff, hp->n_expert ? ", MoE" : "",
@@ -703,11 +712,20 @@ static int setup(struct model_bench *mb)
 	uint64_t s = o->seed * 0x9e3779b97f4a7c15ull + 7;
 	int ret;
 
-	ret = llama_hparams_preset(o->preset, &mb->hp);
-	if (ret)
-		return ret;
-	if (o->n_types)
-		mb->hp.wtype = o->types[0];
+	if (o->gguf) {
+		ret = gguf_open(o->gguf, &mb->g);
+		if (!ret)
+			ret = model_hparams(mb->g, o->prefill + o->decode,
+					    LOOM_TYPE_F32, &mb->hp, NULL);
+		if (ret)
+			return ret;
+	} else {
+		ret = llama_hparams_preset(o->preset, &mb->hp);
+		if (ret)
+			return ret;
+		if (o->n_types)
+			mb->hp.wtype = o->types[0];
+	}
 	mb->hp.n_ctx = o->prefill + o->decode;
 	ret = llama_hparams_check(&mb->hp);
 	if (ret)
@@ -722,6 +740,27 @@ static int setup(struct model_bench *mb)
 		mb->tokens[i] = (int32_t)(s % (uint64_t)mb->hp.n_vocab);
 	}
 	return LOOM_OK;
+}
+
+/* --save: the synthetic model written as a GGUF file, nothing run. */
+static int save_model(struct model_bench *mb)
+{
+	loom_dev_t *dev = loom_dev_by_name("cpu0");
+	struct llama_model *m;
+	int ret;
+
+	if (!dev)
+		dev = loom_dev_get(0);
+	ret = llama_model_new(&mb->hp, dev, mb->o->seed, &m);
+	if (ret)
+		return ret;
+	ret = model_save(m, mb->o->save);
+	if (!ret)
+		fprintf(stderr, "loom-bench: %s: %s, %zu bytes of weights\n",
+			mb->o->save, mb->o->preset,
+			llama_model_weight_bytes(m));
+	llama_model_free(m);
+	return ret;
 }
 
 int bench_cmd_model(const struct bench_opts *o)
@@ -740,6 +779,14 @@ int bench_cmd_model(const struct bench_opts *o)
 	}
 	if (bench_load())
 		goto out;
+	if (o->save) {
+		ret = save_model(mb);
+		if (ret)
+			bench_fail("save", ret);
+		else
+			status = 0;
+		goto out;
+	}
 	ret = plan_devices(mb);
 	if (ret) {
 		bench_fail("devices", ret);
@@ -835,6 +882,7 @@ out:
 	for (int i = 0; i < mb->n_runs; i++)
 		free(mb->runs[i].logits);
 	free(mb->tokens);
+	gguf_free(mb->g);
 	free(mb);
 	return status;
 }

@@ -36,6 +36,8 @@ struct bench_opts {
 	bool no_limits;       /* --no-limits: skip peak/STREAM measurement */
 	bool quick;           /* --quick: shorter limit measurements */
 	const char *internal; /* --internal-single FILE (model, child run) */
+	const char *save;     /* --save FILE.gguf (model: write, not run) */
+	const char *gguf;     /* --gguf FILE.gguf (model: this file's model) */
 };
 
 /* Threads for the machine-limit measurements: --threads, else every CPU

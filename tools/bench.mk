@@ -15,5 +15,6 @@ tools_loom_bench_SOURCES = \
 	tools/bench-world.c \
 	tools/bench-dispatch.c \
 	tools/bench-openblas.c
-tools_loom_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/llama
-tools_loom_bench_LDADD = examples/libllama.la libcore/libloom.la -lpthread -lm
+tools_loom_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/llama \
+	-I$(top_srcdir)/model
+tools_loom_bench_LDADD = model/libmodel.la libcore/libloom.la -lpthread -lm

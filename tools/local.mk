@@ -2,3 +2,4 @@
 include tools/info.mk
 include tools/bench.mk
 include tools/conformance.mk
+include tools/run.mk

@@ -62,6 +62,12 @@ static void usage(FILE *f)
 		"  --compare openblas  gemm, gemv: OpenBLAS in the same table\n"
 		"  --preset P          model: tiny|tiny-moe|small|small-moe|"
 		"7b-layer\n"
+		"  --gguf FILE.gguf    model: measure this file's model "
+		"(llama, qwen2,\n"
+		"                      qwen3, qwen3moe) instead of a preset\n"
+		"  --save FILE.gguf    model: write the preset's synthetic "
+		"weights as a\n"
+		"                      GGUF file (llama) and exit\n"
 		"  --prefill N         model: prompt tokens (default 512)\n"
 		"  --decode N          model: generated tokens (default 128)\n"
 		"  --size N            gemm: m = n = k (default 2048); "
@@ -125,7 +131,8 @@ enum {
 	OPT_THREADS = 256, OPT_DEVICES, OPT_JSON, OPT_REPS, OPT_TYPE,
 	OPT_COMPARE, OPT_PRESET, OPT_PREFILL, OPT_DECODE, OPT_SIZE,
 	OPT_PARTS, OPT_WORLD, OPT_MAX_BYTES, OPT_SEED, OPT_QUICK,
-	OPT_NO_LIMITS, OPT_INTERNAL, OPT_ROWS, OPT_HELP, OPT_VERSION,
+	OPT_NO_LIMITS, OPT_INTERNAL, OPT_ROWS, OPT_SAVE, OPT_GGUF, OPT_HELP,
+	OPT_VERSION,
 };
 
 static const struct option long_opts[] = {
@@ -148,6 +155,8 @@ static const struct option long_opts[] = {
 	{ "quick", no_argument, NULL, OPT_QUICK },
 	{ "no-limits", no_argument, NULL, OPT_NO_LIMITS },
 	{ "internal-single", required_argument, NULL, OPT_INTERNAL },
+	{ "save", required_argument, NULL, OPT_SAVE },
+	{ "gguf", required_argument, NULL, OPT_GGUF },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -192,6 +201,12 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 			break;
 		case OPT_PRESET:
 			o->preset = optarg;
+			break;
+		case OPT_SAVE:
+			o->save = optarg;
+			break;
+		case OPT_GGUF:
+			o->gguf = optarg;
 			break;
 		case OPT_PREFILL:
 			if (parse_int(optarg, 1, 1 << 20, &v))

@@ -18,6 +18,8 @@
 struct llama_layer {
 	struct loom_tensor *attn_norm;
 	struct loom_tensor *wq, *wk, *wv, *wo;
+	struct loom_tensor *bq, *bk, *bv;
+	struct loom_tensor *q_norm, *k_norm;
 	struct loom_tensor *ffn_norm;
 	struct loom_tensor *ffn_gate, *ffn_up, *ffn_down;
 	struct loom_tensor *ffn_gate_inp;
@@ -27,10 +29,13 @@ struct llama_layer {
 
 struct llama_model {
 	struct llama_hparams hp;
+	const struct llama_source *src; /* NULL: synthetic weights */
 	loom_dev_t *dev;
 	loom_ctx_t *wctx;
 	loom_buffer_t *wbuf;
 	struct loom_tensor *tok_embd, *output_norm, *output;
+	struct loom_tensor *rope_freqs;
+	float *freq_factors; /* rope_freqs read back, for the rope tables */
 	struct llama_layer *layers;
 	size_t weight_bytes, decode_bytes, cache_bytes;
 	int64_t n_params;
@@ -44,6 +49,7 @@ struct llama_model {
 	bool g_all;
 	bool g_placed;
 	struct loom_tensor *in_tokens, *in_pos, *in_kv_ids, *in_mask;
+	struct loom_tensor *in_cos, *in_sin;
 	struct loom_tensor *out_logits;
 };
 
@@ -124,6 +130,25 @@ int llama_hparams_check(const struct llama_hparams *hp)
 				      (long long)hp->n_head_kv);
 	if (hp->head_dim % 2)
 		return loom_error_set(LOOM_E_INVAL, "llama: odd head_dim");
+	if (hp->n_rot < 0 || hp->n_rot % 2 || hp->n_rot > hp->head_dim)
+		return loom_error_set(LOOM_E_INVAL,
+				      "llama: %lld rotated values per head of "
+				      "%lld", (long long)hp->n_rot,
+				      (long long)hp->head_dim);
+	if (hp->rope_mode != LOOM_ROPE_NORMAL &&
+	    hp->rope_mode != LOOM_ROPE_NEOX)
+		return loom_error_set(LOOM_E_INVAL, "llama: bad rope mode");
+	if (hp->rope_freqs && hp->n_rot && hp->n_rot != hp->head_dim)
+		return loom_error_set(LOOM_E_UNSUPPORTED,
+				      "llama: rope frequency factors with %lld "
+				      "of %lld values rotated",
+				      (long long)hp->n_rot,
+				      (long long)hp->head_dim);
+	if (hp->cache_type != LOOM_TYPE_F32 &&
+	    hp->cache_type != LOOM_TYPE_F16)
+		return loom_error_set(LOOM_E_INVAL,
+				      "llama: cache type %s (f32 or f16)",
+				      loom_type_name(hp->cache_type));
 	if (is_moe(hp) && hp->n_expert_used > hp->n_expert)
 		return loom_error_set(LOOM_E_INVAL,
 				      "llama: more experts used than exist");
@@ -234,16 +259,26 @@ static struct loom_tensor *new_weight(loom_ctx_t *ctx, enum loom_type type,
 static int create_tensors(struct llama_model *m)
 {
 	const struct llama_hparams *hp = &m->hp;
+	const struct llama_source *src = m->src;
 	loom_ctx_t *c = m->wctx;
-	enum loom_type wt = hp->wtype;
+	enum loom_type wt = hp->wtype, ty;
 	int64_t n_q = hp->n_head * hp->head_dim;
 	int64_t n_kv = hp->n_head_kv * hp->head_dim;
 	char name[LOOM_MAX_NAME];
+	int ret;
 
-#define W(field, type, nd, a, b, c2, fmt, ...)                                \
+	/* A weight's type is the source's when there is one; the cache's is
+	 * the model's. */
+#define W(field, dtype, nd, a, b, c2, fmt, ...)                                \
 	do {                                                                 \
 		snprintf(name, sizeof(name), fmt, ##__VA_ARGS__);            \
-		field = new_weight(c, type, nd, a, b, c2, name);             \
+		ty = dtype;                                                  \
+		if (src && strncmp(name, "cache_", 6)) {                     \
+			ret = src->type(src->user, name, ty, &ty);           \
+			if (ret)                                             \
+				return ret;                                  \
+		}                                                            \
+		field = new_weight(c, ty, nd, a, b, c2, name);               \
 		if (!field)                                                  \
 			return loom_error_set(LOOM_E_INVAL, "llama: %s: %s", \
 					      name, loom_ctx_error(c));      \
@@ -264,6 +299,20 @@ static int create_tensors(struct llama_model *m)
 		  li);
 		W(l->wo, wt, 2, n_q, hp->n_embd, 1,
 		  "blk.%lld.attn_output.weight", li);
+		if (hp->qkv_bias) {
+			W(l->bq, LOOM_TYPE_F32, 1, n_q, 1, 1,
+			  "blk.%lld.attn_q.bias", li);
+			W(l->bk, LOOM_TYPE_F32, 1, n_kv, 1, 1,
+			  "blk.%lld.attn_k.bias", li);
+			W(l->bv, LOOM_TYPE_F32, 1, n_kv, 1, 1,
+			  "blk.%lld.attn_v.bias", li);
+		}
+		if (hp->qk_norm) {
+			W(l->q_norm, LOOM_TYPE_F32, 1, hp->head_dim, 1, 1,
+			  "blk.%lld.attn_q_norm.weight", li);
+			W(l->k_norm, LOOM_TYPE_F32, 1, hp->head_dim, 1, 1,
+			  "blk.%lld.attn_k_norm.weight", li);
+		}
 		W(l->ffn_norm, LOOM_TYPE_F32, 1, hp->n_embd, 1, 1,
 		  "blk.%lld.ffn_norm.weight", li);
 		if (is_moe(hp)) {
@@ -286,16 +335,23 @@ static int create_tensors(struct llama_model *m)
 	}
 	W(m->output_norm, LOOM_TYPE_F32, 1, hp->n_embd, 1, 1,
 	  "output_norm.weight");
-	W(m->output, wt, 2, hp->n_embd, hp->n_vocab, 1, "output.weight");
+	if (hp->rope_freqs)
+		W(m->rope_freqs, LOOM_TYPE_F32, 1, hp->head_dim / 2, 1, 1,
+		  "rope_freqs.weight");
+	if (hp->tied_output)
+		m->output = m->tok_embd;
+	else
+		W(m->output, wt, 2, hp->n_embd, hp->n_vocab, 1,
+		  "output.weight");
 
 	/* The cache: [head_dim, n_ctx, n_head_kv], a position per row so that
 	 * set_rows writes tokens and each head is one matrix for attention. */
 	for (int64_t i = 0; i < hp->n_layer; i++) {
 		struct llama_layer *l = &m->layers[i];
 
-		W(l->cache_k, LOOM_TYPE_F32, 3, hp->head_dim, hp->n_ctx,
+		W(l->cache_k, hp->cache_type, 3, hp->head_dim, hp->n_ctx,
 		  hp->n_head_kv, "cache_k.%lld", (long long)i);
-		W(l->cache_v, LOOM_TYPE_F32, 3, hp->head_dim, hp->n_ctx,
+		W(l->cache_v, hp->cache_type, 3, hp->head_dim, hp->n_ctx,
 		  hp->n_head_kv, "cache_v.%lld", (long long)i);
 	}
 #undef W
@@ -321,7 +377,7 @@ static int fill_weights(struct llama_model *m, uint64_t seed)
 		}
 		m->weight_bytes += bytes;
 		m->n_params += loom_tensor_n_elements(t);
-		if (t == m->tok_embd)
+		if (t == m->tok_embd && !hp->tied_output)
 			m->decode_bytes += loom_type_row_size(t->type, t->ne[0]);
 		else if (strstr(t->name, "_exps"))
 			m->decode_bytes += bytes / (size_t)hp->n_expert *
@@ -329,9 +385,13 @@ static int fill_weights(struct llama_model *m, uint64_t seed)
 		else
 			m->decode_bytes += bytes;
 
-		if (norm)
+		if (m->src)
+			ret = m->src->fill(m->src->user, t);
+		else if (t == m->rope_freqs)
+			ret = fill_tensor(t, seed, 2.5f, 1.5f); /* [1, 4) */
+		else if (norm)
 			ret = fill_tensor(t, seed, 1.0f, 0.1f);
-		else if (t == m->tok_embd)
+		else if (t == m->tok_embd || loom_tensor_n_dims(t) == 1)
 			ret = fill_tensor(t, seed, 0.0f, 1.0f);
 		else
 			ret = fill_tensor(t, seed, 0.0f, mat_scale(t->ne[0]));
@@ -357,8 +417,30 @@ int llama_model_clear_cache(struct llama_model *m)
 	return LOOM_OK;
 }
 
-int llama_model_new(const struct llama_hparams *hp, loom_dev_t *dev,
-		    uint64_t seed, struct llama_model **out)
+/* The frequency factors on the host, where the rope tables are made. */
+static int read_freq_factors(struct llama_model *m)
+{
+	size_t n = loom_tensor_n_bytes(m->rope_freqs);
+
+	int ret;
+
+	m->freq_factors = malloc(n);
+	if (!m->freq_factors)
+		return loom_error_set(LOOM_E_NOMEM, "llama: no memory");
+	ret = loom_tensor_get(m->rope_freqs, m->freq_factors, 0, n);
+	for (int64_t i = 0; !ret && i < m->rope_freqs->ne[0]; i++)
+		if (!(m->freq_factors[i] > 0) || isinf(m->freq_factors[i]))
+			ret = loom_error_set(LOOM_E_INVAL,
+					     "llama: rope_freqs.weight: factor "
+					     "%lld is %g, not a positive "
+					     "number", (long long)i,
+					     (double)m->freq_factors[i]);
+	return ret;
+}
+
+static int model_new(const struct llama_hparams *hp, loom_dev_t *dev,
+		     const struct llama_source *src, uint64_t seed,
+		     struct llama_model **out)
 {
 	struct llama_model *m;
 	loom_buffer_type_t *buft;
@@ -379,6 +461,7 @@ int llama_model_new(const struct llama_hparams *hp, loom_dev_t *dev,
 	if (!m)
 		return loom_error_set(LOOM_E_NOMEM, "llama: no memory");
 	m->hp = *hp;
+	m->src = src;
 	m->dev = dev;
 	m->layers = calloc((size_t)hp->n_layer, sizeof(*m->layers));
 	if (!m->layers) {
@@ -396,6 +479,9 @@ int llama_model_new(const struct llama_hparams *hp, loom_dev_t *dev,
 		goto err_free;
 	loom_buffer_set_usage(m->wbuf, LOOM_BUFFER_USAGE_WEIGHTS);
 	ret = fill_weights(m, seed);
+	m->src = NULL;
+	if (!ret && m->rope_freqs)
+		ret = read_freq_factors(m);
 	if (ret)
 		goto err_free;
 	ret = loom_galloc_new(buft, &m->galloc);
@@ -407,6 +493,21 @@ int llama_model_new(const struct llama_hparams *hp, loom_dev_t *dev,
 err_free:
 	llama_model_free(m);
 	return ret;
+}
+
+int llama_model_new(const struct llama_hparams *hp, loom_dev_t *dev,
+		    uint64_t seed, struct llama_model **out)
+{
+	return model_new(hp, dev, NULL, seed, out);
+}
+
+int llama_model_load(const struct llama_hparams *hp, loom_dev_t *dev,
+		     const struct llama_source *src,
+		     struct llama_model **out)
+{
+	if (!src || !src->type || !src->fill)
+		return loom_error_set(LOOM_E_INVAL, "llama: no weight source");
+	return model_new(hp, dev, src, 0, out);
 }
 
 static void drop_graph(struct llama_model *m)
@@ -426,6 +527,7 @@ void llama_model_free(struct llama_model *m)
 	loom_galloc_free(m->galloc);
 	loom_buffer_free(m->wbuf);
 	loom_ctx_free(m->wctx);
+	free(m->freq_factors);
 	free(m->layers);
 	free(m);
 }
@@ -502,12 +604,63 @@ struct build {
 	int64_t n_tokens;
 	int64_t n_kv;
 	struct loom_tensor *pos, *kv_ids, *mask;
+	struct loom_tensor *cos, *sin; /* [head_dim / 2, n_tokens] */
 };
 
 static struct loom_tensor *rms(struct build *b, struct loom_tensor *x,
 			       struct loom_tensor *w)
 {
 	return loom_mul(b->c, loom_rms_norm(b->c, x, b->m->hp.eps), w);
+}
+
+/* Rope from tables of cos and sin per pair and token, made on the host
+ * with the file's frequency factors: x [head_dim, n_head, n_tokens] read
+ * as pairs (x0, x1) (NORMAL: adjacent; NEOX: the two halves) turned into
+ * (x0 cos - x1 sin, x0 sin + x1 cos). */
+static struct loom_tensor *rope_table(struct build *b, struct loom_tensor *x,
+				      int64_t nh)
+{
+	const struct llama_hparams *hp = &b->m->hp;
+	loom_ctx_t *c = b->c;
+	int64_t h2 = hp->head_dim / 2, t = b->n_tokens;
+	bool neox = hp->rope_mode == LOOM_ROPE_NEOX;
+	size_t step = neox ? (size_t)h2 * sizeof(float) : sizeof(float);
+	struct loom_tensor *x4, *x0, *x1, *cs, *sn, *o0, *o1;
+
+	/* A tensor of its own, so that on a meta device the pairs' views
+	 * cut it by heads, not inside the projection's slices. */
+	x = loom_cont(c, x);
+	x4 = neox ? loom_reshape_4d(c, x, h2, 2, nh, t) :
+		    loom_reshape_4d(c, x, 2, h2, nh, t);
+	if (!x4)
+		return NULL;
+	x0 = loom_view_4d(c, x4, neox ? h2 : 1, neox ? 1 : h2, nh, t,
+			  x4->nb[1], x4->nb[2], x4->nb[3], 0);
+	x1 = loom_view_4d(c, x4, neox ? h2 : 1, neox ? 1 : h2, nh, t,
+			  x4->nb[1], x4->nb[2], x4->nb[3], step);
+	x0 = loom_cont(c, x0);
+	x1 = loom_cont(c, x1);
+	cs = neox ? loom_reshape_4d(c, b->cos, h2, 1, 1, t) :
+		    loom_reshape_4d(c, b->cos, 1, h2, 1, t);
+	sn = neox ? loom_reshape_4d(c, b->sin, h2, 1, 1, t) :
+		    loom_reshape_4d(c, b->sin, 1, h2, 1, t);
+	o0 = loom_sub(c, loom_mul(c, x0, cs), loom_mul(c, x1, sn));
+	o1 = loom_add(c, loom_mul(c, x0, sn), loom_mul(c, x1, cs));
+	x = loom_concat(c, o0, o1, neox ? 1 : 0);
+	return loom_reshape_3d(c, x, hp->head_dim, nh, t);
+}
+
+static struct loom_tensor *rope(struct build *b, struct loom_tensor *x,
+				int64_t nh)
+{
+	const struct llama_hparams *hp = &b->m->hp;
+	int64_t n_rot = hp->n_rot ? hp->n_rot : hp->head_dim;
+	float freq_scale = hp->rope_scale > 0 ? hp->rope_scale : 1.0f;
+
+	if (hp->rope_freqs)
+		return rope_table(b, x, nh);
+	return loom_rope(b->c, x, b->pos, (int)n_rot, hp->rope_mode,
+			 hp->rope_base, freq_scale);
 }
 
 /* Self-attention of one layer over the cache window [0, n_kv).  Heads are
@@ -525,13 +678,20 @@ static struct loom_tensor *attention(struct build *b, struct llama_layer *l,
 	q = loom_mul_mat(c, l->wq, cur);
 	k = loom_mul_mat(c, l->wk, cur);
 	v = loom_mul_mat(c, l->wv, cur);
+	if (hp->qkv_bias) {
+		q = loom_add(c, q, l->bq);
+		k = loom_add(c, k, l->bk);
+		v = loom_add(c, v, l->bv);
+	}
 	q = loom_reshape_3d(c, q, hd, hp->n_head, t);
 	k = loom_reshape_3d(c, k, hd, hkv, t);
 	v = loom_reshape_3d(c, v, hd, hkv, t);
-	q = loom_rope(c, q, b->pos, (int)hd, LOOM_ROPE_NORMAL, hp->rope_base,
-		      1.0f);
-	k = loom_rope(c, k, b->pos, (int)hd, LOOM_ROPE_NORMAL, hp->rope_base,
-		      1.0f);
+	if (hp->qk_norm) {
+		q = rms(b, q, l->q_norm);
+		k = rms(b, k, l->k_norm);
+	}
+	q = rope(b, q, hp->n_head);
+	k = rope(b, k, hkv);
 
 	/* New keys and values into the cache rows of their positions. */
 	k = loom_cont(c, loom_permute(c, k, 0, 2, 1, 3));
@@ -642,6 +802,12 @@ static int build_graph(struct llama_model *m, int n_tokens, int n_kv,
 			     "inp_kv_ids");
 	b.mask = new_input(c, LOOM_TYPE_F32, 2, n_kv, n_tokens * g,
 			   "inp_mask");
+	if (hp->rope_freqs) {
+		b.cos = new_input(c, LOOM_TYPE_F32, 2, hp->head_dim / 2,
+				  n_tokens, "inp_rope_cos");
+		b.sin = new_input(c, LOOM_TYPE_F32, 2, hp->head_dim / 2,
+				  n_tokens, "inp_rope_sin");
+	}
 
 	x = loom_get_rows(c, m->tok_embd, tokens);
 	for (int64_t i = 0; i < hp->n_layer && x; i++) {
@@ -680,6 +846,8 @@ static int build_graph(struct llama_model *m, int n_tokens, int n_kv,
 	m->in_pos = b.pos;
 	m->in_kv_ids = b.kv_ids;
 	m->in_mask = b.mask;
+	m->in_cos = b.cos;
+	m->in_sin = b.sin;
 	m->out_logits = x;
 	return LOOM_OK;
 
@@ -716,6 +884,41 @@ int llama_model_reserve(struct llama_model *m, int n_tokens)
 	return ret;
 }
 
+/* cos and sin of pos * scale * base^(-2i / head_dim) / factor[i] for each
+ * pair i of each token of the batch. */
+static int set_rope_tables(struct llama_model *m, int n_tokens, int n_past)
+{
+	const struct llama_hparams *hp = &m->hp;
+	int64_t h2 = hp->head_dim / 2;
+	size_t n = (size_t)(h2 * n_tokens);
+	double scale = hp->rope_scale > 0 ? hp->rope_scale : 1.0;
+	float *cs = malloc(n * sizeof(*cs)), *sn = malloc(n * sizeof(*sn));
+	int ret;
+
+	if (!cs || !sn) {
+		ret = loom_error_set(LOOM_E_NOMEM, "llama: no memory");
+		goto out;
+	}
+	for (int t = 0; t < n_tokens; t++) {
+		for (int64_t i = 0; i < h2; i++) {
+			double th = (double)(n_past + t) * scale *
+				    pow(hp->rope_base,
+					-2.0 * (double)i / (double)hp->head_dim) /
+				    m->freq_factors[i];
+
+			cs[t * h2 + i] = (float)cos(th);
+			sn[t * h2 + i] = (float)sin(th);
+		}
+	}
+	ret = loom_tensor_set(m->in_cos, cs, 0, n * sizeof(*cs));
+	if (!ret)
+		ret = loom_tensor_set(m->in_sin, sn, 0, n * sizeof(*sn));
+out:
+	free(sn);
+	free(cs);
+	return ret;
+}
+
 /* Fills the graph's inputs for a batch at position n_past. */
 static int set_inputs(struct llama_model *m, const int32_t *tokens,
 		      int n_tokens, int n_past)
@@ -744,7 +947,8 @@ static int set_inputs(struct llama_model *m, const int32_t *tokens,
 	}
 	ret = loom_tensor_set(m->in_tokens, tokens, 0,
 			      (size_t)n_tokens * sizeof(*tokens));
-	if (!ret)
+	/* Rope from tables reads no positions. */
+	if (!ret && !hp->rope_freqs)
 		ret = loom_tensor_set(m->in_pos, ids, 0,
 				      (size_t)n_tokens * sizeof(*ids));
 	if (!ret)
@@ -753,6 +957,8 @@ static int set_inputs(struct llama_model *m, const int32_t *tokens,
 	if (!ret)
 		ret = loom_tensor_set(m->in_mask, mask, 0,
 				      (size_t)(rows * n_kv) * sizeof(*mask));
+	if (!ret && hp->rope_freqs)
+		ret = set_rope_tables(m, n_tokens, n_past);
 out:
 	free(mask);
 	free(ids);

@@ -28,6 +28,16 @@ struct llama_hparams {
 	float rope_base;
 	float eps;             /* RMSNorm epsilon */
 	enum loom_type wtype;  /* matrices and embeddings; norms are F32 */
+	/* What model files vary; zero (the presets) is Llama's choice. */
+	enum loom_rope_mode rope_mode;
+	int64_t n_rot;         /* rotated values per head; 0: head_dim */
+	float rope_scale;      /* position scale (linear scaling); 0: 1 */
+	bool qkv_bias;         /* attn_q/k/v.bias added to the projections */
+	bool qk_norm;          /* attn_q_norm/attn_k_norm: RMSNorm per head */
+	bool tied_output;      /* no output.weight: token_embd projects */
+	bool rope_freqs;       /* rope_freqs.weight: a divisor of each pair's
+				* frequency (Llama 3.1); n_rot is head_dim */
+	enum loom_type cache_type; /* KV cache: F32 or F16 */
 };
 
 /* Fills *out with a named preset: "tiny", "tiny-moe", "small",
@@ -46,6 +56,26 @@ void llama_meta_model(const struct llama_hparams *hp,
 		      struct loom_meta_model *out);
 
 struct llama_model;
+
+/* Where weights come from when they are not synthetic (a model file):
+ * type() gives the type of the weight called name (def when the source
+ * has no say), fill() writes a weight once it is placed on the device.
+ * Both return LOOM_OK or an error with its message set. */
+struct llama_source {
+	int (*type)(void *user, const char *name, enum loom_type def,
+		    enum loom_type *out);
+	int (*fill)(void *user, struct loom_tensor *t);
+	void *user;
+};
+
+/* As llama_model_new, with the weights of src rather than synthetic ones.
+ * The tensors are the same, plus blk.N.attn_q/k/v.bias with qkv_bias and
+ * blk.N.attn_q_norm/attn_k_norm.weight with qk_norm, rope_freqs.weight
+ * [head_dim / 2] with rope_freqs; output.weight is absent with
+ * tied_output. */
+int llama_model_load(const struct llama_hparams *hp, loom_dev_t *dev,
+		     const struct llama_source *src,
+		     struct llama_model **out);
 
 /* Creates the weights and KV cache on dev (any device, a meta device
  * included) in one buffer of the device's buffer type marked as weights,

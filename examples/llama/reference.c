@@ -14,6 +14,7 @@
 struct ref {
 	const struct llama_hparams *hp;
 	loom_ctx_t *ctx;
+	double *freqs; /* rope_freqs.weight, NULL without */
 };
 
 /* Reads a weight back as doubles; NULL (with the error set) on failure.
@@ -83,16 +84,40 @@ static void rms_norm(const double *x, const double *w, double *y, int64_t n,
 		y[i] = x[i] * s * w[i];
 }
 
-/* LOOM_ROPE_NORMAL: pairs (2i, 2i + 1) turn by pos * base^(-2i / n). */
-static void rope(double *v, int64_t hd, int64_t pos, double base)
+/* The first n values of a head turn by pos * scale * base^(-2i / n):
+ * pairs (2i, 2i + 1) in LOOM_ROPE_NORMAL, (i, i + n / 2) in NEOX. */
+static void rope(const struct llama_hparams *hp, double *v, int64_t pos,
+		 const double *factors)
 {
-	for (int64_t i = 0; i < hd; i += 2) {
-		double th = (double)pos * pow(base, -(double)i / (double)hd);
-		double c = cos(th), s = sin(th), a = v[i], b = v[i + 1];
+	int64_t n = hp->n_rot ? hp->n_rot : hp->head_dim;
+	double scale = hp->rope_scale > 0 ? hp->rope_scale : 1.0;
+	bool neox = hp->rope_mode == LOOM_ROPE_NEOX;
 
-		v[i] = a * c - b * s;
-		v[i + 1] = a * s + b * c;
+	for (int64_t i = 0; i < n; i += 2) {
+		double th = (double)pos * scale *
+			    pow(hp->rope_base, -(double)i / (double)n) /
+			    (factors ? factors[i / 2] : 1.0);
+		int64_t i0 = neox ? i / 2 : i, i1 = neox ? i / 2 + n / 2 : i + 1;
+		double c = cos(th), s = sin(th), a = v[i0], b = v[i1];
+
+		v[i0] = a * c - b * s;
+		v[i1] = a * s + b * c;
 	}
+}
+
+static double *read_bias(struct ref *r, int64_t layer, const char *what)
+{
+	char name[LOOM_MAX_NAME];
+
+	snprintf(name, sizeof(name), "blk.%lld.%s.bias", (long long)layer,
+		 what);
+	return read_weight(r, name);
+}
+
+static void add_to(double *y, const double *b, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] += b[i];
 }
 
 static double silu(double x)
@@ -235,21 +260,43 @@ static int layer_forward(struct ref *r, int64_t l, double *x, int64_t n,
 	double *wv = read_layer(r, l, "attn_v");
 	double *wo = read_layer(r, l, "attn_output");
 	double *fn = read_layer(r, l, "ffn_norm");
+	bool bias = hp->qkv_bias, qkn = hp->qk_norm;
+	double *bq = bias ? read_bias(r, l, "attn_q") : NULL;
+	double *bk = bias ? read_bias(r, l, "attn_k") : NULL;
+	double *bv = bias ? read_bias(r, l, "attn_v") : NULL;
+	double *qn = qkn ? read_layer(r, l, "attn_q_norm") : NULL;
+	double *kn = qkn ? read_layer(r, l, "attn_k_norm") : NULL;
 	double *cur = buf[0], *q = buf[1], *k = buf[2], *v = buf[3];
 	double *att = buf[4], *score = buf[5], *g = buf[6], *u = buf[7];
 	int ret = LOOM_E_NOMEM;
 
-	if (!an || !wq || !wk || !wv || !wo || !fn)
+	if (!an || !wq || !wk || !wv || !wo || !fn ||
+	    (bias && (!bq || !bk || !bv)) || (qkn && (!qn || !kn)))
 		goto out;
 	for (int64_t t = 0; t < n; t++) {
 		rms_norm(x + t * e, an, cur, e, hp->eps);
 		matvec(wq, cur, q + t * nq, e, nq);
 		matvec(wk, cur, k + t * nkv, e, nkv);
 		matvec(wv, cur, v + t * nkv, e, nkv);
-		for (int64_t h = 0; h < hp->n_head; h++)
-			rope(q + t * nq + h * hd, hd, t, hp->rope_base);
-		for (int64_t h = 0; h < hp->n_head_kv; h++)
-			rope(k + t * nkv + h * hd, hd, t, hp->rope_base);
+		if (bias) {
+			add_to(q + t * nq, bq, nq);
+			add_to(k + t * nkv, bk, nkv);
+			add_to(v + t * nkv, bv, nkv);
+		}
+		for (int64_t h = 0; h < hp->n_head; h++) {
+			double *qh = q + t * nq + h * hd;
+
+			if (qkn)
+				rms_norm(qh, qn, qh, hd, hp->eps);
+			rope(hp, qh, t, r->freqs);
+		}
+		for (int64_t h = 0; h < hp->n_head_kv; h++) {
+			double *kh = k + t * nkv + h * hd;
+
+			if (qkn)
+				rms_norm(kh, kn, kh, hd, hp->eps);
+			rope(hp, kh, t, r->freqs);
+		}
 	}
 	attend(hp, q, k, v, n, att, score);
 	for (int64_t t = 0; t < n; t++) {
@@ -271,6 +318,11 @@ static int layer_forward(struct ref *r, int64_t l, double *x, int64_t n,
 	}
 	ret = LOOM_OK;
 out:
+	free(kn);
+	free(qn);
+	free(bv);
+	free(bk);
+	free(bq);
 	free(fn);
 	free(wo);
 	free(wv);
@@ -302,10 +354,13 @@ int llama_reference_eval(struct llama_model *m, const int32_t *tokens,
 	for (int i = 0; i < 8; i++)
 		if (!(buf[i] = malloc(sizes[i] * sizeof(double))))
 			goto out;
+	if (hp->rope_freqs && !(r.freqs = read_weight(&r, "rope_freqs.weight")))
+		goto out;
 	x = malloc((size_t)(n * e) * sizeof(*x));
 	emb = read_weight(&r, "token_embd.weight");
 	onorm = read_weight(&r, "output_norm.weight");
-	out = read_weight(&r, "output.weight");
+	out = read_weight(&r, hp->tied_output ? "token_embd.weight" :
+						"output.weight");
 	if (!x || !emb || !onorm || !out)
 		goto out;
 	for (int64_t t = 0; t < n; t++)
@@ -322,6 +377,7 @@ int llama_reference_eval(struct llama_model *m, const int32_t *tokens,
 	}
 	ret = LOOM_OK;
 out:
+	free(r.freqs);
 	free(out);
 	free(onorm);
 	free(emb);

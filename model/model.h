@@ -1,0 +1,83 @@
+/* model.h - Llama-family models from GGUF files: the architectures Loom
+ * runs (llama, qwen2, qwen3, qwen3moe) read into the decoder of
+ * examples/llama, with the weights uploaded from the file's mapping.
+ */
+#ifndef LOOM_MODEL_MODEL_H
+#define LOOM_MODEL_MODEL_H
+
+#include "gguf.h"
+#include "llama.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The architectures read, NULL-terminated (static). */
+const char *const *model_arch_names(void);
+
+/* Reads the shape of g's model into *hp: general.architecture must be a
+ * supported one (else LOOM_E_UNSUPPORTED naming it), its keys and tensors
+ * consistent.  n_ctx (> 0) sizes the KV cache, whose type is cache_type
+ * (F32 or F16).  arch (32 bytes, may be NULL) receives the name. */
+int model_hparams(const struct gguf *g, int64_t n_ctx,
+		  enum loom_type cache_type, struct llama_hparams *hp,
+		  char arch[32]);
+
+/* Creates the model of hp (from model_hparams) on dev with g's weights:
+ * every tensor the architecture needs, of the file's shape and a type
+ * Loom has, and no tensor it would ignore.  Pages of the mapping are
+ * dropped once copied.  The caller frees *out with llama_model_free();
+ * g may be freed after. */
+int model_load(const struct gguf *g, const struct llama_hparams *hp,
+	       loom_dev_t *dev, struct llama_model **out);
+/* As model_load, calling progress (when not NULL) after each tensor with
+ * the bytes uploaded so far and the file's tensor bytes. */
+typedef void (*model_progress_fn)(size_t done, size_t total, void *user);
+int model_load_progress(const struct gguf *g, const struct llama_hparams *hp,
+			loom_dev_t *dev, model_progress_fn progress,
+			void *user, struct llama_model **out);
+
+/* The split policy for meta devices: loom_meta_split_default (userdata is
+ * its struct loom_meta_model), with the projections' biases split as the
+ * projections' outputs are. */
+int model_split(const struct loom_tensor *t, struct loom_split *out,
+		void *userdata);
+
+/* Writes m's weights (as its device holds them) and hp's keys as a GGUF
+ * file of architecture llama that model_hparams and model_load read
+ * back.  Used by tests and loom-bench to save a synthetic model. */
+int model_save(struct llama_model *m, const char *path);
+
+/* The bytes token id stands for (tokenizer.ggml.tokens decoded as the
+ * tokenizer.ggml.model says), NUL-terminated into buf of size bytes;
+ * "[id]" when the file has no such token, "" for a control token.
+ * Returns the length. */
+int model_token_text(const struct gguf *g, int32_t id, char *buf,
+		     size_t size);
+
+/* The tokenizer of g's vocabulary; g must outlive it: SentencePiece-style
+ * (tokenizer.ggml.model "llama") or byte-level BPE ("gpt2") with the
+ * pre-tokenizer llama-bpe (Llama 3) or qwen2.  Others are refused with
+ * LOOM_E_UNSUPPORTED naming the model and pre-tokenizer.
+ * The caller frees *out with model_tokenizer_free(). */
+struct model_tokenizer;
+int model_tokenizer_new(const struct gguf *g, struct model_tokenizer **out);
+void model_tokenizer_free(struct model_tokenizer *t);
+/* The ids of text (special tokens in it are plain text), with BOS/EOS as
+ * the file asks when add_special.  *out (malloc'ed, the caller frees; NULL
+ * when *n is 0) receives *n ids. */
+int model_tokenize(const struct model_tokenizer *t, const char *text,
+		   bool add_special, int32_t **out, int *n);
+
+/* Byte-level BPE pre-tokenizers: text[0..len) (UTF-8, else LOOM_E_INVAL)
+ * cut into words, *ends (malloc'ed, the caller frees) receiving the byte
+ * offset where each of the *n words ends. */
+enum model_pretok { MODEL_PRETOK_LLAMA3, MODEL_PRETOK_QWEN2 };
+int model_pretokenize(enum model_pretok kind, const char *text, size_t len,
+		      size_t **ends, size_t *n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOOM_MODEL_MODEL_H */

@@ -1,0 +1,506 @@
+/* tokenizer.c - text to token ids with a model file's vocabulary.
+ * SentencePiece-style (tokenizer.ggml.model "llama"): spaces as U+2581,
+ * the highest-scoring adjacent pair merged first (the leftmost on ties),
+ * characters left without a token written as byte tokens.  Byte-level
+ * BPE ("gpt2"): words cut by the pre-tokenizer (pretok.c), their bytes as
+ * code points, the lowest-ranked merge first (the leftmost on ties).
+ */
+#include "model.h"
+#include "unicode.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Strings by text: indices + 1, open addressing; 0 is an empty slot. */
+struct strmap {
+	const struct gguf_str *s;
+	uint32_t *slot;
+	size_t mask;
+};
+
+struct model_tokenizer {
+	uint64_t n_vocab;
+	const struct gguf_str *tok;
+	const struct gguf_kv *scores;
+	struct strmap vocab;
+	bool bpe;
+	enum model_pretok pre;
+	bool ignore_merges;  /* a word that is a token is not merged */
+	struct strmap merges; /* "left right" -> rank */
+	int32_t bytes[256];  /* the <0xXX> tokens, -1 where absent */
+	int32_t bos, eos;
+	bool add_bos, add_eos, add_space;
+};
+
+static uint64_t fnv(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static int32_t strmap_find(const struct strmap *m, const char *s, size_t n)
+{
+	for (size_t h = fnv(s, n) & m->mask;; h = (h + 1) & m->mask) {
+		uint32_t v = m->slot[h];
+
+		if (!v)
+			return -1;
+		if (m->s[v - 1].n == n && !memcmp(m->s[v - 1].s, s, n))
+			return (int32_t)(v - 1);
+	}
+}
+
+/* A string that appears twice maps to its last index. */
+static int strmap_init(struct strmap *m, const struct gguf_str *s,
+		       uint64_t n)
+{
+	size_t size = 2;
+
+	while (size < 2 * n)
+		size *= 2;
+	m->s = s;
+	m->mask = size - 1;
+	m->slot = calloc(size, sizeof(*m->slot));
+	if (!m->slot)
+		return loom_error_set(LOOM_E_NOMEM, "tokenizer: no memory");
+	for (uint64_t i = 0; i < n; i++) {
+		size_t h = fnv(s[i].s, (size_t)s[i].n) & m->mask;
+
+		for (;; h = (h + 1) & m->mask) {
+			uint32_t v = m->slot[h];
+
+			if (!v || (s[v - 1].n == s[i].n &&
+				   !memcmp(s[v - 1].s, s[i].s, (size_t)s[i].n)))
+				break;
+		}
+		m->slot[h] = (uint32_t)i + 1;
+	}
+	return LOOM_OK;
+}
+
+/* The id of the token whose text is s[0..n), -1 if none. */
+static int32_t lookup(const struct model_tokenizer *t, const char *s,
+		      size_t n)
+{
+	return strmap_find(&t->vocab, s, n);
+}
+
+static float score(const struct model_tokenizer *t, int32_t id)
+{
+	return t->scores ? (float)gguf_kv_number(t->scores, (uint64_t)id) : 0;
+}
+
+static bool flag(const struct gguf *g, const char *key, bool def)
+{
+	bool v;
+
+	return gguf_get_bool(g, key, &v) ? def : v;
+}
+
+static int32_t token_id(const struct gguf *g, const char *key, int32_t def,
+			uint64_t n)
+{
+	int64_t v;
+
+	if (gguf_get_int(g, key, &v) || v < 0 || (uint64_t)v >= n)
+		return def;
+	return (int32_t)v;
+}
+
+static const struct gguf_kv *str_array(const struct gguf *g,
+					const char *key)
+{
+	const struct gguf_kv *kv = gguf_kv_find(g, key);
+
+	if (!kv || kv->type != GGUF_TYPE_ARRAY ||
+	    kv->arr_type != GGUF_TYPE_STRING || !kv->n || kv->n > INT32_MAX) {
+		loom_error_set(LOOM_E_INVAL, "gguf: %s is not an array of "
+			       "strings", key);
+		return NULL;
+	}
+	return kv;
+}
+
+/* The kind of vocabulary and pre-tokenizer, and the defaults each has
+ * before the file's keys. */
+static int kind(const struct gguf *g, struct model_tokenizer *t)
+{
+	char model[32], pre[64] = "default";
+	int ret;
+
+	ret = gguf_get_string(g, "tokenizer.ggml.model", model, sizeof(model));
+	if (ret)
+		return ret == LOOM_E_NOT_FOUND ?
+			       loom_error_set(ret, "the file has no tokenizer") :
+			       ret;
+	gguf_get_string(g, "tokenizer.ggml.pre", pre, sizeof(pre));
+	if (!strcmp(model, "llama")) {
+		t->add_bos = true;
+		t->add_space = true;
+		t->bos = 1;
+		t->eos = 2;
+		return LOOM_OK;
+	}
+	if (!strcmp(model, "gpt2") &&
+	    (!strcmp(pre, "llama-bpe") || !strcmp(pre, "qwen2"))) {
+		t->bpe = true;
+		t->pre = !strcmp(pre, "qwen2") ? MODEL_PRETOK_QWEN2 :
+						  MODEL_PRETOK_LLAMA3;
+		t->ignore_merges = t->pre == MODEL_PRETOK_LLAMA3;
+		t->add_bos = t->pre == MODEL_PRETOK_LLAMA3;
+		t->bos = t->eos = 11;
+		return LOOM_OK;
+	}
+	return loom_error_set(LOOM_E_UNSUPPORTED,
+			      "tokenizer '%s' (pre-tokenizer '%s') is not "
+			      "supported (llama, and gpt2 with llama-bpe or "
+			      "qwen2, are)", model, pre);
+}
+
+int model_tokenizer_new(const struct gguf *g, struct model_tokenizer **out)
+{
+	const struct gguf_kv *kv, *sc, *mg = NULL;
+	struct model_tokenizer *t = calloc(1, sizeof(*t));
+	int ret;
+
+	if (!t)
+		return loom_error_set(LOOM_E_NOMEM, "tokenizer: no memory");
+	ret = kind(g, t);
+	if (ret)
+		goto err;
+	kv = str_array(g, "tokenizer.ggml.tokens");
+	if (!kv) {
+		ret = LOOM_E_INVAL;
+		goto err;
+	}
+	sc = gguf_kv_find(g, "tokenizer.ggml.scores");
+	if (sc && (sc->type != GGUF_TYPE_ARRAY ||
+		   sc->arr_type != GGUF_TYPE_FLOAT32 || sc->n != kv->n)) {
+		ret = loom_error_set(LOOM_E_INVAL, "gguf: tokenizer.ggml."
+				     "scores is not %llu f32 values",
+				     (unsigned long long)kv->n);
+		goto err;
+	}
+	if (t->bpe) {
+		mg = str_array(g, "tokenizer.ggml.merges");
+		if (!mg) {
+			ret = LOOM_E_INVAL;
+			goto err;
+		}
+	}
+	t->n_vocab = kv->n;
+	t->tok = kv->strs;
+	t->scores = t->bpe ? NULL : sc;
+	ret = strmap_init(&t->vocab, kv->strs, kv->n);
+	if (!ret && mg)
+		ret = strmap_init(&t->merges, mg->strs, mg->n);
+	if (ret)
+		goto err;
+	for (int b = 0; b < 256 && !t->bpe; b++) {
+		static const char hex[] = "0123456789ABCDEF";
+		char s[6] = { '<', '0', 'x', hex[b >> 4], hex[b & 15], '>' };
+
+		t->bytes[b] = lookup(t, s, 6);
+	}
+	t->bos = token_id(g, "tokenizer.ggml.bos_token_id", t->bos, kv->n);
+	t->eos = token_id(g, "tokenizer.ggml.eos_token_id", t->eos, kv->n);
+	t->add_bos = flag(g, "tokenizer.ggml.add_bos_token", t->add_bos);
+	t->add_eos = flag(g, "tokenizer.ggml.add_eos_token", t->add_eos);
+	t->add_space = flag(g, "tokenizer.ggml.add_space_prefix",
+			    t->add_space);
+	*out = t;
+	return LOOM_OK;
+err:
+	model_tokenizer_free(t);
+	return ret;
+}
+
+void model_tokenizer_free(struct model_tokenizer *t)
+{
+	if (!t)
+		return;
+	free(t->vocab.slot);
+	free(t->merges.slot);
+	free(t);
+}
+
+/* ------------------------------------------------------------------------
+ * Merging.  Symbols are a linked list over the text; candidate pairs sit
+ * in a max-heap by score, then by leftmost position.
+ */
+struct sym {
+	size_t off, n;
+	int prev, next;
+};
+
+struct pair {
+	float score;
+	int left, right;
+	size_t n;
+};
+
+struct heap {
+	struct pair *v;
+	size_t n, cap;
+};
+
+static bool above(const struct pair *a, const struct pair *b)
+{
+	return a->score > b->score ||
+	       (a->score == b->score && a->left < b->left);
+}
+
+static int heap_push(struct heap *h, struct pair p)
+{
+	size_t i;
+
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? 2 * h->cap : 64;
+		struct pair *v = realloc(h->v, cap * sizeof(*v));
+
+		if (!v)
+			return LOOM_E_NOMEM;
+		h->v = v;
+		h->cap = cap;
+	}
+	for (i = h->n++; i && above(&p, &h->v[(i - 1) / 2]); i = (i - 1) / 2)
+		h->v[i] = h->v[(i - 1) / 2];
+	h->v[i] = p;
+	return LOOM_OK;
+}
+
+static struct pair heap_pop(struct heap *h)
+{
+	struct pair top = h->v[0], last = h->v[--h->n];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= h->n)
+			break;
+		if (c + 1 < h->n && above(&h->v[c + 1], &h->v[c]))
+			c++;
+		if (!above(&h->v[c], &last))
+			break;
+		h->v[i] = h->v[c];
+		i = c;
+	}
+	if (h->n)
+		h->v[i] = last;
+	return top;
+}
+
+/* A candidate pair: for SentencePiece when the joined text is a token
+ * (its score), for BPE when "left right" is a merge (minus its rank). */
+static int try_pair(const struct model_tokenizer *t, const char *text,
+		    const struct sym *s, int left, int right, struct heap *h)
+{
+	const char *a = text + s[left < 0 ? 0 : left].off;
+	size_t n;
+	int32_t id;
+	float sc;
+
+	if (left < 0 || right < 0)
+		return LOOM_OK;
+	n = s[left].n + s[right].n;
+	if (t->bpe) {
+		size_t nl = s[left].n, nr = s[right].n;
+		char small[256], *buf = small;
+
+		if (nl + nr + 1 > sizeof(small) && !(buf = malloc(nl + nr + 1)))
+			return LOOM_E_NOMEM;
+		memcpy(buf, a, nl);
+		buf[nl] = ' ';
+		memcpy(buf + nl + 1, text + s[right].off, nr);
+		id = strmap_find(&t->merges, buf, nl + nr + 1);
+		sc = -(float)id;
+		if (buf != small)
+			free(buf);
+	} else {
+		id = lookup(t, a, n);
+		sc = id >= 0 ? score(t, id) : 0;
+	}
+	if (id < 0)
+		return LOOM_OK;
+	return heap_push(h, (struct pair){ sc, left, right, n });
+}
+
+struct out {
+	int32_t *v;
+	int n, cap;
+};
+
+static int emit(struct out *o, int32_t id)
+{
+	if (o->n == o->cap) {
+		int cap = o->cap ? 2 * o->cap : 64;
+		int32_t *v = realloc(o->v, (size_t)cap * sizeof(*v));
+
+		if (!v)
+			return LOOM_E_NOMEM;
+		o->v = v;
+		o->cap = cap;
+	}
+	o->v[o->n++] = id;
+	return LOOM_OK;
+}
+
+static size_t utf8_len(unsigned char c)
+{
+	return c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 :
+	       (c >> 3) == 30 ? 4 : 1;
+}
+
+static int tokenize_text(const struct model_tokenizer *t, const char *text,
+			 size_t len, struct out *o)
+{
+	struct sym *s;
+	struct heap h = { 0 };
+	int n = 0, ret = LOOM_OK;
+
+	if (!len)
+		return LOOM_OK;
+	s = malloc(len * sizeof(*s));
+	if (!s)
+		return LOOM_E_NOMEM;
+	for (size_t off = 0; off < len; n++) {
+		size_t k = utf8_len((unsigned char)text[off]);
+
+		s[n].off = off;
+		s[n].n = k < len - off ? k : len - off;
+		off += s[n].n;
+		s[n].prev = n - 1;
+		s[n].next = off == len ? -1 : n + 1;
+	}
+	for (int i = 1; i < n && !ret; i++)
+		ret = try_pair(t, text, s, i - 1, i, &h);
+	while (h.n && !ret) {
+		struct pair p = heap_pop(&h);
+		struct sym *l = &s[p.left], *r = &s[p.right];
+
+		/* A pair one of whose symbols has since merged is stale. */
+		if (!l->n || !r->n || l->n + r->n != p.n)
+			continue;
+		l->n += r->n;
+		r->n = 0;
+		l->next = r->next;
+		if (r->next >= 0)
+			s[r->next].prev = p.left;
+		ret = try_pair(t, text, s, l->prev, p.left, &h);
+		if (!ret)
+			ret = try_pair(t, text, s, p.left, l->next, &h);
+	}
+	for (int i = 0; i >= 0 && !ret; i = s[i].next) {
+		int32_t id = lookup(t, text + s[i].off, s[i].n);
+
+		if (id >= 0) {
+			ret = emit(o, id);
+			continue;
+		}
+		/* BPE: the bytes that are tokens by themselves. */
+		for (size_t k = 0; k < s[i].n && t->bpe && !ret; k++) {
+			id = lookup(t, text + s[i].off + k, 1);
+			if (id >= 0)
+				ret = emit(o, id);
+		}
+		for (size_t k = 0; k < s[i].n && !t->bpe && !ret; k++) {
+			unsigned char b = (unsigned char)text[s[i].off + k];
+
+			if (t->bytes[b] < 0) {
+				ret = loom_error_set(LOOM_E_UNSUPPORTED,
+						     "tokenizer: no token for "
+						     "byte 0x%02X", b);
+				break;
+			}
+			ret = emit(o, t->bytes[b]);
+		}
+	}
+	free(h.v);
+	free(s);
+	return ret;
+}
+
+/* Byte-level BPE: each pre-tokenizer word's bytes as code points, then
+ * merged; a word that is a token as a whole is taken as it is when the
+ * vocabulary says so. */
+static int tokenize_bpe(const struct model_tokenizer *t, const char *text,
+			size_t len, struct out *o)
+{
+	size_t *ends = NULL, n_words, start = 0;
+	char *buf;
+	int ret;
+
+	ret = model_pretokenize(t->pre, text, len, &ends, &n_words);
+	if (ret)
+		return ret;
+	buf = malloc(2 * len + 1);
+	if (!buf) {
+		free(ends);
+		return LOOM_E_NOMEM;
+	}
+	for (size_t w = 0; w < n_words && !ret; w++) {
+		size_t n = 0;
+		int32_t id;
+
+		for (size_t i = start; i < ends[w]; i++)
+			n += model_utf8_encode(model_bpe_byte_cp(
+						       (uint8_t)text[i]),
+					       buf + n);
+		start = ends[w];
+		id = t->ignore_merges ? lookup(t, buf, n) : -1;
+		ret = id >= 0 ? emit(o, id) : tokenize_text(t, buf, n, o);
+	}
+	free(buf);
+	free(ends);
+	return ret;
+}
+
+int model_tokenize(const struct model_tokenizer *t, const char *text,
+		   bool add_special, int32_t **out, int *n_out)
+{
+	struct out o = { 0 };
+	size_t len = strlen(text), n = 0;
+	char *buf;
+	int ret = LOOM_OK;
+
+	/* Each space becomes three bytes; one more may lead. */
+	if (len > (SIZE_MAX - 4) / 3)
+		return loom_error_set(LOOM_E_RANGE, "tokenizer: text too long");
+	buf = malloc(3 * len + 4);
+	if (!buf)
+		return loom_error_set(LOOM_E_NOMEM, "tokenizer: no memory");
+	/* Empty text has no words, hence no mark either. */
+	if (t->add_space && len && !t->bpe) {
+		memcpy(buf, "\xe2\x96\x81", 3);
+		n = 3;
+	}
+	for (size_t i = 0; i < len && !t->bpe; i++) {
+		if (text[i] == ' ') {
+			memcpy(buf + n, "\xe2\x96\x81", 3);
+			n += 3;
+		} else {
+			buf[n++] = text[i];
+		}
+	}
+	if (add_special && t->add_bos)
+		ret = emit(&o, t->bos);
+	if (!ret)
+		ret = t->bpe ? tokenize_bpe(t, text, len, &o) :
+			       tokenize_text(t, buf, n, &o);
+	if (!ret && add_special && t->add_eos)
+		ret = emit(&o, t->eos);
+	free(buf);
+	if (ret) {
+		free(o.v);
+		return ret == LOOM_E_NOMEM ?
+			       loom_error_set(ret, "tokenizer: no memory") :
+			       ret;
+	}
+	*out = o.v;
+	*n_out = o.n;
+	return LOOM_OK;
+}

@@ -1,0 +1,33 @@
+# tests/model.mk - model files and architectures: the GGUF reader and
+# writer (with corrupted files and the fuzz corpus), and each
+# architecture loaded from a generated file against the reference and on
+# meta devices; the tokenizer.
+check_PROGRAMS += tests/test-gguf tests/fuzz-gguf tests/test-model \
+	tests/test-tokenizer
+TESTS += tests/test-gguf tests/fuzz-gguf tests/test-model \
+	tests/test-tokenizer
+
+tests_test_tokenizer_SOURCES = tests/test-tokenizer.c
+tests_test_tokenizer_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/examples/llama
+tests_test_tokenizer_LDFLAGS = -no-install
+tests_test_tokenizer_LDADD = model/libmodel.la $(TEST_LIBS)
+
+tests_test_model_SOURCES = tests/test-model.c
+tests_test_model_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/examples/llama
+tests_test_model_LDFLAGS = -no-install
+tests_test_model_LDADD = model/libmodel.la $(TEST_LIBS)
+
+tests_test_gguf_SOURCES = tests/test-gguf.c
+tests_test_gguf_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_gguf_LDFLAGS = -no-install
+tests_test_gguf_LDADD = model/libmodel.la $(TEST_LIBS)
+
+# The fuzz target, built as a replayer of its corpus (clang's
+# -fsanitize=fuzzer builds the same file as a fuzzer; see the file).
+tests_fuzz_gguf_SOURCES = tests/fuzz-gguf.c
+tests_fuzz_gguf_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/examples/llama \
+	-DFUZZ_REPLAY \
+	-DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz-gguf-corpus"'
+tests_fuzz_gguf_LDFLAGS = -no-install
+tests_fuzz_gguf_LDADD = model/libmodel.la $(TEST_LIBS)
+EXTRA_DIST += tests/fuzz-gguf-corpus

@@ -1,0 +1,458 @@
+/* test-model.c - models read from GGUF files: a synthetic decoder of each
+ * architecture and weight type saved with the writer, loaded back, its
+ * logits checked against the double-precision reference on the same
+ * weights; meta devices over CPU partitions against one device; files
+ * the loader must refuse, each with its message.
+ */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <loom/loom-backend.h>
+
+#include "../model/model.h"
+
+#define N_PROMPT 6
+#define N_GEN 4
+
+static char *tmpdir;
+
+enum arch { LLAMA, QWEN2, QWEN3, QWEN3MOE, MIXTRAL };
+
+struct config {
+	enum arch arch;
+	enum loom_type type;
+	bool tied;
+	double max_nmse;
+	bool freqs; /* rope_freqs.weight */
+};
+
+/* Shapes no partition count divides: 3 KV heads, an FFN of 96. */
+static void shape(enum arch a, enum loom_type type, bool tied,
+		  struct llama_hparams *hp)
+{
+	g_assert_cmpint(llama_hparams_preset("tiny", hp), ==, LOOM_OK);
+	hp->n_vocab = 300;
+	hp->n_embd = 96;
+	hp->n_head = 6;
+	hp->n_head_kv = 3;
+	hp->head_dim = 16;
+	hp->n_ff = 96;
+	hp->n_layer = 2;
+	hp->n_ctx = 32;
+	hp->rope_base = 5000.0f;
+	hp->eps = 1e-6f;
+	hp->wtype = type;
+	hp->tied_output = tied;
+	hp->rope_mode = a == LLAMA || a == MIXTRAL ? LOOM_ROPE_NORMAL :
+						     LOOM_ROPE_NEOX;
+	hp->qkv_bias = a == QWEN2;
+	hp->qk_norm = a == QWEN3 || a == QWEN3MOE;
+	if (a == QWEN3MOE || a == MIXTRAL) {
+		hp->n_expert = 4;
+		hp->n_expert_used = 2;
+		hp->n_ff = 64;
+	}
+}
+
+static double nmse(const double *ref, const float *x, size_t n)
+{
+	double num = 0, den = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double d = (double)x[i] - ref[i];
+
+		num += d * d;
+		den += ref[i] * ref[i];
+	}
+	return den > 0 ? num / den : num;
+}
+
+static double nmse_f(const float *ref, const float *x, size_t n)
+{
+	double num = 0, den = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double d = (double)x[i] - ref[i];
+
+		num += d * d;
+		den += (double)ref[i] * ref[i];
+	}
+	return den > 0 ? num / den : num;
+}
+
+/* Saves a synthetic model of hp as a file; returns its path (g_free). */
+static char *save_model(const struct llama_hparams *hp, const char *name)
+{
+	char *path = g_build_filename(tmpdir, name, NULL);
+	struct llama_model *m;
+
+	if (llama_model_new(hp, loom_dev_by_name("cpu0"), 11, &m))
+		g_error("synthetic model: %s", loom_error_message());
+	if (model_save(m, path))
+		g_error("save: %s", loom_error_message());
+	llama_model_free(m);
+	return path;
+}
+
+static struct llama_model *load(const char *path, loom_dev_t *dev,
+				enum loom_type cache, char arch[32])
+{
+	struct llama_hparams hp;
+	struct llama_model *m;
+	struct gguf *g;
+
+	if (gguf_open(path, &g))
+		g_error("open: %s", loom_error_message());
+	if (model_hparams(g, 32, cache, &hp, arch))
+		g_error("hparams: %s", loom_error_message());
+	if (model_load(g, &hp, dev, &m))
+		g_error("load on %s: %s", loom_dev_name(dev),
+			loom_error_message());
+	gguf_free(g);
+	return m;
+}
+
+/* Mixtral is llama with experts. */
+static const char *const arch_names[] = { "llama", "qwen2", "qwen3",
+					  "qwen3moe", "llama" };
+
+static void test_reference(gconstpointer data)
+{
+	const struct config *c = data;
+	struct llama_hparams hp;
+	struct llama_model *m;
+	loom_dev_t *dev = loom_dev_by_name("cpu0");
+	loom_backend_t *be;
+	int32_t tokens[N_PROMPT] = { 1, 77, 299, 5, 140, 3 };
+	size_t n = (size_t)300 * N_PROMPT;
+	float *got = g_new(float, n);
+	double *ref = g_new(double, n), e;
+	char *path, arch[32];
+
+	shape(c->arch, c->type, c->tied, &hp);
+	hp.rope_freqs = c->freqs;
+	path = save_model(&hp, "ref.gguf");
+	m = load(path, dev, LOOM_TYPE_F32, arch);
+	g_assert_cmpstr(arch, ==, arch_names[c->arch]);
+	g_assert_true(llama_model_hparams(m)->tied_output == c->tied);
+	g_assert_true(llama_model_hparams(m)->rope_freqs == c->freqs);
+	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
+	if (llama_eval(m, be, tokens, N_PROMPT, 0, true, got))
+		g_error("eval: %s", loom_error_message());
+	g_assert_cmpint(llama_reference_eval(m, tokens, N_PROMPT, ref), ==, 0);
+	e = nmse(ref, got, n);
+	g_test_message("%s %s%s: nmse %.3g", arch, loom_type_name(c->type),
+		       c->tied ? " tied" : "", e);
+	g_assert_cmpfloat(e, <=, c->max_nmse);
+	loom_backend_free(be);
+	llama_model_free(m);
+	g_unlink(path);
+	g_free(path);
+	g_free(ref);
+	g_free(got);
+}
+
+/* Prompt logits then N_GEN greedy steps; the tokens chosen go to toks. */
+static float *run(struct llama_model *m, loom_dev_t *dev, int32_t *toks)
+{
+	size_t nv = (size_t)llama_model_hparams(m)->n_vocab;
+	float *out = g_new0(float, nv * (N_PROMPT + N_GEN));
+	int32_t prompt[N_PROMPT] = { 2, 9, 250, 31, 4, 100 };
+	loom_backend_t *be;
+
+	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
+	if (llama_eval(m, be, prompt, N_PROMPT, 0, true, out))
+		g_error("eval on %s: %s", loom_dev_name(dev),
+			loom_error_message());
+	for (int s = 0; s < N_GEN; s++) {
+		const float *last = out + nv * (N_PROMPT - 1 + s);
+		int32_t best = 0;
+
+		for (size_t i = 1; i < nv; i++)
+			if (last[i] > last[best])
+				best = (int32_t)i;
+		toks[s] = best;
+		if (llama_eval(m, be, &best, 1, N_PROMPT + s, false,
+			       out + nv * (N_PROMPT + s)))
+			g_error("decode on %s: %s", loom_dev_name(dev),
+				loom_error_message());
+	}
+	loom_backend_free(be);
+	return out;
+}
+
+struct meta_config {
+	enum arch arch;
+	enum loom_type cache;
+	int n;
+	const float *ratios;
+	enum loom_type type; /* of the weights */
+	bool freqs;          /* rope_freqs.weight */
+};
+
+static void test_meta(gconstpointer data)
+{
+	const struct meta_config *c = data;
+	struct llama_hparams hp;
+	static struct loom_meta_model mm;
+	struct loom_meta_opts opts = { .size = sizeof(opts) };
+	loom_dev_t *devs[3], *meta;
+	struct llama_model *m;
+	int32_t t1[N_GEN], t2[N_GEN];
+	float *ref, *got;
+	size_t n;
+	char *path;
+	double e;
+
+	shape(c->arch, c->type, false, &hp);
+	hp.cache_type = c->cache;
+	hp.rope_freqs = c->freqs;
+	path = save_model(&hp, "meta.gguf");
+	llama_meta_model(&hp, &mm);
+	for (int j = 0; j < c->n; j++) {
+		char name[8];
+
+		g_snprintf(name, sizeof(name), "cpu%d", j);
+		devs[j] = loom_dev_by_name(name);
+	}
+	opts.ratios = c->ratios;
+	if (loom_meta_dev_new(devs, (size_t)c->n, model_split, &mm, &opts,
+			      &meta))
+		g_error("meta: %s", loom_error_message());
+
+	m = load(path, devs[0], c->cache, NULL);
+	ref = run(m, devs[0], t1);
+	llama_model_free(m);
+	m = load(path, meta, c->cache, NULL);
+	got = run(m, meta, t2);
+	llama_model_free(m);
+	n = (size_t)hp.n_vocab * (N_PROMPT + N_GEN);
+	e = nmse_f(ref, got, n);
+	g_test_message("%s over %d: nmse %.3g", arch_names[c->arch], c->n, e);
+	g_assert_cmpfloat(e, <=, 1e-6);
+	for (int s = 0; s < N_GEN; s++)
+		g_assert_cmpint(t1[s], ==, t2[s]);
+	g_unlink(path);
+	g_free(path);
+	g_free(ref);
+	g_free(got);
+}
+
+/* ------------------------------------------------------------------------
+ * Refusals: a saved file rewritten with one change.
+ */
+enum edit { E_ARCH, E_DROP, E_ROPE_FREQS, E_TYPE, E_SHAPE, E_EXTRA,
+	    E_SCALING, E_HEADS, E_ZERO_FREQ };
+
+static char *rewrite(const char *src, enum edit edit)
+{
+	struct gguf *g;
+	struct gguf_writer *w;
+	char *path = g_build_filename(tmpdir, "edited.gguf", NULL);
+	static const uint8_t zeros[4096];
+
+	g_assert_cmpint(gguf_open(src, &g), ==, LOOM_OK);
+	g_assert_cmpint(gguf_writer_new(&w), ==, LOOM_OK);
+	for (size_t i = 0; i < gguf_n_kv(g); i++) {
+		const struct gguf_kv *kv = gguf_kv_get(g, i);
+		bool str = kv->type == GGUF_TYPE_STRING ||
+			   (kv->type == GGUF_TYPE_ARRAY &&
+			    kv->arr_type == GGUF_TYPE_STRING);
+		char **s = NULL;
+
+		if (str) {
+			s = g_new0(char *, kv->n + 1);
+			for (uint64_t k = 0; k < kv->n; k++)
+				s[k] = g_strndup(kv->strs[k].s,
+						 kv->strs[k].n);
+		}
+		if (edit == E_ARCH && !strcmp(kv->key, "general.architecture"))
+			gguf_writer_add_str(w, kv->key, "gpt2");
+		else if (edit == E_HEADS &&
+			 !strcmp(kv->key, "llama.attention.head_count"))
+			gguf_writer_add(w, kv->key, GGUF_TYPE_UINT64,
+					&(uint64_t){ 1ull << 40 });
+		else if (kv->type == GGUF_TYPE_ARRAY)
+			gguf_writer_add_array(w, kv->key, kv->arr_type, kv->n,
+					      str ? (const void *)s : kv->data);
+		else
+			gguf_writer_add(w, kv->key, kv->type,
+					str ? (const void *)s[0] : kv->data);
+		g_strfreev(s);
+	}
+	if (edit == E_SCALING)
+		gguf_writer_add_str(w, "llama.rope.scaling.type", "yarn");
+	for (size_t i = 0; i < gguf_n_tensors(g); i++) {
+		const struct gguf_tensor *t = gguf_tensor_get(g, i);
+		bool it = !strcmp(t->name, "blk.1.ffn_up.weight");
+
+		if (edit == E_DROP && it)
+			continue;
+		if (edit == E_TYPE && it)
+			gguf_writer_add_tensor(w, t->name, 7, t->n_dims, t->ne,
+					       NULL);
+		else if (edit == E_SHAPE && it)
+			gguf_writer_add_tensor(w, t->name, t->type, t->n_dims,
+					       (int64_t[]){ t->ne[1], t->ne[0] },
+					       t->data);
+		else
+			gguf_writer_add_tensor(w, t->name, t->type, t->n_dims,
+					       t->ne, t->data);
+	}
+	if (edit == E_ROPE_FREQS)
+		gguf_writer_add_tensor(w, "rope_freqs.weight", 0, 1,
+				       (int64_t[]){ 4 }, zeros);
+	if (edit == E_ZERO_FREQ)
+		gguf_writer_add_tensor(w, "rope_freqs.weight", 0, 1,
+				       (int64_t[]){ 8 }, zeros);
+	if (edit == E_EXTRA)
+		gguf_writer_add_tensor(w, "blk.0.attn_q.bias", 0, 1,
+				       (int64_t[]){ 96 }, zeros);
+	g_assert_cmpint(gguf_writer_save(w, path), ==, LOOM_OK);
+	gguf_writer_free(w);
+	gguf_free(g);
+	return path;
+}
+
+static void test_refused(void)
+{
+	static const struct {
+		enum edit edit;
+		int status;
+		const char *msg;
+	} cases[] = {
+		{ E_ARCH, LOOM_E_UNSUPPORTED, "architecture 'gpt2' is not "
+		  "supported (llama, qwen2, qwen3, qwen3moe are)" },
+		{ E_DROP, LOOM_E_INVAL, "gguf: tensor 'blk.1.ffn_up.weight' is "
+		  "missing" },
+		{ E_ROPE_FREQS, LOOM_E_INVAL, "gguf: tensor 'rope_freqs.weight' "
+		  "is [4, 1, 1], the model needs [8, 1, 1]" },
+		{ E_ZERO_FREQ, LOOM_E_INVAL, "llama: rope_freqs.weight: factor 0 "
+		  "is 0, not a positive number" },
+		{ E_TYPE, LOOM_E_UNSUPPORTED, "tensor 'blk.1.ffn_up.weight': "
+		  "type q5_1 is not supported by Loom" },
+		{ E_SHAPE, LOOM_E_INVAL, "gguf: tensor 'blk.1.ffn_up.weight' "
+		  "is [128, 96, 1], the model needs [96, 128, 1]" },
+		{ E_EXTRA, LOOM_E_UNSUPPORTED, "gguf: tensor "
+		  "'blk.0.attn_q.bias' is not used by this architecture" },
+		{ E_SCALING, LOOM_E_UNSUPPORTED, "gguf: rope scaling 'yarn' is "
+		  "not supported (none and linear are)" },
+		{ E_HEADS, LOOM_E_INVAL, "gguf: llama: a size above 16777216 "
+		  "(embedding 96, heads 1099511627776/3, layers 2, experts "
+		  "0/0)" },
+	};
+	struct llama_hparams hp;
+	loom_dev_t *dev = loom_dev_by_name("cpu0");
+	char *src;
+
+	shape(LLAMA, LOOM_TYPE_F32, false, &hp);
+	hp.n_ff = 128; /* so that a transposed ffn_up differs */
+	src = save_model(&hp, "src.gguf");
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		char *path = rewrite(src, cases[i].edit);
+		struct llama_hparams h;
+		struct llama_model *m = NULL;
+		struct gguf *g;
+		int ret;
+
+		g_assert_cmpint(gguf_open(path, &g), ==, LOOM_OK);
+		ret = model_hparams(g, 16, LOOM_TYPE_F32, &h, NULL);
+		if (!ret)
+			ret = model_load(g, &h, dev, &m);
+		g_assert_null(m);
+		g_assert_cmpint(ret, ==, cases[i].status);
+		g_assert_cmpstr(loom_error_message(), ==, cases[i].msg);
+		gguf_free(g);
+		g_unlink(path);
+		g_free(path);
+	}
+	g_unlink(src);
+	g_free(src);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct config refs[] = {
+		{ LLAMA, LOOM_TYPE_F32, false, 1e-6, false },
+		{ LLAMA, LOOM_TYPE_F32, true, 1e-6, false },
+		{ LLAMA, LOOM_TYPE_F16, false, 1e-4, false },
+		{ LLAMA, LOOM_TYPE_BF16, false, 1e-3, false },
+		{ LLAMA, LOOM_TYPE_Q8_0, false, 1e-3, false },
+		{ QWEN2, LOOM_TYPE_F32, false, 1e-6, false },
+		{ QWEN2, LOOM_TYPE_Q8_0, true, 1e-3, false },
+		{ QWEN3, LOOM_TYPE_F32, true, 1e-6, false },
+		{ QWEN3, LOOM_TYPE_F16, false, 1e-4, false },
+		{ QWEN3MOE, LOOM_TYPE_F32, false, 1e-6, false },
+		{ QWEN3MOE, LOOM_TYPE_BF16, false, 1e-3, false },
+		{ MIXTRAL, LOOM_TYPE_F32, false, 1e-6, false },
+		{ LLAMA, LOOM_TYPE_F32, false, 1e-6, true },
+		{ LLAMA, LOOM_TYPE_Q8_0, true, 1e-3, true },
+		{ QWEN3, LOOM_TYPE_F32, false, 1e-6, true },
+	};
+	static const float uneven2[2] = { 0.7f, 0.3f };
+	static const float uneven3[3] = { 0.5f, 0.3f, 0.2f };
+	static const struct meta_config metas[] = {
+		{ LLAMA, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_F32, false },
+		{ LLAMA, LOOM_TYPE_F16, 2, uneven2, LOOM_TYPE_F32, false },
+		{ LLAMA, LOOM_TYPE_F32, 3, NULL, LOOM_TYPE_F32, false },
+		{ QWEN2, LOOM_TYPE_F32, 3, uneven3, LOOM_TYPE_F32, false },
+		{ QWEN3, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_F32, false },
+		{ QWEN3MOE, LOOM_TYPE_F32, 3, NULL, LOOM_TYPE_F32, false },
+		/* An FFN of three Q8_0 blocks over two and three devices. */
+		{ LLAMA, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_Q8_0, false },
+		{ QWEN2, LOOM_TYPE_F16, 3, uneven3, LOOM_TYPE_Q8_0, false },
+		/* Rope from tables, split by heads. */
+		{ LLAMA, LOOM_TYPE_F32, 3, uneven3, LOOM_TYPE_F32, true },
+		{ QWEN3, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_F32, true },
+	};
+	const char *path = g_getenv("LOOM_TEST_PLUGIN_PATH");
+	int ret;
+
+	g_test_init(&argc, &argv, NULL);
+	if (path)
+		g_setenv("LOOM_PLUGIN_PATH", path, TRUE);
+	g_setenv("LOOM_CPU_DEVICES", "3", TRUE);
+	g_setenv("LOOM_BACKENDS", "cpu,meta", TRUE);
+	g_unsetenv("LOOM_META_DEVICES");
+	if (loom_load_all() || !loom_reg_by_name("meta") ||
+	    !loom_dev_by_name("cpu2")) {
+		g_test_skip("no cpu and meta plugins with 3 partitions");
+		return g_test_run();
+	}
+	tmpdir = g_dir_make_tmp("loom-model-XXXXXX", NULL);
+	for (size_t i = 0; i < G_N_ELEMENTS(refs); i++) {
+		char *name = g_strdup_printf("/model/reference/%s/%s%s%s",
+					     refs[i].arch == MIXTRAL ?
+						     "llama-moe" :
+						     arch_names[refs[i].arch],
+					     loom_type_name(refs[i].type),
+					     refs[i].tied ? "-tied" : "",
+					     refs[i].freqs ? "-rope-freqs" : "");
+
+		g_test_add_data_func(name, &refs[i], test_reference);
+		g_free(name);
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(metas); i++) {
+		char *name = g_strdup_printf("/model/meta/%s/n%d%s/%s/"
+					     "cache-%s%s",
+					     arch_names[metas[i].arch],
+					     metas[i].n,
+					     metas[i].ratios ? "-uneven" : "",
+					     loom_type_name(metas[i].type),
+					     loom_type_name(metas[i].cache),
+					     metas[i].freqs ? "/rope-freqs" :
+							      "");
+
+		g_test_add_data_func(name, &metas[i], test_meta);
+		g_free(name);
+	}
+	g_test_add_func("/model/refused", test_refused);
+	ret = g_test_run();
+	g_rmdir(tmpdir);
+	g_free(tmpdir);
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
+	return ret;
+}

@@ -1,0 +1,666 @@
+/* loom-run.c - runs a GGUF model: loads it on one device or a meta device
+ * over several, evaluates a prompt, samples tokens and streams their text,
+ * then reports load time, prefill and decode rates and memory per device.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <loom/loom-backend.h>
+#include <loom/loom-plugin.h>
+
+#include "model.h"
+
+#define MAX_DEVS 16
+
+struct opts {
+	const char *model, *prompt, *tokens, *devices, *dump;
+	int n_gen, threads;
+	int64_t n_ctx;
+	enum loom_type cache;
+	float temp, top_p;
+	int top_k;
+	uint64_t seed;
+	bool json;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: loom-run -m FILE.gguf (-p TEXT | --tokens 1,2,3) "
+		"[OPTIONS]\n\n"
+		"  -m, --model FILE      the GGUF model file\n"
+		"  -p, --prompt TEXT     the prompt, tokenized with the "
+		"file's vocabulary\n"
+		"      --tokens LIST     the prompt as token ids, comma-"
+		"separated\n"
+		"  -n, --n-predict N     tokens to generate (default 32)\n"
+		"      --devices LIST    a device (cpu0, cuda0) or several, "
+		"which make a\n"
+		"                        meta device (cpu0,cpu1); default: "
+		"the first GPU, else cpu0\n"
+		"  -t, --threads N       threads per device\n"
+		"  -c, --ctx N           KV cache length (default 2048, at "
+		"most the file's)\n"
+		"      --cache-type T    f32 or f16 (default f16)\n"
+		"      --temp T          sampling temperature; 0 is greedy "
+		"(default 0)\n"
+		"      --top-k K         keep the K most likely (default 40, "
+		"0: all)\n"
+		"      --top-p P         keep the smallest set of mass P "
+		"(default 0.95)\n"
+		"      --seed S          sampling seed (default 1)\n"
+		"      --dump-logits F   write the prompt positions' logits "
+		"to F (raw\n"
+		"                        little-endian f32, n_vocab per "
+		"position)\n"
+		"      --json            a JSON summary on stdout instead of "
+		"text\n"
+		"  -h, --help            this help\n");
+}
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("loom-run: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static bool parse_long(const char *s, long long lo, long long hi,
+		       long long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	return !errno && end != s && !*end && *out >= lo && *out <= hi;
+}
+
+static bool parse_float(const char *s, float *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtof(s, &end);
+	return !errno && end != s && !*end && isfinite(*out);
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	enum { O_TOKENS = 256, O_DEVICES, O_CACHE, O_TEMP, O_TOPK, O_TOPP,
+	       O_SEED, O_DUMP, O_JSON };
+	static const struct option long_opts[] = {
+		{ "model", required_argument, NULL, 'm' },
+		{ "prompt", required_argument, NULL, 'p' },
+		{ "n-predict", required_argument, NULL, 'n' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "ctx", required_argument, NULL, 'c' },
+		{ "tokens", required_argument, NULL, O_TOKENS },
+		{ "devices", required_argument, NULL, O_DEVICES },
+		{ "cache-type", required_argument, NULL, O_CACHE },
+		{ "temp", required_argument, NULL, O_TEMP },
+		{ "top-k", required_argument, NULL, O_TOPK },
+		{ "top-p", required_argument, NULL, O_TOPP },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "dump-logits", required_argument, NULL, O_DUMP },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	long long v;
+	int c;
+
+	*o = (struct opts){ .n_gen = 32, .n_ctx = 2048,
+			    .cache = LOOM_TYPE_F16, .top_k = 40,
+			    .top_p = 0.95f, .seed = 1 };
+	while ((c = getopt_long(argc, argv, "m:p:n:t:c:h", long_opts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'm': o->model = optarg; break;
+		case 'p': o->prompt = optarg; break;
+		case O_TOKENS: o->tokens = optarg; break;
+		case O_DEVICES: o->devices = optarg; break;
+		case O_DUMP: o->dump = optarg; break;
+		case O_JSON: o->json = true; break;
+		case 'n':
+			if (!parse_long(optarg, 0, 1 << 20, &v))
+				return fail("-n: bad count '%s'", optarg);
+			o->n_gen = (int)v;
+			break;
+		case 't':
+			if (!parse_long(optarg, 1, 4096, &v))
+				return fail("--threads: bad count '%s'",
+					    optarg);
+			o->threads = (int)v;
+			break;
+		case 'c':
+			if (!parse_long(optarg, 1, INT32_MAX, &v))
+				return fail("--ctx: bad length '%s'", optarg);
+			o->n_ctx = v;
+			break;
+		case O_CACHE:
+			if (!strcmp(optarg, "f32"))
+				o->cache = LOOM_TYPE_F32;
+			else if (!strcmp(optarg, "f16"))
+				o->cache = LOOM_TYPE_F16;
+			else
+				return fail("--cache-type: '%s' (f32 or f16)",
+					    optarg);
+			break;
+		case O_TEMP:
+			if (!parse_float(optarg, &o->temp) || o->temp < 0)
+				return fail("--temp: bad value '%s'", optarg);
+			break;
+		case O_TOPK:
+			if (!parse_long(optarg, 0, INT32_MAX, &v))
+				return fail("--top-k: bad value '%s'", optarg);
+			o->top_k = (int)v;
+			break;
+		case O_TOPP:
+			if (!parse_float(optarg, &o->top_p) || o->top_p <= 0 ||
+			    o->top_p > 1)
+				return fail("--top-p: bad value '%s'", optarg);
+			break;
+		case O_SEED:
+			if (!parse_long(optarg, 0, INT64_MAX, &v))
+				return fail("--seed: bad value '%s'", optarg);
+			o->seed = (uint64_t)v;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return 1;
+		}
+	}
+	if (optind < argc)
+		return fail("unexpected argument '%s'", argv[optind]);
+	if (!o->model)
+		return fail("no model: pass -m FILE.gguf");
+	if (!o->tokens && !o->prompt)
+		return fail("no prompt: pass -p TEXT or --tokens 1,2,3");
+	if (o->tokens && o->prompt)
+		return fail("pass -p TEXT or --tokens, not both");
+	return 0;
+}
+
+/* The comma-separated ids of s, each below n_vocab. */
+static int parse_tokens(const char *s, int64_t n_vocab, int32_t **out,
+			int *n)
+{
+	int32_t *t = NULL;
+	int cap = 0;
+	char *copy = strdup(s), *tok, *save = NULL;
+
+	*n = 0;
+	if (!copy)
+		return fail("no memory");
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		long long v;
+
+		if (!parse_long(tok, 0, n_vocab - 1, &v)) {
+			fail("--tokens: '%s' is not a token id below %lld", tok,
+			     (long long)n_vocab);
+			free(copy);
+			free(t);
+			return 1;
+		}
+		if (*n == cap) {
+			int32_t *p;
+
+			cap = cap ? 2 * cap : 64;
+			p = realloc(t, (size_t)cap * sizeof(*t));
+			if (!p) {
+				free(copy);
+				free(t);
+				return fail("no memory");
+			}
+			t = p;
+		}
+		t[(*n)++] = (int32_t)v;
+	}
+	free(copy);
+	if (!*n) {
+		free(t);
+		return fail("--tokens: no token ids");
+	}
+	*out = t;
+	return 0;
+}
+
+/* The prompt's ids through the file's tokenizer. */
+static int tokenize(struct gguf *g, const char *text, int32_t **out, int *n)
+{
+	struct model_tokenizer *t = NULL;
+	int ret = model_tokenizer_new(g, &t);
+
+	if (!ret)
+		ret = model_tokenize(t, text, true, out, n);
+	model_tokenizer_free(t);
+	if (ret)
+		return fail("-p: %s", loom_error_message());
+	if (!*n)
+		return fail("-p: the prompt has no tokens");
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Sampling: greedy at temperature 0, else top-k, then top-p, then a draw.
+ */
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+struct cand {
+	float p;
+	int32_t id;
+};
+
+static int cmp_cand(const void *a, const void *b)
+{
+	float x = ((const struct cand *)a)->p, y = ((const struct cand *)b)->p;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static int32_t sample(const struct opts *o, const float *logits, int64_t nv,
+		      struct cand *c, uint64_t *rng)
+{
+	int64_t n = nv, best = 0;
+	double sum = 0, r, acc = 0;
+
+	for (int64_t i = 1; i < nv; i++)
+		if (logits[i] > logits[best])
+			best = i;
+	if (o->temp <= 0)
+		return (int32_t)best;
+	for (int64_t i = 0; i < nv; i++) {
+		c[i].id = (int32_t)i;
+		c[i].p = (logits[i] - logits[best]) / o->temp;
+	}
+	qsort(c, (size_t)nv, sizeof(*c), cmp_cand);
+	if (o->top_k > 0 && o->top_k < n)
+		n = o->top_k;
+	for (int64_t i = 0; i < n; i++) {
+		c[i].p = expf(c[i].p);
+		sum += c[i].p;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		acc += c[i].p / sum;
+		if (acc >= o->top_p) {
+			n = i + 1;
+			break;
+		}
+	}
+	sum = 0;
+	for (int64_t i = 0; i < n; i++)
+		sum += c[i].p;
+	r = (double)(rng_next(rng) >> 11) * (1.0 / 9007199254740992.0) * sum;
+	for (int64_t i = 0; i < n; i++) {
+		r -= c[i].p;
+		if (r <= 0)
+			return c[i].id;
+	}
+	return c[n - 1].id;
+}
+
+/* ------------------------------------------------------------------------
+ * Devices.
+ */
+static struct loom_meta_model meta_model;
+
+static int open_device(const struct opts *o, const struct llama_hparams *hp,
+		       loom_dev_t **out, loom_dev_t **members, int *n_members)
+{
+	struct loom_meta_opts mo = { .size = sizeof(mo) };
+	char *copy, *name, *save = NULL;
+	int n = 0;
+
+	if (!o->devices) {
+		*out = loom_dev_by_type(LOOM_DEV_TYPE_GPU);
+		if (!*out)
+			*out = loom_dev_by_name("cpu0");
+		if (!*out)
+			return fail("no device found (see loom-info)");
+		members[0] = *out;
+		*n_members = 1;
+		return 0;
+	}
+	copy = strdup(o->devices);
+	if (!copy)
+		return fail("no memory");
+	for (name = strtok_r(copy, ",", &save); name;
+	     name = strtok_r(NULL, ",", &save)) {
+		if (n == MAX_DEVS) {
+			free(copy);
+			return fail("--devices: more than %d devices", MAX_DEVS);
+		}
+		members[n] = loom_dev_by_name(name);
+		if (!members[n]) {
+			fail("--devices: no device '%s' (see loom-info)", name);
+			free(copy);
+			return 1;
+		}
+		n++;
+	}
+	free(copy);
+	if (!n)
+		return fail("--devices: no device named");
+	*n_members = n;
+	if (n == 1) {
+		*out = members[0];
+		return 0;
+	}
+	llama_meta_model(hp, &meta_model);
+	if (loom_meta_dev_new(members, (size_t)n, model_split, &meta_model, &mo,
+			      out))
+		return fail("--devices: %s", loom_error_message());
+	return 0;
+}
+
+/* A progress line on a terminal while a large file loads. */
+static void progress(size_t done, size_t total, void *user)
+{
+	int *last = user;
+	int pct = total ? (int)(100.0 * (double)done / (double)total) : 100;
+
+	if (pct == *last)
+		return;
+	*last = pct;
+	fprintf(stderr, "\rloading: %3d%% (%.0f of %.0f MiB)", pct,
+		(double)done / 1048576.0, (double)total / 1048576.0);
+	if (done == total)
+		fputc('\n', stderr);
+}
+
+/* The weights onto dev, with a progress line on a terminal for files of
+ * 64 MiB and more. */
+static int load(const struct opts *o, struct gguf *g,
+		const struct llama_hparams *hp, loom_dev_t *dev,
+		struct llama_model **m)
+{
+	size_t size;
+	int last = -1, ret;
+	bool show;
+
+	gguf_bytes(g, &size);
+	show = !o->json && isatty(2) && size >= (64u << 20);
+	ret = model_load_progress(g, hp, dev, show ? progress : NULL, &last,
+				  m);
+	if (ret) {
+		if (show && last >= 0 && last < 100)
+			fputc('\n', stderr);
+		return fail("%s: %s", o->model, loom_error_message());
+	}
+	return 0;
+}
+
+/* Bytes each member holds of the model's buffers (weights and cache, and
+ * compute); one entry for a plain device. */
+static int member_sizes(struct llama_model *m, loom_dev_t *dev, size_t *w,
+			size_t *c, int n)
+{
+	loom_meta_buffer_dev_sizes_fn fn = NULL;
+	loom_buffer_t *cb = llama_model_compute_buffer(m);
+
+	memset(w, 0, (size_t)n * sizeof(*w));
+	memset(c, 0, (size_t)n * sizeof(*c));
+	if (loom_dev_type(dev) == LOOM_DEV_TYPE_META)
+		*(void **)&fn = loom_reg_proc_address(
+			loom_dev_reg(dev), LOOM_PROC_META_BUFFER_DEV_SIZES);
+	if (!fn) {
+		w[0] = loom_buffer_size(llama_model_weight_buffer(m));
+		c[0] = cb ? loom_buffer_size(cb) : 0;
+		return 1;
+	}
+	fn(llama_model_weight_buffer(m), w, (size_t)n);
+	if (cb)
+		fn(cb, c, (size_t)n);
+	return n;
+}
+
+static double mib(size_t n)
+{
+	return (double)n / (1024.0 * 1024.0);
+}
+
+/* ------------------------------------------------------------------------
+ * The run.
+ */
+struct stats {
+	double load_s, prefill_s, decode_s;
+	int n_prompt, n_gen;
+	const int32_t *prompt;
+	int32_t *gen; /* the tokens generated */
+};
+
+static int run(const struct opts *o, struct gguf *g, struct llama_model *m,
+	       loom_backend_t *be, const int32_t *prompt, int n_prompt,
+	       struct stats *st)
+{
+	const struct llama_hparams *hp = llama_model_hparams(m);
+	int64_t nv = hp->n_vocab;
+	float *logits = malloc((size_t)nv * (size_t)n_prompt * sizeof(float));
+	struct cand *cand = malloc((size_t)nv * sizeof(*cand));
+	uint64_t rng = o->seed;
+	int n_gen = o->n_gen, ret = 1;
+	int32_t tok;
+	double t0;
+	char text[256];
+
+	st->gen = malloc(((size_t)n_gen + 1) * sizeof(*st->gen));
+	if (!logits || !cand || !st->gen) {
+		fail("no memory for the logits");
+		goto out;
+	}
+	if (n_prompt + n_gen > hp->n_ctx)
+		n_gen = (int)(hp->n_ctx - n_prompt);
+	if (n_gen < 0) {
+		fail("a prompt of %d tokens does not fit a context of %lld",
+		     n_prompt, (long long)hp->n_ctx);
+		goto out;
+	}
+	t0 = now();
+	if (llama_eval(m, be, prompt, n_prompt, 0, o->dump != NULL, logits)) {
+		fail("prompt: %s", loom_error_message());
+		goto out;
+	}
+	st->prefill_s = now() - t0;
+	st->n_prompt = n_prompt;
+	st->prompt = prompt;
+	if (o->dump) {
+		FILE *f = fopen(o->dump, "wb");
+		size_t n = (size_t)nv * (size_t)(n_prompt > 1 ? n_prompt : 1);
+
+		if (!f || fwrite(logits, sizeof(float), n, f) != n ||
+		    fclose(f)) {
+			fail("--dump-logits: %s: %s", o->dump, strerror(errno));
+			goto out;
+		}
+	}
+	if (!o->json) {
+		for (int i = 0; i < n_prompt; i++) {
+			model_token_text(g, prompt[i], text, sizeof(text));
+			fputs(text, stdout);
+		}
+		fflush(stdout);
+	}
+	t0 = now();
+	tok = sample(o, logits + (o->dump ? (size_t)nv * (size_t)(n_prompt - 1)
+					  : 0), nv, cand, &rng);
+	for (int i = 0; i < n_gen; i++) {
+		if (!o->json) {
+			model_token_text(g, tok, text, sizeof(text));
+			fputs(text, stdout);
+			fflush(stdout);
+		}
+		st->gen[i] = tok;
+		st->n_gen = i + 1;
+		if (i + 1 == n_gen)
+			break;
+		if (llama_eval(m, be, &tok, 1, n_prompt + i, false, logits)) {
+			fail("decode: %s", loom_error_message());
+			goto out;
+		}
+		tok = sample(o, logits, nv, cand, &rng);
+	}
+	st->decode_s = now() - t0;
+	if (!o->json)
+		fputc('\n', stdout);
+	ret = 0;
+out:
+	free(cand);
+	free(logits);
+	return ret;
+}
+
+static void report(const struct opts *o, const char *arch,
+		   struct llama_model *m, loom_dev_t *dev,
+		   loom_dev_t **members, int n_members, const struct stats *st)
+{
+	size_t w[MAX_DEVS], c[MAX_DEVS];
+	int n = member_sizes(m, dev, w, c, n_members);
+	double pf = st->prefill_s > 0 ? st->n_prompt / st->prefill_s : 0;
+	/* Decode steps: the first token comes from the prompt's logits. */
+	double dc = st->n_gen > 1 && st->decode_s > 0 ?
+			    (st->n_gen - 1) / st->decode_s : 0;
+	FILE *f = o->json ? stdout : stderr;
+
+	if (o->json) {
+		fprintf(f, "{\"model\": \"%s\", \"arch\": \"%s\", "
+			"\"device\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, "
+			"\"load_s\": %.4f, \"prefill_tok_s\": %.2f, "
+			"\"decode_tok_s\": %.2f, \"weight_bytes\": %zu, "
+			"\"cache_bytes\": %zu, \"compute_bytes\": %zu, "
+			"\"devices\": [", o->model, arch, loom_dev_name(dev),
+			st->n_prompt, st->n_gen, st->load_s, pf, dc,
+			llama_model_weight_bytes(m),
+			llama_model_cache_bytes(m),
+			llama_model_compute_bytes(m));
+		for (int j = 0; j < n; j++)
+			fprintf(f, "%s{\"name\": \"%s\", \"buffer_bytes\": "
+				"%zu, \"compute_bytes\": %zu}", j ? ", " : "",
+				loom_dev_name(members[j]), w[j], c[j]);
+		fprintf(f, "], \"prompt_tokens\": [");
+		for (int i = 0; i < st->n_prompt; i++)
+			fprintf(f, "%s%d", i ? ", " : "", (int)st->prompt[i]);
+		fprintf(f, "], \"tokens\": [");
+		for (int i = 0; i < st->n_gen; i++)
+			fprintf(f, "%s%d", i ? ", " : "", (int)st->gen[i]);
+		fprintf(f, "]}\n");
+		return;
+	}
+	fprintf(f, "\nmodel: %s (%s) on %s\n", o->model, arch,
+		loom_dev_name(dev));
+	fprintf(f, "load: %.3f s; prefill: %d tokens, %.1f tok/s; decode: "
+		"%d tokens, %.1f tok/s\n", st->load_s, st->n_prompt, pf,
+		st->n_gen, dc);
+	fprintf(f, "memory: weights %.1f MiB, KV cache %.1f MiB, compute "
+		"%.1f MiB\n", mib(llama_model_weight_bytes(m)),
+		mib(llama_model_cache_bytes(m)),
+		mib(llama_model_compute_bytes(m)));
+	for (int j = 0; j < n && n > 1; j++)
+		fprintf(f, "  %s: weights and cache %.1f MiB, compute %.1f "
+			"MiB\n", loom_dev_name(members[j]), mib(w[j]),
+			mib(c[j]));
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct gguf *g = NULL;
+	struct llama_hparams hp;
+	struct llama_model *m = NULL;
+	loom_dev_t *dev, *members[MAX_DEVS];
+	loom_backend_t *be = NULL;
+	struct stats st = { 0 };
+	int32_t *prompt = NULL;
+	int n_prompt, n_members = 0, ret = 1;
+	int64_t train_ctx;
+	char arch[32], key[64];
+	double t0;
+
+	if (parse_opts(argc, argv, &o))
+		return 1;
+	if (loom_load_all() && !loom_dev_count())
+		return fail("%s", loom_error_message());
+	t0 = now();
+	if (gguf_open(o.model, &g))
+		return fail("%s", loom_error_message());
+	if (model_hparams(g, o.n_ctx, o.cache, &hp, arch)) {
+		fail("%s: %s", o.model, loom_error_message());
+		goto out;
+	}
+	/* The cache need not be longer than the model was trained for. */
+	snprintf(key, sizeof(key), "%s.context_length", arch);
+	if (!gguf_get_int(g, key, &train_ctx) && train_ctx > 0 &&
+	    train_ctx < hp.n_ctx)
+		hp.n_ctx = train_ctx;
+	if ((o.tokens ? parse_tokens(o.tokens, hp.n_vocab, &prompt, &n_prompt)
+		      : tokenize(g, o.prompt, &prompt, &n_prompt)) ||
+	    open_device(&o, &hp, &dev, members, &n_members))
+		goto out;
+	if (n_prompt > hp.n_ctx) {
+		fail("a prompt of %d tokens does not fit a context of %lld",
+		     n_prompt, (long long)hp.n_ctx);
+		goto out;
+	}
+	if (load(&o, g, &hp, dev, &m))
+		goto out;
+	if (loom_dev_init_backend(dev, NULL, &be)) {
+		fail("%s: %s", loom_dev_name(dev), loom_error_message());
+		goto out;
+	}
+	if (o.threads > 0) {
+		int r = loom_backend_set_n_threads(be, o.threads);
+
+		if (r && r != LOOM_E_UNSUPPORTED) {
+			fail("--threads: %s", loom_error_message());
+			goto out;
+		}
+	}
+	st.load_s = now() - t0;
+	ret = run(&o, g, m, be, prompt, n_prompt, &st);
+	if (!ret)
+		report(&o, arch, m, dev, members, n_members, &st);
+out:
+	loom_backend_free(be);
+	llama_model_free(m);
+	gguf_free(g);
+	free(prompt);
+	free(st.gen);
+	/* What is still alive here is a leak worth a failure. */
+	if (loom_unload_all()) {
+		fail("%s", loom_error_message());
+		ret = ret ? ret : 1;
+	}
+	return ret;
+}
