@@ -6,7 +6,7 @@
 
 b="$LOOM_TEST_BUILDDIR"
 src="${LOOM_TEST_SRCDIR:-$(dirname "$0")/..}"
-tools="loom-info loom-bench loom-conformance"
+tools="loom-info loom-bench loom-conformance loom-run"
 set -- $tools
 echo "1..$(($# * 2))"
 n=0

@@ -2,6 +2,8 @@
  * over several, evaluates a prompt, samples tokens and streams their text,
  * then reports load time, prefill and decode rates and memory per device.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -62,7 +64,10 @@ static void usage(FILE *f)
 		"position)\n"
 		"      --json            a JSON summary on stdout instead of "
 		"text\n"
-		"  -h, --help            this help\n");
+		"  -h, --help            this help\n"
+		"      --version         the version\n\n"
+		"Environment: LOOM_BACKENDS, LOOM_PLUGIN_PATH, LOOM_LOG, "
+		"LOOM_CPU_DEVICES (see loom(7)).\n");
 }
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -109,7 +114,7 @@ static bool parse_float(const char *s, float *out)
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_TOKENS = 256, O_DEVICES, O_CACHE, O_TEMP, O_TOPK, O_TOPP,
-	       O_SEED, O_DUMP, O_JSON };
+	       O_SEED, O_DUMP, O_JSON, O_VERSION };
 	static const struct option long_opts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "prompt", required_argument, NULL, 'p' },
@@ -126,6 +131,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "dump-logits", required_argument, NULL, O_DUMP },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, O_VERSION },
 		{ 0 },
 	};
 	long long v;
@@ -189,6 +195,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'h':
 			usage(stdout);
+			exit(0);
+		case O_VERSION:
+			printf("loom-run (Loom) %s\n", PACKAGE_VERSION);
 			exit(0);
 		default:
 			usage(stderr);
