@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # doc/local.mk - the plugin author's guide and the plugin template it
 # builds on, installed with the headers (in docdir).
 dist_doc_DATA = doc/plugin-guide.md

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # examples/local.mk - a model written against the API: the Llama-style
 # builder (a convenience library that loom-bench and tests reuse) and a
 # small program that runs it.

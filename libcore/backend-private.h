@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-private.h - the core's wrappers around plugin objects (buffer
  * types, buffers, backends, events, devices, regs) and the plugin records.
  * Only buffer.c, backend.c, device.c, registry.c and loader.c see these. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend.c - backends (streams of work on a device) and events: the
  * core's one wrapper per plugin method, with the documented defaults for
  * optional ones.  Devices live in device.c, buffers in buffer.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* buffer.c - buffer types and buffers: the core's wrappers around a
  * plugin's tables, the checks made before tensor data reaches a plugin,
  * and placing tensors in buffers.  Backends live in backend.c. */

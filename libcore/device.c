@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* device.c - devices and regs: constructors that check a plugin's tables,
  * and one wrapper per method with the documented defaults.  The registry
  * of loaded plugins lives in registry.c. */

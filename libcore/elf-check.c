@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* elf-check.c - reads a plugin file's ELF header and program and section
  * header tables before dlopen maps it, and refuses what the dynamic loader
  * would crash on or misreport.  Opening the file is loader.c's job. */

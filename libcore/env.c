@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* env.c - reading LOOM_* variables.  In a secure-execution process
  * (setuid, file capabilities) every one of them is ignored, and that is
  * logged once. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* galloc.c - the graph allocator: plans where a graph's intermediates
  * live in one compute buffer, reusing the memory of tensors once their
  * last consumer has run, and places them. */

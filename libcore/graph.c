@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* graph.c - compute graphs: nodes in dependency order and the leaves they
  * read, built without recursion so that deep models cannot overflow the
  * stack; and the address map the core shares for visited sets. */

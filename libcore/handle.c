@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* handle.c - the core's table of live handles: every buffer type, buffer,
  * backend, event, device, reg, context and graph allocator made and not
  * yet freed.  A handle is checked here, never by reading its memory. */

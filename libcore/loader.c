@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loader.c - finding plugin files and opening them: the search path,
  * LOOM_BACKENDS, variants by score, and the reason kept for every file.
  * Registration itself (descriptor, init, checks) lives in registry.c. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # libcore/local.mk - libloom, the core library.
 lib_LTLIBRARIES += libcore/libloom.la
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log.c - the log callback and level.  The level comes from LOOM_LOG
  * (none, error, warn, info, debug; default warn), read once, unless the
  * application sets it first. */

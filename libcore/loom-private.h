@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loom-private.h - names shared between files of the core (loom__*).
  * Nothing here is part of the API; plugins never see it. */
 #ifndef LOOM_PRIVATE_H

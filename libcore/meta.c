@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* meta.c - the core side of the meta device: loom_meta_dev_new() and
  * loom_meta_check() reach the meta plugin through its entry points, and
  * loom_meta_split_default() is the documented transformer split policy.

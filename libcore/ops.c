@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops.c - op constructors: each fills in a node and builds it when its
  * op's rule (rules.c) holds.  They only build descriptors; kernels live in
  * the plugins and placement (loom_tensor_init_view) in buffer.c. */

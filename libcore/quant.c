@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* quant.c - the quantized blocks of loom.h: quantizing F32 to Q8_0,
  * Q4_0, Q4_K, Q5_K and Q6_K and back, and the F32/F16/BF16 cases of the
  * same two conversions (loom_type_convert() in types.c stages through them).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* registry.c - the records of every candidate plugin, registration (the
  * descriptor, score, init and the checks of what init returns), device
  * priority order and unloading.  Finding files is loader.c's job. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rules.c - the rule of every op: what its sources and parameters must be
  * and what result they give.  The op constructors (ops.c) build nodes from
  * these rules and the graph validator (validate.c) checks nodes against

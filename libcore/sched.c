@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sched.c - one graph over several backends: each node goes to a backend,
  * the graph is cut into pieces of consecutive nodes on one backend, the
  * inputs a piece reads from another device are copied once per compute,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* status.c - status names (from LOOM_STATUS_MAP) and the per-thread last
  * error message.  Logging lives in log.c, the environment in env.c. */
 #include "config.h"

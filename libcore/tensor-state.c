@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tensor-state.c - per-tensor plugin state: a table of slots the core owns,
  * handles that carry a slot's generation, and scopes that release their
  * slots together.  What a state means is the plugin's business, not this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tensor.c - contexts (arenas of tensor descriptors, with their last error
  * message), new tensors, and the shape and name helpers of loom.h.  Op
  * constructors live in ops.c, graphs in graph.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* types.c - element types (traits from LOOM_TYPE_MAP), half and bfloat16
  * conversions, loom_type_convert(), and op names.  The quantized blocks
  * live in quant.c, tensors in tensor.c, op constructors in ops.c. */

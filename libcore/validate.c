@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* validate.c - the check of a graph before any plugin computes it: every
  * node against its op's rule (rules.c), in an order where it follows the
  * nodes it reads, and every tensor's bytes inside its live buffer.  Kernels

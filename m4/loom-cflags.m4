@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: MIT
 dnl loom-cflags.m4 - probing the compiler for optional flags, so that
 dnl builds with GCC and with Clang each get the flags they understand.
 

@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: MIT
 dnl loom-cuda.m4 - finds nvcc, the CUDA runtime, cuBLAS and NCCL.
 dnl Options default to "check": a missing toolkit is a summary line, an
 dnl error only when the user asked for it.

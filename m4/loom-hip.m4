@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: MIT
 dnl loom-hip.m4 - finds hipcc, the HIP runtime, and optionally hipBLAS
 dnl (which runs on rocBLAS) and RCCL.  Options default to "check".
 dnl

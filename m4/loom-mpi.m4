@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: MIT
 dnl loom-mpi.m4 - finds MPI for the mpi plugin: pkg-config's mpi-c, else
 dnl the compile and link lines of mpicc (Open MPI's --showme, MPICH's
 dnl -compile_info/-link_info).  --with-mpi defaults to "check".

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # man/local.mk - the manual pages, written by hand in roff.
 dist_man1_MANS = \
 	man/loom-info.1 \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* arch.c - the architectures read from GGUF files: their metadata keys
  * and tensor names as llama.cpp writes them, mapped onto the decoder of
  * examples/llama; the weights uploaded from the mapping; and the reverse

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gguf-read.c - the GGUF reader: maps a file and parses its header,
  * metadata, tensor infos and data section, checking every count, length
  * and offset (overflow-safe) before it is used.  The writer is elsewhere.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gguf-write.c - the GGUF writer: key/value pairs and tensors gathered in
  * order, then laid out as a version 3 little-endian file in memory (and
  * saved).  The reader is in gguf-read.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gguf.h - GGUF model files (versions 2 and 3, little-endian): a reader
  * that maps a file and validates every count, length and offset before
  * use, and a writer that builds one in memory.  Uses only the public API.

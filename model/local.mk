@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # model/local.mk - model files and architectures beside the core, using
 # only the public API: the GGUF reader and writer, and the Llama/Qwen
 # builders over examples/llama.  A convenience library that loom-run,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* model.h - Llama-family models from GGUF files: the architectures Loom
  * runs (llama, qwen2, qwen3, qwen3moe) read into the decoder of
  * examples/llama, with the weights uploaded from the file's mapping.

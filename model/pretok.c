@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pretok.c - the pre-tokenizers of byte-level BPE vocabularies: text cut
  * into words before merging, as the regular expressions of llama-bpe
  * (Llama 3) and qwen2 cut it:

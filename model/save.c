@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* save.c - a model written as a GGUF file of the architecture its shape
  * is (llama, qwen2, qwen3 or qwen3moe), with the keys and tensor names
  * that arch.c reads and llama.cpp writes, and a placeholder vocabulary.

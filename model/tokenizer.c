@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tokenizer.c - text to token ids with a model file's vocabulary.
  * SentencePiece-style (tokenizer.ggml.model "llama"): spaces as U+2581,
  * the highest-scoring adjacent pair merged first (the leftmost on ties),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* unicode.c - code point classes by binary search over the generated
  * ranges, white space by its short fixed list, UTF-8, and the byte-level
  * BPE mapping of bytes to code points.

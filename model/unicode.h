@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* unicode.h - what the pre-tokenizers ask of a code point (letter, number,
  * white space) and UTF-8 decoding.  The tables are generated
  * (unicode-data.c, by gen-unicode.py).

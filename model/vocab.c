@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vocab.c - a model file's vocabulary as text: the bytes of each token
  * (SentencePiece pieces with their word marks and byte tokens, or GPT-2
  * style byte-level pieces).  Turning text into tokens is not here.

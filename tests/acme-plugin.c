@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* acme-plugin.c - a test plugin as a third party would write one for an
  * accelerator or a BLAS: one ACCEL device whose memory the CPU cannot
  * address, with add and mul_mat on F32 only.  Everything else must fall

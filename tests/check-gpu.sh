@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # check-gpu.sh BUILDDIR [DEVICE [LOGDIR]] - the GPU check behind `make
 # check-gpu`: the GPU plugin's own tests and its limits, the op suite on
 # DEVICE (default cuda0) with the BLAS and with the plugin's own GEMM, a

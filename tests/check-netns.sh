@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # check-netns.sh - `make check-netns`: the mpi plugin's world across two
 # "hosts" on one machine.  Two network namespaces joined by a veth pair
 # (10.200.0.1 and 10.200.0.2, which exist only inside them), each with its

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/core.mk - the core's own tests: types and conversions, tensors and
 # op shape rules, graphs, the graph allocator, per-tensor plugin state,
 # caller mistakes, and what the core refuses before a plugin computes a

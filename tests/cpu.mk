@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/cpu.mk - the CPU plugin's own tests: its thread pool and stream,
 # 2D copies, features and variants, partitions and the allreduce entry
 # point.  Every op on every device is tests/test-ops.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fake-plugin.c - the test plugin, built many ways with -D flags into the
  * good and the broken plugins the loader tests need (tests/loader.mk lists
  * them).  The good build is a host-memory device that computes nothing. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fake-plugin.h - what the loader tests can see of the fake plugin: its
  * counters and switches, reached through the "fake_control" entry point. */
 #ifndef LOOM_FAKE_PLUGIN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz-elf.c - fuzzes the plugin-file ELF checker (elf-check.c):
  * LLVMFuzzerTestOneInput for libFuzzer (-DLOOM_FUZZ_LIBFUZZER
  * -fsanitize=fuzzer), else a driver replaying corpus files for make check. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz-gguf.c - the GGUF reader under a fuzzer: parse any bytes, read
  * every pair and tensor the way a loader would, then the model's shape
  * and the tokenizer from them.  Built with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz-graph.c - a fuzz target over the public graph and op API on the CPU
  * device: the input bytes spell a small graph of random ops, shapes, types
  * and views, valid or not, which is built, allocated, computed and read.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/fuzz.mk - the graph fuzz target.  Built plainly it replays the
 # checked-in corpus as a regression test; README.md ("Fuzzing") tells how
 # to build it as a libFuzzer target with clang (FUZZ_CFLAGS and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # gpu-bundle.sh SRCDIR DISTTARBALL OUTDIR - makes the bundle `make
 # gpu-bundle` writes: the release tarball, tests/gpu-run.sh, and a copy of
 # this machine's GLib (headers and library) for GPU machines that have a

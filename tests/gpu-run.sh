@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # gpu-run.sh [LOGDIR] - the GPU check on a machine that has a GPU, a C
 # compiler and the CUDA compiler but perhaps no autotools, pkg-config or
 # GLib headers.  Runs from a bundle made by `make gpu-bundle` (the release

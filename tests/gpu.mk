@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/gpu.mk - the GPU plugins' tests.  test-gpu runs in `make check` and
 # skips what needs a device.
 #

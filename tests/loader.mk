@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/loader.mk - the loader and backend-interface tests: one fake
 # plugin source built many ways (good and broken), and test-loader.
 check_PROGRAMS += tests/test-loader

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/local.mk - GLib tests under automake's TAP driver.  Each area adds
 # its programs in its own tests/*.mk.
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh

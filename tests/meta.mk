@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/meta.mk - the meta device over CPU partitions: unit tests of
 # splits, data movement, allreduce and errors, and a decoder stack against
 # a single device.

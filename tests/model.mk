@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/model.mk - model files and architectures: the GGUF reader and
 # writer (with corrupted files and the fuzz corpus), and each
 # architecture loaded from a generated file against the reference and on

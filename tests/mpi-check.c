@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mpi-check.c - run by tests/test-mpi.sh, under mpirun or not: checks the
  * mpi plugin's world and collectives on every rank against values each
  * rank can compute on its own.  Plain C (no GLib: several ranks print).

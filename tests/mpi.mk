@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/mpi.mk - the mpi plugin under mpirun (tests/test-mpi.sh); skipped
 # where MPI is not installed.
 check_PROGRAMS += tests/mpi-check

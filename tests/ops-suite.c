@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-suite.c - the op-conformance suite: every op of loom.h as cases of
  * seeded inputs, run on a device and compared with a plain double-precision
  * reference (ref-ops.c) by NMSE.  GLib-free, so that loom-conformance, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-suite.h - the op-conformance suite shared by tests/test-ops (GLib,
  * under make check) and loom-conformance (installed): its cases, and
  * running one case on one device.  Plain C, without GLib.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/ops.mk - the op-conformance suite (every op, every device, against
 # a double-precision reference; tests/libopsuite.la, see
 # tools/conformance.mk) and the API's answers to a caller's mistakes.

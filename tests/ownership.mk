@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/ownership.mk - the core's ownership rules under hostile use:
 # freed handles, unloading under live objects, re-entrant plugins (the
 # fake plugins of loader.mk), half-built wrappers and the ABI pins.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref-ops.c - the op-conformance suite's reference ops in double precision,
  * written for clarity over dense arrays (no strides, no types).  The
  * semantics are those documented in include/loom/loom.h.

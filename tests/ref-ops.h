@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref-ops.h - the op-conformance suite's reference: every op of loom.h
  * written plainly in double precision over dense host arrays.  It knows
  * nothing of devices or buffers and shares no code with the library.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/sched.mk - the scheduler over the acme test plugin (two ops, its
 # own memory) and the CPU.
 check_LTLIBRARIES += tests/acme/loom-acme.la

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/test-bench.sh - loom-bench runs every command on small sizes and
 # says what it measured; the figures themselves are not checked (timing
 # belongs to loom-bench on a quiet machine), but the meta run's output

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-check-gpu.sh - the GPU check must fail, not skip, on a machine whose
 # driver lists a GPU that Loom cannot use.  A stand-in nvidia-smi that
 # lists one GPU comes first on PATH; this machine's build has no cuda0

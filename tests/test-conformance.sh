@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/test-conformance.sh - loom-conformance passes the CPU plugin with
 # a table or TAP, fails a plugin that claims no op and one whose results
 # are wrong, and refuses unknown ops and devices, each with its exact

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-core-errors.c - every public function of loom.h and loom-backend.h
  * (and the constructors of loom-plugin.h) called with a caller's mistake:
  * NULL pointers, bad enums, sizes whose products overflow, views outside

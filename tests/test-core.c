@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-core.c - types and conversions against formulas written here in
  * double precision, contexts and tensors, the shape rules of every op
  * constructor, views and strides, and graphs (order, dedup, depth). */

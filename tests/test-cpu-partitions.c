@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-cpu-partitions.c - LOOM_CPU_DEVICES: the devices it makes and the
  * cores they get, and the CPU plugin's allreduce entry point across
  * partitions against a plain double sum.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-cpu-pool.c - the CPU plugin's thread pool and stream: results that
  * do not depend on the thread count, queued (async) graphs in order, 2D
  * set/get, the entry points and the variant the loader picked.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-galloc.c - the graph allocator over a host buffer type registered
  * by a small plugin linked into this test: reuse (smaller than the sum of
  * the intermediates, flat in the layer count) and no overlap between

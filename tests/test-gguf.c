@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-gguf.c - the GGUF reader and writer: every metadata type written
  * and read back, version 2 and 3 headers, the mapped file, and corrupted
  * files, each refused with the message that names what is wrong.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-gpu-limits.c - the GPU plugins past the sizes the op suite uses:
  * more than 65,535 rows (grid limits), more than 2^31 elements (32-bit
  * index overflow), a 4096^3 GEMM against a sampled double reference, and a

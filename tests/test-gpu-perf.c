@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-gpu-perf.c - the GPU's figures for `make check-gpu`, each beside a
  * limit: the device-to-device copy measured here, the datasheet's memory
  * bandwidth and BF16 peak, and the peak at the SM clock read while the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-gpu.c - the CUDA and HIP plugins: how they load (or why not), their
  * buffers, pinned host memory, 2D and async copies, events, copies between
  * backends, a mul_mat on both GEMM paths, the allreduce's rules (one

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/test-guide.sh - the plugin guide's walk-through works: its two C
 # functions, put into the plugin template in place of the template's own,
 # build with the guide's compile line (the build tree's headers and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/test-info.sh - loom-info shows the user's environment mistakes:
 # each bad LOOM_* value gives its exact warning in the report, and a
 # configuration that leaves no device says why.  TAP output.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-loader.c - the plugin loader and the backend interfaces: every
  * broken fake plugin with the exact state and reason a user sees,
  * LOOM_BACKENDS, variants, secure execution, unloading, and the checks the

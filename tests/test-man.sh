@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/test-man.sh - every manual page renders without a warning from
 # groff (-ww: all of them) and through man -l.  Skipped without groff.
 # TAP output.

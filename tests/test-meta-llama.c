@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-meta-llama.c - a decoder stack (GQA attention with a KV cache and
  * RoPE, RMSNorm, SwiGLU or top-k MoE FFN) run on one CPU device and on
  * meta devices over 2, 3 and 4 CPU partitions: the logits must agree.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-meta.c - the meta device over CPU partitions: composition, slice
  * sizes, set/get of split tensors with offsets, mul_mat splits with the
  * allreduce through the CPU entry point and the generic path, memory per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-model.c - models read from GGUF files: a synthetic decoder of each
  * architecture and weight type saved with the writer, loaded back, its
  * logits checked against the double-precision reference on the same

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-mpi.sh - the mpi plugin under mpirun: a world of 1 to 4 ranks over
 # shared memory and over TCP, not applicable outside a launcher, refused
 # when MPI sees other ranks than the launcher started, and a

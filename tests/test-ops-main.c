@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-ops-main.c - tests/test-ops: the op-conformance suite (ops-suite.c)
  * as GLib tests on every device the registry offers, the reference checked
  * on values worked out by hand, and the API's answers to a caller's

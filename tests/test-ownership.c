@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-ownership.c - the core's ownership rules under hostile use: freed
  * and foreign handles, unloading under live objects, plugins calling back
  * into the loader, half-built wrappers, and the ABI numbers plugins see. */

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/test-run.sh - loom-run on a file loom-bench saves: it runs on one
 # CPU partition and on a meta device over two with the same greedy
 # tokens, dumps one row of logits per prompt position, and fails with one

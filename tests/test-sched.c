@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-sched.c - the scheduler: a decoder-like graph over a two-op
  * accelerator plugin (acme: add and mul_mat only, memory the CPU cannot
  * address) and the CPU, matching the CPU alone; an input read by ten

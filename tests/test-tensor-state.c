@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-tensor-state.c - the core's per-tensor plugin state: handles that
  * read back their state, go stale when released one by one or with their
  * scope, are never taken for another tag's, and survive slot reuse.

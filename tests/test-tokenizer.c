@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-tokenizer.c - the tokenizers on small vocabularies whose merges
  * are worked out by hand.  SentencePiece-style: the word mark, merges by
  * score with the leftmost first on ties, byte tokens for characters

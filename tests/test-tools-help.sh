@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/test-tools-help.sh - every installed tool answers --version with
 # its name and Loom's version, and every long option in its source's
 # option table (but the internal ones) is in its --help and its manual

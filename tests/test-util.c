@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-util.c - helpers shared by the tests and loom-conformance: seeded
  * random values, setting and reading back tensors of any type as plain
  * numbers, NMSE, and loading the uninstalled plugins.  Nothing here is part

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-util.h - small helpers shared by the tests and loom-conformance: a
  * seeded random generator, filling and reading tensors of any type, NMSE,
  * and loading the uninstalled plugins.  Plain C, without GLib.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-validate.c - what the core refuses before a plugin computes a
  * graph (raw nodes that break their op's rule, nodes edited after they
  * were placed, bytes outside their buffer, nodes out of order), and the

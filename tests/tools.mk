@@ -1,14 +1,12 @@
+# SPDX-License-Identifier: MIT
 # tests/tools.mk - the shipped files and the installed tools, checked as
 # a user or a distribution would: shell scripts under the TAP driver.
 TEST_EXTENSIONS = .sh
 SH_LOG_DRIVER = $(LOG_DRIVER)
 SH_LOG_COMPILER = $(SHELL)
 
-# Every source file names its licence.  Expected to fail until the SPDX
-# lines are added to the whole tree in one sweep; that change moves it
-# from XFAIL_TESTS to TESTS (an unexpected pass fails the suite).
+# Every source file names its licence.
 TESTS += tests/test-spdx.sh
-XFAIL_TESTS += tests/test-spdx.sh
 EXTRA_DIST += tests/test-spdx.sh
 
 # loom-info's warnings for environment mistakes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-allreduce.c - `loom-bench allreduce`: the CPU plugin's allreduce
  * entry point over N CPU partitions, latency and bandwidth from 16 B to
  * 64 MiB as nccl-tests defines them (algbw = bytes / time, busbw = algbw *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-device.c - the limits of a device that is not the CPU, for the
  * commands that set their figures against a limit: copy bandwidth
  * measured in the same run on the device itself, and the dense BF16 peak

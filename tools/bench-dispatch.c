@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-dispatch.c - `loom-bench dispatch`: what a backend costs per op,
  * timed on a chain of many tiny adds (each waits for the one before, so
  * the thread pool wakes and synchronizes once per node).

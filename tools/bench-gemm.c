@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-gemm.c - the framework's matrix product through the public API
  * (one mul_mat node on a device), `loom-bench gemm`: GFLOP/s beside the
  * FMA peak measured in the same run (a GPU's BF16 peak for a GPU), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-gemv.c - decode-shaped matrix-vector products through the public
  * API, `loom-bench gemv`: weight bytes read per second for each weight
  * type beside the STREAM read bandwidth measured in the same run (a

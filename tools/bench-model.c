@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-model.c - `loom-bench model`: the example Llama-style decoder
  * (examples/llama) run as prefill then decode on the best single device
  * and on a meta device, tokens/s beside the STREAM bandwidth, with the

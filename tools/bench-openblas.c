@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-openblas.c - OpenBLAS as a yardstick, loaded at run time
  * (libopenblas.so.0, never linked), with its kernel forced to the best one
  * for this CPU when the environment would pick a weaker one.

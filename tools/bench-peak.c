@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-peak.c - the machine's F32 FMA peak: a register-only loop of
  * independent fused multiply-adds on every thread, in the widest
  * instruction set the CPU has (chosen at run time), and `loom-bench peak`.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-stream.c - the machine's memory bandwidth, STREAM style: copy
  * (read + write) and read (a sum kept in registers) over arrays much
  * larger than the last-level cache, on every thread; `loom-bench stream`.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-util.c - timing, medians, threads, JSON and table printing, the
  * progress line and device setup shared by loom-bench's subcommands.
  * The limit kernels themselves live in bench-peak.c and bench-stream.c.

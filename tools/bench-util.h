@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-util.h - what loom-bench's subcommands share: options, timing and
  * medians, the machine's limits (FMA peak, STREAM), JSON and table
  * printing, a progress line, and device/backend setup.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-world.c - `loom-bench allreduce --world`, run by every rank under
  * mpirun: the mpi plugin's world_allreduce against its bare reference (one
  * blocking MPI_Allreduce, no deadline) of the same size in the same run,

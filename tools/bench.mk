@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tools/bench.mk - loom-bench: the model benchmark, the machine's limits
 # and the kernels measured against them.  One file per subcommand.
 bin_PROGRAMS += tools/loom-bench

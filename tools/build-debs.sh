@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tools/build-debs.sh - builds Loom's Debian packages from a clean copy of
 # this tree (what git tracks, plus new files it does not ignore) and checks
 # them with lintian: an error fails, the warnings are listed.

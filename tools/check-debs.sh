@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tools/check-debs.sh - installs Loom's packages (built by build-debs.sh)
 # into a throwaway root and runs what they installed: loom-info must load
 # the cpu and meta plugins from the packaged plugin directory, no installed

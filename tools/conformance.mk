@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tools/conformance.mk - loom-conformance: the op suite (the cases, the
 # double-precision reference and the helpers, in a convenience library
 # that tests/test-ops links too) run on an installed Loom against any

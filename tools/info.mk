@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tools/info.mk - loom-info: what the loader found and why.
 bin_PROGRAMS += tools/loom-info
 tools_loom_info_SOURCES = tools/loom-info.c

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tools/local.mk - the command-line tools.
 include tools/info.mk
 include tools/bench.mk

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loom-bench.c - the command line: options, help, and the dispatch to one
  * subcommand (bench-<name>.c).  `model` is the default.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loom-conformance.c - the op-conformance suite (tests/ops-suite.c) run on
  * an installed Loom against any device, for plugin authors: a table per
  * device or TAP, how many ops the device claims, non-zero on a failure. */

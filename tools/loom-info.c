@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loom-info.c - what the loader found and why: the search path, every
  * candidate plugin file with its state and reason, and every device with
  * its memory, capabilities and entry points.  Uses only the public API. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loom-run.c - runs a GGUF model: loads it on one device or a meta device
  * over several, evaluates a prompt, samples tokens and streams their text,
  * then reports load time, prefill and decode rates and memory per device.

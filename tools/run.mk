@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tools/run.mk - loom-run: runs a GGUF model and reports its speed.
 bin_PROGRAMS += tools/loom-run
 tools_loom_run_SOURCES = tools/loom-run.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama.c - a Llama-style decoder built through the public API: synthetic
  * weights, the KV cache, and the graph of one batch (GQA attention with
  * RoPE, RMSNorm, SwiGLU or a mixture-of-experts FFN).  No timing here.

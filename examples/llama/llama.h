@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* llama.h - a Llama-style decoder written against the public Loom API:
  * seeded synthetic weights on any device (a meta device included), a KV
  * cache, and one call that evaluates a batch of tokens.

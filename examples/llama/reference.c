@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reference.c - the example model computed plainly in double precision on
  * the host, from the weights read back from the device: an independent
  * check of llama_eval's graph (attention, cache, RoPE, norms, experts).

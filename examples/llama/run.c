@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* run.c - builds the example Llama model on a chosen device and generates
  * a few tokens greedily: the smallest complete program against the API.
  * With --check it instead compares the device's logits, for a batch and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* my-plugin.c - a minimal out-of-tree Loom plugin: one device, host
  * memory, and a backend that runs no ops.  Copy it, rename "my", and fill
  * in supports_op and graph_compute with your device's kernels. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loom-backend.h - devices, buffers, backends, the plugin registry and
  * loader, the graph allocator and the meta (tensor-parallel) device.
  *

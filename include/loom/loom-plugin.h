@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loom-plugin.h - the plugin ABI: the interface tables a plugin fills, its
  * descriptor, the constructors that wrap its objects, and the optional
  * entry points resolved by name.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loom.h - tensors, types, contexts, graphs, ops and status codes.
  *
  * This is the half of the public API that knows nothing about devices:

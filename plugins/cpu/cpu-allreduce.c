@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-allreduce.c - the "allreduce" entry point for CPU partitions: every
  * thread of every partition's pool (for small tensors, each pool's first
  * thread) sums its own share of the elements over all the tensors and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-backend.c - the CPU backend: a stream whose work runs on its own
  * pool of threads.  graph_compute checks the graph, queues it and returns;
  * synchronize waits.  Also which ops the device supports, the work size

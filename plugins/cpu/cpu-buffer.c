@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-buffer.c - host memory: the buffer type each CPU device hands out
  * (64-byte aligned, plain malloc'd memory; big buffers on huge pages where
  * the kernel has them) and its buffers, plus the 2D set/get entry points.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-device.c - the CPU devices: the process's cores split into
  * partitions (LOOM_CPU_DEVICES=N, or one per NUMA node), each a device
  * with its own memory share and buffer type.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-kernels.h - the contract between the CPU plugin's scheduler and its
  * op kernels.  Every kernel computes the part of dst that belongs to
  * thread ith of nth; the scheduler runs it on all threads of a pool.

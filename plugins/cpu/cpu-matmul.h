@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-matmul.h - what the CPU plugin's matrix kernels share: the tile
  * and cache-block sizes, where a product writes its columns, and the
  * entry points of the GEMM (matmul-gemm.c), the float GEMV

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-ops.h - what the CPU plugin's op kernels (ops-*.c) share: scalar
  * conversions, row access with strides, per-thread scratch and the
  * kernels' entry points.

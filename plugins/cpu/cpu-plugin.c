@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-plugin.c - the CPU plugin's descriptor, registry entry, entry
  * points by name, and the instruction-set checks behind the variants'
  * scores and the features list.

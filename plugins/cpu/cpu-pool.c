@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-pool.c - the CPU plugin's thread pool: workers pinned to a
  * partition's cores that take jobs from a queue, spinning a while before
  * they sleep, and the barrier the kernels meet at.

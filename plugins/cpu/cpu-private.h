@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-private.h - what the CPU plugin's own files share: partitions,
  * devices, the thread pool and the backend.  The op kernels see only
  * cpu-kernels.h and cpu-ops.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-rows.c - row access for the CPU kernels: converting strided rows of
  * any storage type to contiguous F32 and back, and the per-thread scratch
  * rows the conversions use.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-simd.h - the vector primitives the CPU plugin's matrix kernels
  * are written in: a float vector VF of VLEN lanes for the variant's
  * widest unit (none in the baseline), loads that widen F16, BF16 and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/cpu/local.mk - the CPU plugin.  One set of sources built once per
 # instruction set: loom-cpu.so (baseline, score 1) everywhere, and on
 # x86_64 loom-cpu-x86_64_v3.so (AVX2/FMA/F16C, score 10) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* matmul-gemm.c - the blocked GEMM of the CPU plugin for wide b: b
  * packed once into F32 panels, a packed per cache block into F32 panels
  * (from any type), and a register-blocked micro-kernel per instruction

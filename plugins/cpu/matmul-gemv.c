@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* matmul-gemv.c - the float GEMV of the CPU plugin: each row of a read
  * once against a few F32 rows of b (decode-sized products), for F32, F16,
  * BF16 and Q8_0 rows as they are and any other type through F32.

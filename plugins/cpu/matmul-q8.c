@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* matmul-q8.c - products of quantized weights (Q8_0, Q4_0, Q4_K, Q5_K,
  * Q6_K) with activations quantized on the fly to 8 bits: int8 x int8 dot
  * products (VNNI where the CPU has it, else AVX2's pair multiplies).  The

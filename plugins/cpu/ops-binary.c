@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-binary.c - add, sub, mul and div, with b broadcast to a's shape.
  * Packed F32 operands of one shape run as one flat vector loop split over
  * the threads; everything else goes row by row through F32 scratch.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-copy.c - copy and cont (any layout to any layout of the same element
  * count, converting between F32, F16, BF16 and Q8_0) and concat.  Copies
  * within one type move bytes, so they are exact for every type.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-matmul.c - the CPU plugin's mul_mat and mul_mat_id: which kernel
  * a product takes (int8 dot products for quantized weights where the
  * variant has them, else a blocked GEMM for wide b and a streaming GEMV

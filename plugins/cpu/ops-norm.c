@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-norm.c - rms_norm and norm over dimension 0, one row per thread at
  * a time.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-reduce.c - row reductions: sum_rows, argmax and top_k.  Each thread
  * takes whole rows.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-rope.c - rotary position embedding, normal (adjacent pairs) and
  * neox (pairs half a rotation apart).  The angles of a token are computed
  * once, in double, and reused for all its heads.

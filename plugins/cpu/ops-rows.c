@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-rows.c - get_rows (gather rows of any type by index into F32) and
  * set_rows (scatter F32 rows by index into F32, F16, BF16 or Q8_0).
  * Indices out of range are skipped: the row is left as it was (set) or

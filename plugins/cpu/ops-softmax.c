@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-softmax.c - soft_max over dimension 0 of a * scale + mask, the mask
  * broadcast over dimensions 2 and 3.
  */

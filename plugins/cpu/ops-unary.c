@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-unary.c - scale, silu and gelu: one value in, one value out.
  * Packed F32 runs as one flat loop split over the threads; other layouts
  * and storage types go row by row through F32 scratch.

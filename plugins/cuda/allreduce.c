@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* allreduce.c - the "allreduce" entry point over NCCL (RCCL for HIP):
  * communicators per device group, created on first use and cached, and the
  * rules for what the collective declines.  LOOM_CUDA_ALLREDUCE=none makes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* compute.c - the CUDA plugin's graph compute (one kernel family per node,
  * enqueued on the backend's stream) and the table of what it supports.
  * The kernels themselves live in ops-*.cu.

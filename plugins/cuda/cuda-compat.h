@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-compat.h - the vendor runtime for the CUDA plugin's sources: the CUDA
  * runtime, cuBLAS and NCCL, or, built with LOOM_HIP, their HIP
  * counterparts through plugins/hip/cuda-to-hip.h.  No Loom code lives here.

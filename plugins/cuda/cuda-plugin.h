@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-plugin.h - what the CUDA plugin's host code (plugin.c, compute.c,
  * allreduce.c) and its kernel files (ops-*.cu) share: the device, buffer
  * and backend contexts and the per-op entry points.  Built twice: for CUDA

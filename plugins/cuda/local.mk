@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/cuda/local.mk - the CUDA plugin in two files: loom-cuda.so, which
 # the loader opens (probe.c: it asks the driver for a device and links
 # nothing of CUDA), and cuda-impl.so beside it, opened only when there is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-binary.cu - add, sub, mul and div: a op b with b broadcast to a's
  * shape (b's index is a's modulo b's extent in every dimension).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-common.cuh - what the kernel files share: a tensor's view as kernels
  * see it, loads and stores of every type through float, index helpers,
  * a block reduction and the launch-error check.  Device code only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-copy.cu - copy and cont (any layout, F32/F16/BF16/Q8_0 converted
  * among themselves, any type to itself), concat, and the conversions other
  * files need: a tensor to a contiguous float type, F32 <-> BF16.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-matmul.cu - mul_mat and mul_mat_id.  Large products go to the BLAS
  * (cuBLAS, or hipBLAS for HIP) with F16/BF16 weights on tensor cores and
  * b converted to the weight's type; Q8_0 weights are dequantized to F16

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-norm.cu - rms_norm and norm over dimension 0, one block per row.
  */
 #include "ops-common.cuh"

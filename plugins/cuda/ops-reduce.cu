@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-reduce.cu - row reductions: sum_rows, argmax (first index on ties)
  * and top_k (largest first, lower index first on ties); one block per row.
  */

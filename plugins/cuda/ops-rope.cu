@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-rope.cu - rotary position embedding, NORMAL (adjacent pairs) and
  * NEOX (pairs n_dims/2 apart) modes; one thread per output value.  The
  * angles are computed in double, as on the CPU.

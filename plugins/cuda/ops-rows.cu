@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-rows.cu - get_rows (rows picked by I32 ids, any source type, into
  * F32) and set_rows (F32 rows written at I32 ids, converted to the
  * destination's type, Q8_0 included).  Ids out of range read as zeros and

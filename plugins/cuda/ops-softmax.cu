@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-softmax.cu - softmax(a * scale + mask) over dimension 0, one block
  * per row.  The mask row is a's row index, broadcast over dimensions 2
  * and 3.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops-unary.cu - scale, silu and gelu (tanh approximation), elementwise
  * from any float type into F32.
  */

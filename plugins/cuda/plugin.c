@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plugin.c - the CUDA plugin's descriptor, registry entry, devices, buffer
  * types, buffers, backends (streams), events and entry points.  Kernels
  * live in ops-*.cu, graph dispatch in compute.c, the allreduce in

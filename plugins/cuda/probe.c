@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* probe.c - the CUDA plugin as the loader sees it, loom-cuda.so.  It asks
  * the driver (libcuda.so.1, opened at run time) whether this machine has
  * a CUDA device, and only then opens the implementation, cuda-impl.so

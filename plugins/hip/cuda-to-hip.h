@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-to-hip.h - maps the CUDA runtime, cuBLAS and NCCL names the CUDA
  * plugin's sources use to HIP, rocBLAS (through hipBLAS) and RCCL, so the
  * same sources build the HIP plugin.  Only names the sources use are here.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/hip/local.mk - the HIP plugin, loom-hip.so: the CUDA plugin's
 # sources built for ROCm.  Host code is compiled as C against the HIP
 # runtime; each ops-*.hip includes its ops-*.cu and is compiled by hipcc,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/meta/local.mk - the meta plugin: tensor parallelism over any set
 # of devices.
 plugin_LTLIBRARIES += plugins/meta/loom-meta.la

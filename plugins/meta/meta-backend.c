@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* meta-backend.c - the meta backend: one member backend per device, the
  * cache of plans, running the pieces on all devices at once, and the
  * allreduce between pieces (a member plugin's entry point, or the generic

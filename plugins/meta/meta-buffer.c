@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* meta-buffer.c - the meta buffer type and meta buffers.  A meta buffer
  * has no memory of its own: the slices of its tensors live in member
  * buffers sized for those slices only.  Compute nodes get their

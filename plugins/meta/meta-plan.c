@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* meta-plan.c - the op rules of the meta device: the split state of every
  * node from its sources' states, the cut at each needed allreduce, and the
  * per-device graphs of slice-shaped tensors.  Running a plan is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* meta-plan.h - a plan: one meta graph cut into pieces at its allreduces,
  * with one graph per member device for each piece.  Built by meta-plan.c,
  * run by meta-backend.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* meta-plugin.c - the meta plugin: its registry entry and descriptor, meta
  * devices (made at load from LOOM_META_DEVICES or the GPUs, and later by
  * the "meta_device_new" entry point), and "split_buffer_type".

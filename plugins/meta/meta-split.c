@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* meta-split.c - split states: slice sizes from a callback's answer and the
  * device ratios (largest remainder), and moving data between the host and
  * the slices of a split tensor.  Op rules live in meta-plan.c.

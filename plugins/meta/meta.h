@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* meta.h - the meta plugin's internal types: meta devices, split states
  * with their per-device slices, meta buffers and the per-tensor records
  * that tensors reach through handles.  Nothing here leaves the plugin.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/mpi/local.mk - the mpi plugin: the world of an SPMD job (rank,
 # size, host-memory collectives) for tensor parallelism across processes.
 # The only part of Loom that links MPI.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mpi-coll.c - the world's collectives on host memory: allreduce (F32, and
  * BF16 through a sum of our own; a ring over point-to-point messages from
  * 16 KiB on), broadcast and barrier, and the bare blocking allreduce that

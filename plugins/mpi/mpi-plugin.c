@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mpi-plugin.c - the mpi plugin's descriptor and registry entry: applicable
  * only under an MPI launcher, it joins MPI as the application left it
  * (initialising it only when nobody did), checks that MPI sees the ranks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mpi-private.h - what the mpi plugin's two files share: the world (its
  * duplicated communicator and state) and the collectives' entry points.
  */
