@@ -8,6 +8,8 @@
 
 #if defined(CPU_HAVE_Q8)
 
+#include <cpuid.h>
+
 #include "cpu-simd.h"
 
 /* Rows of a and columns (rows of b) a tile computes: as many
@@ -567,10 +569,18 @@ size_t cpu_q8_tmp_floats(int64_t k)
  * variant has) or AVX-VNNI. */
 static bool have_vnni(void)
 {
+	unsigned int eax, ebx, ecx, edx;
+
+	/* CPUID directly: not every compiler's __builtin_cpu_supports
+	 * knows AVX-VNNI. */
 #if defined(__AVX512VL__)
-	return __builtin_cpu_supports("avx512vnni");
+	if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
+		return false;
+	return ecx & (1u << 11); /* AVX512_VNNI */
 #else
-	return __builtin_cpu_supports("avxvnni");
+	if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx))
+		return false;
+	return eax & (1u << 4); /* AVX-VNNI */
 #endif
 }
 
