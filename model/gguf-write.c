@@ -52,7 +52,8 @@ static int put(struct gguf_writer *w, struct bytes *b, const void *src,
 		b->p = p;
 		b->cap = cap;
 	}
-	memcpy(b->p + b->n, src, n);
+	if (n) /* an empty array may come with no storage */
+		memcpy(b->p + b->n, src, n);
 	b->n += n;
 	return LOOM_OK;
 }

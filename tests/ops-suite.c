@@ -249,7 +249,8 @@ static void case_add(struct op_case *c, const char *tag)
 		struct op_case **v = loom_test_malloc(cap_cases *
 						      sizeof(*all_cases));
 
-		memcpy(v, all_cases, n_cases * sizeof(*all_cases));
+		if (n_cases)
+			memcpy(v, all_cases, n_cases * sizeof(*all_cases));
 		free(all_cases);
 		all_cases = v;
 	}

@@ -5,14 +5,14 @@
 # when MPI sees other ranks than the launcher started, and a
 # late rank failing the others' collective within LOOM_MPI_TIMEOUT
 # instead of hanging them; loom-bench allreduce --world, which checks
-# every sum it times, over 2 ranks.  Skips (77) when the plugin or mpirun is absent.
+# every sum it times, over 2 ranks.  Skips when the plugin or mpirun is absent.
 set -u
 b=${LOOM_TEST_BUILDDIR:-.}
 check="$b/tests/mpi-check"
 if [ ! -e "$b/plugins/mpi/.libs/loom-mpi.so" ] || [ ! -x "$check" ] ||
    ! command -v mpirun >/dev/null 2>&1; then
 	echo "1..0 # SKIP no MPI (plugin or mpirun not built here)"
-	exit 77
+	exit 0
 fi
 # As root, Open MPI wants to be told; two cores want ranks that yield.
 OMPI_ALLOW_RUN_AS_ROOT=1
