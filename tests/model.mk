@@ -4,9 +4,16 @@
 # architecture loaded from a generated file against the reference and on
 # meta devices; the tokenizer.
 check_PROGRAMS += tests/test-gguf tests/fuzz-gguf tests/test-model \
-	tests/test-tokenizer
+	tests/test-tokenizer tests/test-vocab
 TESTS += tests/test-gguf tests/fuzz-gguf tests/test-model \
-	tests/test-tokenizer
+	tests/test-tokenizer tests/test-vocab
+
+# llama.cpp's vocabulary files and their expected ids, when
+# LOOM_VOCAB_DIR names them (skipped otherwise; see the file).
+tests_test_vocab_SOURCES = tests/test-vocab.c
+tests_test_vocab_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/examples/llama
+tests_test_vocab_LDFLAGS = -no-install
+tests_test_vocab_LDADD = model/libmodel.la $(TEST_LIBS)
 
 tests_test_tokenizer_SOURCES = tests/test-tokenizer.c
 tests_test_tokenizer_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/examples/llama
