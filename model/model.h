@@ -64,11 +64,17 @@ int model_token_text(const struct gguf *g, int32_t id, char *buf,
 struct model_tokenizer;
 int model_tokenizer_new(const struct gguf *g, struct model_tokenizer **out);
 void model_tokenizer_free(struct model_tokenizer *t);
-/* The ids of text (special tokens in it are plain text), with BOS/EOS as
- * the file asks when add_special.  *out (malloc'ed, the caller frees; NULL
- * when *n is 0) receives *n ids. */
+/* The ids of text.  flags: MODEL_TOKENIZE_ADD_SPECIAL adds BOS/EOS as
+ * the file asks; the texts of user-defined tokens are always their
+ * tokens, and those of control tokens (<|im_start|>, <s>) are too with
+ * MODEL_TOKENIZE_PARSE_SPECIAL, else plain text.  *out (malloc'ed, the
+ * caller frees; NULL when *n is 0) receives *n ids. */
+enum {
+	MODEL_TOKENIZE_ADD_SPECIAL = 1,
+	MODEL_TOKENIZE_PARSE_SPECIAL = 2,
+};
 int model_tokenize(const struct model_tokenizer *t, const char *text,
-		   bool add_special, int32_t **out, int *n);
+		   unsigned flags, int32_t **out, int *n);
 
 /* Byte-level BPE pre-tokenizers: text[0..len) (UTF-8, else LOOM_E_INVAL)
  * cut into words, *ends (malloc'ed, the caller frees) receiving the byte

@@ -5,7 +5,12 @@
  * characters left without a token written as byte tokens.  Byte-level
  * BPE ("gpt2"): words cut by the pre-tokenizer (pretok.c), their bytes as
  * code points, the lowest-ranked merge first (the leftmost on ties).
+ * Before either, the text is cut at the special tokens' texts (the
+ * user-defined ones always, control and unknown ones when asked), the
+ * longest first; each such piece is its token and the text between is
+ * tokenized piece by piece.
  */
+#define _GNU_SOURCE /* memmem */
 #include "model.h"
 #include "unicode.h"
 
@@ -31,6 +36,11 @@ struct model_tokenizer {
 	int32_t bytes[256];  /* the <0xXX> tokens, -1 where absent */
 	int32_t bos, eos;
 	bool add_bos, add_eos, add_space;
+	/* The special tokens, longest text first; control[] says which
+	 * are control or unknown (cut only when asked). */
+	int32_t *special;
+	bool *control;
+	int n_special;
 };
 
 static uint64_t fnv(const char *s, size_t n)
@@ -161,6 +171,66 @@ static int kind(const struct gguf *g, struct model_tokenizer *t)
 			      "qwen2, are)", model, pre);
 }
 
+/* GGUF's token types. */
+enum { TOKEN_UNKNOWN = 2, TOKEN_CONTROL = 3, TOKEN_USER = 4 };
+
+struct special {
+	uint64_t n;
+	int32_t id;
+	bool control;
+};
+
+static int longer_first(const void *a, const void *b)
+{
+	const struct special *x = a, *y = b;
+
+	if (x->n != y->n)
+		return x->n < y->n ? 1 : -1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The tokens that cut the text: tokenizer.ggml.token_type's unknown,
+ * control and user-defined ones with a text. */
+static int special_tokens(const struct gguf *g, struct model_tokenizer *t)
+{
+	const struct gguf_kv *ty = gguf_kv_find(g, "tokenizer.ggml.token_type");
+	struct special *sp;
+	int n = 0;
+
+	if (!ty)
+		return LOOM_OK;
+	if (ty->type != GGUF_TYPE_ARRAY || ty->n != t->n_vocab ||
+	    (ty->arr_type != GGUF_TYPE_INT32 && ty->arr_type != GGUF_TYPE_UINT32))
+		return loom_error_set(LOOM_E_INVAL, "gguf: tokenizer.ggml."
+				      "token_type is not %llu integers",
+				      (unsigned long long)t->n_vocab);
+	sp = malloc((size_t)ty->n * sizeof(*sp));
+	if (!sp)
+		return loom_error_set(LOOM_E_NOMEM, "tokenizer: no memory");
+	for (uint64_t i = 0; i < ty->n; i++) {
+		double v = gguf_kv_number(ty, i);
+
+		if ((v == TOKEN_UNKNOWN || v == TOKEN_CONTROL ||
+		     v == TOKEN_USER) && t->tok[i].n > 0)
+			sp[n++] = (struct special){ t->tok[i].n, (int32_t)i,
+						    v != TOKEN_USER };
+	}
+	qsort(sp, (size_t)n, sizeof(*sp), longer_first);
+	t->special = malloc((size_t)n * sizeof(*t->special) + 1);
+	t->control = malloc((size_t)n * sizeof(*t->control) + 1);
+	if (!t->special || !t->control) {
+		free(sp);
+		return loom_error_set(LOOM_E_NOMEM, "tokenizer: no memory");
+	}
+	for (int i = 0; i < n; i++) {
+		t->special[i] = sp[i].id;
+		t->control[i] = sp[i].control;
+	}
+	t->n_special = n;
+	free(sp);
+	return LOOM_OK;
+}
+
 int model_tokenizer_new(const struct gguf *g, struct model_tokenizer **out)
 {
 	const struct gguf_kv *kv, *sc, *mg = NULL;
@@ -212,6 +282,9 @@ int model_tokenizer_new(const struct gguf *g, struct model_tokenizer **out)
 	t->add_eos = flag(g, "tokenizer.ggml.add_eos_token", t->add_eos);
 	t->add_space = flag(g, "tokenizer.ggml.add_space_prefix",
 			    t->add_space);
+	ret = special_tokens(g, t);
+	if (ret)
+		goto err;
 	*out = t;
 	return LOOM_OK;
 err:
@@ -223,6 +296,8 @@ void model_tokenizer_free(struct model_tokenizer *t)
 {
 	if (!t)
 		return;
+	free(t->special);
+	free(t->control);
 	free(t->vocab.slot);
 	free(t->merges.slot);
 	free(t);
@@ -460,26 +535,92 @@ static int tokenize_bpe(const struct model_tokenizer *t, const char *text,
 	return ret;
 }
 
-int model_tokenize(const struct model_tokenizer *t, const char *text,
-		   bool add_special, int32_t **out, int *n_out)
-{
-	struct out o = { 0 };
-	size_t len = strlen(text), n = 0;
-	char *buf;
-	int ret = LOOM_OK;
+/* The text cut at the special tokens: pieces of text (id -1) and
+ * tokens, in order. */
+struct piece {
+	size_t off, n;
+	int32_t id;
+};
 
-	/* Each space becomes three bytes; one more may lead. */
-	if (len > (SIZE_MAX - 4) / 3)
-		return loom_error_set(LOOM_E_RANGE, "tokenizer: text too long");
-	buf = malloc(3 * len + 4);
-	if (!buf)
-		return loom_error_set(LOOM_E_NOMEM, "tokenizer: no memory");
-	/* Empty text has no words, hence no mark either. */
-	if (t->add_space && len && !t->bpe) {
+struct pieces {
+	struct piece *v;
+	size_t n, cap;
+};
+
+static int piece_add(struct pieces *p, size_t off, size_t n, int32_t id)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 16;
+		struct piece *v = realloc(p->v, cap * sizeof(*v));
+
+		if (!v)
+			return LOOM_E_NOMEM;
+		p->v = v;
+		p->cap = cap;
+	}
+	p->v[p->n++] = (struct piece){ off, n, id };
+	return LOOM_OK;
+}
+
+static int cut_special(const struct model_tokenizer *t, const char *text,
+		       size_t len, bool parse_special, struct pieces *out)
+{
+	struct pieces cur = { 0 }, next = { 0 };
+	int ret = len ? piece_add(&cur, 0, len, -1) : LOOM_OK;
+
+	for (int k = 0; k < t->n_special && !ret; k++) {
+		const struct gguf_str *sp = &t->tok[t->special[k]];
+		size_t sn = (size_t)sp->n;
+		struct pieces tmp;
+
+		if (t->control[k] && !parse_special)
+			continue;
+		next.n = 0;
+		for (size_t i = 0; i < cur.n && !ret; i++) {
+			struct piece p = cur.v[i];
+			const char *at;
+
+			while (p.id < 0 && p.n >= sn && !ret &&
+			       (at = memmem(text + p.off, p.n, sp->s, sn))) {
+				size_t left = (size_t)(at - (text + p.off));
+
+				if (left)
+					ret = piece_add(&next, p.off, left, -1);
+				if (!ret)
+					ret = piece_add(&next, p.off + left, sn,
+							t->special[k]);
+				p.off += left + sn;
+				p.n -= left + sn;
+			}
+			if (!ret && (p.id >= 0 || p.n))
+				ret = piece_add(&next, p.off, p.n, p.id);
+		}
+		tmp = cur;
+		cur = next;
+		next = tmp;
+	}
+	free(next.v);
+	if (ret) {
+		free(cur.v);
+		return ret;
+	}
+	*out = cur;
+	return LOOM_OK;
+}
+
+/* SentencePiece: a piece of text with its spaces as U+2581, and one more
+ * leading when the vocabulary asks for it at the start of the text or
+ * after a special token. */
+static int tokenize_spm(const struct model_tokenizer *t, const char *text,
+			size_t len, bool lead, char *buf, struct out *o)
+{
+	size_t n = 0;
+
+	if (lead && t->add_space) {
 		memcpy(buf, "\xe2\x96\x81", 3);
 		n = 3;
 	}
-	for (size_t i = 0; i < len && !t->bpe; i++) {
+	for (size_t i = 0; i < len; i++) {
 		if (text[i] == ' ') {
 			memcpy(buf + n, "\xe2\x96\x81", 3);
 			n += 3;
@@ -487,14 +628,46 @@ int model_tokenize(const struct model_tokenizer *t, const char *text,
 			buf[n++] = text[i];
 		}
 	}
-	if (add_special && t->add_bos)
+	return tokenize_text(t, buf, n, o);
+}
+
+int model_tokenize(const struct model_tokenizer *t, const char *text,
+		   unsigned flags, int32_t **out, int *n_out)
+{
+	bool add_special = flags & MODEL_TOKENIZE_ADD_SPECIAL;
+	struct pieces p = { 0 };
+	struct out o = { 0 };
+	size_t len = strlen(text);
+	bool lead = true;
+	char *buf = NULL;
+	int ret;
+
+	/* Each space becomes three bytes; one more may lead. */
+	if (len > (SIZE_MAX - 4) / 3)
+		return loom_error_set(LOOM_E_RANGE, "tokenizer: text too long");
+	ret = cut_special(t, text, len,
+			  flags & MODEL_TOKENIZE_PARSE_SPECIAL, &p);
+	if (!ret && !t->bpe && !(buf = malloc(3 * len + 4)))
+		ret = LOOM_E_NOMEM;
+	if (!ret && add_special && t->add_bos)
 		ret = emit(&o, t->bos);
-	if (!ret)
-		ret = t->bpe ? tokenize_bpe(t, text, len, &o) :
-			       tokenize_text(t, buf, n, &o);
+	/* Empty text has no pieces, hence no mark either. */
+	for (size_t i = 0; i < p.n && !ret; i++) {
+		const struct piece *q = &p.v[i];
+
+		if (q->id >= 0)
+			ret = emit(&o, q->id);
+		else if (t->bpe)
+			ret = tokenize_bpe(t, text + q->off, q->n, &o);
+		else
+			ret = tokenize_spm(t, text + q->off, q->n, lead, buf,
+					   &o);
+		lead = q->id >= 0;
+	}
 	if (!ret && add_special && t->add_eos)
 		ret = emit(&o, t->eos);
 	free(buf);
+	free(p.v);
 	if (ret) {
 		free(o.v);
 		return ret == LOOM_E_NOMEM ?

@@ -59,8 +59,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		model_hparams(g, 64, LOOM_TYPE_F16, &hp, NULL);
 		if (!model_tokenizer_new(g, &t)) {
-			if (!model_tokenize(t, "Hello, world! 123 caf\xc3\xa9",
-					    true, &ids, &n)) {
+			if (!model_tokenize(t, "Hello, world! 123 caf\xc3\xa9"
+					    "<|im_start|><s>",
+					    MODEL_TOKENIZE_ADD_SPECIAL |
+					    MODEL_TOKENIZE_PARSE_SPECIAL,
+					    &ids, &n)) {
 				for (int i = 0; i < n; i++)
 					model_token_text(g, ids[i], s,
 							 sizeof(s));

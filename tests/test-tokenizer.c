@@ -86,7 +86,7 @@ static struct gguf *vocab(const char *model, const char *pre, int add_space,
 }
 
 static void expect(struct model_tokenizer *t, const char *text,
-		   bool special, const int32_t *want, int n_want)
+		   unsigned special, const int32_t *want, int n_want)
 {
 	int32_t *got;
 	int n;
@@ -129,6 +129,16 @@ static void test_spm(void)
 	/* A four-byte character with a token of its own. */
 	EXPECT(t, "\xf0\x9f\x99\x82h", true, 1, 259, 270, 260);
 	EXPECT(t, "", true, 1);
+	/* Control tokens' texts: tokens when asked, each text piece after
+	 * one leading with a mark again; plain text (bytes) otherwise. */
+	EXPECT(t, "hello<s>hello</s>", MODEL_TOKENIZE_PARSE_SPECIAL,
+	       264, 261, 266, 263, 1, 264, 261, 266, 263, 2);
+	EXPECT(t, "<s>", MODEL_TOKENIZE_ADD_SPECIAL |
+	       MODEL_TOKENIZE_PARSE_SPECIAL, 1, 1);
+	EXPECT(t, "h<s>", false, 264, B('<'), B('s'), B('>'));
+	/* The unknown token's text too; "<s" alone is no token. */
+	EXPECT(t, "<unk><s", MODEL_TOKENIZE_PARSE_SPECIAL,
+	       0, 259, B('<'), B('s'));
 	model_tokenizer_free(t);
 	/* And back to text: the mark is a space, byte tokens their byte. */
 	{

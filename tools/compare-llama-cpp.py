@@ -40,8 +40,11 @@ MODELS = [
     ("qwen3moe", "ggml-vocab-qwen2.gguf", {"qk_norm": True, "moe": True}),
 ]
 
-PROMPT = ("Hello, world! 123 4567 café 🙂 Äpfel\n\tdef f(x):\n"
-          "        return x ** 2  # 🦙.cpp")
+# Special tokens' texts are tokens on both sides (as llama.cpp's tools
+# and loom-run take a prompt): <s> in SentencePiece vocabularies,
+# <|im_start|> in Qwen's.
+PROMPT = ("<|im_start|>user\nHello, world! 123 4567 café 🙂 Äpfel<s>\n"
+          "\tdef f(x):\n        return x ** 2  # 🦙.cpp<|im_end|>")
 
 
 def use_build_tree(builddir):
@@ -89,7 +92,7 @@ def compare(builddir, model, text, tokens, threads):
                 type_v=0, verbose=False)
     same_ids = None
     if not tokens:
-        ref_ids = llm.tokenize(text.encode(), add_bos=True, special=False)
+        ref_ids = llm.tokenize(text.encode(), add_bos=True, special=True)
         same_ids = list(ref_ids) == list(ids)
         if not same_ids:
             print("  token ids differ:\n    llama.cpp %s\n    loom      %s"

@@ -30,7 +30,7 @@ struct opts {
 	float temp, top_p;
 	int top_k;
 	uint64_t seed;
-	bool json;
+	bool json, no_special;
 };
 
 static void usage(FILE *f)
@@ -41,6 +41,9 @@ static void usage(FILE *f)
 		"  -m, --model FILE      the GGUF model file\n"
 		"  -p, --prompt TEXT     the prompt, tokenized with the "
 		"file's vocabulary\n"
+		"      --no-special      special tokens' texts in the prompt "
+		"(<|im_start|>, <s>)\n"
+		"                        are plain text, not those tokens\n"
 		"      --tokens LIST     the prompt as token ids, comma-"
 		"separated\n"
 		"  -n, --n-predict N     tokens to generate (default 32)\n"
@@ -115,7 +118,7 @@ static bool parse_float(const char *s, float *out)
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_TOKENS = 256, O_DEVICES, O_CACHE, O_TEMP, O_TOPK, O_TOPP,
-	       O_SEED, O_DUMP, O_JSON, O_VERSION };
+	       O_SEED, O_DUMP, O_JSON, O_VERSION, O_NO_SPECIAL };
 	static const struct option long_opts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "prompt", required_argument, NULL, 'p' },
@@ -131,6 +134,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "dump-logits", required_argument, NULL, O_DUMP },
 		{ "json", no_argument, NULL, O_JSON },
+		{ "no-special", no_argument, NULL, O_NO_SPECIAL },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, O_VERSION },
 		{ 0 },
@@ -150,6 +154,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_DEVICES: o->devices = optarg; break;
 		case O_DUMP: o->dump = optarg; break;
 		case O_JSON: o->json = true; break;
+		case O_NO_SPECIAL: o->no_special = true; break;
 		case 'n':
 			if (!parse_long(optarg, 0, 1 << 20, &v))
 				return fail("-n: bad count '%s'", optarg);
@@ -261,14 +266,18 @@ static int parse_tokens(const char *s, int64_t n_vocab, int32_t **out,
 	return 0;
 }
 
-/* The prompt's ids through the file's tokenizer. */
-static int tokenize(struct gguf *g, const char *text, int32_t **out, int *n)
+/* The prompt's ids through the file's tokenizer, the special tokens'
+ * texts as those tokens unless special is false. */
+static int tokenize(struct gguf *g, const char *text, bool special,
+		    int32_t **out, int *n)
 {
 	struct model_tokenizer *t = NULL;
 	int ret = model_tokenizer_new(g, &t);
 
 	if (!ret)
-		ret = model_tokenize(t, text, true, out, n);
+		ret = model_tokenize(t, text, MODEL_TOKENIZE_ADD_SPECIAL |
+				     (special ? MODEL_TOKENIZE_PARSE_SPECIAL :
+						0), out, n);
 	model_tokenizer_free(t);
 	if (ret)
 		return fail("-p: %s", loom_error_message());
@@ -635,7 +644,7 @@ int main(int argc, char **argv)
 	    train_ctx < hp.n_ctx)
 		hp.n_ctx = train_ctx;
 	if ((o.tokens ? parse_tokens(o.tokens, hp.n_vocab, &prompt, &n_prompt)
-		      : tokenize(g, o.prompt, &prompt, &n_prompt)) ||
+		      : tokenize(g, o.prompt, !o.no_special, &prompt, &n_prompt)) ||
 	    open_device(&o, &hp, &dev, members, &n_members))
 		goto out;
 	if (n_prompt > hp.n_ctx) {
