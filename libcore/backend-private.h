@@ -123,6 +123,9 @@ struct loom__wrap {
 	const char *(*name)(void *obj);
 };
 
+/* Whether rank is one of enum loom_dev_rank's values (device.c). */
+bool loom__dev_rank_valid(int rank);
+
 /* Frees the wrappers a reg owns (devices, buffer types) and the reg,
  * after calling its plugin's free method (registry.c). */
 void loom__reg_destroy(loom_reg_t *reg);
@@ -191,6 +194,12 @@ void loom__plugin_set(struct loom__plugin *p, enum loom_plugin_state state,
 struct loom__plugin *loom__plugin_by_index(size_t i);
 /* The loaded record of that plugin name, or NULL. */
 struct loom__plugin *loom__plugin_loaded(const char *name);
+/* Whether a plugin of ABI major.minor loads into a core of ABI
+ * core_major.core_minor: the majors equal, the plugin's minor not above
+ * the core's.  Returns LOOM_OK, or LOOM_E_ABI with the reason, naming both
+ * versions, written into why (n bytes) (abi.c). */
+int loom__abi_check(uint32_t major, uint32_t minor, uint32_t core_major,
+		    uint32_t core_minor, char *why, size_t n);
 /* Checks a descriptor (ABI, name, init) and records it on p; on failure
  * sets p's state and reason and returns the status. */
 int loom__plugin_check_desc(struct loom__plugin *p,

@@ -26,6 +26,28 @@ const char *loom_dev_type_name(enum loom_dev_type type)
 	return "unknown";
 }
 
+const char *loom_dev_rank_name(enum loom_dev_rank rank)
+{
+	switch (rank) {
+	case LOOM_DEV_RANK_NONE:
+		return "none";
+	case LOOM_DEV_RANK_MARGINAL:
+		return "marginal";
+	case LOOM_DEV_RANK_SECONDARY:
+		return "secondary";
+	case LOOM_DEV_RANK_PRIMARY:
+		return "primary";
+	}
+	return "unknown";
+}
+
+bool loom__dev_rank_valid(int rank)
+{
+	return rank == LOOM_DEV_RANK_NONE || rank == LOOM_DEV_RANK_MARGINAL ||
+	       rank == LOOM_DEV_RANK_SECONDARY ||
+	       rank == LOOM_DEV_RANK_PRIMARY;
+}
+
 /* ------------------------------------------------------------------------
  * Regs.
  */
@@ -257,6 +279,20 @@ uint32_t loom_dev_caps(loom_dev_t *dev)
 		return 0;
 	f = dev->iface.get_caps;
 	return f ? f(dev) : 0;
+}
+
+enum loom_dev_rank loom_dev_rank(loom_dev_t *dev)
+{
+	enum loom_dev_rank (*f)(loom_dev_t *);
+	enum loom_dev_rank r;
+
+	if (!loom__dev_live(dev))
+		return LOOM_DEV_RANK_NONE;
+	f = dev->iface.get_rank;
+	r = f ? f(dev) : LOOM_DEV_RANK_NONE;
+	/* Registration refused unknown ranks; a device made later that
+	 * says one anyway declares none. */
+	return loom__dev_rank_valid((int)r) ? r : LOOM_DEV_RANK_NONE;
 }
 
 int loom_dev_init_backend(loom_dev_t *dev, const char *params,

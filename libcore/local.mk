@@ -22,6 +22,7 @@ libcore_libloom_la_SOURCES = \
 	libcore/buffer.c \
 	libcore/backend.c \
 	libcore/device.c \
+	libcore/abi.c \
 	libcore/registry.c \
 	libcore/loader.c \
 	libcore/elf-check.c \

@@ -256,15 +256,11 @@ int loom__plugin_check_desc(struct loom__plugin *p,
 			    bool name_from_file)
 {
 	struct loom__plugin *other;
+	char why[160];
 
-	if (desc->abi_major != LOOM_ABI_MAJOR ||
-	    desc->abi_minor > LOOM_ABI_MINOR) {
-		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_ABI,
-				 "ABI mismatch: plugin ABI %u.%u, libloom ABI "
-				 "%u.%u",
-				 (unsigned)desc->abi_major,
-				 (unsigned)desc->abi_minor, LOOM_ABI_MAJOR,
-				 LOOM_ABI_MINOR);
+	if (loom__abi_check(desc->abi_major, desc->abi_minor, LOOM_ABI_MAJOR,
+			    LOOM_ABI_MINOR, why, sizeof(why))) {
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_ABI, "%s", why);
 		return p->status;
 	}
 	if (!desc->name || !*desc->name) {
@@ -395,6 +391,14 @@ static int check_reg(struct loom__plugin *p, loom_reg_t *reg)
 			loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
 					 "device '%s' has unknown type %u",
 					 dev->iface.get_name(dev), type);
+			return p->status;
+		}
+		if (dev->iface.get_rank &&
+		    !loom__dev_rank_valid((int)dev->iface.get_rank(dev))) {
+			loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
+					 "device '%s' has unknown rank %d",
+					 dev->iface.get_name(dev),
+					 (int)dev->iface.get_rank(dev));
 			return p->status;
 		}
 		buft = dev->iface.get_buffer_type(dev);
@@ -529,68 +533,115 @@ out_unlock:
 }
 
 /* ------------------------------------------------------------------------
- * Priority order: LOOM_BACKENDS order when given, else GPUs and other
- * accelerators, then CPUs, meta devices last; ties in registration order.
+ * Priority order.  Devices: their plugin's place in LOOM_BACKENDS when it
+ * is given, then higher rank, then type (GPU, IGPU, ACCEL, CPU, META),
+ * then the order plugins were found in and each plugin's own order.
+ * Plugins: by their first device in that order, plugins without devices
+ * after the others.
  */
 
-static int plugin_class(const struct loom__plugin *p)
+/* Where a device type sorts: GPUs first, meta devices last. */
+static int type_order(enum loom_dev_type type)
 {
-	loom_reg_t *reg = p->reg;
-	size_t n = reg->iface.get_dev_count(reg);
-	bool accel = false;
-
-	if (strcmp(p->name, "meta") == 0)
+	switch (type) {
+	case LOOM_DEV_TYPE_GPU:
+		return 0;
+	case LOOM_DEV_TYPE_IGPU:
+		return 1;
+	case LOOM_DEV_TYPE_ACCEL:
 		return 2;
-	for (size_t i = 0; i < n && i < 4096; i++) {
-		loom_dev_t *dev = reg->iface.get_dev(reg, i);
-
-		if (!loom__dev_live(dev))
-			continue;
-		switch (dev->iface.get_type(dev)) {
-		case LOOM_DEV_TYPE_META:
-			return 2;
-		case LOOM_DEV_TYPE_CPU:
-			break;
-		default:
-			accel = true;
-		}
+	case LOOM_DEV_TYPE_CPU:
+		return 3;
+	case LOOM_DEV_TYPE_META:
+		return 4;
 	}
-	return accel ? 0 : 1;
+	return 2;
 }
 
+/* A device, or a plugin by its first device, with what it sorts by. */
 struct ranked {
 	struct loom__plugin *p;
-	int cls;
+	loom_dev_t *dev;  /* NULL for a plugin without devices */
+	long priority;    /* index in LOOM_BACKENDS; unlisted after */
+	int rank;         /* enum loom_dev_rank; -1 without devices */
+	int type;         /* type_order; 5 without devices */
+	size_t index;     /* the device's index in its plugin */
 };
 
 static int cmp_ranked(const void *a, const void *b)
 {
 	const struct ranked *x = a, *y = b;
-	long px = x->p->priority < 0 ? 1L << 30 : x->p->priority;
-	long py = y->p->priority < 0 ? 1L << 30 : y->p->priority;
 
-	if (px != py)
-		return px < py ? -1 : 1;
-	if (x->cls != y->cls)
-		return x->cls < y->cls ? -1 : 1;
-	return x->p->seq < y->p->seq ? -1 : x->p->seq > y->p->seq;
+	if (x->priority != y->priority)
+		return x->priority < y->priority ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank > y->rank ? -1 : 1;
+	if (x->type != y->type)
+		return x->type < y->type ? -1 : 1;
+	if (x->p->seq != y->p->seq)
+		return x->p->seq < y->p->seq ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* Fills v (n_plugins entries) with the loaded plugins in priority order;
- * returns how many.  Caller holds the lock. */
-static size_t ranked_plugins(struct ranked *v)
+static void rank_dev(struct ranked *r, struct loom__plugin *p,
+		     loom_dev_t *dev, size_t index)
 {
-	size_t n = 0;
+	r->p = p;
+	r->dev = dev;
+	r->priority = p->priority < 0 ? 1L << 30 : p->priority;
+	r->rank = dev ? (int)loom_dev_rank(dev) : -1;
+	r->type = dev ? type_order(loom_dev_type(dev)) : 5;
+	r->index = index;
+}
+
+/* The loaded plugins' devices in priority order, or with plugins_only,
+ * one entry per loaded plugin (its first device) in plugin order.
+ * Returns a malloc'ed array of *n entries: NULL and 0 when there are
+ * none, or no memory for them.  Caller holds the lock. */
+static struct ranked *ranked_list(bool plugins_only, size_t *n)
+{
+	struct ranked *v = NULL;
+	size_t cap = 0, k = 0;
+
+	*n = 0;
 
 	for (size_t i = 0; i < n_plugins; i++) {
-		if (plugins[i]->state != LOOM_PLUGIN_LOADED)
+		struct loom__plugin *p = plugins[i];
+		size_t nd, first = k;
+
+		if (p->state != LOOM_PLUGIN_LOADED)
 			continue;
-		v[n].p = plugins[i];
-		v[n].cls = plugin_class(plugins[i]);
-		n++;
+		nd = loom_reg_dev_count(p->reg);
+		if (cap - k < nd + 1) {
+			size_t want = 2 * cap + nd + 16;
+			struct ranked *w = realloc(v, want * sizeof(*w));
+
+			if (!w) {
+				free(v);
+				return NULL;
+			}
+			v = w;
+			cap = want;
+		}
+		for (size_t d = 0; d < nd; d++) {
+			loom_dev_t *dev = loom_reg_dev(p->reg, d);
+			struct ranked r;
+
+			if (!dev)
+				continue;
+			rank_dev(&r, p, dev, d);
+			if (!plugins_only || k == first)
+				v[k++] = r;
+			else if (cmp_ranked(&r, &v[first]) < 0)
+				v[first] = r;
+		}
+		if (k == first && plugins_only)
+			rank_dev(&v[k++], p, NULL, 0);
 	}
-	qsort(v, n, sizeof(*v), cmp_ranked);
-	return n;
+	if (k)
+		qsort(v, k, sizeof(*v), cmp_ranked);
+	*n = k;
+	return v;
 }
 
 size_t loom_reg_count(void)
@@ -611,13 +662,10 @@ loom_reg_t *loom_reg_get(size_t i)
 	size_t n;
 
 	loom__registry_lock();
-	v = malloc((n_plugins + 1) * sizeof(*v));
-	if (v) {
-		n = ranked_plugins(v);
-		if (i < n)
-			reg = v[i].p->reg;
-		free(v);
-	}
+	v = ranked_list(true, &n);
+	if (v && i < n)
+		reg = v[i].p->reg;
+	free(v);
 	loom__registry_unlock();
 	return reg;
 }
@@ -648,31 +696,17 @@ static loom_dev_t *walk_devs(bool (*fn)(loom_dev_t *dev, size_t idx,
 {
 	struct ranked *v;
 	loom_dev_t *found = NULL;
-	size_t n, idx = 0;
+	size_t n = 0, idx = 0;
 
 	loom__registry_lock();
-	v = malloc((n_plugins + 1) * sizeof(*v));
-	if (!v)
-		goto out_unlock;
-	n = ranked_plugins(v);
-	for (size_t r = 0; r < n && !found; r++) {
-		loom_reg_t *reg = v[r].p->reg;
-		size_t nd = loom_reg_dev_count(reg);
-
-		for (size_t d = 0; d < nd; d++) {
-			loom_dev_t *dev = loom_reg_dev(reg, d);
-
-			if (!dev)
-				continue;
-			if (fn && fn(dev, idx, arg)) {
-				found = dev;
-				break;
-			}
-			idx++;
+	v = ranked_list(false, &n);
+	for (; v && idx < n; idx++) {
+		if (fn && fn(v[idx].dev, idx, arg)) {
+			found = v[idx].dev;
+			break;
 		}
 	}
 	free(v);
-out_unlock:
 	loom__registry_unlock();
 	if (count)
 		*count = idx;

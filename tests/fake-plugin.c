@@ -3,6 +3,7 @@
  * good and the broken plugins the loader tests need (tests/loader.mk lists
  * them).  The good build is a host-memory device that computes nothing. */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,14 @@
 #endif
 #ifndef FAKE_ABI_MAJOR
 #define FAKE_ABI_MAJOR LOOM_ABI_MAJOR
+#endif
+#ifdef FAKE_ABI_NEWER
+/* Built against an ABI one minor newer than this core's. */
+#define FAKE_ABI_MINOR (LOOM_ABI_MINOR + 1)
+#endif
+#ifdef FAKE_ABI_1_0
+/* Built against ABI 1.0: the device table ends before get_rank. */
+#define FAKE_ABI_MINOR 0
 #endif
 #ifndef FAKE_ABI_MINOR
 #define FAKE_ABI_MINOR LOOM_ABI_MINOR
@@ -404,8 +413,28 @@ static uint32_t dev_caps(loom_dev_t *dev)
 }
 #endif
 
+#if defined(FAKE_RANK) || defined(FAKE_ABI_1_0)
+/* FAKE_ABI_1_0 fills the slot past its table's size, where a 1.0 plugin
+ * has whatever follows its table: the core must not read it. */
+static enum loom_dev_rank dev_rank(loom_dev_t *dev)
+{
+#ifdef FAKE_RANK
+	return (enum loom_dev_rank)FAKE_RANK;
+#else
+	return LOOM_DEV_RANK_PRIMARY;
+#endif
+}
+#endif
+
 static const struct loom_dev_iface dev_iface = {
+#ifdef FAKE_ABI_1_0
+	.size = offsetof(struct loom_dev_iface, get_rank),
+#else
 	.size = sizeof(struct loom_dev_iface),
+#endif
+#if defined(FAKE_RANK) || defined(FAKE_ABI_1_0)
+	.get_rank = dev_rank,
+#endif
 	.get_name = dev_name,
 	.get_description = dev_description,
 	.get_memory = dev_memory,

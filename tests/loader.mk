@@ -3,13 +3,16 @@
 # plugin source built many ways (good and broken), and test-loader.
 check_PROGRAMS += tests/test-loader
 TESTS += tests/test-loader
+# libcore/abi.c is compiled in too: the test calls the ABI rule with a
+# core version other than this one's.
 tests_test_loader_SOURCES = tests/test-loader.c tests/fake-plugin.c \
-	tests/fake-plugin.h
-tests_test_loader_CPPFLAGS = $(TEST_CPPFLAGS) -DFAKE_STATIC \
-	-DFAKE_NAME=\"static\" -DFAKE_2D
+	tests/fake-plugin.h libcore/abi.c
+tests_test_loader_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/libcore \
+	-DFAKE_STATIC -DFAKE_NAME=\"static\" -DFAKE_2D
 tests_test_loader_LDFLAGS = -no-install
 tests_test_loader_LDADD = $(TEST_LIBS)
-EXTRA_tests_test_loader_DEPENDENCIES = $(FAKE_PLUGINS) tools/loom-info
+EXTRA_tests_test_loader_DEPENDENCIES = $(FAKE_PLUGINS) tools/loom-info \
+	tests/acme/loom-acme.la
 
 # Test plugins: uninstalled modules (-rpath /nowhere makes libtool build
 # a shared object).  test-loader links their .libs/*.so into a temporary
@@ -76,7 +79,7 @@ tests_fake_loom_major_la_LIBADD = $(PLUGIN_LINK_LIBS)
 check_LTLIBRARIES += tests/fake/loom-minor.la
 FAKE_PLUGINS += tests/fake/loom-minor.la
 tests_fake_loom_minor_la_SOURCES = tests/fake-plugin.c
-tests_fake_loom_minor_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"minor\" -DFAKE_ABI_MINOR=1
+tests_fake_loom_minor_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"minor\" -DFAKE_ABI_NEWER
 tests_fake_loom_minor_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
 tests_fake_loom_minor_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
@@ -157,6 +160,37 @@ tests_fake_loom_var_d_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_var_d_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"var\" -DFAKE_SCORE=9 -DFAKE_INIT_FAIL
 tests_fake_loom_var_d_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
 tests_fake_loom_var_d_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+# Device ranks and the ABI minor: a GPU that declares itself primary, an
+# IGPU that says marginal, one that says a rank there is not, and a GPU
+# built against ABI 1.0 (its device table ends before get_rank).
+check_LTLIBRARIES += tests/fake/loom-pgpu.la
+FAKE_PLUGINS += tests/fake/loom-pgpu.la
+tests_fake_loom_pgpu_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_pgpu_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"pgpu\" -DFAKE_TYPE=LOOM_DEV_TYPE_GPU -DFAKE_RANK=LOOM_DEV_RANK_PRIMARY
+tests_fake_loom_pgpu_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_pgpu_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-migpu.la
+FAKE_PLUGINS += tests/fake/loom-migpu.la
+tests_fake_loom_migpu_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_migpu_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"migpu\" -DFAKE_TYPE=LOOM_DEV_TYPE_IGPU -DFAKE_RANK=LOOM_DEV_RANK_MARGINAL
+tests_fake_loom_migpu_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_migpu_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-badrank.la
+FAKE_PLUGINS += tests/fake/loom-badrank.la
+tests_fake_loom_badrank_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_badrank_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"badrank\" -DFAKE_RANK=7
+tests_fake_loom_badrank_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_badrank_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-old.la
+FAKE_PLUGINS += tests/fake/loom-old.la
+tests_fake_loom_old_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_old_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"old\" -DFAKE_TYPE=LOOM_DEV_TYPE_GPU -DFAKE_ABI_1_0
+tests_fake_loom_old_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_old_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 # The out-of-tree plugin template, built here from its own source so
 # that test-loader shows it loads (installcheck builds it with its own

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test-loader.c - the plugin loader and the backend interfaces: every
  * broken fake plugin with the exact state and reason a user sees,
- * LOOM_BACKENDS, variants, secure execution, unloading, and the checks the
- * core makes before data reaches a plugin (caller errors never abort). */
+ * LOOM_BACKENDS, variants, the ABI version rule, device ranks and order,
+ * secure execution, unloading, and the checks the core makes before data
+ * reaches a plugin (caller errors never abort). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
@@ -22,6 +23,7 @@
 
 #include <loom/loom-plugin.h>
 
+#include "backend-private.h" /* loom__abi_check, compiled in */
 #include "fake-plugin.h"
 
 extern const struct loom_plugin_desc fake_static_desc;
@@ -84,11 +86,11 @@ static const char *fake_libs(void)
 	return path;
 }
 
-/* Puts fake plugin `name` into dir (a symlink to the built module). */
-static void add_plugin(const char *dir, const char *name)
+/* Puts plugin `name` built in directory libs into dir (a symlink). */
+static void link_plugin(const char *dir, const char *libs, const char *name)
 {
 	char *file = g_strdup_printf("loom-%s.so", name);
-	char *target = g_build_filename(fake_libs(), file, NULL);
+	char *target = g_build_filename(libs, file, NULL);
 	char *link = g_build_filename(dir, file, NULL);
 
 	g_assert_true(g_file_test(target, G_FILE_TEST_EXISTS));
@@ -96,6 +98,23 @@ static void add_plugin(const char *dir, const char *name)
 	g_free(file);
 	g_free(target);
 	g_free(link);
+}
+
+/* Puts fake plugin `name` into dir. */
+static void add_plugin(const char *dir, const char *name)
+{
+	link_plugin(dir, fake_libs(), name);
+}
+
+/* Puts a plugin of the build tree into dir: `name` built in `subdir`
+ * ("plugins/cpu", "tests/acme"). */
+static void add_built(const char *dir, const char *subdir, const char *name)
+{
+	const char *b = g_getenv("LOOM_TEST_BUILDDIR");
+	char *libs = g_build_filename(b ? b : ".", subdir, ".libs", NULL);
+
+	link_plugin(dir, libs, name);
+	g_free(libs);
 }
 
 static char *path_in(const char *dir, const char *name)
@@ -286,9 +305,10 @@ static void test_broken(struct fixture *f, gconstpointer data)
 	assert_record(f->dir, "nodesc", LOOM_PLUGIN_FAILED,
 		      "not a loom plugin: no loom_plugin_descriptor symbol");
 	assert_record(f->dir, "major", LOOM_PLUGIN_FAILED,
-		      "ABI mismatch: plugin ABI 2.0, libloom ABI 1.0");
+		      "ABI mismatch: plugin ABI 2.1, libloom ABI 1.1");
 	assert_record(f->dir, "minor", LOOM_PLUGIN_FAILED,
-		      "ABI mismatch: plugin ABI 1.1, libloom ABI 1.0");
+		      "ABI mismatch: plugin ABI 1.2, libloom ABI 1.1 (the "
+		      "plugin needs a newer libloom)");
 	assert_record(f->dir, "nomethod", LOOM_PLUGIN_FAILED,
 		      "device 'nomethod0': missing required method "
 		      "supports_op");
@@ -534,6 +554,243 @@ static void test_exclude(struct fixture *f, gconstpointer data)
 	g_assert_true(marked(f, "fgpu"));
 	g_assert_null(loom_dev_by_name("good0"));
 	g_assert_nonnull(loom_dev_by_name("fgpu0"));
+}
+
+/* ------------------------------------------------------------------------
+ * The ABI version rule and device ranks.
+ */
+
+/* The rule itself, for cores of other versions than this one: a plugin
+ * built against 1.1 is refused by a 1.0 core, naming both versions; a 1.0
+ * plugin loads into a 1.1 core. */
+static void test_abi_rule(void)
+{
+	static const struct {
+		uint32_t major, minor, core_major, core_minor;
+		const char *why; /* NULL: loads */
+	} cases[] = {
+		{ 1, 1, 1, 0, "ABI mismatch: plugin ABI 1.1, libloom ABI 1.0 "
+			      "(the plugin needs a newer libloom)" },
+		{ 1, 0, 1, 1, NULL },
+		{ 1, 1, 1, 1, NULL },
+		{ 1, 0, 1, 0, NULL },
+		{ 1, 7, 1, 9, NULL },
+		{ 1, 4294967295u, 1, 1,
+		  "ABI mismatch: plugin ABI 1.4294967295, libloom ABI 1.1 "
+		  "(the plugin needs a newer libloom)" },
+		{ 2, 0, 1, 1, "ABI mismatch: plugin ABI 2.0, libloom ABI 1.1" },
+		{ 0, 1, 1, 1, "ABI mismatch: plugin ABI 0.1, libloom ABI 1.1" },
+		{ 1, 0, 2, 5, "ABI mismatch: plugin ABI 1.0, libloom ABI 2.5" },
+	};
+
+	/* This core is 1.1: ranks are the first slot appended to 1.0. */
+	g_assert_cmpuint(LOOM_ABI_MAJOR, ==, 1);
+	g_assert_cmpuint(LOOM_ABI_MINOR, ==, 1);
+	g_assert_cmpuint(offsetof(struct loom_dev_iface, get_rank), ==,
+			 offsetof(struct loom_dev_iface, event_synchronize) +
+				 sizeof(void *));
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		char why[160] = "";
+		int st = loom__abi_check(cases[i].major, cases[i].minor,
+					 cases[i].core_major,
+					 cases[i].core_minor, why,
+					 sizeof(why));
+
+		g_assert_cmpint(st, ==, cases[i].why ? LOOM_E_ABI : LOOM_OK);
+		g_assert_cmpstr(why, ==, cases[i].why ? cases[i].why : "");
+	}
+}
+
+/* The same rule in this core, through the loader: a descriptor one minor
+ * newer is refused before its init runs; one of minor 0 loads. */
+static void test_abi_static(struct fixture *f, gconstpointer data)
+{
+	struct loom_plugin_desc desc = fake_static_desc;
+	loom_reg_t *reg = (loom_reg_t *)1;
+	char *want;
+
+	desc.abi_minor = LOOM_ABI_MINOR + 1;
+	g_assert_cmpint(loom_load_static(&desc, &reg), ==, LOOM_E_ABI);
+	g_assert_null(reg);
+	want = g_strdup_printf("plugin 'static' ((static)): ABI mismatch: "
+			       "plugin ABI 1.%u, libloom ABI 1.%u (the plugin "
+			       "needs a newer libloom)",
+			       LOOM_ABI_MINOR + 1, LOOM_ABI_MINOR);
+	g_assert_cmpstr(loom_error_message(), ==, want);
+	g_free(want);
+	g_assert_null(loom_dev_by_name("static0"));
+
+	desc.abi_minor = 0;
+	g_assert_cmpint(loom_load_static(&desc, &reg), ==, LOOM_OK);
+	g_assert_true(reg == loom_reg_by_name("static"));
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
+}
+
+/* A plugin built against ABI 1.0: loaded, its device table shorter than
+ * this core's, so its rank is the default, whatever lies past the end of
+ * its table (here a get_rank that would say primary). */
+static void test_abi_old_plugin(struct fixture *f, gconstpointer data)
+{
+	static const char *const ties[] = { "old0", "good0" };
+	static const char *const ranked[] = { "cpu0", "old0", "good0" };
+	struct loom_plugin_info info;
+	char *path = path_in(f->dir, "old");
+
+	add_plugin(f->dir, "old");
+	add_plugin(f->dir, "good");
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_record(f->dir, "old", LOOM_PLUGIN_LOADED, "");
+	info = find_record(path);
+	g_assert_cmpstr(info.version, ==, "1.2.3");
+	g_assert_cmpint(loom_dev_rank(loom_dev_by_name("old0")), ==,
+			LOOM_DEV_RANK_NONE);
+	g_assert_cmpint(loom_dev_type(loom_dev_by_name("old0")), ==,
+			LOOM_DEV_TYPE_GPU);
+	/* Both unranked: the GPU before the CPU. */
+	assert_dev_order(ties, 2);
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
+
+	/* Loom's CPU plugin, primary, comes before the 1.0 GPU. */
+	add_built(f->dir, "plugins/cpu", "cpu");
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_dev_order(ranked, 3);
+	g_free(path);
+}
+
+/* The default order: rank first, then type (GPU, IGPU, ACCEL, CPU,
+ * META), then the order plugins were found in; LOOM_BACKENDS before
+ * all of them. */
+static void test_rank_order(struct fixture *f, gconstpointer data)
+{
+	static const char *const want[] = {
+		"pgpu0", /* primary GPU */
+		"cpu0",  /* primary CPU: Loom's own */
+		"migpu0", /* marginal IGPU */
+		"fgpu0", /* no rank: GPU, ACCEL, CPU, META */
+		"acme0",
+		"good0",
+		"fmeta0",
+	};
+	static const char *const regs[] = {
+		"pgpu", "cpu", "migpu", "fgpu", "acme", "good", "fmeta",
+	};
+	static const char *const listed[] = { "acme0", "fgpu0", "cpu0" };
+	static const enum loom_dev_rank ranks[] = {
+		LOOM_DEV_RANK_PRIMARY, LOOM_DEV_RANK_PRIMARY,
+		LOOM_DEV_RANK_MARGINAL, LOOM_DEV_RANK_NONE, LOOM_DEV_RANK_NONE,
+		LOOM_DEV_RANK_NONE, LOOM_DEV_RANK_NONE,
+	};
+
+	/* Found in name order: acme, cpu, fgpu, fmeta, good, migpu, pgpu. */
+	add_built(f->dir, "tests/acme", "acme");
+	add_built(f->dir, "plugins/cpu", "cpu");
+	add_plugin(f->dir, "fgpu");
+	add_plugin(f->dir, "fmeta");
+	add_plugin(f->dir, "good");
+	add_plugin(f->dir, "migpu");
+	add_plugin(f->dir, "pgpu");
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_dev_order(want, G_N_ELEMENTS(want));
+	for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+		loom_dev_t *dev = loom_dev_get(i);
+
+		g_assert_cmpint(loom_dev_rank(dev), ==, ranks[i]);
+		g_assert_cmpstr(loom_reg_name(loom_reg_get(i)), ==, regs[i]);
+	}
+	g_assert_null(loom_reg_get(G_N_ELEMENTS(regs)));
+	g_assert_true(loom_dev_by_type(LOOM_DEV_TYPE_GPU) ==
+		      loom_dev_by_name("pgpu0"));
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
+
+	/* LOOM_BACKENDS is the user's order, ranks or not. */
+	setenv("LOOM_BACKENDS", "acme,fgpu,cpu", 1);
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_dev_order(listed, G_N_ELEMENTS(listed));
+}
+
+/* A third-party plugin with two ops and no rank (an ACCEL device) never
+ * takes device 0 from the CPU or from a GPU. */
+static void test_rank_third_party(struct fixture *f, gconstpointer data)
+{
+	static const char *const with_cpu[] = { "cpu0", "acme0" };
+	static const char *const with_gpu[] = { "fgpu0", "acme0" };
+	char *cpu;
+
+	add_built(f->dir, "tests/acme", "acme");
+	add_built(f->dir, "plugins/cpu", "cpu");
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_dev_order(with_cpu, 2);
+	g_assert_cmpint(loom_dev_rank(loom_dev_get(0)), ==,
+			LOOM_DEV_RANK_PRIMARY);
+	g_assert_cmpint(loom_dev_rank(loom_dev_by_name("acme0")), ==,
+			LOOM_DEV_RANK_NONE);
+	g_assert_cmpint(loom_dev_type(loom_dev_by_name("acme0")), ==,
+			LOOM_DEV_TYPE_ACCEL);
+	g_assert_true(loom_reg_get(0) == loom_reg_by_name("cpu"));
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
+
+	/* A GPU that declares no rank still comes first by its type. */
+	cpu = path_in(f->dir, "cpu");
+	g_assert_cmpint(g_unlink(cpu), ==, 0);
+	g_free(cpu);
+	add_plugin(f->dir, "fgpu");
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_dev_order(with_gpu, 2);
+}
+
+/* A composed device is as good as its weakest member: the meta device
+ * over two CPU partitions is primary, over acme and a CPU it is not.
+ * Either way it comes after its members of that rank. */
+static void test_rank_meta(struct fixture *f, gconstpointer data)
+{
+	static const char *const cpus[] = { "cpu0", "cpu1", "meta0" };
+	static const char *const mixed[] = { "cpu0", "cpu1", "acme0",
+					     "meta0" };
+
+	add_built(f->dir, "plugins/cpu", "cpu");
+	add_built(f->dir, "plugins/meta", "meta");
+	setenv("LOOM_CPU_DEVICES", "2", 1);
+	setenv("LOOM_META_DEVICES", "cpu0,cpu1", 1);
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_dev_order(cpus, 3);
+	g_assert_cmpint(loom_dev_rank(loom_dev_by_name("meta0")), ==,
+			LOOM_DEV_RANK_PRIMARY);
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
+
+	add_built(f->dir, "tests/acme", "acme");
+	setenv("LOOM_META_DEVICES", "acme0,cpu1", 1);
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_dev_order(mixed, 4);
+	g_assert_cmpint(loom_dev_rank(loom_dev_by_name("meta0")), ==,
+			LOOM_DEV_RANK_NONE);
+	unsetenv("LOOM_CPU_DEVICES");
+	unsetenv("LOOM_META_DEVICES");
+}
+
+/* A rank that is none of the four is refused, naming it; the names. */
+static void test_rank_bad(struct fixture *f, gconstpointer data)
+{
+	add_plugin(f->dir, "badrank");
+	add_plugin(f->dir, "good");
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_record(f->dir, "badrank", LOOM_PLUGIN_FAILED,
+		      "device 'badrank0' has unknown rank 7");
+	g_assert_null(loom_dev_by_name("badrank0"));
+	g_assert_nonnull(loom_dev_by_name("good0"));
+
+	g_assert_cmpstr(loom_dev_rank_name(LOOM_DEV_RANK_NONE), ==, "none");
+	g_assert_cmpstr(loom_dev_rank_name(LOOM_DEV_RANK_MARGINAL), ==,
+			"marginal");
+	g_assert_cmpstr(loom_dev_rank_name(LOOM_DEV_RANK_SECONDARY), ==,
+			"secondary");
+	g_assert_cmpstr(loom_dev_rank_name(LOOM_DEV_RANK_PRIMARY), ==,
+			"primary");
+	g_assert_cmpstr(loom_dev_rank_name((enum loom_dev_rank)7), ==,
+			"unknown");
+	/* Not a device: the default, no crash. */
+	g_assert_cmpint(loom_dev_rank(NULL), ==, LOOM_DEV_RANK_NONE);
+	g_assert_cmpint(loom_dev_rank((loom_dev_t *)&f), ==,
+			LOOM_DEV_RANK_NONE);
 }
 
 static void test_requested(struct fixture *f, gconstpointer data)
@@ -865,10 +1122,19 @@ static int run_info(const char *arg, char **out, char **err)
 static void test_info(struct fixture *f, gconstpointer data)
 {
 	char *out, *err, *want;
+	const char *pgpu, *good;
 
 	add_plugin(f->dir, "good");
 	add_plugin(f->dir, "score0");
+	add_plugin(f->dir, "pgpu");
 	g_assert_cmpint(run_info("--json", &out, &err), ==, 0);
+	/* The rank in each device's entry; the ranked device first. */
+	pgpu = strstr(out, "{\"name\": \"pgpu0\", \"type\": \"gpu\", "
+			   "\"rank\": \"primary\", ");
+	good = strstr(out, "{\"name\": \"good0\"");
+	g_assert_nonnull(pgpu);
+	g_assert_nonnull(good);
+	g_assert_true(pgpu < good);
 	want = g_strdup_printf("{\"name\": \"good\", "
 			       "\"file\": \"%s/loom-good.so\", "
 			       "\"state\": \"loaded\", \"reason\": \"\"",
@@ -877,6 +1143,7 @@ static void test_info(struct fixture *f, gconstpointer data)
 	g_assert_nonnull(strstr(out, "\"state\": \"not-applicable\", "
 				     "\"reason\": \"no fake hardware here\""));
 	g_assert_nonnull(strstr(out, "{\"name\": \"good0\", \"type\": \"cpu\", "
+				     "\"rank\": \"none\", "
 				     "\"plugin\": \"good\", "
 				     "\"memory_total\": 1073741824, "
 				     "\"memory_free\": 536870912"));
@@ -928,6 +1195,13 @@ static void test_info(struct fixture *f, gconstpointer data)
 		g_free(target);
 		g_free(link);
 	}
+	g_assert_cmpint(run_info(NULL, &out, &err), ==, 0);
+	g_assert_nonnull(strstr(out, "  pgpu0\n    type:          gpu\n"
+				     "    rank:          primary\n"));
+	g_assert_nonnull(strstr(out, "  good0\n    type:          cpu\n"
+				     "    rank:          none\n"));
+	g_free(out);
+	g_free(err);
 	g_assert_cmpint(run_info("--json", &out, &err), ==, 0);
 	g_assert_true(g_utf8_validate(out, -1, NULL));
 	g_assert_nonnull(strstr(out, "\"name\": \"b\\ufffd\\ufffd\""));
@@ -1678,6 +1952,13 @@ int main(int argc, char **argv)
 	F("/loader/backends/order", test_order);
 	F("/loader/backends/exclude", test_exclude);
 	F("/loader/backends/requested", test_requested);
+	g_test_add_func("/loader/abi/rule", test_abi_rule);
+	F("/loader/abi/static", test_abi_static);
+	F("/loader/abi/old-plugin", test_abi_old_plugin);
+	F("/loader/ranks/order", test_rank_order);
+	F("/loader/ranks/third-party", test_rank_third_party);
+	F("/loader/ranks/meta", test_rank_meta);
+	F("/loader/ranks/bad", test_rank_bad);
 	F("/loader/secure", test_secure);
 	F("/loader/reload", test_reload);
 	F("/loader/loom-info", test_info);

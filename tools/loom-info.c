@@ -317,6 +317,8 @@ static void print_json(const char *error)
 		json_str(loom_dev_name(dev));
 		fputs(", \"type\": ", stdout);
 		json_str(loom_dev_type_name(loom_dev_type(dev)));
+		fputs(", \"rank\": ", stdout);
+		json_str(loom_dev_rank_name(loom_dev_rank(dev)));
 		fputs(", \"plugin\": ", stdout);
 		json_str(loom_reg_name(reg));
 		printf(", \"memory_total\": %zu, \"memory_free\": %zu", total,
@@ -437,6 +439,8 @@ static void print_devices(void)
 		printf("  %s\n", loom_dev_name(dev));
 		printf("    %-14s %s\n", "type:",
 		       loom_dev_type_name(loom_dev_type(dev)));
+		printf("    %-14s %s\n", "rank:",
+		       loom_dev_rank_name(loom_dev_rank(dev)));
 		printf("    %-14s %s %s\n", "plugin:", loom_reg_name(reg),
 		       loom_reg_version(reg));
 		printf("    %-14s %s\n", "description:",

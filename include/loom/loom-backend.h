@@ -69,6 +69,13 @@ typedef struct loom_galloc loom_galloc_t;
  */
 
 /* ------------------------------------------------------------------------
+ * Threads.  Every call may come from any thread.  A backend is a stream:
+ * use one backend from one thread at a time (its calls must not
+ * overlap); different backends, also of one device, may run in different
+ * threads at once.  Loading and unloading are serialised by the core.
+ */
+
+/* ------------------------------------------------------------------------
  * Buffer types: allocators of one kind of memory.
  * Owned by their plugin; valid until loom_unload_all().
  */
@@ -220,11 +227,30 @@ enum {
 
 LOOM_API const char *loom_dev_type_name(enum loom_dev_type type);
 
+/* How readily the default device order takes a device, as GStreamer ranks
+ * its elements.  loom_dev_get() lists higher ranks first, then by type:
+ * GPU, IGPU, ACCEL, CPU, META.  The plugins shipped with Loom rank their
+ * CPU and GPU devices primary; a plugin that declares no rank (every
+ * plugin built against ABI 1.0) gets LOOM_DEV_RANK_NONE, so it never
+ * comes before them. */
+enum loom_dev_rank {
+	LOOM_DEV_RANK_NONE = 0,        /* declared none: after every ranked device */
+	LOOM_DEV_RANK_MARGINAL = 64,   /* a few ops: when nothing better is there */
+	LOOM_DEV_RANK_SECONDARY = 128, /* a good choice, behind the primary ones */
+	LOOM_DEV_RANK_PRIMARY = 256,   /* the first choice: runs whole models */
+};
+
+/* "none", "marginal", "secondary", "primary"; "unknown" for other values. */
+LOOM_API const char *loom_dev_rank_name(enum loom_dev_rank rank);
+
 LOOM_API const char *loom_dev_name(loom_dev_t *dev);
 LOOM_API const char *loom_dev_description(loom_dev_t *dev);
 LOOM_API enum loom_dev_type loom_dev_type(loom_dev_t *dev);
 LOOM_API void loom_dev_memory(loom_dev_t *dev, size_t *free, size_t *total);
 LOOM_API uint32_t loom_dev_caps(loom_dev_t *dev);
+/* The device's rank; LOOM_DEV_RANK_NONE for a device that declares none
+ * (or that is not a live device). */
+LOOM_API enum loom_dev_rank loom_dev_rank(loom_dev_t *dev);
 /* Makes a backend on dev; params is a plugin-specific string or NULL.  The
  * caller frees it with loom_backend_free(). */
 LOOM_API int loom_dev_init_backend(loom_dev_t *dev, const char *params,
@@ -261,6 +287,8 @@ LOOM_API int loom_load_static(const struct loom_plugin_desc *desc,
 LOOM_API int loom_unload_all(void);
 
 LOOM_API size_t loom_reg_count(void);
+/* The loaded plugins, ordered by their first device in the device order
+ * below (plugins without devices last). */
 LOOM_API loom_reg_t *loom_reg_get(size_t i);
 LOOM_API loom_reg_t *loom_reg_by_name(const char *name);
 LOOM_API const char *loom_reg_name(loom_reg_t *reg);
@@ -270,8 +298,12 @@ LOOM_API loom_dev_t *loom_reg_dev(loom_reg_t *reg, size_t i);
 /* The plugin's entry point of that name (see loom-plugin.h), or NULL. */
 LOOM_API void *loom_reg_proc_address(loom_reg_t *reg, const char *name);
 
-/* All devices, in priority order (LOOM_BACKENDS order, else GPUs, then
- * CPUs, meta devices last). */
+/* All devices, in priority order: the plugins' LOOM_BACKENDS order when
+ * it is given; then, among the devices of plugins alike in that, higher
+ * rank first (enum loom_dev_rank), then by type (GPU, IGPU, ACCEL, CPU,
+ * META), then in the order the plugins were found and the order each
+ * lists its devices.  Device 0 is the one to use when the application has
+ * no reason to choose. */
 LOOM_API size_t loom_dev_count(void);
 LOOM_API loom_dev_t *loom_dev_get(size_t i);
 LOOM_API loom_dev_t *loom_dev_by_name(const char *name);

@@ -1,15 +1,104 @@
 /* SPDX-License-Identifier: MIT */
 /* loom-plugin.h - the plugin ABI: the interface tables a plugin fills, its
  * descriptor, the constructors that wrap its objects, and the optional
- * entry points resolved by name.
+ * entry points resolved by name.  doc/plugin-guide.md walks through
+ * writing one.
  *
  * Rules that keep this an ABI:
  * - every table starts with `uint32_t size` (sizeof as the plugin was
  *   built) and grows only at the end; the core copies at most `size` bytes
- *   into a zeroed table it owns, so slots newer than the plugin read NULL;
+ *   into a zeroed table it owns, so slots newer than the plugin read NULL
+ *   (a comment at the end of each version's slots says which ABI they
+ *   came with);
+ * - the descriptor's ABI major must equal the core's and its minor must
+ *   not exceed it: a plugin built against ABI 1.0 loads into a 1.1 core
+ *   (its tables are shorter; the core applies each missing slot's
+ *   default), a plugin built against 1.1 is refused by a 1.0 core, the
+ *   reason naming both versions.  The size of each table, not the minor,
+ *   says which slots a plugin filled;
  * - each slot says `required` or `optional: NULL means ...`; a plugin
  *   missing a required slot is refused, naming the slot;
  * - fill tables with designated initializers (.get_name = my_get_name).
+ *
+ * The contract: what the core promises a plugin and asks of it.
+ *
+ * What reaches graph_compute.  The graph is the application's own, node
+ * for node, in its order: loom_backend_graph_compute() checks it first
+ * (every node is what its op's rule makes of its sources: type, sizes,
+ * strides and view; each node comes after the nodes it reads; every
+ * tensor lies inside a live buffer) and then hands it over unchanged.  So
+ * nodes that need no work do reach the plugin: views (VIEW, RESHAPE,
+ * PERMUTE, TRANSPOSE, loom_op_is_view()), whose data already points into
+ * their source; NONE nodes (a leaf added with loom_graph_add_node()); and
+ * nodes with zero elements.  graph_compute skips them.  The core does not
+ * ask supports_op first and does not check that the buffers are ones the
+ * device can read (the scheduler, loom_sched_*, does both): a node the
+ * device cannot run is answered with LOOM_E_UNSUPPORTED naming the op.
+ * supports_op is asked about views and NONE nodes too; say true.  The
+ * plugin changes nothing of the graph but the bytes of its nodes' data.
+ *
+ * Memory an output shares with an input.  A view's data is its source's
+ * (view_src, at view_offs).  SET_ROWS writes in place: its result is a
+ * view of src[0].  COPY's result is a view of src[1], its destination,
+ * which shares no bytes with src[0] unless the two are the very same
+ * bytes (then there is nothing to do).  Otherwise the graph allocator
+ * never places a node's result over bytes a source of that node holds
+ * (sources are released only after the node); an application that places
+ * tensors itself (loom_tensor_place) may overlap them, and the core does
+ * not check that.
+ *
+ * Alignment.  get_alignment is the alignment of offsets from get_base:
+ * every tensor the core places (loom_tensor_place, the context and graph
+ * allocators) starts at a multiple of it, and takes get_alloc_size bytes.
+ * Return a base aligned at least as much, and the addresses are aligned
+ * too; the core does not check the base.  A view starts wherever its
+ * offset puts it (a row of a matrix, one head of a cache): never assume a
+ * view's data is aligned.
+ *
+ * get_base.  The address the data pointers of a buffer's tensors are
+ * relative to: a tensor placed at offset o has data = base + o.  Read
+ * once, when loom_buffer_new() makes the buffer, and never again; not
+ * NULL unless the buffer has 0 bytes.  It need not be an address the host
+ * can read: a device address, or any fixed non-NULL value for memory
+ * reached some other way (the meta device's buffers).  The core never
+ * reads or writes through tensor data pointers; every byte moves through
+ * the buffer's and backend's methods.
+ *
+ * Who frees what when init fails.  Every reg that init made with
+ * loom_reg_new() and did not hand back registered is destroyed by the
+ * core, after init returns: first its free method runs (so it must cope
+ * with a half-built plugin: devices or buffer types missing, contexts
+ * NULL), then the core frees the wrappers of its devices and buffer
+ * types.  The contexts are the plugin's: free them in reg's free method,
+ * or before returning when loom_reg_new() was never reached.  A
+ * constructor that fails (a required slot missing) made nothing: the
+ * context passed to it is still the caller's to free.  Then the file is
+ * closed (dlclose), so init must leave no thread running and no handler
+ * registered.  The same holds for init returning LOOM_E_NOT_APPLICABLE.
+ * At unload, reg's free method runs once every buffer, backend and event
+ * of the plugin is gone, latest-loaded plugin first.
+ *
+ * Threads.  score, init and reg's free are never called concurrently with
+ * any other load, unload, score or init.  A backend is a stream: the
+ * application calls one backend from one thread at a time, so its
+ * methods never overlap one another; different backends (also of one
+ * device) may be driven from different threads at once.  Every other
+ * method may be called from any thread, several at once, also while
+ * backends compute: the queries of regs, devices and buffer types
+ * (get_name, get_type, get_rank, get_memory, supports_op, get_alignment,
+ * ...), init_backend, alloc_buffer, event_new, and a buffer's set, get,
+ * memset and copy for different tensors.  A free method runs once, when
+ * nothing else uses its object.  A plugin's methods and its ELF
+ * constructors must not load or unload plugins (LOOM_E_STATE).
+ *
+ * Ranks.  get_rank (ABI 1.1) says how readily the default device order
+ * (loom_dev_get) takes the device: higher ranks first, then GPU, IGPU,
+ * ACCEL, CPU, META (enum loom_dev_rank in loom-backend.h).  A device that
+ * declares none is LOOM_DEV_RANK_NONE and comes after every ranked one.
+ * Declare PRIMARY only for a device that runs everything an application
+ * may ask of it (Loom's CPU and GPU plugins do); a device of a few ops is
+ * MARGINAL.  Ranks are the four named values: any other is refused when
+ * the plugin loads.  LOOM_BACKENDS, when set, orders plugins before rank.
  */
 #ifndef LOOM_PLUGIN_H
 #define LOOM_PLUGIN_H
@@ -21,7 +110,7 @@ extern "C" {
 #endif
 
 #define LOOM_ABI_MAJOR 1
-#define LOOM_ABI_MINOR 0
+#define LOOM_ABI_MINOR 1
 
 /* ------------------------------------------------------------------------
  * Buffer type.
@@ -33,7 +122,8 @@ struct loom_buffer_type_iface {
 	/* required: allocate a buffer of size bytes with loom_buffer_new() */
 	int (*alloc_buffer)(loom_buffer_type_t *buft, size_t size,
 			    loom_buffer_t **out);
-	/* required: a power of two */
+	/* required: a power of two; tensors are placed at offsets from
+	 * get_base that are multiples of it (see "Alignment" above) */
 	size_t (*get_alignment)(loom_buffer_type_t *buft);
 	/* optional: NULL means SIZE_MAX */
 	size_t (*get_max_size)(loom_buffer_type_t *buft);
@@ -53,7 +143,8 @@ struct loom_buffer_iface {
 	uint32_t size;
 	/* optional: NULL means nothing to release */
 	void (*free_buffer)(loom_buffer_t *buf);
-	/* required: the address tensors' data pointers are relative to */
+	/* required: the address tensors' data pointers are relative to
+	 * (see "get_base" above) */
 	void *(*get_base)(loom_buffer_t *buf);
 	/* optional: NULL means nothing to do when a tensor is placed */
 	int (*init_tensor)(loom_buffer_t *buf, struct loom_tensor *t);
@@ -100,7 +191,9 @@ struct loom_backend_iface {
 				struct loom_tensor *dst);
 	/* optional: NULL means the backend never has work in flight */
 	int (*synchronize)(loom_backend_t *be);
-	/* required: may return before the work is done */
+	/* required: may return before the work is done.  Views, NONE
+	 * nodes and empty nodes reach it too and need no work (see "What
+	 * reaches graph_compute" above). */
 	int (*graph_compute)(loom_backend_t *be, loom_graph_t *g);
 	/* optional: NULL means synchronize the backend, then signal */
 	int (*event_record)(loom_backend_t *be, loom_event_t *ev);
@@ -141,6 +234,10 @@ struct loom_dev_iface {
 	/* optional: NULL means nothing to wait for */
 	int (*event_synchronize)(loom_dev_t *dev, loom_event_t *ev);
 	/* Methods above are valid for ABI 1.0. */
+	/* optional: one of enum loom_dev_rank, the same on every call (see
+	 * "Ranks" above).  NULL means LOOM_DEV_RANK_NONE. */
+	enum loom_dev_rank (*get_rank)(loom_dev_t *dev);
+	/* Methods above are valid for ABI 1.1. */
 };
 
 /* ------------------------------------------------------------------------
@@ -175,7 +272,9 @@ struct loom_plugin_desc {
 	/* required: make the registry entry with loom_reg_new().  Return
 	 * LOOM_E_NOT_APPLICABLE, with loom_error_set() saying why, when the
 	 * hardware or driver is absent: the file is then "not-applicable",
-	 * not "failed".  A reg with zero devices is loaded as is. */
+	 * not "failed".  A reg with zero devices is loaded as is.  On any
+	 * failure the core destroys the regs init made (see "Who frees
+	 * what when init fails" above). */
 	int (*init)(loom_reg_t **out);
 	/* optional: 0 when the plugin cannot run here (then *why says so);
 	 * among variants of one name the highest wins.  NULL means 1. */

@@ -243,6 +243,12 @@ static enum loom_dev_type dev_get_type(loom_dev_t *dev)
 	return LOOM_DEV_TYPE_CPU;
 }
 
+/* Every op, every type: the device to fall back on. */
+static enum loom_dev_rank dev_get_rank(loom_dev_t *dev)
+{
+	return LOOM_DEV_RANK_PRIMARY;
+}
+
 static uint32_t dev_get_caps(loom_dev_t *dev)
 {
 	return 0;
@@ -282,6 +288,7 @@ static const struct loom_dev_iface cpu_dev_iface = {
 	.get_buffer_type = dev_get_buffer_type,
 	.supports_op = dev_supports_op,
 	.supports_buft = dev_supports_buft,
+	.get_rank = dev_get_rank,
 };
 
 /* Device count asked for by LOOM_CPU_DEVICES: N >= 1, or 0 for numa. */

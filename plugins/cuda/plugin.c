@@ -805,6 +805,11 @@ static enum loom_dev_type dev_type(loom_dev_t *dev)
 	return LOOM_DEV_TYPE_GPU;
 }
 
+static enum loom_dev_rank dev_rank(loom_dev_t *dev)
+{
+	return LOOM_DEV_RANK_PRIMARY;
+}
+
 static uint32_t dev_caps(loom_dev_t *dev)
 {
 	struct cuda_dev *cd = loom_dev_context(dev);
@@ -942,6 +947,7 @@ static const struct loom_dev_iface dev_iface = {
 	.event_new = dev_event_new,
 	.event_free = dev_event_free,
 	.event_synchronize = dev_event_synchronize,
+	.get_rank = dev_rank,
 };
 
 /* ------------------------------------------------------------------------

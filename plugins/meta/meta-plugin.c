@@ -80,6 +80,19 @@ static enum loom_dev_type dev_get_type(loom_dev_t *dev)
 	return LOOM_DEV_TYPE_META;
 }
 
+/* As good as its weakest member: over two primary GPUs it is primary,
+ * with a device of a few ops among its members it is no better. */
+static enum loom_dev_rank dev_get_rank(loom_dev_t *dev)
+{
+	struct meta_dev *md = loom_dev_context(dev);
+	enum loom_dev_rank rank = LOOM_DEV_RANK_PRIMARY;
+
+	for (int j = 0; j < md->n; j++)
+		if (loom_dev_rank(md->members[j]) < rank)
+			rank = loom_dev_rank(md->members[j]);
+	return rank;
+}
+
 static int dev_init_backend(loom_dev_t *dev, const char *params,
 			    loom_backend_t **out)
 {
@@ -119,6 +132,7 @@ static const struct loom_dev_iface meta_dev_iface = {
 	.get_buffer_type = dev_get_buffer_type,
 	.supports_op = dev_supports_op,
 	.supports_buft = dev_supports_buft,
+	.get_rank = dev_get_rank,
 };
 
 /* ---- making meta devices ---- */
