@@ -56,6 +56,18 @@ static void shape(enum arch a, enum loom_type type, bool tied,
 		hp->n_expert_used = 2;
 		hp->n_ff = 64;
 	}
+	/* K-quant rows are whole 256-element blocks: an embedding of one
+	 * block, an FFN of three, which neither two nor three devices split
+	 * evenly by blocks, and 4 KV heads whose query groups (4 heads of
+	 * 64) are a block each in attn_output's rows, which three devices
+	 * do not split evenly either. */
+	if (loom_type_block_size(type) == 256) {
+		hp->n_embd = 256;
+		hp->n_head = 16;
+		hp->n_head_kv = 4;
+		hp->head_dim = 64;
+		hp->n_ff = 768;
+	}
 }
 
 static double nmse(const double *ref, const float *x, size_t n)
@@ -392,6 +404,11 @@ int main(int argc, char **argv)
 		{ LLAMA, LOOM_TYPE_F32, false, 1e-6, true },
 		{ LLAMA, LOOM_TYPE_Q8_0, true, 1e-3, true },
 		{ QWEN3, LOOM_TYPE_F32, false, 1e-6, true },
+		{ LLAMA, LOOM_TYPE_Q4_0, false, 1e-3, false },
+		{ LLAMA, LOOM_TYPE_Q4_K, false, 1e-3, false },
+		{ QWEN2, LOOM_TYPE_Q5_K, true, 1e-3, false },
+		{ QWEN3, LOOM_TYPE_Q6_K, false, 1e-3, false },
+		{ QWEN3MOE, LOOM_TYPE_Q4_K, false, 1e-3, false },
 	};
 	static const float uneven2[2] = { 0.7f, 0.3f };
 	static const float uneven3[3] = { 0.5f, 0.3f, 0.2f };
@@ -405,6 +422,9 @@ int main(int argc, char **argv)
 		/* An FFN of three Q8_0 blocks over two and three devices. */
 		{ LLAMA, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_Q8_0, false },
 		{ QWEN2, LOOM_TYPE_F16, 3, uneven3, LOOM_TYPE_Q8_0, false },
+		/* An FFN of three K-quant blocks (768) over two. */
+		{ LLAMA, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_Q4_K, false },
+		{ QWEN2, LOOM_TYPE_F32, 2, uneven2, LOOM_TYPE_Q4_0, false },
 		/* Rope from tables, split by heads. */
 		{ LLAMA, LOOM_TYPE_F32, 3, uneven3, LOOM_TYPE_F32, true },
 		{ QWEN3, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_F32, true },
