@@ -409,6 +409,8 @@ int main(int argc, char **argv)
 		{ QWEN2, LOOM_TYPE_Q5_K, true, 1e-3, false },
 		{ QWEN3, LOOM_TYPE_Q6_K, false, 1e-3, false },
 		{ QWEN3MOE, LOOM_TYPE_Q4_K, false, 1e-3, false },
+		{ QWEN3MOE, LOOM_TYPE_Q6_K, false, 1e-3, false },
+		{ MIXTRAL, LOOM_TYPE_Q5_K, false, 1e-3, false },
 	};
 	static const float uneven2[2] = { 0.7f, 0.3f };
 	static const float uneven3[3] = { 0.5f, 0.3f, 0.2f };

@@ -156,9 +156,9 @@ def write_model(path, arch, vocab_path, wtype, opts, seed=1):
           "q8_0": gguf.GGMLQuantizationType.Q8_0,
           "q4_0": gguf.GGMLQuantizationType.Q4_0}[wtype]
 
-    def mat(name, *shape, quant=True):
+    def mat(name, *shape, quant=True, gain=1.0):
         # numpy shape (rows, row length): GGUF's [row length, rows].
-        x = (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(
+        x = (gain * rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(
             np.float32)
         if not quant or qt == gguf.GGMLQuantizationType.F32:
             w.add_tensor(name, x)
@@ -196,7 +196,11 @@ def write_model(path, arch, vocab_path, wtype, opts, seed=1):
             vec(b + "attn_k_norm.weight", hd)
         vec(b + "ffn_norm.weight", n_embd)
         if opts.get("moe"):
-            mat(b + "ffn_gate_inp.weight", n_exp, n_embd, quant=False)
+            # A decisive router: random routers of unit gain leave the
+            # top two experts so close that the two sides' rounding
+            # picks differently at some positions.
+            mat(b + "ffn_gate_inp.weight", n_exp, n_embd, quant=False,
+                gain=8.0)
             mat(b + "ffn_gate_exps.weight", n_exp, n_ff, n_embd)
             mat(b + "ffn_up_exps.weight", n_exp, n_ff, n_embd)
             mat(b + "ffn_down_exps.weight", n_exp, n_embd, n_ff)
