@@ -520,7 +520,14 @@ static int scan_dir(const char *dir, struct strv *files)
 
 		if (!p)
 			return loom_error_set(LOOM_E_NOMEM, "out of memory");
-		explain_errno(p, dir, err, "plugin directory: ");
+		/* The installed directory is missing where Loom runs from
+		 * its build tree: nothing is broken. */
+		if (err == ENOENT && strcmp(dir, LOOM_PLUGINDIR) == 0)
+			loom__plugin_set(p, LOOM_PLUGIN_NOT_APPLICABLE,
+					 LOOM_E_NOT_FOUND, "plugin directory: "
+					 "not found (not installed)");
+		else
+			explain_errno(p, dir, err, "plugin directory: ");
 		loom_log(LOOM_LOG_DEBUG, "%s: %s", dir, p->reason);
 		return LOOM_OK;
 	}
