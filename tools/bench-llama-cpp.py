@@ -14,7 +14,10 @@
 # table gives the medians over the rounds and the ratio Loom/llama.cpp.
 # Both decode after an empty context (loom-bench's decode follows its
 # prefill, so Loom's figure carries a KV cache of --prefill tokens more).
-# STREAM bandwidth, from loom-bench, frames the decode figures.
+# STREAM bandwidth, from loom-bench, frames the decode figures.  Then,
+# per file, loom-run's load time against reading the file's (cached)
+# bytes into memory, interleaved too, and loom-run's peak resident memory
+# against the weights, KV cache and compute memory it reports.
 import argparse
 import json
 import os
@@ -22,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 
 def use_build_tree(builddir):
@@ -52,6 +56,60 @@ def llama_once(o, path):
     return pp[0], tg[0]
 
 
+def copy_s(path):
+    # The file's bytes read from the page cache into fresh memory.
+    n = os.path.getsize(path)
+    t = time.perf_counter()
+    buf = bytearray(n)
+    with open(path, "rb", buffering=0) as f:
+        f.readinto(buf)
+    return time.perf_counter() - t
+
+
+def load_once(o, path):
+    cmd = [os.path.join(o.builddir, "tools", "loom-run"), "-m", path,
+           "--tokens", "1", "-n", "1", "--json", "--ctx", str(o.ctx),
+           "--threads", str(o.threads)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.stdout.close()
+    if status:
+        raise RuntimeError("%s: loom-run failed" % path)
+    return json.loads(out), ru.ru_maxrss * 1024
+
+
+def load_table(o, files):
+    head = "%-18s %9s %8s %8s %6s  %10s %10s %6s" % (
+        "file", "MiB", "copy s", "load s", "ratio", "RSS MiB",
+        "reported", "ratio")
+    print()
+    print(head)
+    print("-" * len(head))
+    for path in files:
+        copies, loads, rss = [], [], []
+        info = None
+        for r in range(o.rounds):
+            copy_s(path)  # the first read may fill the page cache
+            steps = [lambda: copies.append(copy_s(path)),
+                     lambda: loads.append(load_once(o, path))]
+            if r % 2:
+                steps.reverse()
+            for f in steps:
+                f()
+        rss = [x[1] for x in loads]
+        info = loads[-1][0]
+        mc = statistics.median(copies)
+        ml = statistics.median([x[0]["load_s"] for x in loads])
+        rep = info["weight_bytes"] + info["cache_bytes"] + \
+            info["compute_bytes"]
+        print("%-18s %9.1f %8.3f %8.3f %6.2f  %10.1f %10.1f %6.2f" % (
+            os.path.basename(path)[:-5], os.path.getsize(path) / 2**20, mc,
+            ml, ml / mc, statistics.median(rss) / 2**20, rep / 2**20,
+            statistics.median(rss) / rep), flush=True)
+
+
 def stream_gbps(o):
     try:
         j = run_json([o.bench, "stream", "--json", "--threads",
@@ -72,6 +130,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--prefill", type=int, default=128)
     ap.add_argument("--decode", type=int, default=32)
+    ap.add_argument("--ctx", type=int, default=512,
+                    help="loom-run's KV cache length for the load table")
+    ap.add_argument("--no-load", action="store_true",
+                    help="skip the load-time and memory table")
     o = ap.parse_args()
     use_build_tree(o.builddir)
     o.bench = os.path.join(o.builddir, "tools", "loom-bench")
@@ -117,6 +179,8 @@ def main():
         print("%-18s %9.1f %9.1f %6.2f   %9.2f %9.2f %6.2f  %8.1f" % (
             os.path.basename(path)[:-5], mp, qp, mp / qp, md, qd, md / qd,
             gbps), flush=True)
+    if not o.no_load:
+        load_table(o, files)
     tmp.cleanup()
     return 0
 

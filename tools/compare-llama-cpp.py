@@ -232,9 +232,11 @@ def synthetic_cases(builddir, tmp, types):
     return cases
 
 
-def vocab_cases(vocab_dir, quantize, tmp, types):
+def vocab_cases(vocab_dir, quantize, tmp, types, archs):
     cases = []
     for arch, vocab, opts in MODELS:
+        if arch not in archs:
+            continue
         vpath = os.path.join(vocab_dir, vocab)
         if not os.path.exists(vpath):
             print("%s: not there, skipped" % vpath)
@@ -270,6 +272,8 @@ def main():
     ap.add_argument("--limit", type=float, default=1e-4)
     ap.add_argument("--vocab-dir", help="vocabulary-only GGUF files")
     ap.add_argument("--quantize", help="llama.cpp's llama-quantize")
+    ap.add_argument("--archs", default="llama,qwen2,qwen3,qwen3moe",
+                    help="--vocab-dir: the architectures (default: all)")
     ap.add_argument("--types", default=",".join(LIMITS),
                     help="the weight types to check (default: all)")
     o = ap.parse_args()
@@ -281,7 +285,7 @@ def main():
         cases = [(o.model, o.limit)]
     elif o.vocab_dir:
         cases = vocab_cases(o.vocab_dir, o.quantize, tmp.name,
-                            o.types.split(","))
+                            o.types.split(","), o.archs.split(","))
     else:
         cases = synthetic_cases(o.builddir, tmp.name, o.types.split(","))
     for path, limit in cases:
