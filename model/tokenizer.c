@@ -14,6 +14,7 @@
 #include "model.h"
 #include "unicode.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -323,6 +324,20 @@ struct heap {
 	size_t n, cap;
 };
 
+/* v (of *cap elements of size bytes, n used) with room for one more:
+ * v itself, or v moved to twice the room; NULL (v kept) without memory. */
+static void *grow(void *v, size_t *cap, size_t n, size_t size)
+{
+	size_t c = *cap ? 2 * *cap : 16;
+
+	if (n < *cap)
+		return v;
+	if (c > SIZE_MAX / size || !(v = realloc(v, c * size)))
+		return NULL;
+	*cap = c;
+	return v;
+}
+
 static bool above(const struct pair *a, const struct pair *b)
 {
 	return a->score > b->score ||
@@ -331,17 +346,12 @@ static bool above(const struct pair *a, const struct pair *b)
 
 static int heap_push(struct heap *h, struct pair p)
 {
+	struct pair *v = grow(h->v, &h->cap, h->n, sizeof(*v));
 	size_t i;
 
-	if (h->n == h->cap) {
-		size_t cap = h->cap ? 2 * h->cap : 64;
-		struct pair *v = realloc(h->v, cap * sizeof(*v));
-
-		if (!v)
-			return LOOM_E_NOMEM;
-		h->v = v;
-		h->cap = cap;
-	}
+	if (!v)
+		return LOOM_E_NOMEM;
+	h->v = v;
 	for (i = h->n++; i && above(&p, &h->v[(i - 1) / 2]); i = (i - 1) / 2)
 		h->v[i] = h->v[(i - 1) / 2];
 	h->v[i] = p;
@@ -407,20 +417,19 @@ static int try_pair(const struct model_tokenizer *t, const char *text,
 
 struct out {
 	int32_t *v;
-	int n, cap;
+	size_t n, cap;
 };
 
 static int emit(struct out *o, int32_t id)
 {
-	if (o->n == o->cap) {
-		int cap = o->cap ? 2 * o->cap : 64;
-		int32_t *v = realloc(o->v, (size_t)cap * sizeof(*v));
+	int32_t *v = grow(o->v, &o->cap, o->n, sizeof(*v));
 
-		if (!v)
-			return LOOM_E_NOMEM;
-		o->v = v;
-		o->cap = cap;
-	}
+	if (!v)
+		return LOOM_E_NOMEM;
+	if (o->n >= INT_MAX)
+		return loom_error_set(LOOM_E_RANGE, "tokenizer: more than %d "
+				      "tokens", INT_MAX);
+	o->v = v;
 	o->v[o->n++] = id;
 	return LOOM_OK;
 }
@@ -549,15 +558,11 @@ struct pieces {
 
 static int piece_add(struct pieces *p, size_t off, size_t n, int32_t id)
 {
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 16;
-		struct piece *v = realloc(p->v, cap * sizeof(*v));
+	struct piece *v = grow(p->v, &p->cap, p->n, sizeof(*v));
 
-		if (!v)
-			return LOOM_E_NOMEM;
-		p->v = v;
-		p->cap = cap;
-	}
+	if (!v)
+		return LOOM_E_NOMEM;
+	p->v = v;
 	p->v[p->n++] = (struct piece){ off, n, id };
 	return LOOM_OK;
 }
@@ -675,6 +680,6 @@ int model_tokenize(const struct model_tokenizer *t, const char *text,
 			       ret;
 	}
 	*out = o.v;
-	*n_out = o.n;
+	*n_out = (int)o.n;
 	return LOOM_OK;
 }
