@@ -168,8 +168,11 @@ static void test_reference(gconstpointer data)
 	g_free(got);
 }
 
-/* Prompt logits then N_GEN greedy steps; the tokens chosen go to toks. */
-static float *run(struct llama_model *m, loom_dev_t *dev, int32_t *toks)
+/* Prompt logits then N_GEN decode steps: each step's greedy choice goes
+ * to toks and is the next token decoded, unless follow gives the tokens
+ * to decode (so that two devices' logits compare step by step). */
+static float *run(struct llama_model *m, loom_dev_t *dev, int32_t *toks,
+		  const int32_t *follow)
 {
 	size_t nv = (size_t)llama_model_hparams(m)->n_vocab;
 	float *out = g_new0(float, nv * (N_PROMPT + N_GEN));
@@ -188,6 +191,8 @@ static float *run(struct llama_model *m, loom_dev_t *dev, int32_t *toks)
 			if (last[i] > last[best])
 				best = (int32_t)i;
 		toks[s] = best;
+		if (follow)
+			best = follow[s];
 		if (llama_eval(m, be, &best, 1, N_PROMPT + s, false,
 			       out + nv * (N_PROMPT + s)))
 			g_error("decode on %s: %s", loom_dev_name(dev),
@@ -218,8 +223,20 @@ static void test_meta(gconstpointer data)
 	float *ref, *got;
 	size_t n;
 	char *path;
-	double e;
+	double e, max = 1e-6;
 
+	/* Quantized weights multiply activations that the CPU rounds to
+	 * int8 per 32 values.  A split adds its partial sums in another
+	 * order than one device does; now and then the last-bit difference
+	 * moves a value across a rounding edge (an int8 step, an F16 cache
+	 * entry, the router's top k), which costs up to half a step there
+	 * and spreads from there.  The two devices then differ by a share of
+	 * the rounding error, not by the order of a sum, so they must agree
+	 * within that error: the reference tests' bound for these types.
+	 * That the products agree to the order of the sums is test-meta's
+	 * quant-mul-mat. */
+	if (loom_type_block_size(c->type) > 1)
+		max = 1e-3;
 	shape(c->arch, c->type, false, &hp);
 	hp.cache_type = c->cache;
 	hp.rope_freqs = c->freqs;
@@ -237,17 +254,31 @@ static void test_meta(gconstpointer data)
 		g_error("meta: %s", loom_error_message());
 
 	m = load(path, devs[0], c->cache, NULL);
-	ref = run(m, devs[0], t1);
+	ref = run(m, devs[0], t1, NULL);
 	llama_model_free(m);
 	m = load(path, meta, c->cache, NULL);
-	got = run(m, meta, t2);
+	got = run(m, meta, t2, t1);
 	llama_model_free(m);
 	n = (size_t)hp.n_vocab * (N_PROMPT + N_GEN);
 	e = nmse_f(ref, got, n);
 	g_test_message("%s over %d: nmse %.3g", arch_names[c->arch], c->n, e);
-	g_assert_cmpfloat(e, <=, 1e-6);
-	for (int s = 0; s < N_GEN; s++)
-		g_assert_cmpint(t1[s], ==, t2[s]);
+	g_assert_cmpfloat(e, <=, max);
+	/* The same greedy choices, or where a near tie lets the two differ,
+	 * one the single device rates within the allowed error of its own. */
+	for (int s = 0; s < N_GEN; s++) {
+		const float *last = ref + (size_t)hp.n_vocab *
+						  (N_PROMPT - 1 + s);
+		double sq = 0;
+
+		if (t1[s] == t2[s])
+			continue;
+		for (int64_t i = 0; i < hp.n_vocab; i++)
+			sq += (double)last[i] * last[i];
+		g_test_message("step %d: %d, %d over one device", s, t2[s],
+			       t1[s]);
+		g_assert_cmpfloat(last[t1[s]] - last[t2[s]], <=,
+				  2 * sqrt(max * sq / (double)hp.n_vocab));
+	}
 	g_unlink(path);
 	g_free(path);
 	g_free(ref);
@@ -427,6 +458,9 @@ int main(int argc, char **argv)
 		/* An FFN of three K-quant blocks (768) over two. */
 		{ LLAMA, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_Q4_K, false },
 		{ QWEN2, LOOM_TYPE_F32, 2, uneven2, LOOM_TYPE_Q4_0, false },
+		/* K-quants over three, with an F16 cache and with experts. */
+		{ QWEN3, LOOM_TYPE_F16, 3, NULL, LOOM_TYPE_Q6_K, false },
+		{ QWEN3MOE, LOOM_TYPE_F32, 3, uneven3, LOOM_TYPE_Q5_K, false },
 		/* Rope from tables, split by heads. */
 		{ LLAMA, LOOM_TYPE_F32, 3, uneven3, LOOM_TYPE_F32, true },
 		{ QWEN3, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_F32, true },
