@@ -17,6 +17,15 @@ tests_test_gpu_CPPFLAGS += -DLOOM_TEST_HAVE_NCCL
 endif
 tests_test_gpu_LDADD = $(TEST_LIBS) -ldl
 
+# The block decoders the GPU kernels use, built for the host and checked
+# against libcore: runs everywhere, GPU or not.
+check_PROGRAMS += tests/test-gpu-quant
+TESTS += tests/test-gpu-quant
+tests_test_gpu_quant_SOURCES = tests/test-gpu-quant.cc
+tests_test_gpu_quant_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
+tests_test_gpu_quant_CXXFLAGS = -std=c++17 -Wall -Wextra -Wno-unused-parameter
+tests_test_gpu_quant_LDADD = $(TEST_LIBS)
+
 # Built for check-gpu; it reports figures, so it is not in TESTS.
 check_PROGRAMS += tests/test-gpu-perf
 tests_test_gpu_perf_SOURCES = tests/test-gpu-perf.c tests/test-util.c \

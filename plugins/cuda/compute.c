@@ -11,7 +11,15 @@ static bool is_float(enum loom_type type)
 	       type == LOOM_TYPE_BF16;
 }
 
+/* Types the kernels read: the float types and every quantized one. */
 static bool is_weight_type(enum loom_type type)
+{
+	return is_float(type) || loom_type_is_quantized(type);
+}
+
+/* Types the kernels write: quantizing into the K-quants and Q4_0 is left
+ * to the CPU (their search for scales is long and serial per block). */
+static bool is_store_type(enum loom_type type)
 {
 	return is_float(type) || type == LOOM_TYPE_Q8_0;
 }
@@ -80,7 +88,7 @@ bool cuda_supports_op(const struct loom_tensor *t)
 	case LOOM_OP_GET_ROWS:
 		return dst_f32 && src_ok(a, any_type) && src_ok(b, is_i32);
 	case LOOM_OP_SET_ROWS:
-		return src_ok(a, is_weight_type) && src_ok(b, is_float) &&
+		return src_ok(a, is_store_type) && src_ok(b, is_float) &&
 		       src_ok(t->src[2], is_i32) && t->type == a->type;
 	case LOOM_OP_COPY:
 	case LOOM_OP_CONT: {
@@ -90,7 +98,7 @@ bool cuda_supports_op(const struct loom_tensor *t)
 			return false;
 		if (st == t->type)
 			return true;
-		return is_weight_type(st) && is_weight_type(t->type);
+		return is_weight_type(st) && is_store_type(t->type);
 	}
 	case LOOM_OP_CONCAT:
 		return src_ok(a, any_type) && src_ok(b, any_type) &&
@@ -165,24 +173,18 @@ static int check_node(const struct cuda_backend *be,
 	return LOOM_OK;
 }
 
-/* Enqueues every node of g on the backend's stream and returns without
- * waiting; the backend's synchronize waits. */
-int cuda_graph_compute(struct cuda_backend *be, loom_graph_t *g)
+bool cuda_node_capturable(const struct loom_tensor *t)
+{
+	/* mul_mat_id for many tokens reads its groups back (ops-moe.cu). */
+	return t->op != LOOM_OP_MUL_MAT_ID ||
+	       t->ne[1] * t->ne[2] <= CUDA_MOE_MMV_PAIRS;
+}
+
+int cuda_graph_enqueue(struct cuda_backend *be, loom_graph_t *g)
 {
 	size_t n = loom_graph_n_nodes(g);
-	cudaError_t pending;
-	int status = cuda_use_dev(be->dev);
+	int status;
 
-	if (status)
-		return status;
-	/* An error left by earlier asynchronous work (a fault in a kernel of
-	 * the previous graph) is reported as such, not blamed on the first
-	 * kernel of this one. */
-	pending = cudaGetLastError();
-	if (pending != cudaSuccess)
-		return loom_error_set(LOOM_E_DEVICE, "%s: an earlier operation "
-				      "on this device failed: %s", be->name,
-				      cudaGetErrorString(pending));
 	for (size_t i = 0; i < n; i++) {
 		struct loom_tensor *t = loom_graph_node(g, i);
 
@@ -200,4 +202,30 @@ int cuda_graph_compute(struct cuda_backend *be, loom_graph_t *g)
 			return status;
 	}
 	return LOOM_OK;
+}
+
+/* Enqueues every node of g on the backend's stream, or replays g's
+ * captured CUDA graph when g repeats, and returns without waiting; the
+ * backend's synchronize waits. */
+int cuda_graph_compute(struct cuda_backend *be, loom_graph_t *g)
+{
+	cudaError_t pending;
+	int status = cuda_use_dev(be->dev);
+
+	if (status)
+		return status;
+	/* An error left by earlier asynchronous work (a fault in a kernel of
+	 * the previous graph) is reported as such, not blamed on the first
+	 * kernel of this one. */
+	pending = cudaGetLastError();
+	if (pending != cudaSuccess)
+		return loom_error_set(LOOM_E_DEVICE, "%s: an earlier operation "
+				      "on this device failed: %s", be->name,
+				      cudaGetErrorString(pending));
+	if (be->graphs) {
+		status = cuda_graphs_run(be, g);
+		if (status != LOOM_E_DECLINED)
+			return status;
+	}
+	return cuda_graph_enqueue(be, g);
 }

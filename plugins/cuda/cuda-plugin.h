@@ -24,14 +24,36 @@ extern "C" {
 #define CUDA_BUFFER_ALIGN 256
 
 /* Scratch slots of a backend: converted matmul operands, reduce staging,
- * the scale of an F16 operand. */
+ * the scale of an F16 operand, the BLAS's pointer arrays, the experts'
+ * routing and their results. */
 enum {
 	CUDA_SCRATCH_A = 0,
 	CUDA_SCRATCH_B,
 	CUDA_SCRATCH_REDUCE,
 	CUDA_SCRATCH_SCALE,     /* mul_mat's F16 scale, alpha and beta */
+	CUDA_SCRATCH_PTRS,      /* batched GEMM's pointer arrays */
+	CUDA_SCRATCH_ROUTE,     /* mul_mat_id: offsets per expert, positions */
+	CUDA_SCRATCH_C,         /* mul_mat_id: results per expert */
 	CUDA_SCRATCH_COUNT
 };
+
+/* The kernel paths a backend can take, each logged (at info) the first
+ * time that backend takes it, so a check can see which ran. */
+enum cuda_path {
+	CUDA_PATH_MMV_Q = 0,    /* quantized GEMV, dp4a */
+	CUDA_PATH_MMV_F,        /* float GEMV */
+	CUDA_PATH_DEQUANT_BLAS, /* quantized weights dequantized, BLAS */
+	CUDA_PATH_GQA_MERGED,   /* broadcast folded into one strided GEMM */
+	CUDA_PATH_GQA_PTRS,     /* broadcast as one pointer-array GEMM */
+	CUDA_PATH_MOE_GROUPED,  /* mul_mat_id: tokens grouped by expert */
+	CUDA_PATH_MOE_DOT,      /* mul_mat_id: dot product per value */
+	CUDA_PATH_GRAPH_CAPTURE, /* a graph captured into a CUDA graph */
+	CUDA_PATH_GRAPH_UPDATE, /* a captured CUDA graph updated in place */
+	CUDA_PATH_GRAPH_REPLAY, /* a captured CUDA graph replayed */
+	CUDA_PATH_COUNT
+};
+
+struct cuda_graph_cache;
 
 struct cuda_reg;
 
@@ -79,8 +101,16 @@ struct cuda_backend {
 	void *blas;             /* cublasHandle_t */
 #endif
 	bool own_gemm;          /* use the plugin's GEMM, not the BLAS */
+	bool capturing;         /* a CUDA graph is being captured */
+	bool capture_broken;    /* something in the capture cannot replay */
 	void *scratch[CUDA_SCRATCH_COUNT];
 	size_t scratch_size[CUDA_SCRATCH_COUNT];
+	uint64_t scratch_gen;   /* counts reallocations of any slot */
+	void *blas_workspace;
+	int32_t *host_small;    /* pinned: what the host reads back */
+	size_t host_small_n;
+	struct cuda_graph_cache *graphs; /* NULL: CUDA graphs are off */
+	uint32_t paths_noted;   /* bit per enum cuda_path */
 	char name[32];
 };
 
@@ -96,8 +126,16 @@ int cuda_use_dev(const struct cuda_dev *cd);
 
 /* Device memory of at least size bytes in the backend's scratch slot, or
  * NULL (error recorded).  Valid until the next call for the same slot;
- * growing it waits for the backend's stream first. */
+ * growing it waits for the backend's stream first.  During a capture it
+ * cannot grow: it returns NULL and marks the capture broken. */
 void *cuda_scratch(struct cuda_backend *be, int slot, size_t size);
+
+/* Pinned host memory for n int32 values the host reads back from the
+ * device, or NULL (error recorded).  Valid until the next call. */
+int32_t *cuda_host_small(struct cuda_backend *be, size_t n);
+
+/* Logs, once per backend, that it took path p. */
+void cuda_note_path(struct cuda_backend *be, enum cuda_path p);
 
 /* True when t lives in one of this plugin's device buffers. */
 bool cuda_tensor_on_device(const struct cuda_reg *reg,
@@ -109,6 +147,18 @@ bool cuda_backend_is_ours(loom_backend_t *be);
 /* compute.c: graph compute and the op support table. */
 int cuda_graph_compute(struct cuda_backend *be, loom_graph_t *g);
 bool cuda_supports_op(const struct loom_tensor *t);
+/* Enqueues g's nodes on be's stream, one kernel family per node. */
+int cuda_graph_enqueue(struct cuda_backend *be, loom_graph_t *g);
+/* True when t's kernels can be captured into a CUDA graph (none of them
+ * waits for the device on the host). */
+bool cuda_node_capturable(const struct loom_tensor *t);
+
+/* capture.c: CUDA graphs.  cuda_graphs_run computes g through a captured
+ * CUDA graph when g repeats (same nodes, shapes and addresses); it
+ * returns LOOM_E_DECLINED when g is to be enqueued node by node. */
+int cuda_graphs_new(struct cuda_backend *be);
+void cuda_graphs_free(struct cuda_backend *be);
+int cuda_graphs_run(struct cuda_backend *be, loom_graph_t *g);
 
 /* allreduce.c */
 int cuda_allreduce(loom_backend_t *const *backends,
@@ -132,6 +182,11 @@ int cuda_op_concat(struct cuda_backend *be, struct loom_tensor *t);
 int cuda_op_reduce(struct cuda_backend *be, struct loom_tensor *t);
 int cuda_op_mul_mat(struct cuda_backend *be, struct loom_tensor *t);
 int cuda_op_mul_mat_id(struct cuda_backend *be, struct loom_tensor *t);
+
+/* mul_mat_id for up to this many (slot, token) pairs runs as a GEMV per
+ * pair (reading each selected expert once per token, capturable); more
+ * are grouped by expert into GEMMs (ops-moe.cu). */
+#define CUDA_MOE_MMV_PAIRS 32
 
 /* Converts n contiguous F32 values to BF16 and back, for the allreduce. */
 int cuda_f32_to_bf16(cudaStream_t stream, const float *src, uint16_t *dst,

@@ -11,6 +11,7 @@ cuda_host_sources = \
 	plugins/cuda/cuda-plugin.h \
 	plugins/cuda/plugin.c \
 	plugins/cuda/compute.c \
+	plugins/cuda/capture.c \
 	plugins/cuda/allreduce.c
 cuda_kernel_sources = \
 	plugins/cuda/ops-binary.cu \
@@ -21,9 +22,12 @@ cuda_kernel_sources = \
 	plugins/cuda/ops-rows.cu \
 	plugins/cuda/ops-copy.cu \
 	plugins/cuda/ops-reduce.cu \
-	plugins/cuda/ops-matmul.cu
+	plugins/cuda/ops-matmul.cu \
+	plugins/cuda/ops-mmv.cu \
+	plugins/cuda/ops-moe.cu
 cuda_kernel_headers = \
 	plugins/cuda/ops-common.cuh \
+	plugins/cuda/ops-quant.cuh \
 	plugins/cuda/cuda-plugin.h \
 	plugins/cuda/cuda-compat.h \
 	plugins/hip/cuda-to-hip.h

@@ -110,8 +110,10 @@ __device__ __forceinline__ uint16_t float_to_bf16(float f)
 	return (uint16_t)(u >> 16);
 }
 
+#include "ops-quant.cuh"
+
 /* Element i0 of v's row at p (p already offset by dimensions 1..3);
- * dimension 0 steps by v.nb[0], per block for Q8_0. */
+ * dimension 0 steps by v.nb[0], per block for the quantized types. */
 __device__ __forceinline__ float load_row(const char *p, const tview &v,
 					  int64_t i0)
 {
@@ -124,13 +126,15 @@ __device__ __forceinline__ float load_row(const char *p, const tview &v,
 		return bf16_to_float(*(const uint16_t *)(p + i0 * v.nb[0]));
 	case LOOM_TYPE_I32:
 		return (float)*(const int32_t *)(p + i0 * v.nb[0]);
-	case LOOM_TYPE_Q8_0: {
-		const struct loom_block_q8_0 *b =
-			(const struct loom_block_q8_0 *)(p + (i0 / LOOM_QK8_0) *
-								 v.nb[0]);
-
-		return half_to_float(b->d) * (float)b->qs[i0 % LOOM_QK8_0];
-	}
+	case LOOM_TYPE_Q8_0:
+	case LOOM_TYPE_Q4_0:
+		return quant_value((const uint8_t *)p + (i0 / 32) * v.nb[0],
+				   v.type, (int)(i0 % 32));
+	case LOOM_TYPE_Q4_K:
+	case LOOM_TYPE_Q5_K:
+	case LOOM_TYPE_Q6_K:
+		return quant_value((const uint8_t *)p + (i0 / 256) * v.nb[0],
+				   v.type, (int)(i0 % 256));
 	default:
 		return 0.0f;
 	}
@@ -254,5 +258,51 @@ __device__ __forceinline__ float block_max(float v, float *shm)
  * type but I32) written to dst, on stream.  ops-copy.cu. */
 int cuda_convert_contig(const struct cuda_backend *be, const tview &v,
 			int type, void *dst);
+
+/* The scale that brings a largest magnitude (as the bits of a
+ * non-negative float) under 2^15: a power of two, so dividing by it is
+ * exact in F16's normal range.  A GEMM's alpha undoes it. */
+__device__ __forceinline__ float f16_scale(unsigned int amax_bits)
+{
+	float amax = __uint_as_float(amax_bits);
+
+	return amax > 32768.0f ? exp2f(ceilf(log2f(amax / 32768.0f))) : 1.0f;
+}
+
+/* ops-mmv.cu: dst = a b for a few columns (CUDA_MMV_MAT: mul_mat with b
+ * of at most CUDA_MMV_MAX_COLS columns per batch) or per (slot, token)
+ * pair of mul_mat_id (CUDA_MMV_ID, ids as the op's).  Returns
+ * LOOM_E_DECLINED for what it does not cover. */
+#define CUDA_MMV_MAX_COLS 8
+enum { CUDA_MMV_MAT, CUDA_MMV_ID };
+int cuda_mmv(struct cuda_backend *be, const tview &dst, const tview &a,
+	     const tview &b, const tview &ids, int mode);
+
+#ifdef LOOM_HAVE_BLAS
+/* ops-matmul.cu, for ops-moe.cu. */
+
+/* The type a's values take in the BLAS: F16 for F16 and Q8_0, BF16 for
+ * BF16 and the other quantized types, else F32. */
+int cuda_gemm_type(int a_type);
+
+/* Rows m0 .. m0 + rows - 1 of the matrix of a (a's type, its strides) at
+ * mat, dequantized or converted to type gt, packed, into dst. */
+int cuda_rows_to(struct cuda_backend *be, const tview &a, const char *mat,
+		 int64_t m0, int64_t rows, int gt, void *dst);
+
+/* C = A^T B per batch (column-major: A is K x M, B is K x N, C is M x N
+ * F32), A and B of type gt, strides in elements.  alpha and beta point
+ * to the device when on_device, else to the host. */
+int cuda_gemm(struct cuda_backend *be, int gt, int64_t M, int64_t N,
+	      int64_t K, const void *A, int64_t lda, int64_t sa,
+	      const void *B, int64_t ldb, int64_t sb, void *C, int64_t ldc,
+	      int64_t sc, int64_t batch, const float *alpha,
+	      const float *beta, bool on_device);
+
+/* ops-moe.cu: mul_mat_id with tokens grouped by expert; declines what it
+ * does not cover. */
+int cuda_moe_grouped(struct cuda_backend *be, const tview &dst,
+		     const tview &a, const tview &b, const tview &ids);
+#endif
 
 #endif /* LOOM_CUDA_OPS_COMMON_CUH */

@@ -539,6 +539,14 @@ void *cuda_scratch(struct cuda_backend *be, int slot, size_t size)
 
 	if (size <= be->scratch_size[slot])
 		return be->scratch[slot];
+	if (be->capturing) {
+		/* A captured graph would keep the old block's address. */
+		be->capture_broken = true;
+		loom_error_set(LOOM_E_STATE, "%s: scratch cannot grow while "
+			       "a graph is captured", be->dev->name);
+		return NULL;
+	}
+	be->scratch_gen++;
 	/* Work still in flight may use the old block. */
 	err = cudaStreamSynchronize(be->stream);
 	if (err != cudaSuccess) {
@@ -562,6 +570,54 @@ void *cuda_scratch(struct cuda_backend *be, int slot, size_t size)
 	return be->scratch[slot];
 }
 
+int32_t *cuda_host_small(struct cuda_backend *be, size_t n)
+{
+	cudaError_t err;
+
+	if (n <= be->host_small_n)
+		return be->host_small;
+	err = cudaStreamSynchronize(be->stream);
+	if (err != cudaSuccess) {
+		cuda_error(err, "synchronize");
+		return NULL;
+	}
+	warn_on(cudaFreeHost(be->host_small), "cannot free pinned memory");
+	be->host_small = NULL;
+	be->host_small_n = 0;
+	err = cudaMallocHost((void **)&be->host_small, n * sizeof(int32_t));
+	if (err != cudaSuccess) {
+		loom_error_set(LOOM_E_NOMEM, "%s: cannot pin %zu bytes: %s",
+			       be->dev->name, n * sizeof(int32_t),
+			       cudaGetErrorString(err));
+		(void)cudaGetLastError();
+		be->host_small = NULL;
+		return NULL;
+	}
+	be->host_small_n = n;
+	return be->host_small;
+}
+
+void cuda_note_path(struct cuda_backend *be, enum cuda_path p)
+{
+	static const char *const names[CUDA_PATH_COUNT] = {
+		[CUDA_PATH_MMV_Q] = "gemv-quantized (dp4a)",
+		[CUDA_PATH_MMV_F] = "gemv-float",
+		[CUDA_PATH_DEQUANT_BLAS] = "dequantize-blas",
+		[CUDA_PATH_GQA_MERGED] = "broadcast-merged",
+		[CUDA_PATH_GQA_PTRS] = "broadcast-pointer-array",
+		[CUDA_PATH_MOE_GROUPED] = "experts-grouped",
+		[CUDA_PATH_MOE_DOT] = "experts-dot",
+		[CUDA_PATH_GRAPH_CAPTURE] = "graph-capture",
+		[CUDA_PATH_GRAPH_UPDATE] = "graph-update",
+		[CUDA_PATH_GRAPH_REPLAY] = "graph-replay",
+	};
+
+	if (be->paths_noted & (1u << p))
+		return;
+	be->paths_noted |= 1u << p;
+	loom_log(LOOM_LOG_INFO, "%s: path %s", be->name, names[p]);
+}
+
 static const char *backend_name(loom_backend_t *be)
 {
 	struct cuda_backend *cbe = loom_backend_context(be);
@@ -575,6 +631,9 @@ static void backend_free(loom_backend_t *be)
 
 	if (cuda_use_dev(cbe->dev) == LOOM_OK) {
 		warn_on(cudaStreamSynchronize(cbe->stream), "synchronize");
+		cuda_graphs_free(cbe);
+		warn_on(cudaFreeHost(cbe->host_small),
+			"cannot free pinned memory");
 		for (int i = 0; i < CUDA_SCRATCH_COUNT; i++)
 			warn_on(cudaFree(cbe->scratch[i]),
 				"cannot free scratch memory");
@@ -821,8 +880,25 @@ static uint32_t dev_caps(loom_dev_t *dev)
 	return caps;
 }
 
+/* True when CUDA graphs are asked off: LOOM_CUDA_GRAPH=off (or 0), or
+ * "graph=off" in params. */
+static bool graphs_off(const char *params)
+{
+	const char *env = loom_env_get("LOOM_CUDA_GRAPH");
+
+#ifdef LOOM_HIP
+	(void)env;
+	(void)params;
+	return true; /* not tried with hipBLAS */
+#else
+	return (env && (!strcmp(env, "off") || !strcmp(env, "0"))) ||
+	       (params && strstr(params, "graph=off"));
+#endif
+}
+
 /* params may hold "gemm=own" to use the plugin's own GEMM kernel instead
- * of the BLAS (LOOM_CUDA_GEMM=own does the same for every backend). */
+ * of the BLAS (LOOM_CUDA_GEMM=own does the same for every backend), and
+ * "graph=off" to enqueue every graph node by node (LOOM_CUDA_GRAPH=off). */
 static int dev_init_backend(loom_dev_t *dev, const char *params,
 			    loom_backend_t **out)
 {
@@ -863,11 +939,18 @@ static int dev_init_backend(loom_dev_t *dev, const char *params,
 	if (status)
 		goto err_free_event;
 #endif
+	if (!graphs_off(params)) {
+		status = cuda_graphs_new(cbe);
+		if (status)
+			goto err_free_blas;
+	}
 	status = loom_backend_new(dev, &backend_iface, cbe, out);
 	if (status)
-		goto err_free_blas;
+		goto err_free_graphs;
 	return LOOM_OK;
 
+err_free_graphs:
+	cuda_graphs_free(cbe);
 err_free_blas:
 #ifdef LOOM_HAVE_BLAS
 	cuda_blas_destroy(cbe);

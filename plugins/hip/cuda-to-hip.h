@@ -94,6 +94,7 @@
 #define CUBLAS_OP_T HIPBLAS_OP_T
 #define cublasGemmEx hipblasGemmEx
 #define cublasGemmStridedBatchedEx hipblasGemmStridedBatchedEx
+#define cublasGemmBatchedEx hipblasGemmBatchedEx
 #define CUBLAS_GEMM_DEFAULT HIPBLAS_GEMM_DEFAULT
 /* hipBLAS 3 (ROCm 7), or 2 with HIPBLAS_V2, takes hipDataType and a
  * compute type; older ones take hipblasDatatype_t for both. */

@@ -15,7 +15,9 @@ hip_kernel_sources = \
 	plugins/hip/ops-rows.hip \
 	plugins/hip/ops-copy.hip \
 	plugins/hip/ops-reduce.hip \
-	plugins/hip/ops-matmul.hip
+	plugins/hip/ops-matmul.hip \
+	plugins/hip/ops-mmv.hip \
+	plugins/hip/ops-moe.hip
 
 EXTRA_DIST += $(hip_kernel_sources)
 SUFFIXES += .hip
