@@ -1,10 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # check-gpu.sh BUILDDIR [DEVICE [LOGDIR]] - the GPU check behind `make
-# check-gpu`: the GPU plugin's own tests and its limits, the op suite on
-# DEVICE (default cuda0) with the BLAS and with the plugin's own GEMM, a
-# meta device over DEVICE twice, compute-sanitizer's memcheck and
-# racecheck, then the figures (test-gpu-perf, loom-bench on the device).
+# check-gpu`: the GPU plugin's own tests, its limits and its fast paths
+# (test-gpu-paths), the op suite on DEVICE (default cuda0) with the BLAS
+# (no product case skipped) and with the plugin's own GEMM, a meta device
+# over DEVICE twice, compute-sanitizer's memcheck and racecheck, then the
+# figures (test-gpu-perf, loom-bench on the device).
 # Each step has a time limit; together they stay under 8 minutes.  Each
 # step's output goes to LOGDIR (default BUILDDIR/check-gpu-logs); a short
 # summary comes last, ending "N passed, N failed".  Exits non-zero when a
@@ -16,8 +17,8 @@ logs=${3:-$b/check-gpu-logs}
 plugin=${dev%%[0-9]*}
 
 unset LOOM_BACKENDS LOOM_LOG LOOM_CPU_DEVICES LOOM_CPU_THREADS \
-	LOOM_META_DEVICES LOOM_CUDA_ALLREDUCE LOOM_CUDA_GEMM LOOM_TEST_OPS \
-	LOOM_TEST_DEVICES
+	LOOM_META_DEVICES LOOM_CUDA_ALLREDUCE LOOM_CUDA_GEMM LOOM_CUDA_GRAPH \
+	LOOM_TEST_OPS LOOM_TEST_DEVICES
 LOOM_TEST_BUILDDIR=$b
 LOOM_TEST_PLUGIN_PATH=$b/plugins/cpu/.libs:$b/plugins/meta/.libs:$b/plugins/cuda/.libs:$b/plugins/hip/.libs
 LOOM_PLUGIN_PATH=$LOOM_TEST_PLUGIN_PATH
@@ -89,8 +90,17 @@ step() {
 lt="$b/libtool --mode=execute"
 step "test-gpu" 60 $lt "$b/tests/test-gpu"
 step "limits (rows, 2^31, 4096^3, batches)" 150 $lt "$b/tests/test-gpu-limits"
+step "fast paths (test-gpu-paths)" 120 $lt "$b/tests/test-gpu-paths"
 step "op suite on $dev" 120 \
 	env LOOM_TEST_DEVICES="$dev" $lt "$b/tests/test-ops"
+# Every product and get_rows case (every weight type) ran on the device:
+# a skip there means a type the kernels should take was refused.
+step "no product or get_rows case skipped" 5 sh -c '
+	ran=$(grep -cE "^ok [0-9]+ /ops/$1/(mul_mat|mul_mat_id|get_rows)/" "$2")
+	skip=$(grep -E "^ok [0-9]+ /ops/$1/(mul_mat|mul_mat_id|get_rows)/.*# SKIP" "$2")
+	echo "$ran cases"
+	[ -z "$skip" ] || echo "$skip"
+	[ "$ran" -gt 0 ] && [ -z "$skip" ]' sh "$dev" "$log"
 step "op suite on $dev, own GEMM" 45 \
 	env LOOM_TEST_DEVICES="$dev" LOOM_TEST_OPS=mul_mat,mul_mat_id \
 	LOOM_CUDA_GEMM=own $lt "$b/tests/test-ops"
@@ -109,14 +119,14 @@ if [ "$plugin" = cuda ]; then
 			$lt "$cs" --tool memcheck --error-exitcode 1 \
 			"$b/tests/test-ops"
 		step "racecheck: reductions" 120 env LOOM_TEST_DEVICES="$dev" \
-			LOOM_TEST_OPS=sum_rows,argmax,top_k,soft_max,rms_norm,norm,mul_mat \
+			LOOM_TEST_OPS=sum_rows,argmax,top_k,soft_max,rms_norm,norm,mul_mat,mul_mat_id \
 			$lt "$cs" --tool racecheck --error-exitcode 1 \
 			"$b/tests/test-ops"
 	else
 		step "compute-sanitizer present" 5 false
 	fi
 fi
-step "figures (test-gpu-perf)" 120 $lt "$b/tests/test-gpu-perf" "$dev"
+step "figures (test-gpu-perf)" 150 $lt "$b/tests/test-gpu-perf" "$dev"
 step "bench gemm 8192" 60 "$b/tools/loom-bench" gemm --devices "$dev" \
 	--type bf16,f16,q8_0 --size 8192
 step "bench gemv" 40 "$b/tools/loom-bench" gemv --devices "$dev"

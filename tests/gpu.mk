@@ -3,11 +3,12 @@
 # skips what needs a device.
 #
 # `make check-gpu`: on a machine with an NVIDIA GPU, runs in under 8
-# minutes (tests/check-gpu.sh): test-gpu, the op suite on cuda0 (BLAS and
-# the plugin's own GEMM), a meta device over cuda0 twice against the same
-# reference, test-gpu-perf (an add's bandwidth against the memory's, a
-# BF16 GEMM against the tensor-core peak), and loom-bench's GEMM and GEMV
-# runs.  Set GPU=hip0 to check the HIP plugin instead.
+# minutes (tests/check-gpu.sh): test-gpu, test-gpu-limits,
+# test-gpu-paths, the op suite on cuda0 (BLAS and the plugin's own GEMM),
+# a meta device over cuda0 twice against the same reference,
+# compute-sanitizer, test-gpu-perf (bandwidths, GEMM, GEMV per type,
+# launch cost, MoE) and loom-bench's runs.  Set GPU=hip0 to check the HIP
+# plugin instead.
 check_PROGRAMS += tests/test-gpu
 TESTS += tests/test-gpu
 tests_test_gpu_SOURCES = tests/test-gpu.c tests/test-util.c tests/test-util.h
@@ -25,6 +26,15 @@ tests_test_gpu_quant_SOURCES = tests/test-gpu-quant.cc
 tests_test_gpu_quant_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
 tests_test_gpu_quant_CXXFLAGS = -std=c++17 -Wall -Wextra -Wno-unused-parameter
 tests_test_gpu_quant_LDADD = $(TEST_LIBS)
+
+# The CUDA plugin's fast paths against a double reference; skips without
+# a CUDA device.
+check_PROGRAMS += tests/test-gpu-paths
+TESTS += tests/test-gpu-paths
+tests_test_gpu_paths_SOURCES = tests/test-gpu-paths.c tests/test-util.c \
+	tests/test-util.h
+tests_test_gpu_paths_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_gpu_paths_LDADD = $(TEST_LIBS)
 
 # Built for check-gpu; it reports figures, so it is not in TESTS.
 check_PROGRAMS += tests/test-gpu-perf

@@ -3,8 +3,12 @@
  * limit: the device-to-device copy measured here, the datasheet's memory
  * bandwidth and BF16 peak, and the peak at the SM clock read while the
  * GEMM runs (nvidia-smi, when there is one).  Inputs are random (zeros
- * run faster on tensor cores and hide wrong indexing).  Not a test: it
- * reports, and fails only when a figure cannot be taken.
+ * run faster on tensor cores and hide wrong indexing; quantized weights
+ * are random blocks under small scales).  Figures: copy and add, GEMM at
+ * 8192^3 per type, decode GEMV per type (and Q4_K for 4 and 512
+ * columns), launch cost per op node by node and replayed as a CUDA
+ * graph, MoE decode and prefill with BF16 and Q4_K experts.  Not a test:
+ * it reports, and fails only when a figure cannot be taken.
  *
  * Usage: test-gpu-perf [DEVICE] (default cuda0)
  */
@@ -72,10 +76,58 @@ struct timed {
 	loom_graph_t *g;
 };
 
-/* Builds out's graph, places it on dev and fills every leaf with random
- * values (I32 leaves with ids in [0, id_range)). */
-static int prepare(struct timed *r, loom_dev_t *dev, struct loom_tensor *out,
-		   int64_t id_range)
+/* Offsets of the half scales in a block of each quantized type. */
+static int scale_offsets(enum loom_type type, int *off)
+{
+	switch (type) {
+	case LOOM_TYPE_Q8_0:
+	case LOOM_TYPE_Q4_0:
+		off[0] = 0;
+		return 1;
+	case LOOM_TYPE_Q4_K:
+	case LOOM_TYPE_Q5_K:
+		off[0] = 0;
+		off[1] = 2;
+		return 2;
+	case LOOM_TYPE_Q6_K:
+		off[0] = 208;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Fills a quantized t with random blocks under small finite scales:
+ * quantizing hundreds of millions of values on the CPU would take
+ * longer than the runs it prepares. */
+static int fill_blocks(struct loom_tensor *t, struct loom_test_rng *rng)
+{
+	size_t n = loom_tensor_n_bytes(t), bs = loom_type_size(t->type);
+	uint8_t *raw = g_malloc(n);
+	int off[2], k = scale_offsets(t->type, off), st;
+
+	for (size_t i = 0; i + 8 <= n; i += 8) {
+		uint64_t v = loom_test_rng_next(rng);
+
+		memcpy(raw + i, &v, 8);
+	}
+	for (size_t b = 0; b + bs <= n; b += bs)
+		for (int j = 0; j < k; j++) {
+			uint16_t h = loom_f32_to_f16(1e-3f * (1 + b / bs % 7));
+
+			memcpy(raw + b + off[j], &h, 2);
+		}
+	st = loom_tensor_set(t, raw, 0, n);
+	g_free(raw);
+	return st;
+}
+
+/* Builds out's graph, places it on dev, fills every leaf with random
+ * values (I32 leaves with ids in [0, id_range)) and makes a backend with
+ * params. */
+static int prepare_with(struct timed *r, loom_dev_t *dev,
+			struct loom_tensor *out, int64_t id_range,
+			const char *params)
 {
 	struct loom_test_rng rng;
 	int st;
@@ -101,15 +153,23 @@ static int prepare(struct timed *r, loom_dev_t *dev, struct loom_tensor *out,
 					 (int32_t)id_range;
 			st = loom_test_set_i32(t, ids);
 			g_free(ids);
+		} else if (loom_type_is_quantized(t->type)) {
+			st = fill_blocks(t, &rng);
 		} else {
 			st = loom_test_fill_uniform(t, &rng, -1, 1);
 		}
 	}
 	if (!st)
-		st = loom_dev_init_backend(dev, NULL, &r->be);
+		st = loom_dev_init_backend(dev, params, &r->be);
 	if (st)
 		fprintf(stderr, "setup: %s\n", loom_error_message());
 	return st;
+}
+
+static int prepare(struct timed *r, loom_dev_t *dev, struct loom_tensor *out,
+		   int64_t id_range)
+{
+	return prepare_with(r, dev, out, id_range, NULL);
 }
 
 /* Seconds per run of r's graph (median of REPS single runs after a
@@ -178,13 +238,13 @@ static int gemm(loom_dev_t *dev, enum loom_type type, int64_t k, int64_t m,
 				 loom_tensor_new_2d(r.ctx, LOOM_TYPE_F32, k,
 						    n)), 0))
 		return 1;
-	s = run_time(&r, n > 1 ? &mhz : NULL);
+	s = run_time(&r, n > 8 ? &mhz : NULL);
 	done(&r);
 	if (s <= 0)
 		return 1;
 	tflops = 2.0 * k * m * n / s / 1e12;
 	gbps = (double)loom_type_row_size(type, k) * m / s / 1e9;
-	if (n > 1) {
+	if (n > 8) {
 		printf("gemm %-5s %lldx%lldx%lld  %7.1f TFLOP/s",
 		       loom_type_name(type), (long long)m, (long long)n,
 		       (long long)k, tflops);
@@ -197,8 +257,11 @@ static int gemm(loom_dev_t *dev, enum loom_type type, int64_t k, int64_t m,
 		}
 		printf("\n");
 	} else {
-		printf("gemv %-5s %lldx%lld  %7.0f GB/s of weights",
-		       loom_type_name(type), (long long)k, (long long)m, gbps);
+		printf("gemv %-5s %lldx%lld", loom_type_name(type),
+		       (long long)k, (long long)m);
+		if (n > 1)
+			printf(" x %lld", (long long)n);
+		printf("  %7.0f GB/s of weights", gbps);
 		share(gbps, copy_gbps, "measured copy");
 		printf("\n");
 	}
@@ -272,34 +335,47 @@ int main(int argc, char **argv)
 	fails += gemm(dev, LOOM_TYPE_BF16, 8192, 8192, 8192, boost);
 	fails += gemm(dev, LOOM_TYPE_F16, 8192, 8192, 8192, boost);
 	fails += gemm(dev, LOOM_TYPE_Q8_0, 8192, 8192, 8192, boost);
-	fails += gemm(dev, LOOM_TYPE_F32, 8192, 16384, 1, boost);
-	fails += gemm(dev, LOOM_TYPE_BF16, 8192, 16384, 1, boost);
-	fails += gemm(dev, LOOM_TYPE_F16, 8192, 16384, 1, boost);
-	fails += gemm(dev, LOOM_TYPE_Q8_0, 8192, 16384, 1, boost);
+	/* Decode: one column, and four (a small batch), per type. */
+	static const enum loom_type gemv_types[] = {
+		LOOM_TYPE_F32, LOOM_TYPE_BF16, LOOM_TYPE_F16, LOOM_TYPE_Q8_0,
+		LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K,
+	};
 
-	/* Launch cost: 512 chained adds of 1024 values. */
-	loom_ctx_new(0, &r.ctx);
-	{
+	for (size_t i = 0; i < G_N_ELEMENTS(gemv_types); i++)
+		fails += gemm(dev, gemv_types[i], 8192, 16384, 1, boost);
+	fails += gemm(dev, LOOM_TYPE_Q4_K, 8192, 16384, 4, boost);
+	fails += gemm(dev, LOOM_TYPE_Q4_K, 8192, 8192, 512, boost);
+
+	/* Launch cost: 512 chained adds of 1024 values, node by node and
+	 * replayed as a CUDA graph. */
+	for (int replay = 0; replay < 2; replay++) {
+		loom_ctx_new(0, &r.ctx);
 		struct loom_tensor *x = loom_tensor_new_1d(r.ctx,
 							   LOOM_TYPE_F32, 1024);
 		struct loom_tensor *y = x;
 
 		for (int i = 0; i < 512; i++)
 			y = loom_add(r.ctx, y, x);
-		if (prepare(&r, dev, y, 0))
+		if (prepare_with(&r, dev, y, 0, replay ? NULL : "graph=off"))
 			return 1;
+		s = run_time(&r, NULL);
+		done(&r);
+		if (s <= 0)
+			return 1;
+		printf("launch: %.2f us per op (512 small adds, %s)\n",
+		       s / 512 * 1e6, replay ? "CUDA graph replayed" :
+						"node by node");
 	}
-	s = run_time(&r, NULL);
-	done(&r);
-	if (s <= 0)
-		return 1;
-	printf("launch: %.2f us per op (512 small adds)\n", s / 512 * 1e6);
 
-	/* MoE: 64 experts [2048, 768] BF16, 8 used per token. */
+	/* MoE: 64 experts [2048, 768], 8 used per token, BF16 and Q4_K. */
+	for (int q = 0; q < 2; q++)
 	for (int tokens = 1; tokens <= 512; tokens *= 512) {
+		enum loom_type et = q ? LOOM_TYPE_Q4_K : LOOM_TYPE_BF16;
+		double bytes = 8.0 * loom_type_row_size(et, 2048) * 768;
+
 		loom_ctx_new(0, &r.ctx);
-		struct loom_tensor *as = loom_tensor_new_3d(
-			r.ctx, LOOM_TYPE_BF16, 2048, 768, 64);
+		struct loom_tensor *as = loom_tensor_new_3d(r.ctx, et, 2048,
+							    768, 64);
 		struct loom_tensor *b = loom_tensor_new_3d(
 			r.ctx, LOOM_TYPE_F32, 2048, 1, tokens);
 		struct loom_tensor *ids = loom_tensor_new_2d(
@@ -311,14 +387,18 @@ int main(int argc, char **argv)
 		done(&r);
 		if (s <= 0)
 			return 1;
-		if (tokens == 1)
-			printf("moe decode (8 of 64 experts): %.0f us, %.0f "
-			       "GB/s of expert weights\n", s * 1e6,
-			       8.0 * 2048 * 768 * 2 / s / 1e9);
-		else
-			printf("moe prefill (%d tokens): %.2f ms, %.1f "
-			       "TFLOP/s\n", tokens, s * 1e3,
+		if (tokens == 1) {
+			printf("moe decode %-5s (8 of 64 experts): %.0f us, "
+			       "%.0f GB/s of expert weights",
+			       loom_type_name(et), s * 1e6, bytes / s / 1e9);
+			share(bytes / s / 1e9, copy_gbps, "measured copy");
+			printf("\n");
+		} else {
+			printf("moe prefill %-5s (%d tokens): %.2f ms, %.1f "
+			       "TFLOP/s\n", loom_type_name(et), tokens,
+			       s * 1e3,
 			       2.0 * 2048 * 768 * 8 * tokens / s / 1e12);
+		}
 	}
 	if (loom_unload_all()) {
 		fprintf(stderr, "%s\n", loom_error_message());

@@ -3,8 +3,9 @@
  * is computed again with the same kernels, shapes, parameters and
  * addresses is captured (on its second run: the first one runs node by
  * node and grows the scratch it needs) and from then on replayed with a
- * single launch.  A changed graph captured again updates the executable
- * graph in place when its topology allows.  Graphs with a node that waits
+ * single launch.  A backend remembers a few graphs; a new one takes the
+ * place of the one used longest ago and, when captured, updates that
+ * one's executable graph in place where the topology allows.  Graphs with a node that waits
  * for the device on the host are never captured; a capture that fails
  * falls back to running node by node, and after a few failures a backend
  * stops trying.  The kernels are in ops-*.cu, the node-by-node path in
@@ -36,6 +37,9 @@ int cuda_graphs_run(struct cuda_backend *be, loom_graph_t *g)
 
 /* Failed captures after which a backend runs everything node by node. */
 #define GRAPH_MAX_FAILS 3
+/* Graphs remembered per backend: a meta device runs several pieces on
+ * each member in turn, each its own graph. */
+#define GRAPH_SLOTS 8
 
 /* What a kernel sees of one tensor. */
 struct operand_sig {
@@ -54,15 +58,26 @@ struct node_sig {
 	struct operand_sig src[LOOM_MAX_SRC];
 };
 
-struct cuda_graph_cache {
-	struct node_sig *sig; /* the kernel nodes of the last graph */
+/* A list of the kernel nodes of a graph. */
+struct sig {
+	struct node_sig *v;
 	size_t n, cap;
-	bool valid;           /* sig holds a graph */
-	bool capturable;      /* every node of it can be captured */
-	int runs;             /* computes of it in a row */
-	cudaGraphExec_t exec; /* NULL: none */
-	bool exec_current;    /* exec was captured from sig */
-	uint64_t exec_gen;    /* the scratch generation exec uses */
+};
+
+struct slot {
+	struct sig sig;        /* n == 0: unused */
+	bool capturable;       /* every node of it can be captured */
+	int runs;              /* computes of it so far */
+	uint64_t stamp;        /* last use, for replacing the oldest */
+	cudaGraphExec_t exec;  /* NULL: none */
+	bool exec_current;     /* exec was captured from sig */
+	uint64_t exec_gen;     /* the scratch generation exec uses */
+};
+
+struct cuda_graph_cache {
+	struct slot slots[GRAPH_SLOTS];
+	struct sig cur; /* the graph being computed */
+	uint64_t clock;
 	int fails;
 };
 
@@ -74,15 +89,25 @@ int cuda_graphs_new(struct cuda_backend *be)
 	return LOOM_OK;
 }
 
+static void destroy_exec(struct slot *s)
+{
+	if (s->exec && cudaGraphExecDestroy(s->exec) != cudaSuccess)
+		(void)cudaGetLastError();
+	s->exec = NULL;
+	s->exec_current = false;
+}
+
 void cuda_graphs_free(struct cuda_backend *be)
 {
 	struct cuda_graph_cache *gc = be->graphs;
 
 	if (!gc)
 		return;
-	if (gc->exec && cudaGraphExecDestroy(gc->exec) != cudaSuccess)
-		(void)cudaGetLastError();
-	free(gc->sig);
+	for (int i = 0; i < GRAPH_SLOTS; i++) {
+		destroy_exec(&gc->slots[i]);
+		free(gc->slots[i].sig.v);
+	}
+	free(gc->cur.v);
 	free(gc);
 	be->graphs = NULL;
 }
@@ -101,7 +126,7 @@ static void operand_of(struct operand_sig *o, const struct loom_tensor *t)
 	memcpy(o->nb, t->nb, sizeof(o->nb));
 }
 
-static void sig_of(struct node_sig *s, const struct loom_tensor *t)
+static void node_sig_of(struct node_sig *s, const struct loom_tensor *t)
 {
 	memset(s, 0, sizeof(*s));
 	s->op = (int32_t)t->op;
@@ -112,52 +137,76 @@ static void sig_of(struct node_sig *s, const struct loom_tensor *t)
 			operand_of(&s->src[i], t->src[i]);
 }
 
-/* Stores g's signature in gc; *same says whether it was the one stored. */
-static int sig_update(struct cuda_graph_cache *gc, loom_graph_t *g,
-		      bool *same)
+/* Builds g's list into gc->cur; *capturable says whether every node of
+ * it can be captured. */
+static int sig_build(struct cuda_graph_cache *gc, loom_graph_t *g,
+		     bool *capturable)
 {
-	size_t n = loom_graph_n_nodes(g), k = 0;
-	bool eq = gc->valid, capturable = true;
+	struct sig *c = &gc->cur;
+	size_t n = loom_graph_n_nodes(g);
 
+	c->n = 0;
+	*capturable = true;
 	for (size_t i = 0; i < n; i++) {
 		const struct loom_tensor *t = loom_graph_node(g, i);
-		struct node_sig s;
 
 		if (!has_kernel(t))
 			continue;
-		if (k == gc->cap) {
-			size_t cap = gc->cap ? 2 * gc->cap : 256;
-			struct node_sig *p = realloc(gc->sig, cap * sizeof(*p));
+		if (c->n == c->cap) {
+			size_t cap = c->cap ? 2 * c->cap : 256;
+			struct node_sig *p = realloc(c->v, cap * sizeof(*p));
 
-			if (!p) {
-				gc->valid = false;
+			if (!p)
 				return loom_error_set(LOOM_E_NOMEM,
 						      "out of memory");
-			}
-			gc->sig = p;
-			gc->cap = cap;
+			c->v = p;
+			c->cap = cap;
 		}
-		sig_of(&s, t);
-		if (eq && (k >= gc->n || memcmp(&gc->sig[k], &s, sizeof(s))))
-			eq = false;
-		if (!eq)
-			gc->sig[k] = s;
-		capturable = capturable && cuda_node_capturable(t);
-		k++;
+		node_sig_of(&c->v[c->n++], t);
+		*capturable = *capturable && cuda_node_capturable(t);
 	}
-	*same = eq && k == gc->n;
-	gc->n = k;
-	gc->valid = true;
-	gc->capturable = capturable;
 	return LOOM_OK;
+}
+
+/* The slot holding gc->cur's graph, or NULL. */
+static struct slot *lookup(struct cuda_graph_cache *gc)
+{
+	for (int i = 0; i < GRAPH_SLOTS; i++) {
+		struct slot *s = &gc->slots[i];
+
+		if (s->sig.n == gc->cur.n && s->sig.n &&
+		    !memcmp(s->sig.v, gc->cur.v,
+			    gc->cur.n * sizeof(*gc->cur.v)))
+			return s;
+	}
+	return NULL;
+}
+
+/* Gives gc->cur's graph the slot used longest ago; its executable graph
+ * stays, to be updated by the next capture. */
+static struct slot *replace(struct cuda_graph_cache *gc, bool capturable)
+{
+	struct slot *s = &gc->slots[0];
+	struct sig tmp;
+
+	for (int i = 1; i < GRAPH_SLOTS; i++)
+		if (gc->slots[i].stamp < s->stamp)
+			s = &gc->slots[i];
+	tmp = s->sig;
+	s->sig = gc->cur;
+	gc->cur = tmp;
+	s->capturable = capturable;
+	s->runs = 0;
+	s->exec_current = false;
+	return s;
 }
 
 /* A capture that did not work: the graph runs node by node. */
 static int give_up(struct cuda_backend *be, struct cuda_graph_cache *gc,
-		   const char *why)
+		   struct slot *s, const char *why)
 {
 	(void)cudaGetLastError();
-	gc->exec_current = false;
+	s->exec_current = false;
 	if (++gc->fails >= GRAPH_MAX_FAILS)
 		loom_log(LOOM_LOG_INFO, "%s: graph not captured (%s); CUDA "
 			 "graphs off for this backend", be->name, why);
@@ -167,17 +216,16 @@ static int give_up(struct cuda_backend *be, struct cuda_graph_cache *gc,
 	return LOOM_E_DECLINED;
 }
 
-static int launch(struct cuda_backend *be, struct cuda_graph_cache *gc)
+static int launch(struct cuda_backend *be, struct slot *s)
 {
-	cudaError_t err = cudaGraphLaunch(gc->exec, be->stream);
-
-	return cuda_error(err, "graph launch");
+	return cuda_error(cudaGraphLaunch(s->exec, be->stream),
+			  "graph launch");
 }
 
-/* Captures g's kernels, makes or updates gc's executable graph, and
- * launches it. */
+/* Captures g's kernels into s's executable graph (made, or updated in
+ * place) and launches it. */
 static int capture(struct cuda_backend *be, struct cuda_graph_cache *gc,
-		   loom_graph_t *g)
+		   struct slot *s, loom_graph_t *g)
 {
 	const uint64_t gen = be->scratch_gen;
 	cudaGraph_t graph = NULL;
@@ -187,7 +235,7 @@ static int capture(struct cuda_backend *be, struct cuda_graph_cache *gc,
 	err = cudaStreamBeginCapture(be->stream,
 				     cudaStreamCaptureModeThreadLocal);
 	if (err != cudaSuccess)
-		return give_up(be, gc, cudaGetErrorString(err));
+		return give_up(be, gc, s, cudaGetErrorString(err));
 	be->capturing = true;
 	be->capture_broken = false;
 	status = cuda_graph_enqueue(be, g);
@@ -201,66 +249,67 @@ static int capture(struct cuda_backend *be, struct cuda_graph_cache *gc,
 
 		if (graph && cudaGraphDestroy(graph) != cudaSuccess)
 			(void)cudaGetLastError();
-		return give_up(be, gc, why);
+		return give_up(be, gc, s, why);
 	}
-	if (gc->exec) {
+	if (s->exec) {
 		cudaGraphExecUpdateResultInfo info;
 
-		err = cudaGraphExecUpdate(gc->exec, graph, &info);
+		err = cudaGraphExecUpdate(s->exec, graph, &info);
 		if (err == cudaSuccess) {
 			cuda_note_path(be, CUDA_PATH_GRAPH_UPDATE);
 		} else {
 			(void)cudaGetLastError();
-			if (cudaGraphExecDestroy(gc->exec) != cudaSuccess)
-				(void)cudaGetLastError();
-			gc->exec = NULL;
+			destroy_exec(s);
 		}
 	}
-	if (!gc->exec) {
-		err = cudaGraphInstantiate(&gc->exec, graph, 0);
+	if (!s->exec) {
+		err = cudaGraphInstantiate(&s->exec, graph, 0);
 		if (err != cudaSuccess) {
-			gc->exec = NULL;
+			s->exec = NULL;
 			if (cudaGraphDestroy(graph) != cudaSuccess)
 				(void)cudaGetLastError();
-			return give_up(be, gc, cudaGetErrorString(err));
+			return give_up(be, gc, s, cudaGetErrorString(err));
 		}
 		cuda_note_path(be, CUDA_PATH_GRAPH_CAPTURE);
 	}
 	if (cudaGraphDestroy(graph) != cudaSuccess)
 		(void)cudaGetLastError();
-	gc->exec_current = true;
-	gc->exec_gen = be->scratch_gen;
-	return launch(be, gc);
+	s->exec_current = true;
+	s->exec_gen = be->scratch_gen;
+	return launch(be, s);
 }
 
 int cuda_graphs_run(struct cuda_backend *be, loom_graph_t *g)
 {
 	struct cuda_graph_cache *gc = be->graphs;
-	bool same;
+	struct slot *s;
+	bool capturable;
 	int status;
 
 	if (gc->fails >= GRAPH_MAX_FAILS)
 		return LOOM_E_DECLINED;
-	status = sig_update(gc, g, &same);
+	status = sig_build(gc, g, &capturable);
 	if (status)
 		return status;
-	if (!same) {
-		gc->runs = 0;
-		gc->exec_current = false;
-	}
-	if (!gc->capturable || gc->n == 0)
+	if (!gc->cur.n || !capturable)
 		return LOOM_E_DECLINED;
-	if (gc->exec && gc->exec_current) {
+	s = lookup(gc);
+	if (!s)
+		s = replace(gc, capturable);
+	s->stamp = ++gc->clock;
+	if (s->exec && s->exec_current) {
 		/* Scratch moved since the capture (another graph grew it):
 		 * capture again; the sizes this graph needs are there. */
-		if (gc->exec_gen != be->scratch_gen)
-			return capture(be, gc, g);
+		if (s->exec_gen != be->scratch_gen)
+			return capture(be, gc, s, g);
 		cuda_note_path(be, CUDA_PATH_GRAPH_REPLAY);
-		return launch(be, gc);
+		return launch(be, s);
 	}
-	if (++gc->runs < 2)
+	/* The first run goes node by node: it grows the scratch it needs,
+	 * which a capture cannot. */
+	if (++s->runs < 2)
 		return LOOM_E_DECLINED;
-	return capture(be, gc, g);
+	return capture(be, gc, s, g);
 }
 
 #endif /* LOOM_HIP */

@@ -28,6 +28,11 @@ struct meta_backend {
 	 * nodes are readable (see meta_plan_publish). */
 	struct meta_plan *last;
 	uint64_t clock;
+	/* The generic allreduce's staging: pinned memory when a member's
+	 * plugin offers it (copies to and from it run asynchronously on
+	 * every member at once), else malloc'd. */
+	loom_buffer_t *pinned;
+	size_t pin_failed; /* a size no member could pin */
 	float *scratch;
 	size_t scratch_n;
 };
@@ -49,6 +54,7 @@ static void be_free(loom_backend_t *be)
 		loom_galloc_free(mb->ga[j]);
 		loom_backend_free(mb->be[j]);
 	}
+	loom_buffer_free(mb->pinned);
 	free(mb->scratch);
 	free(mb);
 }
@@ -89,8 +95,36 @@ static int be_get_async(loom_backend_t *be, const struct loom_tensor *t,
 
 /* ---- allreduce ---- */
 
+/* Pinned host memory of at least bytes from the first member that has
+ * a host buffer type, or NULL. */
+static float *pinned(struct meta_backend *mb, size_t bytes)
+{
+	if (mb->pinned && loom_buffer_size(mb->pinned) >= bytes)
+		return loom_buffer_base(mb->pinned);
+	if (mb->pin_failed && bytes >= mb->pin_failed)
+		return NULL;
+	loom_buffer_free(mb->pinned);
+	mb->pinned = NULL;
+	for (int j = 0; j < mb->md->n; j++) {
+		loom_buffer_type_t *host =
+			loom_dev_host_buffer_type(mb->md->members[j]);
+
+		if (host && loom_buffer_type_alloc_buffer(host, bytes,
+							  &mb->pinned) ==
+				    LOOM_OK)
+			return loom_buffer_base(mb->pinned);
+		mb->pinned = NULL;
+	}
+	mb->pin_failed = bytes;
+	return NULL;
+}
+
 static float *scratch(struct meta_backend *mb, size_t n)
 {
+	float *pin = pinned(mb, n * sizeof(float));
+
+	if (pin)
+		return pin;
 	if (mb->scratch_n < n) {
 		float *p = realloc(mb->scratch, n * sizeof(float));
 
