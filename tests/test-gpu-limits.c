@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test-gpu-limits.c - the GPU plugins past the sizes the op suite uses:
  * more than 65,535 rows (grid limits), more than 2^31 elements (32-bit
- * index overflow), a 4096^3 GEMM against a sampled double reference, and a
- * batch of 70,000 small GEMMs on both GEMM paths.  Results of the row ops
+ * index overflow), a 4096^3 GEMM against a sampled double reference, a
+ * batch of 70,000 small GEMMs on both GEMM paths and of GEMVs, and
+ * 80,000 expert pairs grouped.  Results of the row ops
  * are checked against the CPU plugin, which the op suite checks against a
  * double reference.  Skips without a GPU; tests/check-gpu.sh runs it.
  */
@@ -178,13 +179,27 @@ static void test_many_rows(void)
 			  300, 0);
 }
 
+static struct loom_tensor *b_mul_mat_id(loom_ctx_t *ctx,
+					struct loom_tensor **in)
+{
+	return loom_mul_mat_id(ctx, in[0], in[1], in[2]);
+}
+
 /* A batch of 70,000 small GEMMs (past the 65,535 grid limit), on the BLAS
- * and on the plugin's own GEMM. */
+ * and on the plugin's own GEMM; as many GEMVs of quantized weights (one
+ * group of columns each); experts for 20,000 tokens of 4 (80,000 pairs
+ * grouped by expert). */
 static void test_many_gemms(void)
 {
 	static const enum loom_type t[] = { LOOM_TYPE_F32, LOOM_TYPE_F32 };
+	static const enum loom_type tq[] = { LOOM_TYPE_Q4_0, LOOM_TYPE_F32 };
+	static const enum loom_type te[] = { LOOM_TYPE_BF16, LOOM_TYPE_F32,
+					     LOOM_TYPE_I32 };
 	static const int64_t ne[][4] = { { 32, 8, 70000, 1 },
 					 { 32, 4, 70000, 1 } };
+	static const int64_t ne_e[][4] = { { 64, 16, 8, 1 },
+					   { 64, 1, 20000, 1 },
+					   { 4, 20000, 1, 1 } };
 
 	if (!gpu() || !loom_dev_by_name("cpu0")) {
 		g_test_skip("no GPU device (or no cpu0)");
@@ -193,6 +208,11 @@ static void test_many_gemms(void)
 	check_against_cpu("70000 GEMMs", NULL, b_mul_mat, 2, t, ne, 0, 1e-6);
 	check_against_cpu("70000 GEMMs", "gemm=own", b_mul_mat, 2, t, ne, 0,
 			  1e-10);
+	/* 8-bit activations on the GPU: the op suite's bound for Q8_0. */
+	check_against_cpu("70000 GEMVs q4_0", NULL, b_mul_mat, 2, tq, ne, 0,
+			  2e-4);
+	check_against_cpu("80000 expert pairs", NULL, b_mul_mat_id, 3, te,
+			  ne_e, 8, 1e-4);
 }
 
 /* An elementwise op over 2^31 + 1000 F16 values: every index past 2^31 is
