@@ -152,6 +152,7 @@ __global__ void __launch_bounds__(MMV_WARPS * 32) mmv_q_kernel(mmv_args p)
 			 * aligned (every step starts aligned: G * BS is a
 			 * multiple of 16), 2 bytes for the rest. */
 			if (p.aligned) {
+#pragma unroll 4
 				for (int i = lane; i < bytes / 16; i += 32)
 					((int4 *)sm)[i] =
 						__ldg((const int4 *)src + i);
@@ -278,6 +279,8 @@ __global__ void __launch_bounds__(MMV_WARPS * 32) mmv_f_kernel(mmv_args p)
 			mmv_store<NC>(p, r, m, acc);
 			continue;
 		}
+		/* Unrolled so that several loads of a lane are in flight. */
+#pragma unroll 4
 		for (int64_t k = (int64_t)lane * VEC; k < kvec;
 		     k += 32 * VEC) {
 			float wv[VEC];
