@@ -10,9 +10,10 @@ cd "$src" || exit 99
 # of build-aux/ and debian/ only the files written by hand.
 files=$(find . \( -name .git -o -name autom4te.cache -o -name .libs \
 		  -o -name .deps -o -name _build -o -name 'loom-[0-9]*' \
+		  -o -path ./gpu-bundle \
 		  -o -path ./debian/tmp -o -path './debian/loom-*' \
 		  -o -path './debian/libloom*' -o -path ./debian/.debhelper \) \
-		-prune -o -type f \( -name '*.c' -o -name '*.h' \
+		-prune -o -type f \( -name '*.c' -o -name '*.h' -o -name '*.cc' \
 		-o -name '*.cu' -o -name '*.cuh' -o -name '*.hip' \
 		-o -name '*.am' -o -name '*.mk' -o -name '*.ac' \
 		-o -name '*.m4' -o -name '*.sh' -o -name '*.sym' \
