@@ -190,8 +190,8 @@ __global__ void __launch_bounds__(MMV_WARPS * 32) mmv_q_kernel(mmv_args p)
 }
 
 /* Activations to 8 bits: a warp per 32 values of a row of b; d =
- * max|x| / 127, q = round(x / d).  A row holding inf or NaN quantizes to
- * zeros (its products are not carried as inf). */
+ * max|x| / 127, q = round(x / d).  A NaN quantizes to 0, and 32 values
+ * holding an inf to zeros: neither is carried into the products. */
 __global__ void quantize_act_kernel(tview b, int8_t *qy, float *dy,
 				    int64_t n_units)
 {
