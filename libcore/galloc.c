@@ -116,6 +116,11 @@ static bool is_ours(const loom_galloc_t *ga, const loom_buffer_t *buf)
 		       loom__ptrmap_find(&ga->retired, buf));
 }
 
+bool loom__galloc_owns(const loom_galloc_t *ga, const loom_buffer_t *buf)
+{
+	return live(ga) && is_ours(ga, buf);
+}
+
 size_t loom_galloc_buffer_size(loom_galloc_t *ga)
 {
 	return live(ga) && ga->buffer ? loom_buffer_size(ga->buffer) : 0;

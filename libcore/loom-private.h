@@ -97,6 +97,10 @@ static inline struct loom_tensor *loom__owner(struct loom_tensor *t)
 #define LOOM__N_INPUTS (LOOM_MAX_SRC + 1)
 struct loom_tensor *loom__tensor_input(struct loom_tensor *t, int i);
 
+/* True when buf is ga's compute buffer or one it has outgrown (galloc.c):
+ * a tensor there was placed by ga and may be placed again. */
+bool loom__galloc_owns(const loom_galloc_t *ga, const loom_buffer_t *buf);
+
 /* Makes ctx free g (with loom__graph_free) when ctx is freed. */
 int loom__ctx_own_graph(loom_ctx_t *ctx, loom_graph_t *g);
 void loom__graph_free(loom_graph_t *g);

@@ -355,50 +355,101 @@ LOOM_API size_t loom_galloc_buffer_size(loom_galloc_t *ga);
 LOOM_API loom_buffer_t *loom_galloc_buffer(loom_galloc_t *ga);
 
 /* ------------------------------------------------------------------------
- * The scheduler: one graph over several backends.  Each node runs on a
- * backend of the list: a node that writes into a tensor (copy, set_rows)
- * where that tensor lives; a node that uses a weight where the weight
- * lives, when that device supports the op; else on the first backend in
- * the list that supports it and reads all its inputs where they are, else
- * on the first that supports it.  Views go with what reads them.  The
- * graph is cut into pieces of consecutive nodes on one backend; an input
- * a piece reads from memory its device cannot use is copied once per
- * compute, however many nodes read it; each piece's intermediates come
- * from a graph allocator of its backend.  The caller's graph is not
- * changed: its nodes are placed where their results are, so they are read
- * as after any compute.  LOOM_SCHED_DEBUG=1 prints each node's backend and
- * why.  A plan is kept while the graph is unchanged (same graph, same
- * loom_graph_version); another graph is planned anew.
+ * The scheduler: one graph over several backends (partial offload: the
+ * ops a device lacks fall to the next backend of the list, layers whose
+ * weights are on one device run there).
+ *
+ * Each node runs on a backend of the list: a node that writes into a
+ * tensor (copy, set_rows) where that tensor lives (a graph that would
+ * have to write into a copy fails instead); a node that uses a weight
+ * where the weight lives, when that device supports the op; else on the
+ * first backend in the list that supports it and reads all its inputs
+ * where they are; else on the one that holds most of its input bytes (on
+ * a tie the previous node's, then the first).  Views go with what reads
+ * them.  supports_op is asked at most once per node and backend per plan.
+ *
+ * The graph is cut into pieces of consecutive nodes on one backend.  An
+ * input a piece reads from memory its device cannot use, or from another
+ * backend's results, is copied once per compute into the reading
+ * backend's memory, however many nodes and pieces of that backend read
+ * it.  Each backend has one graph allocator for all its pieces
+ * (loom_sched_buffer_size), shared by every plan of the scheduler.
+ *
+ * Pieces run in order.  While a piece runs, the next piece's copies that
+ * do not wait for it are made (their sources are inputs, weights or
+ * results of earlier pieces), so they overlap its compute.  Between
+ * devices of one plugin that both have events and asynchronous copies
+ * (LOOM_DEV_CAP_EVENTS and LOOM_DEV_CAP_ASYNC), a copy is queued on the
+ * reading backend's stream behind an event of the piece that makes its
+ * source, and the host never waits; otherwise the host waits for that
+ * piece (its event, or a synchronize of its backend) and copies.
+ *
+ * The caller's graph is not changed: its nodes and inputs are placed where
+ * the scheduler's memory has them, so they are set and read as after any
+ * compute (outputs, LOOM_TENSOR_OUTPUT, stay valid after it).
+ * LOOM_SCHED_DEBUG=1 prints each node's backend and why, and each copy.
+ *
+ * Plans are kept (the last four used).  A graph is planned again only
+ * when its shape is new: the same ops, parameters, shapes, strides and
+ * types, the same sources by position, and inputs in buffers of the same
+ * types and usage, as a graph planned before, reuse its plan, whether it
+ * is that very graph (unchanged: loom_graph_version) or another built the
+ * same way.
  */
 typedef struct loom_sched loom_sched_t;
 
-/* Makes a scheduler over backends[0..n), in priority order.  The
- * backends stay the caller's and must outlive it; free it with
- * loom_sched_free(). */
+/* Makes a scheduler over backends[0..n), in priority order (each backend
+ * once).  The backends stay the caller's and must outlive it; free it
+ * with loom_sched_free(). */
 LOOM_API int loom_sched_new(loom_backend_t *const *backends, size_t n,
 			    loom_sched_t **out);
 /* Frees s and the compute memory it holds; NULL is a no-op. */
 LOOM_API void loom_sched_free(loom_sched_t *s);
-/* Plans g and sizes each backend's compute memory, computing nothing.
- * A graph some node of which no backend supports fails with
- * LOOM_E_UNSUPPORTED naming that node and op. */
+/* Plans g and sizes each backend's compute memory, computing nothing; a
+ * later graph that needs no more memory than g does not grow it.  A
+ * graph some node of which no backend supports fails with
+ * LOOM_E_UNSUPPORTED naming the first such node and its op.  Tensors of
+ * graphs allocated before must be allocated again. */
 LOOM_API int loom_sched_reserve(loom_sched_t *s, loom_graph_t *g);
 /* Plans g if needed and places every tensor it needs that has no place
- * yet (the application then sets its inputs). */
+ * yet (the application then sets its inputs).  Cheap when g is the graph
+ * allocated last and unchanged. */
 LOOM_API int loom_sched_alloc_graph(loom_sched_t *s, loom_graph_t *g);
 /* Allocates g if needed, then runs its pieces in order, copying inputs
  * across devices; returns when every backend is done. */
 LOOM_API int loom_sched_compute(loom_sched_t *s, loom_graph_t *g);
-/* Of the last plan: its pieces, the input copies one compute makes, the
- * backend of a node (NULL for views and unknown nodes), and the compute
- * memory of backend i (the sum over its pieces).  n_plans counts plans
- * made since loom_sched_new(). */
+/* Of the last plan used: its pieces, the input copies one compute makes,
+ * the backend of a node (NULL for views and unknown nodes); the compute
+ * memory of backend i; plans made since loom_sched_new(). */
 LOOM_API size_t loom_sched_n_pieces(const loom_sched_t *s);
 LOOM_API size_t loom_sched_n_copies(const loom_sched_t *s);
 LOOM_API uint64_t loom_sched_n_plans(const loom_sched_t *s);
 LOOM_API loom_backend_t *loom_sched_node_backend(const loom_sched_t *s,
 						 const struct loom_tensor *node);
 LOOM_API size_t loom_sched_buffer_size(const loom_sched_t *s, size_t i);
+
+/* What a scheduler has done since loom_sched_new().  The caller sets size
+ * to sizeof(struct loom_sched_stats); fields are only ever appended, and
+ * the scheduler fills at most size bytes. */
+struct loom_sched_stats {
+	uint32_t size;
+	uint64_t n_plans;       /* graphs planned */
+	uint64_t n_reused;      /* new graphs that found a plan of their shape */
+	uint64_t n_computes;    /* computes that succeeded */
+	uint64_t n_supports_op; /* supports_op questions asked while planning */
+	uint64_t n_copies_early; /* copies made while the previous piece ran */
+	double plan_s;          /* seconds spent planning */
+	double copy_s;          /* seconds the host spent copying */
+	double wait_s;          /* seconds the host waited for a piece's
+				 * result before copying it */
+	/* Of the last plan used. */
+	size_t n_pieces;
+	size_t n_copies;        /* per compute */
+	size_t copy_bytes;      /* per compute */
+};
+
+LOOM_API int loom_sched_get_stats(const loom_sched_t *s,
+				  struct loom_sched_stats *out);
 
 /* ------------------------------------------------------------------------
  * The meta device: one device made of N devices, tensor parallel.
