@@ -215,12 +215,13 @@ static bool ours(const loom_sched_t *s, const loom_buffer_t *buf)
 }
 
 /* True when t's memory is the caller's (weights, caches, a buffer the
- * application placed it in), not ours to place. */
+ * application placed it in), not ours to place.  A tensor in a freed
+ * buffer is not placed. */
 static bool caller_placed(const loom_sched_t *s, struct loom_tensor *t)
 {
 	struct loom_tensor *o = loom__owner(t);
 
-	return o->data && o->buffer && !ours(s, o->buffer);
+	return o->data && loom__buffer_live(o->buffer) && !ours(s, o->buffer);
 }
 
 /* The backend whose device holds t's memory (placed by the caller), or
@@ -701,14 +702,14 @@ static struct loom_tensor *copy_in(struct build *b, size_t pc,
 	c = &p->copies[p->n_copies++];
 	*c = (struct sched_copy){ from, to, sb, sp, (int)pc };
 	p->copy_bytes += loom_tensor_n_bytes(x);
-	/* Its memory is taken where the piece starts, not before. */
-	if (add_to(b, p->alloc_g[be], to) ||
-	    loom__ptrmap_put(&b->is_copy, to, 1) ||
+	if (loom__ptrmap_put(&b->is_copy, to, 1) ||
 	    (sb >= 0 && keep_alive(b, sb, from)))
 		return NULL;
 	if (b->s->debug)
-		fprintf(stderr, "loom sched: copy '%s' (%zu bytes) %s -> %s "
-			"before piece %zu\n", x->name, loom_tensor_n_bytes(x),
+		fprintf(stderr, "loom sched: copy %s%s%s (%zu bytes) %s -> %s "
+			"before piece %zu\n", x->name[0] ? "'" : "a ",
+			x->name[0] ? x->name : loom_op_name(x->op),
+			x->name[0] ? "'" : " result", loom_tensor_n_bytes(x),
 			sb >= 0 ? loom_backend_name(b->s->be[sb]) : "caller",
 			loom_backend_name(b->s->be[be]), pc);
 	return made_put(b, &b->copied[be], x, to);
@@ -745,8 +746,7 @@ static struct loom_tensor *map_input(struct build *b, size_t pc,
 			if (!to->src[k])
 				return NULL;
 		}
-		if (add_to(b, p->pieces[pc].g, to) ||
-		    add_to(b, p->alloc_g[be], to))
+		if (add_to(b, p->pieces[pc].g, to))
 			return NULL;
 	} else if (i >= 0 && p->node_be[i] == be) {
 		to = p->shadow[i];
@@ -782,7 +782,6 @@ static int build_node(struct build *b, size_t pc, size_t i)
 	struct sched_plan *p = b->p;
 	struct loom_tensor *t = loom_graph_node(b->g, i);
 	struct loom_tensor *sh = p->shadow[i];
-	int be = p->pieces[pc].be;
 
 	for (int k = 0; k < LOOM_MAX_SRC; k++) {
 		if (!t->src[k])
@@ -812,7 +811,7 @@ static int build_node(struct build *b, size_t pc, size_t i)
 		   ext_push(p, sh, i, true)) {
 		goto err;
 	}
-	if (add_to(b, p->pieces[pc].g, sh) || add_to(b, p->alloc_g[be], sh))
+	if (add_to(b, p->pieces[pc].g, sh))
 		goto err;
 	return LOOM_OK;
 
@@ -821,6 +820,23 @@ err:
 		b->st = loom_error_set(LOOM_E_NOMEM, "loom_sched: out of "
 				       "memory while planning");
 	return b->st;
+}
+
+/* Piece pc in its backend's memory plan: its copies first, all written
+ * before it runs (memory from the piece's start to their last reader),
+ * then its nodes. */
+static int plan_memory(struct build *b, size_t pc)
+{
+	struct sched_piece *pi = &b->p->pieces[pc];
+	loom_graph_t *ag = b->p->alloc_g[pi->be];
+
+	for (size_t k = 0; k < pi->n_copies; k++)
+		if (add_to(b, ag, b->p->copies[pi->copy0 + k].to))
+			return b->st;
+	for (size_t i = 0; i < loom_graph_n_nodes(pi->g); i++)
+		if (add_to(b, ag, loom_graph_node(pi->g, i)))
+			return b->st;
+	return LOOM_OK;
 }
 
 static void build_free(struct build *b)
@@ -940,6 +956,8 @@ static int plan_new(loom_sched_t *s, loom_graph_t *g,
 			    (st = build_node(&b, pc, i)))
 				goto err;
 		pi->n_copies = p->n_copies - pi->copy0;
+		if ((st = plan_memory(&b, pc)))
+			goto err;
 	}
 	p->issued = calloc(p->n_copies ? p->n_copies : 1, sizeof(*p->issued));
 	if (!p->issued)
@@ -1232,6 +1250,11 @@ static int issue(loom_sched_t *s, struct sched_plan *p, size_t ci,
 		if (pending && early && c->src_be == busy)
 			return 1;
 		if (pending && (st = wait_piece(s, p, c->src_piece)))
+			return st;
+		/* The destination's memory may have been another tensor's
+		 * in a piece of that backend still running. */
+		if (s->launched[dst] > s->finished[dst] &&
+		    (st = wait_piece(s, p, s->launched[dst])))
 			return st;
 		t0 = now_s();
 		st = loom_tensor_copy(c->from, c->to);

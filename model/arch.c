@@ -324,6 +324,16 @@ int model_load_progress(const struct gguf *g, const struct llama_hparams *hp,
 			loom_dev_t *dev, model_progress_fn progress,
 			void *user, struct llama_model **out)
 {
+	struct llama_placement pl = { .first = dev };
+
+	return model_load_placed(g, hp, &pl, progress, user, out);
+}
+
+int model_load_placed(const struct gguf *g, const struct llama_hparams *hp,
+		      const struct llama_placement *pl,
+		      model_progress_fn progress, void *user,
+		      struct llama_model **out)
+{
 	struct source s = { .g = g, .progress = progress, .user = user };
 	struct llama_source src = {
 		.type = src_type, .fill = src_fill, .user = &s,
@@ -338,7 +348,7 @@ int model_load_progress(const struct gguf *g, const struct llama_hparams *hp,
 		return loom_error_set(LOOM_E_NOMEM, "no memory");
 	/* A tensor the graph would not read means a model it would get
 	 * wrong: refused. */
-	ret = llama_model_load(hp, dev, &src, out);
+	ret = llama_model_load_placed(hp, pl, &src, out);
 	for (size_t i = 0; i < n && !ret; i++) {
 		if (s.used[i])
 			continue;
@@ -351,6 +361,24 @@ int model_load_progress(const struct gguf *g, const struct llama_hparams *hp,
 	}
 	free(s.used);
 	return ret;
+}
+
+bool model_dev_runs(const struct gguf *g, const struct llama_hparams *hp,
+		    loom_dev_t *dev, char *what, size_t size)
+{
+	struct source s = { .g = g };
+	struct llama_source src = {
+		.type = src_type, .fill = src_fill, .user = &s,
+	};
+	size_t n = gguf_n_tensors(g);
+	bool ok;
+
+	s.used = calloc(n ? n : 1, sizeof(*s.used));
+	if (!s.used)
+		return false;
+	ok = llama_dev_runs(hp, &src, dev, what, size);
+	free(s.used);
+	return ok;
 }
 
 int model_split(const struct loom_tensor *t, struct loom_split *out,

@@ -38,6 +38,16 @@ int model_load_progress(const struct gguf *g, const struct llama_hparams *hp,
 			loom_dev_t *dev, model_progress_fn progress,
 			void *user, struct llama_model **out);
 
+/* As model_load_progress, with the weights placed over two devices as
+ * pl says (see struct llama_placement). */
+int model_load_placed(const struct gguf *g, const struct llama_hparams *hp,
+		      const struct llama_placement *pl,
+		      model_progress_fn progress, void *user,
+		      struct llama_model **out);
+/* llama_dev_runs with the weight types of g's tensors. */
+bool model_dev_runs(const struct gguf *g, const struct llama_hparams *hp,
+		    loom_dev_t *dev, char *what, size_t size);
+
 /* The split policy for meta devices: loom_meta_split_default (userdata is
  * its struct loom_meta_model), with the projections' biases split as the
  * projections' outputs are. */

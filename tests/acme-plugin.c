@@ -17,6 +17,7 @@ static struct {
 	loom_dev_t *dev;
 	loom_buffer_type_t *buft;
 	int n_compute;
+	int n_supports;
 } acme;
 
 /* ---- buffers: malloc'ed memory, called device memory ---- */
@@ -212,6 +213,7 @@ static loom_buffer_type_t *dev_buft(loom_dev_t *dev)
 
 static bool dev_supports_op(loom_dev_t *dev, const struct loom_tensor *op)
 {
+	acme.n_supports++;
 	return supports(op);
 }
 
@@ -239,16 +241,24 @@ static loom_dev_t *reg_dev(loom_reg_t *reg, size_t i)
 	return i == 0 ? acme.dev : NULL;
 }
 
-/* "acme_n_compute": how many graphs the backend ran (for the tests). */
+/* "acme_n_compute": how many graphs the backend ran; "acme_n_supports":
+ * how many times supports_op was asked (for the tests). */
 static int n_compute(void)
 {
 	return acme.n_compute;
+}
+
+static int n_supports(void)
+{
+	return acme.n_supports;
 }
 
 static void *reg_proc(loom_reg_t *reg, const char *name)
 {
 	if (!strcmp(name, "acme_n_compute"))
 		return (void *)n_compute;
+	if (!strcmp(name, "acme_n_supports"))
+		return (void *)n_supports;
 	return NULL;
 }
 

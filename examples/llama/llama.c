@@ -34,6 +34,12 @@ struct llama_model {
 	loom_dev_t *dev;
 	loom_ctx_t *wctx;
 	loom_buffer_t *wbuf;
+	/* Partial offload: the weights that are not on dev. */
+	loom_dev_t *rest;
+	int64_t n_first;
+	loom_ctx_t *wctx_rest;
+	loom_buffer_t *wbuf_rest;
+	loom_ctx_t *probe;      /* scratch descriptors while placing */
 	struct loom_tensor *tok_embd, *output_norm, *output;
 	struct loom_tensor *rope_freqs;
 	float *freq_factors; /* rope_freqs read back, for the rope tables */
@@ -257,11 +263,90 @@ static struct loom_tensor *new_weight(loom_ctx_t *ctx, enum loom_type type,
 	return t;
 }
 
+/* What reads a weight, for deciding where it goes. */
+enum use {
+	USE_MAT,   /* mul_mat by it */
+	USE_EXPS,  /* mul_mat_id by it */
+	USE_MUL,   /* a norm's scale: multiplied into rows */
+	USE_ADD,   /* a bias */
+	USE_CACHE, /* written by set_rows, read by attention */
+	USE_EMBD,  /* get_rows from it, one row per token */
+	USE_HOST,  /* read back to the host */
+};
+
+/* True when dev runs the op that uses t as u says (a probe of
+ * descriptors, never computed). */
+static bool dev_runs_use(loom_ctx_t *c, loom_dev_t *dev, struct loom_tensor *t,
+			 enum use u)
+{
+	struct loom_tensor *x, *ids, *v, *r;
+
+	switch (u) {
+	case USE_MAT:
+		x = loom_tensor_new_2d(c, LOOM_TYPE_F32, t->ne[0], 1);
+		r = loom_mul_mat(c, t, x);
+		return r && loom_dev_supports_op(dev, r);
+	case USE_EXPS:
+		x = loom_tensor_new_3d(c, LOOM_TYPE_F32, t->ne[0], 1, 1);
+		ids = loom_tensor_new_2d(c, LOOM_TYPE_I32, 1, 1);
+		r = loom_mul_mat_id(c, t, x, ids);
+		return r && loom_dev_supports_op(dev, r);
+	case USE_MUL:
+	case USE_ADD:
+		x = loom_tensor_new_1d(c, LOOM_TYPE_F32, t->ne[0]);
+		r = u == USE_MUL ? loom_mul(c, x, t) : loom_add(c, x, t);
+		return r && loom_dev_supports_op(dev, r);
+	case USE_CACHE:
+		x = loom_tensor_new_3d(c, LOOM_TYPE_F32, t->ne[0], 1, t->ne[2]);
+		ids = loom_tensor_new_2d(c, LOOM_TYPE_I32, 1, t->ne[2]);
+		r = loom_set_rows(c, t, x, ids);
+		if (!r || !loom_dev_supports_op(dev, r))
+			return false;
+		v = loom_view_3d(c, r, t->ne[0], 1, t->ne[2], t->nb[1],
+				 t->nb[2], 0);
+		x = loom_tensor_new_3d(c, LOOM_TYPE_F32, t->ne[0], 1, t->ne[2]);
+		r = loom_mul_mat(c, v, x);
+		if (!r || !loom_dev_supports_op(dev, r))
+			return false;
+		r = loom_cont(c, loom_transpose(c, v));
+		return r && loom_dev_supports_op(dev, r);
+	case USE_EMBD:
+	case USE_HOST:
+		break;
+	}
+	return false;
+}
+
+/* A weight of layer (-1: none) used as u, in the context of the device
+ * it goes to: everything on dev without a rest device; else layers
+ * [0, n_first) on dev when it runs what uses them, the output with them
+ * when every layer is there, and the embeddings and the rest on rest. */
+static struct loom_tensor *place_weight(struct llama_model *m,
+					enum loom_type type, int n_dims,
+					int64_t ne0, int64_t ne1, int64_t ne2,
+					const char *name, int64_t layer,
+					enum use u)
+{
+	struct loom_tensor *probe;
+	bool first;
+
+	if (!m->rest)
+		return new_weight(m->wctx, type, n_dims, ne0, ne1, ne2, name);
+	first = layer >= 0 ? layer < m->n_first : m->n_first >= m->hp.n_layer;
+	if (first && u != USE_EMBD && u != USE_HOST) {
+		probe = new_weight(m->probe, type, n_dims, ne0, ne1, ne2, name);
+		first = probe && dev_runs_use(m->probe, m->dev, probe, u);
+	} else {
+		first = false;
+	}
+	return new_weight(first ? m->wctx : m->wctx_rest, type, n_dims, ne0,
+			  ne1, ne2, name);
+}
+
 static int create_tensors(struct llama_model *m)
 {
 	const struct llama_hparams *hp = &m->hp;
 	const struct llama_source *src = m->src;
-	loom_ctx_t *c = m->wctx;
 	enum loom_type wt = hp->wtype, ty;
 	int64_t n_q = hp->n_head * hp->head_dim;
 	int64_t n_kv = hp->n_head_kv * hp->head_dim;
@@ -270,7 +355,7 @@ static int create_tensors(struct llama_model *m)
 
 	/* A weight's type is the source's when there is one; the cache's is
 	 * the model's. */
-#define W(field, dtype, nd, a, b, c2, fmt, ...)                                \
+#define W(field, dtype, nd, a, b, c2, layer, use, fmt, ...)                    \
 	do {                                                                 \
 		snprintf(name, sizeof(name), fmt, ##__VA_ARGS__);            \
 		ty = dtype;                                                  \
@@ -279,70 +364,75 @@ static int create_tensors(struct llama_model *m)
 			if (ret)                                             \
 				return ret;                                  \
 		}                                                            \
-		field = new_weight(c, ty, nd, a, b, c2, name);               \
+		field = place_weight(m, ty, nd, a, b, c2, name, layer, use); \
 		if (!field)                                                  \
 			return loom_error_set(LOOM_E_INVAL, "llama: %s: %s", \
-					      name, loom_ctx_error(c));      \
+					      name, loom_error_message());   \
 	} while (0)
 
-	W(m->tok_embd, wt, 2, hp->n_embd, hp->n_vocab, 1, "token_embd.weight");
+	W(m->tok_embd, wt, 2, hp->n_embd, hp->n_vocab, 1, -1, USE_EMBD,
+	  "token_embd.weight");
 	for (int64_t i = 0; i < hp->n_layer; i++) {
 		struct llama_layer *l = &m->layers[i];
 		long long li = (long long)i;
 
-		W(l->attn_norm, LOOM_TYPE_F32, 1, hp->n_embd, 1, 1,
+		W(l->attn_norm, LOOM_TYPE_F32, 1, hp->n_embd, 1, 1, i, USE_MUL,
 		  "blk.%lld.attn_norm.weight", li);
-		W(l->wq, wt, 2, hp->n_embd, n_q, 1, "blk.%lld.attn_q.weight",
-		  li);
-		W(l->wk, wt, 2, hp->n_embd, n_kv, 1, "blk.%lld.attn_k.weight",
-		  li);
-		W(l->wv, wt, 2, hp->n_embd, n_kv, 1, "blk.%lld.attn_v.weight",
-		  li);
-		W(l->wo, wt, 2, n_q, hp->n_embd, 1,
+		W(l->wq, wt, 2, hp->n_embd, n_q, 1, i, USE_MAT,
+		  "blk.%lld.attn_q.weight", li);
+		W(l->wk, wt, 2, hp->n_embd, n_kv, 1, i, USE_MAT,
+		  "blk.%lld.attn_k.weight", li);
+		W(l->wv, wt, 2, hp->n_embd, n_kv, 1, i, USE_MAT,
+		  "blk.%lld.attn_v.weight", li);
+		W(l->wo, wt, 2, n_q, hp->n_embd, 1, i, USE_MAT,
 		  "blk.%lld.attn_output.weight", li);
 		if (hp->qkv_bias) {
-			W(l->bq, LOOM_TYPE_F32, 1, n_q, 1, 1,
+			W(l->bq, LOOM_TYPE_F32, 1, n_q, 1, 1, i, USE_ADD,
 			  "blk.%lld.attn_q.bias", li);
-			W(l->bk, LOOM_TYPE_F32, 1, n_kv, 1, 1,
+			W(l->bk, LOOM_TYPE_F32, 1, n_kv, 1, 1, i, USE_ADD,
 			  "blk.%lld.attn_k.bias", li);
-			W(l->bv, LOOM_TYPE_F32, 1, n_kv, 1, 1,
+			W(l->bv, LOOM_TYPE_F32, 1, n_kv, 1, 1, i, USE_ADD,
 			  "blk.%lld.attn_v.bias", li);
 		}
 		if (hp->qk_norm) {
-			W(l->q_norm, LOOM_TYPE_F32, 1, hp->head_dim, 1, 1,
-			  "blk.%lld.attn_q_norm.weight", li);
-			W(l->k_norm, LOOM_TYPE_F32, 1, hp->head_dim, 1, 1,
-			  "blk.%lld.attn_k_norm.weight", li);
+			W(l->q_norm, LOOM_TYPE_F32, 1, hp->head_dim, 1, 1, i,
+			  USE_MUL, "blk.%lld.attn_q_norm.weight", li);
+			W(l->k_norm, LOOM_TYPE_F32, 1, hp->head_dim, 1, 1, i,
+			  USE_MUL, "blk.%lld.attn_k_norm.weight", li);
 		}
-		W(l->ffn_norm, LOOM_TYPE_F32, 1, hp->n_embd, 1, 1,
+		W(l->ffn_norm, LOOM_TYPE_F32, 1, hp->n_embd, 1, 1, i, USE_MUL,
 		  "blk.%lld.ffn_norm.weight", li);
 		if (is_moe(hp)) {
 			W(l->ffn_gate_inp, LOOM_TYPE_F32, 2, hp->n_embd,
-			  hp->n_expert, 1, "blk.%lld.ffn_gate_inp.weight", li);
+			  hp->n_expert, 1, i, USE_MAT,
+			  "blk.%lld.ffn_gate_inp.weight", li);
 			W(l->ffn_gate_exps, wt, 3, hp->n_embd, hp->n_ff,
-			  hp->n_expert, "blk.%lld.ffn_gate_exps.weight", li);
+			  hp->n_expert, i, USE_EXPS,
+			  "blk.%lld.ffn_gate_exps.weight", li);
 			W(l->ffn_up_exps, wt, 3, hp->n_embd, hp->n_ff,
-			  hp->n_expert, "blk.%lld.ffn_up_exps.weight", li);
+			  hp->n_expert, i, USE_EXPS,
+			  "blk.%lld.ffn_up_exps.weight", li);
 			W(l->ffn_down_exps, wt, 3, hp->n_ff, hp->n_embd,
-			  hp->n_expert, "blk.%lld.ffn_down_exps.weight", li);
+			  hp->n_expert, i, USE_EXPS,
+			  "blk.%lld.ffn_down_exps.weight", li);
 		} else {
-			W(l->ffn_gate, wt, 2, hp->n_embd, hp->n_ff, 1,
+			W(l->ffn_gate, wt, 2, hp->n_embd, hp->n_ff, 1, i, USE_MAT,
 			  "blk.%lld.ffn_gate.weight", li);
-			W(l->ffn_up, wt, 2, hp->n_embd, hp->n_ff, 1,
+			W(l->ffn_up, wt, 2, hp->n_embd, hp->n_ff, 1, i, USE_MAT,
 			  "blk.%lld.ffn_up.weight", li);
-			W(l->ffn_down, wt, 2, hp->n_ff, hp->n_embd, 1,
+			W(l->ffn_down, wt, 2, hp->n_ff, hp->n_embd, 1, i, USE_MAT,
 			  "blk.%lld.ffn_down.weight", li);
 		}
 	}
-	W(m->output_norm, LOOM_TYPE_F32, 1, hp->n_embd, 1, 1,
+	W(m->output_norm, LOOM_TYPE_F32, 1, hp->n_embd, 1, 1, -1, USE_MUL,
 	  "output_norm.weight");
 	if (hp->rope_freqs)
-		W(m->rope_freqs, LOOM_TYPE_F32, 1, hp->head_dim / 2, 1, 1,
-		  "rope_freqs.weight");
+		W(m->rope_freqs, LOOM_TYPE_F32, 1, hp->head_dim / 2, 1, 1, -1,
+		  USE_HOST, "rope_freqs.weight");
 	if (hp->tied_output)
 		m->output = m->tok_embd;
 	else
-		W(m->output, wt, 2, hp->n_embd, hp->n_vocab, 1,
+		W(m->output, wt, 2, hp->n_embd, hp->n_vocab, 1, -1, USE_MAT,
 		  "output.weight");
 
 	/* The cache: [head_dim, n_ctx, n_head_kv], a position per row so that
@@ -351,23 +441,23 @@ static int create_tensors(struct llama_model *m)
 		struct llama_layer *l = &m->layers[i];
 
 		W(l->cache_k, hp->cache_type, 3, hp->head_dim, hp->n_ctx,
-		  hp->n_head_kv, "cache_k.%lld", (long long)i);
+		  hp->n_head_kv, i, USE_CACHE, "cache_k.%lld", (long long)i);
 		W(l->cache_v, hp->cache_type, 3, hp->head_dim, hp->n_ctx,
-		  hp->n_head_kv, "cache_v.%lld", (long long)i);
+		  hp->n_head_kv, i, USE_CACHE, "cache_v.%lld", (long long)i);
 	}
 #undef W
 	return LOOM_OK;
 }
 
 /* Fills every weight; sums the byte counts the benchmark reports. */
-static int fill_weights(struct llama_model *m, uint64_t seed)
+static int fill_ctx(struct llama_model *m, loom_ctx_t *c, uint64_t seed)
 {
 	const struct llama_hparams *hp = &m->hp;
 	struct loom_tensor *t;
 	int ret;
 
-	for (t = loom_ctx_first_tensor(m->wctx); t;
-	     t = loom_ctx_next_tensor(m->wctx, t)) {
+	for (t = c ? loom_ctx_first_tensor(c) : NULL; t;
+	     t = loom_ctx_next_tensor(c, t)) {
 		bool cache = !strncmp(t->name, "cache_", 6);
 		bool norm = strstr(t->name, "norm") != NULL;
 		size_t bytes = loom_tensor_n_bytes(t);
@@ -399,7 +489,16 @@ static int fill_weights(struct llama_model *m, uint64_t seed)
 		if (ret)
 			return ret;
 	}
-	return llama_model_clear_cache(m);
+	return LOOM_OK;
+}
+
+static int fill_weights(struct llama_model *m, uint64_t seed)
+{
+	int ret = fill_ctx(m, m->wctx, seed);
+
+	if (!ret)
+		ret = fill_ctx(m, m->wctx_rest, seed);
+	return ret ? ret : llama_model_clear_cache(m);
 }
 
 int llama_model_clear_cache(struct llama_model *m)
@@ -439,7 +538,24 @@ static int read_freq_factors(struct llama_model *m)
 	return ret;
 }
 
-static int model_new(const struct llama_hparams *hp, loom_dev_t *dev,
+/* Allocates the weights of c on dev in one buffer marked as weights. */
+static int alloc_weights(loom_ctx_t *c, loom_dev_t *dev, loom_buffer_t **out)
+{
+	loom_buffer_type_t *buft = loom_dev_buffer_type(dev);
+	int ret;
+
+	if (!buft)
+		return loom_error_set(LOOM_E_DEVICE,
+				      "llama: %s has no buffer type",
+				      loom_dev_name(dev));
+	ret = loom_ctx_alloc_tensors(c, buft, out);
+	if (!ret && *out)
+		loom_buffer_set_usage(*out, LOOM_BUFFER_USAGE_WEIGHTS);
+	return ret;
+}
+
+static int model_new(const struct llama_hparams *hp,
+		     const struct llama_placement *pl,
 		     const struct llama_source *src, uint64_t seed,
 		     struct llama_model **out)
 {
@@ -447,38 +563,54 @@ static int model_new(const struct llama_hparams *hp, loom_dev_t *dev,
 	loom_buffer_type_t *buft;
 	int ret;
 
-	if (!hp || !dev || !out)
+	if (!hp || !pl || !pl->first || !out)
 		return loom_error_set(LOOM_E_INVAL, "llama: NULL argument");
+	if (pl->rest && pl->rest != pl->first && pl->n_first < 0)
+		return loom_error_set(LOOM_E_INVAL, "llama: %lld layers on %s",
+				      (long long)pl->n_first,
+				      loom_dev_name(pl->first));
 	ret = llama_hparams_check(hp);
 	if (ret)
 		return ret;
-	buft = loom_dev_buffer_type(dev);
+	buft = loom_dev_buffer_type(pl->first);
 	if (!buft)
 		return loom_error_set(LOOM_E_DEVICE,
 				      "llama: %s has no buffer type",
-				      loom_dev_name(dev));
+				      loom_dev_name(pl->first));
 
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return loom_error_set(LOOM_E_NOMEM, "llama: no memory");
 	m->hp = *hp;
 	m->src = src;
-	m->dev = dev;
+	m->dev = pl->first;
+	if (pl->rest && pl->rest != pl->first) {
+		m->rest = pl->rest;
+		m->n_first = pl->n_first < hp->n_layer ? pl->n_first
+						       : hp->n_layer;
+	}
 	m->layers = calloc((size_t)hp->n_layer, sizeof(*m->layers));
 	if (!m->layers) {
 		ret = loom_error_set(LOOM_E_NOMEM, "llama: no memory");
 		goto err_free;
 	}
 	ret = loom_ctx_new(0, &m->wctx);
+	if (!ret && m->rest)
+		ret = loom_ctx_new(0, &m->wctx_rest);
+	if (!ret && m->rest)
+		ret = loom_ctx_new(0, &m->probe);
 	if (ret)
 		goto err_free;
 	ret = create_tensors(m);
+	loom_ctx_free(m->probe);
+	m->probe = NULL;
 	if (ret)
 		goto err_free;
-	ret = loom_ctx_alloc_tensors(m->wctx, buft, &m->wbuf);
+	ret = alloc_weights(m->wctx, m->dev, &m->wbuf);
+	if (!ret && m->rest)
+		ret = alloc_weights(m->wctx_rest, m->rest, &m->wbuf_rest);
 	if (ret)
 		goto err_free;
-	loom_buffer_set_usage(m->wbuf, LOOM_BUFFER_USAGE_WEIGHTS);
 	ret = fill_weights(m, seed);
 	m->src = NULL;
 	if (!ret && m->rope_freqs)
@@ -499,16 +631,35 @@ err_free:
 int llama_model_new(const struct llama_hparams *hp, loom_dev_t *dev,
 		    uint64_t seed, struct llama_model **out)
 {
-	return model_new(hp, dev, NULL, seed, out);
+	struct llama_placement pl = { .first = dev };
+
+	return model_new(hp, &pl, NULL, seed, out);
+}
+
+int llama_model_new_placed(const struct llama_hparams *hp,
+			   const struct llama_placement *pl, uint64_t seed,
+			   struct llama_model **out)
+{
+	return model_new(hp, pl, NULL, seed, out);
 }
 
 int llama_model_load(const struct llama_hparams *hp, loom_dev_t *dev,
 		     const struct llama_source *src,
 		     struct llama_model **out)
 {
+	struct llama_placement pl = { .first = dev };
+
+	return llama_model_load_placed(hp, &pl, src, out);
+}
+
+int llama_model_load_placed(const struct llama_hparams *hp,
+			    const struct llama_placement *pl,
+			    const struct llama_source *src,
+			    struct llama_model **out)
+{
 	if (!src || !src->type || !src->fill)
 		return loom_error_set(LOOM_E_INVAL, "llama: no weight source");
-	return model_new(hp, dev, src, 0, out);
+	return model_new(hp, pl, src, 0, out);
 }
 
 static void drop_graph(struct llama_model *m)
@@ -527,7 +678,10 @@ void llama_model_free(struct llama_model *m)
 	drop_graph(m);
 	loom_galloc_free(m->galloc);
 	loom_buffer_free(m->wbuf);
+	loom_buffer_free(m->wbuf_rest);
 	loom_ctx_free(m->wctx);
+	loom_ctx_free(m->wctx_rest);
+	loom_ctx_free(m->probe);
 	free(m->freq_factors);
 	free(m->layers);
 	free(m);
@@ -541,6 +695,14 @@ const struct llama_hparams *llama_model_hparams(const struct llama_model *m)
 loom_dev_t *llama_model_device(const struct llama_model *m)
 {
 	return m->dev;
+}
+
+struct loom_tensor *llama_model_tensor(const struct llama_model *m,
+				      const char *name)
+{
+	struct loom_tensor *t = loom_ctx_get_tensor(m->wctx, name);
+
+	return t || !m->wctx_rest ? t : loom_ctx_get_tensor(m->wctx_rest, name);
 }
 
 loom_ctx_t *llama_model_ctx(const struct llama_model *m)
@@ -566,6 +728,16 @@ int64_t llama_model_n_params(const struct llama_model *m)
 loom_buffer_t *llama_model_weight_buffer(const struct llama_model *m)
 {
 	return m->wbuf;
+}
+
+loom_dev_t *llama_model_rest_device(const struct llama_model *m)
+{
+	return m->rest;
+}
+
+loom_buffer_t *llama_model_rest_buffer(const struct llama_model *m)
+{
+	return m->wbuf_rest;
 }
 
 loom_buffer_t *llama_model_compute_buffer(const struct llama_model *m)
@@ -865,7 +1037,9 @@ static int kv_window(const struct llama_model *m, int n_end)
 	return (int)(n < m->hp.n_ctx ? n : m->hp.n_ctx);
 }
 
-int llama_model_reserve(struct llama_model *m, int n_tokens)
+/* Sizes the memory of the graphs of n_tokens (and of one token) over
+ * the whole cache, in the model's allocator or s's. */
+static int reserve(struct llama_model *m, loom_sched_t *s, int n_tokens)
 {
 	int ret;
 
@@ -873,16 +1047,30 @@ int llama_model_reserve(struct llama_model *m, int n_tokens)
 		return loom_error_set(LOOM_E_RANGE,
 				      "llama: cannot reserve %d tokens",
 				      n_tokens);
-	ret = build_graph(m, n_tokens, (int)m->hp.n_ctx, true);
-	if (!ret)
-		ret = loom_galloc_reserve(m->galloc, m->graph);
-	if (!ret && n_tokens > 1) {
-		ret = build_graph(m, 1, (int)m->hp.n_ctx, true);
+	for (int pass = 0; pass < 2; pass++) {
+		ret = build_graph(m, pass ? 1 : n_tokens, (int)m->hp.n_ctx,
+				  true);
 		if (!ret)
-			ret = loom_galloc_reserve(m->galloc, m->graph);
+			ret = s ? loom_sched_reserve(s, m->graph) :
+				  loom_galloc_reserve(m->galloc, m->graph);
+		if (ret || n_tokens == 1)
+			break;
 	}
 	drop_graph(m);
 	return ret;
+}
+
+int llama_model_reserve(struct llama_model *m, int n_tokens)
+{
+	return reserve(m, NULL, n_tokens);
+}
+
+int llama_model_reserve_sched(struct llama_model *m, loom_sched_t *s,
+			      int n_tokens)
+{
+	if (!m || !s)
+		return loom_error_set(LOOM_E_INVAL, "llama: NULL argument");
+	return reserve(m, s, n_tokens);
 }
 
 /* cos and sin of pos * scale * base^(-2i / head_dim) / factor[i] for each
@@ -966,13 +1154,14 @@ out:
 	return ret;
 }
 
-int llama_eval(struct llama_model *m, loom_backend_t *be,
-	       const int32_t *tokens, int n_tokens, int n_past,
-	       bool all_logits, float *logits)
+/* One batch on be, or through s when s is set. */
+static int eval(struct llama_model *m, loom_backend_t *be, loom_sched_t *s,
+		const int32_t *tokens, int n_tokens, int n_past,
+		bool all_logits, float *logits)
 {
 	int n_kv, ret;
 
-	if (!m || !be || !tokens || !logits)
+	if (!m || !(be || s) || !tokens || !logits)
 		return loom_error_set(LOOM_E_INVAL, "llama: NULL argument");
 	if (n_tokens < 1 || n_past < 0 || n_past + n_tokens > m->hp.n_ctx)
 		return loom_error_set(LOOM_E_RANGE,
@@ -994,7 +1183,13 @@ int llama_eval(struct llama_model *m, loom_backend_t *be,
 		if (ret)
 			return ret;
 	}
-	if (!m->g_placed) {
+	if (s) {
+		/* Cheap while the graph is the one placed last. */
+		ret = loom_sched_alloc_graph(s, m->graph);
+		if (ret)
+			return ret;
+		m->g_placed = false;
+	} else if (!m->g_placed) {
 		ret = loom_galloc_alloc_graph(m->galloc, m->graph);
 		if (ret)
 			return ret;
@@ -1003,11 +1198,68 @@ int llama_eval(struct llama_model *m, loom_backend_t *be,
 	ret = set_inputs(m, tokens, n_tokens, n_past);
 	if (ret)
 		return ret;
-	ret = loom_backend_graph_compute(be, m->graph);
-	if (!ret)
-		ret = loom_backend_synchronize(be);
+	if (s) {
+		ret = loom_sched_compute(s, m->graph);
+	} else {
+		ret = loom_backend_graph_compute(be, m->graph);
+		if (!ret)
+			ret = loom_backend_synchronize(be);
+	}
 	if (ret)
 		return ret;
 	return loom_tensor_get(m->out_logits, logits, 0,
 			       loom_tensor_n_bytes(m->out_logits));
+}
+
+int llama_eval(struct llama_model *m, loom_backend_t *be,
+	       const int32_t *tokens, int n_tokens, int n_past,
+	       bool all_logits, float *logits)
+{
+	return eval(m, be, NULL, tokens, n_tokens, n_past, all_logits,
+		    logits);
+}
+
+int llama_eval_sched(struct llama_model *m, loom_sched_t *s,
+		     const int32_t *tokens, int n_tokens, int n_past,
+		     bool all_logits, float *logits)
+{
+	if (!s)
+		return loom_error_set(LOOM_E_INVAL, "llama: no scheduler");
+	return eval(m, NULL, s, tokens, n_tokens, n_past, all_logits,
+		    logits);
+}
+
+bool llama_dev_runs(const struct llama_hparams *hp,
+		    const struct llama_source *src, loom_dev_t *dev,
+		    char *what, size_t size)
+{
+	struct llama_model m = { .hp = *hp, .src = src, .dev = dev };
+	bool ok = true;
+
+	if (what && size)
+		what[0] = '\0';
+	if (llama_hparams_check(hp))
+		return false;
+	m.layers = calloc((size_t)hp->n_layer, sizeof(*m.layers));
+	if (!m.layers || loom_ctx_new(0, &m.wctx) || create_tensors(&m) ||
+	    build_graph(&m, 2, KV_PAD < hp->n_ctx ? KV_PAD : (int)hp->n_ctx,
+			true)) {
+		ok = false;
+		if (what && size)
+			snprintf(what, size, "%s", loom_error_message());
+	}
+	for (size_t i = 0; ok && i < loom_graph_n_nodes(m.graph); i++) {
+		struct loom_tensor *t = loom_graph_node(m.graph, i);
+
+		if (loom_op_is_view(t->op) || loom_dev_supports_op(dev, t))
+			continue;
+		ok = false;
+		if (what && size)
+			snprintf(what, size, "%s (%s)", loom_op_name(t->op),
+				 t->name);
+	}
+	drop_graph(&m);
+	loom_ctx_free(m.wctx);
+	free(m.layers);
+	return ok;
 }

@@ -89,13 +89,52 @@ int llama_model_load(const struct llama_hparams *hp, loom_dev_t *dev,
  * The caller frees *out with llama_model_free(). */
 int llama_model_new(const struct llama_hparams *hp, loom_dev_t *dev,
 		    uint64_t seed, struct llama_model **out);
+/* Partial offload: a model over two devices.  Layers [0, n_first) go to
+ * first and the others to rest; the output (output_norm, output) goes to
+ * first when every layer is there, else to rest; token_embd, which
+ * get_rows reads one row per token, and rope_freqs, which the host reads,
+ * go to rest.  A weight of first's whose op first cannot run (asked with
+ * supports_op on a probe of that op: mul_mat for matrices, mul for
+ * norms, add for biases, mul_mat_id for experts) goes to rest instead, as
+ * does a layer's KV cache when first cannot write it with set_rows and
+ * read it in attention.  rest NULL (or first) puts everything on first.
+ * Run such a model with a scheduler over backends of both devices
+ * (llama_eval_sched). */
+struct llama_placement {
+	loom_dev_t *first;
+	loom_dev_t *rest;
+	int64_t n_first; /* layers on first; more than n_layer is all */
+};
+
+/* llama_model_new and llama_model_load with the weights placed as pl
+ * says.  llama_model_device() is pl->first. */
+int llama_model_new_placed(const struct llama_hparams *hp,
+			   const struct llama_placement *pl, uint64_t seed,
+			   struct llama_model **out);
+int llama_model_load_placed(const struct llama_hparams *hp,
+			    const struct llama_placement *pl,
+			    const struct llama_source *src,
+			    struct llama_model **out);
+
+/* True when dev supports every op of the model's graph (hp, with the
+ * weight types of src when not NULL); else false, with the first op it
+ * lacks (or why no graph could be built) in what (size bytes). */
+bool llama_dev_runs(const struct llama_hparams *hp,
+		    const struct llama_source *src, loom_dev_t *dev,
+		    char *what, size_t size);
+
 /* Frees the model, its buffers and its graph allocator; NULL is a no-op. */
 void llama_model_free(struct llama_model *m);
 
 const struct llama_hparams *llama_model_hparams(const struct llama_model *m);
 loom_dev_t *llama_model_device(const struct llama_model *m);
-/* The context holding the weight and cache tensors (owned by m). */
+/* The context holding the weight and cache tensors (owned by m); of a
+ * placed model, those on its first device. */
 loom_ctx_t *llama_model_ctx(const struct llama_model *m);
+/* The weight or cache tensor of that name, wherever it is; NULL when the
+ * model has none.  Owned by m. */
+struct loom_tensor *llama_model_tensor(const struct llama_model *m,
+				       const char *name);
 /* Bytes of the weights (cache excluded), as the device holds them. */
 size_t llama_model_weight_bytes(const struct llama_model *m);
 /* Bytes of weights one decode token reads: every matrix but the
@@ -107,6 +146,10 @@ int64_t llama_model_n_params(const struct llama_model *m);
  * buffer (NULL before the first llama_eval or llama_model_reserve); both
  * owned by m. */
 loom_buffer_t *llama_model_weight_buffer(const struct llama_model *m);
+/* A placed model's rest device and the buffer of the weights and cache it
+ * holds (NULL for a model on one device); owned by m. */
+loom_dev_t *llama_model_rest_device(const struct llama_model *m);
+loom_buffer_t *llama_model_rest_buffer(const struct llama_model *m);
 loom_buffer_t *llama_model_compute_buffer(const struct llama_model *m);
 /* Bytes of the KV cache. */
 size_t llama_model_cache_bytes(const struct llama_model *m);
@@ -120,6 +163,10 @@ int llama_model_graph_nodes(const struct llama_model *m);
  * position, so that later calls do not grow it. */
 int llama_model_reserve(struct llama_model *m, int n_tokens);
 
+/* As llama_model_reserve, in the memory of scheduler s. */
+int llama_model_reserve_sched(struct llama_model *m, loom_sched_t *s,
+			      int n_tokens);
+
 /* Forgets the cache contents (zeroes it). */
 int llama_model_clear_cache(struct llama_model *m);
 
@@ -132,6 +179,14 @@ int llama_model_clear_cache(struct llama_model *m);
 int llama_eval(struct llama_model *m, loom_backend_t *be,
 	       const int32_t *tokens, int n_tokens, int n_past,
 	       bool all_logits, float *logits);
+
+/* As llama_eval, through scheduler s, whose backends must include ones
+ * of the devices holding the model's weights; the compute memory is s's
+ * (llama_model_compute_bytes does not count it: see
+ * loom_sched_buffer_size). */
+int llama_eval_sched(struct llama_model *m, loom_sched_t *s,
+		     const int32_t *tokens, int n_tokens, int n_past,
+		     bool all_logits, float *logits);
 
 /* The logits of tokens at positions 0..n_tokens-1 (n_vocab * n_tokens
  * doubles, token-major) computed plainly on the host in double precision

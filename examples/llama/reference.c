@@ -14,7 +14,7 @@
 
 struct ref {
 	const struct llama_hparams *hp;
-	loom_ctx_t *ctx;
+	const struct llama_model *m;
 	double *freqs; /* rope_freqs.weight, NULL without */
 };
 
@@ -22,7 +22,7 @@ struct ref {
  * The caller frees the result. */
 static double *read_weight(struct ref *r, const char *name)
 {
-	struct loom_tensor *t = loom_ctx_get_tensor(r->ctx, name);
+	struct loom_tensor *t = llama_model_tensor(r->m, name);
 	int64_t n;
 	size_t bytes;
 	void *raw = NULL;
@@ -337,7 +337,7 @@ int llama_reference_eval(struct llama_model *m, const int32_t *tokens,
 			 int n_tokens, double *logits)
 {
 	const struct llama_hparams *hp = llama_model_hparams(m);
-	struct ref r = { .hp = hp, .ctx = llama_model_ctx(m) };
+	struct ref r = { .hp = hp, .m = m };
 	int64_t e = hp->n_embd, n = n_tokens;
 	int64_t nq = hp->n_head * hp->head_dim;
 	int64_t big = nq > hp->n_ff ? nq : hp->n_ff;
