@@ -80,6 +80,7 @@ struct loom_sched {
 	loom_galloc_t **ga;          /* per backend, shared by the plans */
 	struct sched_plan *plans[SCHED_PLANS];
 	struct sched_plan *cur;      /* the one placed in the allocators */
+	bool callers_placed;         /* and its graph's tensors where it is */
 	uint64_t tick;
 	struct loom__ptrmap leaves;  /* leaf -> index + 1, of the last key */
 	uint64_t *key;               /* the last graph's shape */
@@ -1043,6 +1044,7 @@ static void refresh_names(struct sched_plan *p)
 			       loom_graph_node(p->g, i)->name, LOOM_MAX_NAME);
 }
 
+/* The plan's tensors in its backends' memory. */
 static int alloc_plan(loom_sched_t *s, struct sched_plan *p)
 {
 	int st;
@@ -1055,8 +1057,15 @@ static int alloc_plan(loom_sched_t *s, struct sched_plan *p)
 		if (st)
 			return st;
 	}
-	/* The caller's inputs where their proxies are, its nodes where
-	 * their shadows are, its views over them. */
+	return LOOM_OK;
+}
+
+/* The caller's inputs where their proxies are, its nodes where their
+ * shadows are, its views over them. */
+static int place_caller(loom_sched_t *s, struct sched_plan *p)
+{
+	int st;
+
 	for (size_t k = 0; k < p->n_ext; k++) {
 		struct sched_ext *e = &p->ext[k];
 		struct loom_tensor *x = ext_target(p, e);
@@ -1094,7 +1103,8 @@ static int bind(loom_sched_t *s, loom_graph_t *g, bool alloc)
 	struct sched_plan *p = NULL;
 	int st, slot = 0;
 
-	if (alloc && s->cur && s->cur->g == g && s->cur->version == version)
+	if (alloc && s->cur && s->callers_placed && s->cur->g == g &&
+	    s->cur->version == version)
 		return LOOM_OK;
 	for (int k = 0; k < SCHED_PLANS && !p; k++)
 		if (s->plans[k] && s->plans[k]->g == g &&
@@ -1137,17 +1147,28 @@ static int bind(loom_sched_t *s, loom_graph_t *g, bool alloc)
 		p->g = g;
 		p->version = version;
 		refresh_names(p);
-		if (s->cur == p)
-			s->cur = NULL; /* the caller's new tensors need places */
+		s->callers_placed = false;
 	}
 	p->used = ++s->tick;
-	if (!alloc || s->cur == p)
+	if (!alloc)
 		return LOOM_OK;
-	s->cur = NULL;
-	st = alloc_plan(s, p);
-	if (!st)
+	/* The plan's memory is placed still when it was the last one
+	 * placed; the caller's tensors, when the graph is that one too. */
+	if (s->cur != p) {
+		s->cur = NULL;
+		st = alloc_plan(s, p);
+		if (st)
+			return st;
 		s->cur = p;
-	return st;
+		s->callers_placed = false;
+	}
+	if (!s->callers_placed) {
+		st = place_caller(s, p);
+		if (st)
+			return st;
+		s->callers_placed = true;
+	}
+	return LOOM_OK;
 }
 
 int loom_sched_reserve(loom_sched_t *s, loom_graph_t *g)

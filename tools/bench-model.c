@@ -2,7 +2,9 @@
 /* bench-model.c - `loom-bench model`: the example Llama-style decoder
  * (examples/llama) run as prefill then decode on the best single device
  * and on a meta device, tokens/s beside the STREAM bandwidth, with the
- * meta output checked against the single device.
+ * meta output checked against the single device.  With --gpu-layers (or
+ * a device that lacks ops of the model) a run spans two devices through
+ * the scheduler (partial offload).
  */
 #define _GNU_SOURCE
 #include "bench-util.h"
@@ -49,6 +51,12 @@ struct model_run {
 	float *logits; /* n_vocab * (1 + decode): prefill's last, each step */
 	int graph_nodes;
 	char note[160];
+	/* Partial offload: layers [0, n_first) on dev, the others and the
+	 * ops dev lacks on rest, through the scheduler. */
+	loom_dev_t *rest;
+	int64_t n_first;
+	struct loom_sched_stats sched; /* of the decode steps alone */
+	double copy_share;             /* of the decode time */
 };
 
 struct model_bench {
@@ -119,15 +127,64 @@ static void member_sizes(struct model_run *r, struct llama_model *m,
 	}
 }
 
-/* One device: build, warm up, prefill (median of repeats), then decode
- * token by token, keeping every logit vector for the comparison. */
+/* What a run computes on: one backend, or a scheduler over a backend of
+ * each of its two devices. */
+struct engine {
+	loom_backend_t *be[2];
+	loom_sched_t *s;
+};
+
+static int engine_new(const struct bench_opts *o, struct model_run *r,
+		      struct engine *e)
+{
+	int ret = bench_backend(r->dev, o, &e->be[0]);
+
+	if (!ret && r->rest)
+		ret = bench_backend(r->rest, o, &e->be[1]);
+	if (!ret && r->rest)
+		ret = loom_sched_new(e->be, 2, &e->s);
+	return ret;
+}
+
+static void engine_free(struct engine *e)
+{
+	loom_sched_free(e->s);
+	loom_backend_free(e->be[1]);
+	loom_backend_free(e->be[0]);
+}
+
+static int engine_eval(struct engine *e, struct llama_model *m,
+		       const int32_t *tokens, int n, int n_past, float *logits)
+{
+	return e->s ? llama_eval_sched(m, e->s, tokens, n, n_past, false,
+				       logits)
+		    : llama_eval(m, e->be[0], tokens, n, n_past, false, logits);
+}
+
+/* A split run's memory: weights and cache, and compute, per device. */
+static void placed_sizes(struct model_run *r, struct llama_model *m,
+			 const struct engine *e)
+{
+	r->n_members = 2;
+	r->dev_weights[0] = loom_buffer_size(llama_model_weight_buffer(m));
+	r->dev_weights[1] = loom_buffer_size(llama_model_rest_buffer(m));
+	r->dev_compute[0] = loom_sched_buffer_size(e->s, 0);
+	r->dev_compute[1] = loom_sched_buffer_size(e->s, 1);
+	r->compute_bytes = r->dev_compute[0] + r->dev_compute[1];
+}
+
+/* One device (or two, split): build, warm up, prefill (median of
+ * repeats), then decode token by token, keeping every logit vector for
+ * the comparison. */
 static int run_device(struct model_bench *mb, struct model_run *r)
 {
 	const struct bench_opts *o = mb->o;
 	int64_t V = mb->hp.n_vocab;
 	int P = o->prefill, D = o->decode;
+	struct llama_placement pl = { r->dev, r->rest, r->n_first };
+	struct loom_sched_stats st0 = { .size = sizeof(st0) };
 	struct llama_model *m = NULL;
-	loom_backend_t *be = NULL;
+	struct engine e = { .s = NULL };
 	double t0, *tp = NULL, *td = NULL, sum = 0;
 	char what[96];
 	int reps = o->reps < MODEL_PREFILL_REPS ? o->reps : MODEL_PREFILL_REPS;
@@ -143,12 +200,13 @@ static int run_device(struct model_bench *mb, struct model_run *r)
 	snprintf(what, sizeof(what), "%s: building", r->name);
 	bench_progress(what, 0, 1);
 	t0 = bench_now();
-	ret = mb->g ? model_load(mb->g, &mb->hp, r->dev, &m) :
-		      llama_model_new(&mb->hp, r->dev, o->seed, &m);
+	ret = mb->g ? model_load_placed(mb->g, &mb->hp, &pl, NULL, NULL, &m)
+		    : llama_model_new_placed(&mb->hp, &pl, o->seed, &m);
 	if (!ret)
-		ret = bench_backend(r->dev, o, &be);
+		ret = engine_new(o, r, &e);
 	if (!ret)
-		ret = llama_model_reserve(m, P);
+		ret = e.s ? llama_model_reserve_sched(m, e.s, P)
+			  : llama_model_reserve(m, P);
 	if (ret)
 		goto out;
 	r->build_s = bench_now() - t0;
@@ -160,13 +218,12 @@ static int run_device(struct model_bench *mb, struct model_run *r)
 	/* Warm up on a short batch: every weight is read once. */
 	snprintf(what, sizeof(what), "%s: prefill", r->name);
 	bench_progress(what, 0, reps);
-	ret = llama_eval(m, be, mb->tokens, P < 32 ? P : 32, 0, false,
-			 r->logits);
+	ret = engine_eval(&e, m, mb->tokens, P < 32 ? P : 32, 0, r->logits);
 	t0 = bench_now();
 	for (n_p = 0; !ret && n_p < reps; n_p++) {
 		double t1 = bench_now();
 
-		ret = llama_eval(m, be, mb->tokens, P, 0, false, r->logits);
+		ret = engine_eval(&e, m, mb->tokens, P, 0, r->logits);
 		tp[n_p] = bench_now() - t1;
 		bench_progress(what, n_p + 1, reps);
 		if (bench_now() - t0 > MODEL_PREFILL_BUDGET_S) {
@@ -180,11 +237,13 @@ static int run_device(struct model_bench *mb, struct model_run *r)
 	r->prefill_tok_s = P / (r->prefill_ms * 1e-3);
 
 	snprintf(what, sizeof(what), "%s: decode", r->name);
+	if (e.s)
+		loom_sched_get_stats(e.s, &st0);
 	for (int i = 0; !ret && i < D; i++) {
 		double t1 = bench_now();
 
-		ret = llama_eval(m, be, &mb->tokens[P + i], 1, P + i, false,
-				 r->logits + V * (1 + i));
+		ret = engine_eval(&e, m, &mb->tokens[P + i], 1, P + i,
+				  r->logits + V * (1 + i));
 		td[i] = bench_now() - t1;
 		sum += td[i];
 		if (i % 8 == 0)
@@ -199,10 +258,18 @@ static int run_device(struct model_bench *mb, struct model_run *r)
 	}
 	r->compute_bytes = llama_model_compute_bytes(m);
 	r->graph_nodes = llama_model_graph_nodes(m);
-	member_sizes(r, m, be);
+	if (e.s) {
+		placed_sizes(r, m, &e);
+		r->sched.size = sizeof(r->sched);
+		loom_sched_get_stats(e.s, &r->sched);
+		r->copy_share = sum > 0 ? (r->sched.copy_s - st0.copy_s) / sum
+					: 0;
+	} else {
+		member_sizes(r, m, e.be[0]);
+	}
 out:
 	bench_progress_end();
-	loom_backend_free(be);
+	engine_free(&e);
 	llama_model_free(m);
 	free(td);
 	free(tp);
@@ -262,6 +329,88 @@ static size_t meta_members(loom_dev_t *meta, loom_dev_t **devs, size_t max)
 	return n;
 }
 
+/* The first CPU device that is not dev, or NULL. */
+static loom_dev_t *other_cpu(loom_dev_t *dev)
+{
+	for (size_t i = 0; i < loom_dev_count(); i++) {
+		loom_dev_t *d = loom_dev_get(i);
+
+		if (d != dev && loom_dev_type(d) == LOOM_DEV_TYPE_CPU)
+			return d;
+	}
+	return NULL;
+}
+
+/* Makes r a split run: layers [0, n_first) on its device, the rest on
+ * rest, named "dev+rest". */
+static void split_run(struct model_run *r, loom_dev_t *rest, int64_t n_first,
+		      int64_t n_layer)
+{
+	r->rest = rest;
+	r->n_first = n_first < n_layer ? n_first : n_layer;
+	snprintf(r->name, sizeof(r->name), "%s+%s", loom_dev_name(r->dev),
+		 loom_dev_name(rest));
+	snprintf(r->desc, sizeof(r->desc), "layers 0-%lld on %s, the rest "
+		 "and the ops it lacks on %s", (long long)r->n_first - 1,
+		 loom_dev_name(r->dev), loom_dev_name(rest));
+	if (r->n_first == 0)
+		snprintf(r->desc, sizeof(r->desc), "no layer on %s, all on %s",
+			 loom_dev_name(r->dev), loom_dev_name(rest));
+}
+
+/* --gpu-layers N: the second device of --devices (else a CPU) alone, the
+ * reference, then the split over both. */
+static int plan_offload(struct model_bench *mb)
+{
+	const struct bench_opts *o = mb->o;
+	loom_dev_t *first = bench_pick_device(o), *rest = NULL;
+	const char *comma = o->devices ? strchr(o->devices, ',') : NULL;
+	struct model_run *r;
+
+	if (!first)
+		return loom_error_set(LOOM_E_NOT_FOUND, "no device '%s' (see "
+				      "loom-info)", o->devices ? o->devices
+							       : "");
+	if (comma && !(rest = loom_dev_by_name(comma + 1)))
+		return loom_error_set(LOOM_E_NOT_FOUND, "--devices: no device "
+				      "'%s' (see loom-info)", comma + 1);
+	if (!rest)
+		rest = other_cpu(first);
+	if (!rest || rest == first)
+		return loom_error_set(LOOM_E_NOT_FOUND, "--gpu-layers: no "
+				      "second device besides %s (name one in "
+				      "--devices A,B; LOOM_CPU_DEVICES=2 "
+				      "splits the CPU)", loom_dev_name(first));
+	add_run(mb, rest);
+	r = add_run(mb, first);
+	split_run(r, rest, o->gpu_layers, mb->hp.n_layer);
+	return LOOM_OK;
+}
+
+/* A device that lacks ops of the model runs it with a CPU taking what it
+ * lacks (all layers on the device). */
+static void fall_back(struct model_bench *mb)
+{
+	for (int i = 0; i < mb->n_runs; i++) {
+		struct model_run *r = &mb->runs[i];
+		loom_dev_t *cpu;
+		char what[160];
+		bool runs;
+
+		if (r->is_meta || r->rest || r->separate)
+			continue;
+		runs = mb->g ? model_dev_runs(mb->g, &mb->hp, r->dev, what,
+					      sizeof(what))
+			     : llama_dev_runs(&mb->hp, NULL, r->dev, what,
+					      sizeof(what));
+		if (runs || !(cpu = other_cpu(r->dev)))
+			continue;
+		add_note(mb, "%s lacks %s: %s runs what it lacks", r->name,
+			 what, loom_dev_name(cpu));
+		split_run(r, cpu, mb->hp.n_layer, mb->hp.n_layer);
+	}
+}
+
 /* The devices to run: --devices, else the best single device plus a meta
  * device (the registered one, or one made over the CPU partitions). */
 static int plan_devices(struct model_bench *mb)
@@ -272,6 +421,8 @@ static int plan_devices(struct model_bench *mb)
 	loom_dev_t *single, *meta;
 	loom_reg_t *cpu;
 
+	if (o->gpu_layers >= 0)
+		return plan_offload(mb);
 	if (o->devices && *o->devices) {
 		char buf[256], *p, *save = NULL;
 
@@ -612,6 +763,17 @@ static void print_json(struct model_bench *mb)
 		bj_int(&j, "compute_bytes", (int64_t)r->compute_bytes);
 		if (r->has_nmse)
 			bj_num(&j, "nmse_vs_single", r->nmse);
+		if (r->rest) {
+			bj_obj_begin(&j, "split");
+			bj_str(&j, "first", loom_dev_name(r->dev));
+			bj_str(&j, "rest", loom_dev_name(r->rest));
+			bj_int(&j, "gpu_layers", r->n_first);
+			bj_int(&j, "pieces", (int64_t)r->sched.n_pieces);
+			bj_int(&j, "copies", (int64_t)r->sched.n_copies);
+			bj_int(&j, "copy_bytes", (int64_t)r->sched.copy_bytes);
+			bj_num(&j, "copy_share", r->copy_share);
+			bj_obj_end(&j);
+		}
 		bj_obj_end(&j);
 	}
 	bj_arr_end(&j);
@@ -703,6 +865,16 @@ static void print_table(struct model_bench *mb)
 			       whole->name, whole->decode_tok_s_runs[0],
 			       whole->decode_tok_s_runs[1]);
 	}
+	for (int i = 0; i < mb->n_runs; i++) {
+		const struct model_run *r = &mb->runs[i];
+
+		if (!r->rest)
+			continue;
+		printf("%s: %zu pieces, %zu copies (%.1f KiB) per decode "
+		       "token; copies %.2f%% of decode time\n", r->name,
+		       r->sched.n_pieces, r->sched.n_copies,
+		       r->sched.copy_bytes / 1024.0, 100 * r->copy_share);
+	}
 	for (int i = 0; i < mb->n_notes; i++)
 		printf("note: %s\n", mb->notes[i]);
 }
@@ -793,6 +965,7 @@ int bench_cmd_model(const struct bench_opts *o)
 		bench_fail("devices", ret);
 		goto out;
 	}
+	fall_back(mb);
 	if (!o->no_limits && !o->internal) {
 		/* A meta device runs on every core whatever --threads says
 		 * per device. */

@@ -39,6 +39,7 @@ struct bench_opts {
 	const char *internal; /* --internal-single FILE (model, child run) */
 	const char *save;     /* --save FILE.gguf (model: write, not run) */
 	const char *gguf;     /* --gguf FILE.gguf (model: this file's model) */
+	int gpu_layers;       /* --gpu-layers N (model); -1: not given */
 };
 
 /* Threads for the machine-limit measurements: --threads, else every CPU
@@ -183,6 +184,7 @@ int bench_cmd_allreduce(const struct bench_opts *o);
 /* bench-world.c: `allreduce --world`, under mpirun. */
 int bench_cmd_allreduce_world(const struct bench_opts *o);
 int bench_cmd_dispatch(const struct bench_opts *o);
+int bench_cmd_sched(const struct bench_opts *o);
 
 /* Median seconds of mul_mat(a [k, m] of type, b [k, n] F32) on dev's
  * backend, a filled with random values; *a_bytes gets a's size. */

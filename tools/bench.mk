@@ -15,6 +15,7 @@ tools_loom_bench_SOURCES = \
 	tools/bench-allreduce.c \
 	tools/bench-world.c \
 	tools/bench-dispatch.c \
+	tools/bench-sched.c \
 	tools/bench-openblas.c
 tools_loom_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/llama \
 	-I$(top_srcdir)/model

@@ -41,6 +41,9 @@ static const struct command commands[] = {
 	  "across MPI ranks" },
 	{ "dispatch", bench_cmd_dispatch,
 	  "the backend's cost per op on a graph of tiny ops" },
+	{ "sched", bench_cmd_sched,
+	  "scheduler: cost per graph, decode split by layers over two "
+	  "devices" },
 };
 
 static void usage(FILE *f)
@@ -71,6 +74,10 @@ static void usage(FILE *f)
 		"                      GGUF file (llama) and exit\n"
 		"  --prefill N         model: prompt tokens (default 512)\n"
 		"  --decode N          model: generated tokens (default 128)\n"
+		"  --gpu-layers N      model: layers 0..N-1 on the first device\n"
+		"                      of --devices, the rest (and the ops it\n"
+		"                      lacks) on the second, else on the CPU,\n"
+		"                      against the second device alone\n"
 		"  --size N            gemm: m = n = k (default 2048); "
 		"gemv: k\n"
 		"  --rows M            gemv: m (default: matrices of 4x the "
@@ -133,7 +140,7 @@ enum {
 	OPT_COMPARE, OPT_PRESET, OPT_PREFILL, OPT_DECODE, OPT_SIZE,
 	OPT_PARTS, OPT_WORLD, OPT_MAX_BYTES, OPT_SEED, OPT_QUICK,
 	OPT_NO_LIMITS, OPT_INTERNAL, OPT_ROWS, OPT_SAVE, OPT_GGUF, OPT_HELP,
-	OPT_VERSION,
+	OPT_VERSION, OPT_GPU_LAYERS,
 };
 
 static const struct option long_opts[] = {
@@ -158,6 +165,7 @@ static const struct option long_opts[] = {
 	{ "internal-single", required_argument, NULL, OPT_INTERNAL },
 	{ "save", required_argument, NULL, OPT_SAVE },
 	{ "gguf", required_argument, NULL, OPT_GGUF },
+	{ "gpu-layers", required_argument, NULL, OPT_GPU_LAYERS },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -208,6 +216,11 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 			break;
 		case OPT_GGUF:
 			o->gguf = optarg;
+			break;
+		case OPT_GPU_LAYERS:
+			if (parse_int(optarg, 0, 1 << 20, &v))
+				return -1;
+			o->gpu_layers = (int)v;
 			break;
 		case OPT_PREFILL:
 			if (parse_int(optarg, 1, 1 << 20, &v))
@@ -281,6 +294,7 @@ int main(int argc, char **argv)
 	struct bench_opts o = {
 		.reps = 5, .preset = "small", .prefill = 512, .decode = 128,
 		.seed = 42, .parts = 2, .max_bytes = 64u << 20,
+		.gpu_layers = -1,
 	};
 	const struct command *cmd = &commands[0];
 	int ret;

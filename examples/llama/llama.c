@@ -1073,6 +1073,20 @@ int llama_model_reserve_sched(struct llama_model *m, loom_sched_t *s,
 	return reserve(m, s, n_tokens);
 }
 
+loom_graph_t *llama_model_graph(struct llama_model *m, int n_tokens,
+			       int n_past)
+{
+	if (!m || n_tokens < 1 || n_past < 0 ||
+	    n_past + n_tokens > m->hp.n_ctx) {
+		loom_error_set(LOOM_E_RANGE, "llama: no graph of %d tokens at "
+			       "%d", n_tokens, n_past);
+		return NULL;
+	}
+	if (build_graph(m, n_tokens, kv_window(m, n_past + n_tokens), false))
+		return NULL;
+	return m->graph;
+}
+
 /* cos and sin of pos * scale * base^(-2i / head_dim) / factor[i] for each
  * pair i of each token of the batch. */
 static int set_rope_tables(struct llama_model *m, int n_tokens, int n_past)

@@ -167,6 +167,12 @@ int llama_model_reserve(struct llama_model *m, int n_tokens);
 int llama_model_reserve_sched(struct llama_model *m, loom_sched_t *s,
 			      int n_tokens);
 
+/* Builds anew the graph llama_eval would run for n_tokens at n_past (its
+ * inputs not set), in place of the model's last graph; owned by m until
+ * the next build or eval.  For measuring what planning a graph costs. */
+loom_graph_t *llama_model_graph(struct llama_model *m, int n_tokens,
+			       int n_past);
+
 /* Forgets the cache contents (zeroes it). */
 int llama_model_clear_cache(struct llama_model *m);
 
