@@ -1183,6 +1183,9 @@ int loom_sched_reserve(loom_sched_t *s, loom_graph_t *g)
 	for (int k = 0; !st && k < SCHED_PLANS; k++)
 		if (s->plans[k] && s->plans[k]->g == g)
 			p = s->plans[k];
+	/* What the caller placed is not ours to size. */
+	if (!st && p)
+		mirror_ext(s, p);
 	for (size_t j = 0; !st && p && j < s->n_be; j++)
 		if (loom_graph_n_nodes(p->alloc_g[j]))
 			st = loom_galloc_reserve(s->ga[j], p->alloc_g[j]);

@@ -561,6 +561,11 @@ static void run_llama(const struct llama_hparams *hp,
 		g_assert_cmpint(loom_sched_new(be, n, &s), ==, LOOM_OK);
 		g_assert_cmpint(llama_model_reserve_sched(m, s, L_PROMPT), ==,
 				LOOM_OK);
+		/* Compute memory for activations, not for the weights the
+		 * caller placed. */
+		g_assert_cmpuint(loom_sched_buffer_size(s, 0) +
+				 loom_sched_buffer_size(s, 1), <,
+				 llama_model_weight_bytes(m) / 4);
 		if (llama_eval_sched(m, s, tok, L_PROMPT, 0, false, out))
 			g_error("prefill: %s", loom_error_message());
 	} else {

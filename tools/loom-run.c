@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* loom-run.c - runs a GGUF model: loads it on one device or a meta device
- * over several, evaluates a prompt, samples tokens and streams their text,
+/* loom-run.c - runs a GGUF model: loads it on one device, a meta device
+ * over several, or split by layers over two (--gpu-layers, through the
+ * scheduler), evaluates a prompt, samples tokens and streams their text,
  * then reports load time, prefill and decode rates and memory per device.
  */
 #include "config.h"
@@ -25,6 +26,7 @@
 struct opts {
 	const char *model, *prompt, *tokens, *devices, *dump;
 	int n_gen, threads;
+	int gpu_layers; /* -1: not given */
 	int64_t n_ctx;
 	enum loom_type cache;
 	float temp, top_p;
@@ -51,6 +53,12 @@ static void usage(FILE *f)
 		"which make a\n"
 		"                        meta device (cpu0,cpu1); default: "
 		"the first GPU, else cpu0\n"
+		"      --gpu-layers N    layers 0..N-1 on the first device of "
+		"--devices,\n"
+		"                        the rest (and ops it lacks) on the "
+		"second, else\n"
+		"                        on the CPU (cpu0,cpu1 splits two CPU "
+		"partitions)\n"
 		"  -t, --threads N       threads per device\n"
 		"  -c, --ctx N           KV cache length (default 2048, at "
 		"most the file's)\n"
@@ -118,7 +126,7 @@ static bool parse_float(const char *s, float *out)
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_TOKENS = 256, O_DEVICES, O_CACHE, O_TEMP, O_TOPK, O_TOPP,
-	       O_SEED, O_DUMP, O_JSON, O_VERSION, O_NO_SPECIAL };
+	       O_SEED, O_DUMP, O_JSON, O_VERSION, O_NO_SPECIAL, O_GPU_LAYERS };
 	static const struct option long_opts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "prompt", required_argument, NULL, 'p' },
@@ -127,6 +135,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "ctx", required_argument, NULL, 'c' },
 		{ "tokens", required_argument, NULL, O_TOKENS },
 		{ "devices", required_argument, NULL, O_DEVICES },
+		{ "gpu-layers", required_argument, NULL, O_GPU_LAYERS },
 		{ "cache-type", required_argument, NULL, O_CACHE },
 		{ "temp", required_argument, NULL, O_TEMP },
 		{ "top-k", required_argument, NULL, O_TOPK },
@@ -144,7 +153,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 
 	*o = (struct opts){ .n_gen = 32, .n_ctx = 2048,
 			    .cache = LOOM_TYPE_F16, .top_k = 40,
-			    .top_p = 0.95f, .seed = 1 };
+			    .top_p = 0.95f, .seed = 1, .gpu_layers = -1 };
 	while ((c = getopt_long(argc, argv, "m:p:n:t:c:h", long_opts,
 				NULL)) != -1) {
 		switch (c) {
@@ -170,6 +179,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			if (!parse_long(optarg, 1, INT32_MAX, &v))
 				return fail("--ctx: bad length '%s'", optarg);
 			o->n_ctx = v;
+			break;
+		case O_GPU_LAYERS:
+			if (!parse_long(optarg, 0, 1 << 20, &v))
+				return fail("--gpu-layers: bad count '%s'",
+					    optarg);
+			o->gpu_layers = (int)v;
 			break;
 		case O_CACHE:
 			if (!strcmp(optarg, "f32"))
@@ -356,6 +371,53 @@ static int32_t sample(const struct opts *o, const float *logits, int64_t nv,
  */
 static struct loom_meta_model meta_model;
 
+/* The first CPU device that is not dev, or NULL. */
+static loom_dev_t *other_cpu(loom_dev_t *dev)
+{
+	for (size_t i = 0; i < loom_dev_count(); i++) {
+		loom_dev_t *d = loom_dev_get(i);
+
+		if (d != dev && loom_dev_type(d) == LOOM_DEV_TYPE_CPU)
+			return d;
+	}
+	return NULL;
+}
+
+/* Partial offload: with --gpu-layers, the first device holds layers
+ * 0..N-1 and the second (members[1], else a CPU device) the rest; without
+ * it, a device that lacks ops of the model gets a CPU device for them.
+ * pl->rest stays NULL for a model on one device. */
+static int plan_offload(const struct opts *o, struct gguf *g,
+			const struct llama_hparams *hp, loom_dev_t *dev,
+			loom_dev_t **members, int n_members,
+			struct llama_placement *pl)
+{
+	char what[160];
+
+	*pl = (struct llama_placement){ .first = dev };
+	if (o->gpu_layers >= 0) {
+		pl->first = members[0];
+		pl->rest = n_members > 1 ? members[1] : other_cpu(members[0]);
+		pl->n_first = o->gpu_layers;
+		if (!pl->rest)
+			return fail("--gpu-layers: no second device besides %s "
+				    "(name one: --devices %s,cpu0)",
+				    loom_dev_name(members[0]),
+				    loom_dev_name(members[0]));
+		return 0;
+	}
+	if (loom_dev_type(dev) == LOOM_DEV_TYPE_META ||
+	    model_dev_runs(g, hp, dev, what, sizeof(what)) ||
+	    !(pl->rest = other_cpu(dev)))
+		return 0;
+	pl->n_first = hp->n_layer;
+	if (!o->json)
+		fprintf(stderr, "loom-run: %s lacks %s: %s runs what it "
+			"lacks\n", loom_dev_name(dev), what,
+			loom_dev_name(pl->rest));
+	return 0;
+}
+
 static int open_device(const struct opts *o, const struct llama_hparams *hp,
 		       loom_dev_t **out, loom_dev_t **members, int *n_members)
 {
@@ -394,7 +456,9 @@ static int open_device(const struct opts *o, const struct llama_hparams *hp,
 	if (!n)
 		return fail("--devices: no device named");
 	*n_members = n;
-	if (n == 1) {
+	if (n == 1 || o->gpu_layers >= 0) {
+		if (n > 2)
+			return fail("--gpu-layers: two devices at most");
 		*out = members[0];
 		return 0;
 	}
@@ -420,11 +484,11 @@ static void progress(size_t done, size_t total, void *user)
 		fputc('\n', stderr);
 }
 
-/* The weights onto dev, with a progress line on a terminal for files of
- * 64 MiB and more. */
+/* The weights onto their devices, with a progress line on a terminal for
+ * files of 64 MiB and more. */
 static int load(const struct opts *o, struct gguf *g,
-		const struct llama_hparams *hp, loom_dev_t *dev,
-		struct llama_model **m)
+		const struct llama_hparams *hp,
+		const struct llama_placement *pl, struct llama_model **m)
 {
 	size_t size;
 	int last = -1, ret;
@@ -432,8 +496,7 @@ static int load(const struct opts *o, struct gguf *g,
 
 	gguf_bytes(g, &size);
 	show = !o->json && isatty(2) && size >= (64u << 20);
-	ret = model_load_progress(g, hp, dev, show ? progress : NULL, &last,
-				  m);
+	ret = model_load_placed(g, hp, pl, show ? progress : NULL, &last, m);
 	if (ret) {
 		if (show && last >= 0 && last < 100)
 			fputc('\n', stderr);
@@ -444,14 +507,22 @@ static int load(const struct opts *o, struct gguf *g,
 
 /* Bytes each member holds of the model's buffers (weights and cache, and
  * compute); one entry for a plain device. */
-static int member_sizes(struct llama_model *m, loom_dev_t *dev, size_t *w,
-			size_t *c, int n)
+static int member_sizes(struct llama_model *m, loom_dev_t *dev,
+			loom_sched_t *s, size_t *w, size_t *c, int n)
 {
 	loom_meta_buffer_dev_sizes_fn fn = NULL;
 	loom_buffer_t *cb = llama_model_compute_buffer(m);
 
 	memset(w, 0, (size_t)n * sizeof(*w));
 	memset(c, 0, (size_t)n * sizeof(*c));
+	if (s) {
+		/* Split: the two devices' weights and compute memory. */
+		w[0] = loom_buffer_size(llama_model_weight_buffer(m));
+		w[1] = loom_buffer_size(llama_model_rest_buffer(m));
+		c[0] = loom_sched_buffer_size(s, 0);
+		c[1] = loom_sched_buffer_size(s, 1);
+		return 2;
+	}
 	if (loom_dev_type(dev) == LOOM_DEV_TYPE_META)
 		*(void **)&fn = loom_reg_proc_address(
 			loom_dev_reg(dev), LOOM_PROC_META_BUFFER_DEV_SIZES);
@@ -471,6 +542,36 @@ static double mib(size_t n)
 	return (double)n / (1024.0 * 1024.0);
 }
 
+/* A backend on dev with --threads applied. */
+static int open_backend(const struct opts *o, loom_dev_t *dev,
+			loom_backend_t **be)
+{
+	int r;
+
+	if (loom_dev_init_backend(dev, NULL, be))
+		return fail("%s: %s", loom_dev_name(dev), loom_error_message());
+	r = o->threads > 0 ? loom_backend_set_n_threads(*be, o->threads) : 0;
+	if (r && r != LOOM_E_UNSUPPORTED)
+		return fail("--threads: %s", loom_error_message());
+	return 0;
+}
+
+/* The scheduler of a split model: be (the first device's), then a
+ * backend of rest. */
+static int open_sched(const struct opts *o, loom_dev_t *rest,
+		      loom_backend_t *be, loom_backend_t **be_rest,
+		      loom_sched_t **s)
+{
+	loom_backend_t *list[2] = { be, NULL };
+
+	if (open_backend(o, rest, be_rest))
+		return 1;
+	list[1] = *be_rest;
+	if (loom_sched_new(list, 2, s))
+		return fail("scheduler: %s", loom_error_message());
+	return 0;
+}
+
 /* ------------------------------------------------------------------------
  * The run.
  */
@@ -481,9 +582,18 @@ struct stats {
 	int32_t *gen; /* the tokens generated */
 };
 
+/* One batch on be, or through s for a model split over two devices. */
+static int eval(struct llama_model *m, loom_backend_t *be, loom_sched_t *s,
+		const int32_t *tokens, int n, int n_past, bool all,
+		float *logits)
+{
+	return s ? llama_eval_sched(m, s, tokens, n, n_past, all, logits)
+		 : llama_eval(m, be, tokens, n, n_past, all, logits);
+}
+
 static int run(const struct opts *o, struct gguf *g, struct llama_model *m,
-	       loom_backend_t *be, const int32_t *prompt, int n_prompt,
-	       struct stats *st)
+	       loom_backend_t *be, loom_sched_t *s, const int32_t *prompt,
+	       int n_prompt, struct stats *st)
 {
 	const struct llama_hparams *hp = llama_model_hparams(m);
 	int64_t nv = hp->n_vocab;
@@ -508,7 +618,7 @@ static int run(const struct opts *o, struct gguf *g, struct llama_model *m,
 		goto out;
 	}
 	t0 = now();
-	if (llama_eval(m, be, prompt, n_prompt, 0, o->dump != NULL, logits)) {
+	if (eval(m, be, s, prompt, n_prompt, 0, o->dump != NULL, logits)) {
 		fail("prompt: %s", loom_error_message());
 		goto out;
 	}
@@ -545,7 +655,7 @@ static int run(const struct opts *o, struct gguf *g, struct llama_model *m,
 		st->n_gen = i + 1;
 		if (i + 1 == n_gen)
 			break;
-		if (llama_eval(m, be, &tok, 1, n_prompt + i, false, logits)) {
+		if (eval(m, be, s, &tok, 1, n_prompt + i, false, logits)) {
 			fail("decode: %s", loom_error_message());
 			goto out;
 		}
@@ -562,11 +672,12 @@ out:
 }
 
 static void report(const struct opts *o, const char *arch,
-		   struct llama_model *m, loom_dev_t *dev,
+		   struct llama_model *m, loom_dev_t *dev, loom_sched_t *s,
 		   loom_dev_t **members, int n_members, const struct stats *st)
 {
 	size_t w[MAX_DEVS], c[MAX_DEVS];
-	int n = member_sizes(m, dev, w, c, n_members);
+	int n = member_sizes(m, dev, s, w, c, n_members);
+	size_t compute = llama_model_compute_bytes(m) + (s ? c[0] + c[1] : 0);
 	double pf = st->prefill_s > 0 ? st->n_prompt / st->prefill_s : 0;
 	/* Decode steps: the first token comes from the prompt's logits. */
 	double dc = st->n_gen > 1 && st->decode_s > 0 ?
@@ -583,7 +694,7 @@ static void report(const struct opts *o, const char *arch,
 			st->n_prompt, st->n_gen, st->load_s, pf, dc,
 			llama_model_weight_bytes(m),
 			llama_model_cache_bytes(m),
-			llama_model_compute_bytes(m));
+			compute);
 		for (int j = 0; j < n; j++)
 			fprintf(f, "%s{\"name\": \"%s\", \"buffer_bytes\": "
 				"%zu, \"compute_bytes\": %zu}", j ? ", " : "",
@@ -597,15 +708,16 @@ static void report(const struct opts *o, const char *arch,
 		fprintf(f, "]}\n");
 		return;
 	}
-	fprintf(f, "\nmodel: %s (%s) on %s\n", o->model, arch,
-		loom_dev_name(dev));
+	fprintf(f, "\nmodel: %s (%s) on %s%s%s\n", o->model, arch,
+		loom_dev_name(dev), s ? " and " : "",
+		s ? loom_dev_name(llama_model_rest_device(m)) : "");
 	fprintf(f, "load: %.3f s; prefill: %d tokens, %.1f tok/s; decode: "
 		"%d tokens, %.1f tok/s\n", st->load_s, st->n_prompt, pf,
 		st->n_gen, dc);
 	fprintf(f, "memory: weights %.1f MiB, KV cache %.1f MiB, compute "
 		"%.1f MiB\n", mib(llama_model_weight_bytes(m)),
 		mib(llama_model_cache_bytes(m)),
-		mib(llama_model_compute_bytes(m)));
+		mib(compute));
 	for (int j = 0; j < n && n > 1; j++)
 		fprintf(f, "  %s: weights and cache %.1f MiB, compute %.1f "
 			"MiB\n", loom_dev_name(members[j]), mib(w[j]),
@@ -619,7 +731,9 @@ int main(int argc, char **argv)
 	struct llama_hparams hp;
 	struct llama_model *m = NULL;
 	loom_dev_t *dev, *members[MAX_DEVS];
-	loom_backend_t *be = NULL;
+	struct llama_placement pl;
+	loom_backend_t *be = NULL, *be_rest = NULL;
+	loom_sched_t *sched = NULL;
 	struct stats st = { 0 };
 	int32_t *prompt = NULL;
 	int n_prompt, n_members = 0, ret = 1;
@@ -652,25 +766,25 @@ int main(int argc, char **argv)
 		     n_prompt, (long long)hp.n_ctx);
 		goto out;
 	}
-	if (load(&o, g, &hp, dev, &m))
+	if (plan_offload(&o, g, &hp, dev, members, n_members, &pl) ||
+	    load(&o, g, &hp, &pl, &m))
 		goto out;
-	if (loom_dev_init_backend(dev, NULL, &be)) {
-		fail("%s: %s", loom_dev_name(dev), loom_error_message());
+	if (open_backend(&o, dev, &be) ||
+	    (pl.rest && open_sched(&o, pl.rest, be, &be_rest, &sched)))
 		goto out;
-	}
-	if (o.threads > 0) {
-		int r = loom_backend_set_n_threads(be, o.threads);
-
-		if (r && r != LOOM_E_UNSUPPORTED) {
-			fail("--threads: %s", loom_error_message());
-			goto out;
-		}
+	if (pl.rest) {
+		/* The report names the two devices. */
+		members[0] = dev;
+		members[1] = pl.rest;
+		n_members = 2;
 	}
 	st.load_s = now() - t0;
-	ret = run(&o, g, m, be, prompt, n_prompt, &st);
+	ret = run(&o, g, m, be, sched, prompt, n_prompt, &st);
 	if (!ret)
-		report(&o, arch, m, dev, members, n_members, &st);
+		report(&o, arch, m, dev, sched, members, n_members, &st);
 out:
+	loom_sched_free(sched);
+	loom_backend_free(be_rest);
 	loom_backend_free(be);
 	llama_model_free(m);
 	gguf_free(g);

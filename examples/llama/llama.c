@@ -1269,8 +1269,9 @@ bool llama_dev_runs(const struct llama_hparams *hp,
 			continue;
 		ok = false;
 		if (what && size)
-			snprintf(what, size, "%s (%s)", loom_op_name(t->op),
-				 t->name);
+			snprintf(what, size, "%s%s%s%s", loom_op_name(t->op),
+				 t->name[0] ? " ('" : "", t->name,
+				 t->name[0] ? "')" : "");
 	}
 	drop_graph(&m);
 	loom_ctx_free(m.wctx);
