@@ -15,3 +15,7 @@ tests_test_sched_SOURCES = tests/test-sched.c tests/test-util.c \
 tests_test_sched_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_sched_LDADD = examples/libllama.la $(TEST_LIBS)
 EXTRA_tests_test_sched_DEPENDENCIES = tests/acme/loom-acme.la
+
+# The tools' partial offload, with acme on the plugin path.
+TESTS += tests/test-sched-model.sh
+EXTRA_DIST += tests/test-sched-model.sh
