@@ -18,14 +18,20 @@
 
 #include "../examples/llama/llama.h"
 
-/* One of the acme plugin's counters ("acme_n_compute", "acme_n_supports"). */
-static int acme_count(const char *name)
+/* A counter of plugin reg ("acme" or "acmes"): "acme_n_compute",
+ * "acme_n_supports", "acme_n_queued". */
+static int plugin_count(const char *reg, const char *name)
 {
 	int (*f)(void) = NULL;
 
-	*(void **)&f = loom_reg_proc_address(loom_reg_by_name("acme"), name);
+	*(void **)&f = loom_reg_proc_address(loom_reg_by_name(reg), name);
 	g_assert_nonnull(f);
 	return f();
+}
+
+static int acme_count(const char *name)
+{
+	return plugin_count("acme", name);
 }
 
 enum { K = 64, T = 5, V = 40, H = 48, O = 32 };
@@ -534,6 +540,118 @@ static void test_overlap(void)
 	}
 }
 
+/* y = w x on the host, w [E, E] (rows of E), in doubles. */
+static void host_mv(const double *w, const double *x, double *y, int e)
+{
+	for (int m = 0; m < e; m++) {
+		double acc = 0;
+
+		for (int k = 0; k < e; k++)
+			acc += w[k + (size_t)m * e] * x[k];
+		y[m] = acc;
+	}
+}
+
+/* Two devices of one plugin with real events whose streams run nothing
+ * until they must (acmes): copies between them are queued behind the
+ * event of the piece that makes their source, and the CPU's input waits
+ * for its piece's event.  Each compute has a new input, so a copy made
+ * before its source was computed reads the last compute's value and the
+ * check fails. */
+static void test_streams(void)
+{
+	enum { E = 48, REPS = 3 };
+	loom_dev_t *dv[3] = { loom_dev_by_name("acmes0"),
+			      loom_dev_by_name("acmes1"),
+			      loom_dev_by_name("cpu0") };
+	struct loom_sched_stats st = { .size = sizeof(st) };
+	struct loom_tensor *w[4], *in, *a, *b, *c, *d, *e;
+	loom_backend_t *be[3];
+	loom_buffer_t *wbuf[2];
+	loom_ctx_t *wctx[2], *ctx;
+	loom_graph_t *g;
+	loom_sched_t *s;
+	struct loom_test_rng rng;
+	char *err = NULL;
+	int queued;
+
+	g_assert_nonnull(dv[0]);
+	g_assert_nonnull(dv[1]);
+	g_assert_cmpuint(loom_dev_caps(dv[0]) & LOOM_DEV_CAP_EVENTS, !=, 0);
+	loom_test_rng_seed(&rng, 77);
+	for (int k = 0; k < 2; k++) {
+		g_assert_cmpint(loom_ctx_new(0, &wctx[k]), ==, 0);
+		for (int i = k; i < 4; i += 2)
+			w[i] = loom_tensor_new_2d(wctx[k], LOOM_TYPE_F32, E, E);
+		g_assert_cmpint(loom_ctx_alloc_tensors(
+					wctx[k], loom_dev_buffer_type(dv[k]),
+					&wbuf[k]), ==, 0);
+		loom_buffer_set_usage(wbuf[k], LOOM_BUFFER_USAGE_WEIGHTS);
+	}
+	for (int i = 0; i < 4; i++)
+		g_assert_cmpint(loom_test_fill_uniform(w[i], &rng, -0.3, 0.3),
+				==, 0);
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, 0);
+	in = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, E, 1);
+	loom_tensor_set_flags(in, LOOM_TENSOR_INPUT);
+	a = loom_mul_mat(ctx, w[0], in);                   /* acmes0 */
+	b = loom_mul_mat(ctx, w[1], a);                    /* acmes1 */
+	c = loom_mul_mat(ctx, w[2], b);                    /* acmes0 */
+	d = loom_add(ctx, loom_mul_mat(ctx, w[3], c), a);  /* acmes1 */
+	e = loom_silu(ctx, d);                             /* cpu0 */
+	g_assert_cmpint(loom_graph_new(ctx, &g), ==, 0);
+	g_assert_cmpint(loom_graph_expand(g, e), ==, 0);
+	for (int j = 0; j < 3; j++)
+		g_assert_cmpint(loom_dev_init_backend(dv[j], NULL, &be[j]), ==,
+				0);
+	g_assert_cmpint(loom_sched_new(be, 3, &s), ==, LOOM_OK);
+	g_assert_cmpint(loom_sched_alloc_graph(s, g), ==, LOOM_OK);
+	queued = plugin_count("acmes", "acme_n_queued");
+	for (int rep = 0; rep < REPS; rep++) {
+		double *x, *wd[4], t1[E], t2[E], t3[E], t4[E], ref[E], *got;
+
+		g_assert_cmpint(loom_test_fill_uniform(in, &rng, -1, 1), ==, 0);
+		g_assert_cmpint(loom_sched_compute(s, g), ==, LOOM_OK);
+		x = loom_test_get_doubles(in, &err);
+		for (int i = 0; i < 4; i++)
+			wd[i] = loom_test_get_doubles(w[i], &err);
+		host_mv(wd[0], x, t1, E);
+		host_mv(wd[1], t1, t2, E);
+		host_mv(wd[2], t2, t3, E);
+		host_mv(wd[3], t3, t4, E);
+		for (int i = 0; i < E; i++) {
+			double v = t4[i] + t1[i];
+
+			ref[i] = v / (1 + exp(-v));
+		}
+		got = loom_test_get_doubles(e, &err);
+		g_assert_nonnull(got);
+		g_assert_cmpfloat(loom_test_nmse(ref, got, E), <=, 1e-10);
+		g_free(got);
+		for (int i = 0; i < 4; i++)
+			g_free(wd[i]);
+		g_free(x);
+	}
+	g_assert_cmpstr(be_of(s, a), ==, "acmes0");
+	g_assert_cmpstr(be_of(s, b), ==, "acmes1");
+	g_assert_cmpstr(be_of(s, e), ==, "cpu0");
+	g_assert_cmpint(loom_sched_get_stats(s, &st), ==, LOOM_OK);
+	g_assert_cmpuint(st.n_pieces, ==, 5);
+	/* a, b, c between the streams (a once for its two readers), d to
+	 * the CPU. */
+	g_assert_cmpuint(st.n_copies, ==, 4);
+	g_assert_cmpint(plugin_count("acmes", "acme_n_queued") - queued, ==,
+			3 * REPS);
+	loom_sched_free(s);
+	for (int j = 0; j < 3; j++)
+		loom_backend_free(be[j]);
+	loom_ctx_free(ctx);
+	for (int k = 0; k < 2; k++) {
+		loom_buffer_free(wbuf[k]);
+		loom_ctx_free(wctx[k]);
+	}
+}
+
 /* ---- whole decoder layers of the example model ---- */
 
 enum { L_PROMPT = 6, L_DECODE = 3 };
@@ -838,7 +956,8 @@ static void test_partitions(void)
 int main(int argc, char **argv)
 {
 	const char *b = g_getenv("LOOM_TEST_BUILDDIR");
-	char *acme = g_strdup_printf("%s/tests/acme/.libs", b ? b : ".");
+	char *acme = g_strdup_printf("%s/tests/acme/.libs:%s/tests/acmes/.libs",
+				     b ? b : ".", b ? b : ".");
 	int ret;
 
 	g_test_init(&argc, &argv, NULL);
@@ -846,7 +965,7 @@ int main(int argc, char **argv)
 	g_setenv("LOOM_PLUGIN_PATH", acme, TRUE);
 	g_free(acme);
 	g_setenv("LOOM_CPU_DEVICES", "2", FALSE);
-	g_setenv("LOOM_BACKENDS", "acme,cpu,meta", TRUE);
+	g_setenv("LOOM_BACKENDS", "acme,acmes,cpu,meta", TRUE);
 	g_assert_cmpint(loom_test_load_plugins(), ==, LOOM_OK);
 	g_test_add_func("/sched/offload", test_offload);
 	g_test_add_func("/sched/copied_once", test_copied_once);
@@ -855,6 +974,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/sched/copied_once_pieces", test_copied_once_pieces);
 	g_test_add_func("/sched/plan_reuse", test_plan_reuse);
 	g_test_add_func("/sched/overlap", test_overlap);
+	g_test_add_func("/sched/streams", test_streams);
 	g_test_add_func("/sched/llama_acme", test_llama_acme);
 	g_test_add_func("/sched/llama_partitions", test_llama_partitions);
 	g_test_add_func("/sched/llama_meta", test_llama_meta);
