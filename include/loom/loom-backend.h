@@ -419,8 +419,9 @@ LOOM_API int loom_sched_alloc_graph(loom_sched_t *s, loom_graph_t *g);
  * across devices; returns when every backend is done. */
 LOOM_API int loom_sched_compute(loom_sched_t *s, loom_graph_t *g);
 /* Of the last plan used: its pieces, the input copies one compute makes,
- * the backend of a node (NULL for views and unknown nodes); the compute
- * memory of backend i; plans made since loom_sched_new(). */
+ * the backend of a node of the graph it was used for, while that graph
+ * lives (NULL for views and unknown nodes); the compute memory of backend
+ * i; plans made since loom_sched_new(). */
 LOOM_API size_t loom_sched_n_pieces(const loom_sched_t *s);
 LOOM_API size_t loom_sched_n_copies(const loom_sched_t *s);
 LOOM_API uint64_t loom_sched_n_plans(const loom_sched_t *s);
