@@ -833,8 +833,8 @@ static void test_unsupported(void)
 	g_assert_nonnull(strstr(loom_error_message(), "'the_silu'"));
 	g_assert_nonnull(strstr(loom_error_message(), "silu"));
 	g_assert_cmpint(loom_sched_compute(s, g), ==, LOOM_E_UNSUPPORTED);
-	g_assert_cmpint(loom_sched_new(NULL, 1, &s), ==, LOOM_E_INVAL);
 	loom_sched_free(s);
+	g_assert_cmpint(loom_sched_new(NULL, 1, &s), ==, LOOM_E_INVAL);
 	loom_backend_free(be);
 	loom_ctx_free(ctx);
 }
@@ -881,6 +881,8 @@ static void test_mistakes(void)
 	w = loom_tensor_new_2d(wctx, LOOM_TYPE_F32, 8, 8);
 	g_assert_cmpint(loom_ctx_alloc_tensors(wctx, loom_dev_buffer_type(acme),
 					       &buf), ==, 0);
+	g_assert_cmpint(loom_tensor_memset(w, 0, 0, loom_tensor_n_bytes(w)),
+			==, LOOM_OK);
 	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, 0);
 	rows = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 8, 1);
 	ids = loom_tensor_new_1d(ctx, LOOM_TYPE_I32, 1);
