@@ -5,6 +5,10 @@ check_PROGRAMS += tests/mpi-check
 tests_mpi_check_SOURCES = tests/mpi-check.c
 tests_mpi_check_CPPFLAGS = $(AM_CPPFLAGS)
 tests_mpi_check_LDADD = libcore/libloom.la
+check_PROGRAMS += tests/mpi-meta
+tests_mpi_meta_SOURCES = tests/mpi-meta.c
+tests_mpi_meta_CPPFLAGS = $(AM_CPPFLAGS)
+tests_mpi_meta_LDADD = examples/libllama.la libcore/libloom.la -lm
 TESTS += tests/test-mpi.sh
 EXTRA_DIST += tests/test-mpi.sh
 

@@ -531,6 +531,28 @@ typedef int (*loom_world_bcast_fn)(loom_reg_t *reg, void *data, size_t size,
 #define LOOM_PROC_WORLD_BARRIER "world_barrier"
 typedef int (*loom_world_barrier_fn)(loom_reg_t *reg);
 
+/* "allreduce_world": "allreduce" across the ranks of a world, for a
+ * plugin whose collective spans processes by itself (NCCL, its id sent
+ * from world rank 0 with the world's "world_bcast"): every rank passes
+ * its own members' tensors and each gets the sum over all members of all
+ * ranks.  It may decline (LOOM_E_DECLINED) only for what every rank
+ * shares (type, shape); anything else is an error.  Fallback: the meta
+ * device's local reduce, one "world_allreduce" on host memory, and a
+ * local copy back. */
+#define LOOM_PROC_ALLREDUCE_WORLD "allreduce_world"
+struct loom_world_group {
+	uint32_t size;     /* sizeof(struct loom_world_group) */
+	loom_reg_t *world; /* the world's plugin */
+	int n_members;     /* members over every rank */
+	int first;         /* the world index of backends[0]'s member */
+	uint64_t key;      /* names the group alike on every rank */
+};
+typedef int (*loom_allreduce_world_fn)(loom_backend_t *const *backends,
+				       struct loom_tensor *const *tensors,
+				       size_t n,
+				       const struct loom_allreduce_opts *opts,
+				       const struct loom_world_group *group);
+
 #ifdef __cplusplus
 }
 #endif
