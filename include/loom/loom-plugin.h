@@ -494,9 +494,10 @@ typedef int (*loom_meta_backend_dev_sizes_fn)(loom_backend_t *be,
  * runs the same application; the collectives below must be called by
  * every rank in the same order.  Host memory only.  A collective that
  * has not completed within the world's timeout (LOOM_MPI_TIMEOUT seconds,
- * default 300) fails with LOOM_E_IO on every rank that waits, and every
- * later call fails with LOOM_E_STATE: a rank that died never leaves the
- * others hanging.  No fallback: without the plugin there is no world. */
+ * default 300) fails with LOOM_E_IO on every rank that waits, naming the
+ * ranks that did not answer, and every later call fails with
+ * LOOM_E_STATE: a rank that died never leaves the others hanging.  No
+ * fallback: without the plugin there is no world. */
 #define LOOM_PROC_WORLD "world"
 struct loom_world {
 	uint32_t size;    /* sizeof(struct loom_world), set by the caller */
