@@ -412,6 +412,12 @@ static int buffer_get_tensor(loom_buffer_t *buf, const struct loom_tensor *t,
 	return meta_tensor_get(t, data, offset, size, NULL);
 }
 
+static int buffer_memset_tensor(loom_buffer_t *buf, struct loom_tensor *t,
+				uint8_t value, size_t offset, size_t size)
+{
+	return meta_tensor_memset(t, value, offset, size);
+}
+
 static int buffer_clear(loom_buffer_t *buf, uint8_t value)
 {
 	struct meta_buffer *mb = loom_buffer_context(buf);
@@ -438,6 +444,7 @@ static const struct loom_buffer_iface meta_buffer_iface = {
 	.init_tensor = buffer_init_tensor,
 	.set_tensor = buffer_set_tensor,
 	.get_tensor = buffer_get_tensor,
+	.memset_tensor = buffer_memset_tensor,
 	.clear = buffer_clear,
 };
 

@@ -407,6 +407,43 @@ int meta_tensor_set(const struct loom_tensor *t, const void *data,
 	return LOOM_OK;
 }
 
+/* Fills bytes of a tensor of a meta buffer with value: the whole tensor
+ * (a KV cache cleared) is every member's slice filled whole, where no
+ * staged block could fall on the split's rows; a part is staged and set
+ * like any data (its rows whole). */
+int meta_tensor_memset(const struct loom_tensor *t, uint8_t value,
+		       size_t offset, size_t size)
+{
+	struct meta_tensor *mt;
+	void *tmp;
+	int rc;
+
+	rc = meta_tensor_data(t, &mt);
+	if (rc)
+		return rc;
+	if (offset == 0 && size == loom_tensor_n_bytes(t) &&
+	    (mt->synced.state != LOOM_SPLIT_PARTIAL || value == 0)) {
+		for (int j = 0; j < mt->md->n && !rc; j++) {
+			struct loom_tensor *dt = mt->dev_t[j];
+
+			if (!dt)
+				continue;
+			rc = loom_tensor_memset(dt, value, 0,
+						loom_tensor_n_bytes(dt));
+			mt->zero[j] = false;
+		}
+		return rc;
+	}
+	tmp = malloc(size);
+	if (!tmp)
+		return loom_error_set(LOOM_E_NOMEM, "memset of %s: no memory",
+				      t->name);
+	memset(tmp, value, size);
+	rc = meta_tensor_set(t, tmp, offset, size, NULL);
+	free(tmp);
+	return rc;
+}
+
 /* Returns the sum of a PARTIAL tensor's summands (F32 only). */
 static int partial_get(struct meta_tensor *mt, const struct loom_tensor *t,
 		       void *data, size_t offset, size_t size,

@@ -151,6 +151,8 @@ int meta_tensor_set(const struct loom_tensor *t, const void *data,
 		    size_t offset, size_t size, loom_backend_t *const *bes);
 int meta_tensor_get(const struct loom_tensor *t, void *data, size_t offset,
 		    size_t size, loom_backend_t *const *bes);
+int meta_tensor_memset(const struct loom_tensor *t, uint8_t value,
+		       size_t offset, size_t size);
 
 /* The tag of the meta plugin's handles (loom_state_scope_new). */
 extern const char meta_state_tag;
