@@ -13,6 +13,9 @@
  *                      rank 1 builds another model, or alone passes
  *                      ratios: every rank is refused, with a message
  *                      naming rank 1
+ *   mpi-meta nmse REF GOT
+ *                      without mpirun: two files of F32 values (loom-run
+ *                      --dump-logits) agree, NMSE <= 1e-6
  */
 #include <loom/loom-backend.h>
 #include <loom/loom-plugin.h>
@@ -134,11 +137,31 @@ static int argmax(const float *v, int64_t n)
 	return best;
 }
 
+/* Bytes of weights and cache this process holds for m: its members'
+ * slices on a meta device. */
+static size_t held(struct llama_model *m, loom_dev_t *dev)
+{
+	loom_buffer_t *buf = llama_model_weight_buffer(m);
+	loom_meta_buffer_dev_sizes_fn fn;
+	size_t sizes[MAX_LOCAL] = { 0 }, sum = 0;
+
+	if (loom_dev_type(dev) != LOOM_DEV_TYPE_META)
+		return loom_buffer_size(buf);
+	*(void **)&fn = loom_reg_proc_address(loom_dev_reg(dev),
+					      LOOM_PROC_META_BUFFER_DEV_SIZES);
+	if (!fn || fn(buf, sizes, MAX_LOCAL))
+		return 0;
+	for (int j = 0; j < MAX_LOCAL; j++)
+		sum += sizes[j];
+	return sum;
+}
+
 /* Runs the prompt (all logits) and N_GEN greedy steps on dev: out gets
- * every logit, toks the tokens generated.  With a world, rank 0 picks
- * each token and the others take it from the broadcast. */
+ * every logit, toks the tokens generated, *bytes what this process holds
+ * of the model.  With a world, rank 0 picks each token and the others
+ * take it from the broadcast. */
 static int run(const struct llama_hparams *hp, loom_dev_t *dev,
-	       struct world *w, float *out, int32_t *toks)
+	       struct world *w, float *out, int32_t *toks, size_t *bytes)
 {
 	int64_t nv = hp->n_vocab;
 	struct llama_model *m = NULL;
@@ -153,6 +176,8 @@ static int run(const struct llama_hparams *hp, loom_dev_t *dev,
 		ret = loom_dev_init_backend(dev, NULL, &be);
 	if (!ret)
 		ret = llama_eval(m, be, prompt, N_PROMPT, 0, true, out);
+	if (!ret)
+		*bytes = held(m, dev);
 	for (int s = 0; !ret && s < N_GEN; s++) {
 		float *last = out + nv * (N_PROMPT - 1 + s);
 		int32_t tok = argmax(last, nv);
@@ -194,6 +219,7 @@ static int check_decoder(bool uneven, bool moe)
 	float *ref, *got;
 	int32_t ref_t[N_GEN], got_t[N_GEN];
 	double e = -1;
+	size_t ref_bytes = 0, got_bytes = 0;
 	int n, total;
 
 	if (open_world(&w))
@@ -214,9 +240,16 @@ static int check_decoder(bool uneven, bool moe)
 	CHECK(!meta || strstr(loom_dev_description(meta), "rank") != NULL,
 	      "description '%s' names no rank",
 	      meta ? loom_dev_description(meta) : "");
-	CHECK(run(&hp, devs[0], NULL, ref, ref_t) == LOOM_OK, "one device");
+	CHECK(run(&hp, devs[0], NULL, ref, ref_t, &ref_bytes) == LOOM_OK,
+	      "one device");
 	if (meta) {
-		CHECK(run(&hp, meta, &w, got, got_t) == LOOM_OK, "world");
+		CHECK(run(&hp, meta, &w, got, got_t, &got_bytes) == LOOM_OK,
+		      "world");
+		/* Each rank holds its slices only (norms and the embedding
+		 * table are whole everywhere). */
+		CHECK(w.info.n_ranks == 1 || got_bytes < ref_bytes,
+		      "this rank holds %zu bytes of a model of %zu", got_bytes,
+		      ref_bytes);
 		e = nmse(ref, got, n_logits);
 		CHECK(e <= 1e-6, "nmse %.3g", e);
 		CHECK(!memcmp(ref_t, got_t, sizeof(ref_t)), "greedy tokens "
@@ -283,6 +316,42 @@ static int check_mismatch(bool ratios)
 	return total != 0;
 }
 
+/* The values of a file of F32, *n of them (malloc'ed), or NULL. */
+static float *read_f32(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	float *v = NULL;
+	long size;
+
+	if (!f)
+		return NULL;
+	if (!fseek(f, 0, SEEK_END) && (size = ftell(f)) > 0 &&
+	    size % 4 == 0 && !fseek(f, 0, SEEK_SET)) {
+		*n = (size_t)size / 4;
+		v = malloc((size_t)size);
+		if (v && fread(v, 4, *n, f) != *n) {
+			free(v);
+			v = NULL;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+static int check_files(const char *ref_path, const char *got_path)
+{
+	size_t n_ref = 0, n_got = 0;
+	float *ref = read_f32(ref_path, &n_ref), *got = read_f32(got_path,
+								&n_got);
+	double e = ref && got && n_ref == n_got ? nmse(ref, got, n_ref) : -1;
+
+	printf("nmse %s: %.3g (%zu values)\n",
+	       e >= 0 && e <= 1e-6 ? "ok" : "FAIL", e, n_ref);
+	free(ref);
+	free(got);
+	return !(e >= 0 && e <= 1e-6);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "decoder"))
@@ -290,7 +359,9 @@ int main(int argc, char **argv)
 				     argc >= 4 && !strcmp(argv[3], "moe"));
 	if (argc >= 3 && !strcmp(argv[1], "mismatch"))
 		return check_mismatch(!strcmp(argv[2], "ratios"));
+	if (argc == 4 && !strcmp(argv[1], "nmse"))
+		return check_files(argv[2], argv[3]);
 	fprintf(stderr, "usage: mpi-meta decoder even|uneven [moe] | "
-		"mismatch shape|ratios\n");
+		"mismatch shape|ratios | nmse REF GOT\n");
 	return 2;
 }
