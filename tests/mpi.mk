@@ -14,6 +14,6 @@ EXTRA_DIST += tests/test-mpi.sh
 
 # `make check-netns` (root only, not part of make check): the world across
 # two network namespaces joined by a veth pair, as two hosts.
-check-netns: all tests/mpi-check
+check-netns: all tests/mpi-check tests/mpi-meta
 	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(top_srcdir)/tests/check-netns.sh
 EXTRA_DIST += tests/check-netns.sh
