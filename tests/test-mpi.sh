@@ -63,7 +63,7 @@ tcp="--mca btl self,tcp"
 # one core by default).
 wide="--bind-to none"
 
-echo "1..26"
+echo "1..28"
 run "not applicable outside a launcher" "^outside: ok" \
 	$lt "$check" outside
 run "MPI seeing other ranks than the launcher is refused" "^mismatch: ok" \
@@ -84,14 +84,14 @@ run "loom-bench allreduce --world over 2 ranks" '"ratio":' \
 	$lt $mp -np 2 "$bench" allreduce --world --reps 1 \
 	--max-bytes $((4 << 20)) --json
 
-# decoder NP PARTITIONS RATIOS [moe] [MPIRUN OPTIONS...]
+# decoder NP PARTITIONS RATIOS [moe|bf16] [MPIRUN OPTIONS...]
 decoder() {
 	np=$1
 	parts=$2
 	ratios=$3
 	shift 3
 	ffn=
-	[ "${1:-}" = moe ] && ffn=moe && shift
+	case ${1:-} in moe | bf16) ffn=$1; shift ;; esac
 	bind=
 	[ "$parts" -gt 1 ] && bind=$wide
 	run "a decoder over $np ranks x $parts partitions, $ratios${ffn:+, $ffn}${1:+ ($*)}" \
@@ -108,6 +108,8 @@ decoder 4 1 uneven
 decoder 4 2 even moe
 decoder 2 2 uneven $tcp
 decoder 3 1 even moe $tcp
+decoder 2 2 uneven bf16
+decoder 3 1 even bf16 $tcp
 run "another model on rank 1 is refused on every rank" "^mismatch shape: ok" \
 	$lt $mp -np 2 "$meta" mismatch shape
 run "ratios on rank 1 alone are refused on every rank" \

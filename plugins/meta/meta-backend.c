@@ -302,6 +302,10 @@ static int allreduce(struct meta_backend *mb, struct meta_reduce *r)
 		if (rc != LOOM_E_DECLINED)
 			return rc;
 	}
+	/* One member per rank has no local sum to make: the world's is
+	 * all, and no job goes to the member's queue and back first. */
+	if (md->world && md->n == 1)
+		return reduce_world(mb, ts, nbytes, bf16);
 	if (reg && !md->force_fallback) {
 		loom_allreduce_fn fn = (loom_allreduce_fn)
 			loom_reg_proc_address(reg, LOOM_PROC_ALLREDUCE);

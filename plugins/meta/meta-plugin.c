@@ -175,8 +175,8 @@ static int world_from_env(loom_reg_t **out)
 }
 
 /* Reads the options the caller's struct has (opts->size says how many);
- * *world is the world asked for, else LOOM_META_WORLD's. */
-static int read_opts(const struct loom_meta_opts *opts, size_t n,
+ * *world is the world asked for, else, when env is set, LOOM_META_WORLD's. */
+static int read_opts(const struct loom_meta_opts *opts, size_t n, bool env,
 		     struct meta_dev *want, loom_reg_t **world)
 {
 	double sum = 0;
@@ -184,7 +184,7 @@ static int read_opts(const struct loom_meta_opts *opts, size_t n,
 	want->reduce_type = LOOM_TYPE_F32;
 	*world = NULL;
 	if (!opts)
-		return world_from_env(world);
+		return env ? world_from_env(world) : LOOM_OK;
 #define HAS(field)                                                           \
 	(opts->size >= offsetof(struct loom_meta_opts, field) +              \
 			       sizeof(opts->field))
@@ -223,7 +223,7 @@ static int read_opts(const struct loom_meta_opts *opts, size_t n,
 	if (HAS(world))
 		*world = opts->world;
 #undef HAS
-	return *world ? LOOM_OK : world_from_env(world);
+	return *world || !env ? LOOM_OK : world_from_env(world);
 }
 
 static void meta_dev_destroy(struct meta_dev *md)
@@ -315,10 +315,11 @@ err_free:
 	return rc;
 }
 
-/* The "meta_device_new" entry point: loom_meta_dev_new(). */
-static int meta_device_new(loom_dev_t *const *devs, size_t n,
-			   loom_split_fn split, void *userdata,
-			   const struct loom_meta_opts *opts, loom_dev_t **out)
+/* Finds or makes the meta device; LOOM_META_WORLD applies when env is
+ * set and opts names no world. */
+static int device_new(loom_dev_t *const *devs, size_t n, loom_split_fn split,
+		      void *userdata, const struct loom_meta_opts *opts,
+		      bool env, loom_dev_t **out)
 {
 	struct meta_dev want, *md = NULL;
 	loom_reg_t *world;
@@ -342,7 +343,7 @@ static int meta_device_new(loom_dev_t *const *devs, size_t n,
 					      loom_dev_name(devs[j]));
 	}
 	memset(&want, 0, sizeof(want));
-	rc = read_opts(opts, n, &want, &world);
+	rc = read_opts(opts, n, env, &want, &world);
 	if (rc)
 		return rc;
 	if (!split)
@@ -363,6 +364,14 @@ static int meta_device_new(loom_dev_t *const *devs, size_t n,
 	return LOOM_OK;
 }
 
+/* The "meta_device_new" entry point: loom_meta_dev_new(). */
+static int meta_device_new(loom_dev_t *const *devs, size_t n,
+			   loom_split_fn split, void *userdata,
+			   const struct loom_meta_opts *opts, loom_dev_t **out)
+{
+	return device_new(devs, n, split, userdata, opts, true, out);
+}
+
 /* The split of "split_buffer_type": 2D tensors by rows, the rest whole. */
 static int split_rows(const struct loom_tensor *t, struct loom_split *out,
 		      void *userdata)
@@ -374,7 +383,8 @@ static int split_rows(const struct loom_tensor *t, struct loom_split *out,
 	return LOOM_OK;
 }
 
-/* The "split_buffer_type" entry point. */
+/* The "split_buffer_type" entry point: the devices of this process
+ * only, whatever LOOM_META_WORLD says. */
 static int split_buffer_type(loom_dev_t *const *devs, size_t n,
 			     const float *ratios, loom_buffer_type_t **out)
 {
@@ -389,7 +399,7 @@ static int split_buffer_type(loom_dev_t *const *devs, size_t n,
 	if (!out)
 		return loom_error_set(LOOM_E_INVAL, "split_buffer_type: out "
 				      "is NULL");
-	rc = meta_device_new(devs, n, split_rows, NULL, &opts, &dev);
+	rc = device_new(devs, n, split_rows, NULL, &opts, false, &dev);
 	if (rc)
 		return rc;
 	*out = loom_dev_buffer_type(dev);
