@@ -140,6 +140,47 @@ static void test_dedup(void)
 		      meta_new(2, none, NULL, false));
 }
 
+/* A world that is none, and LOOM_META_WORLD without the mpi plugin (no
+ * launcher here), are refused with the reason. */
+static void test_world_refused(void)
+{
+	struct loom_meta_opts opts = { .size = sizeof(opts) };
+	loom_dev_t *dev = NULL;
+	size_t before = loom_reg_dev_count(loom_reg_by_name("meta"));
+
+	opts.world = loom_reg_by_name("cpu");
+	g_assert_nonnull(opts.world);
+	g_assert_cmpint(loom_meta_dev_new(cpu, 2, NULL, NULL, &opts, &dev), ==,
+			LOOM_E_UNSUPPORTED);
+	g_assert_nonnull(strstr(loom_error_message(),
+				"plugin cpu has no world entry points"));
+	g_assert_null(dev);
+
+	g_setenv("LOOM_META_WORLD", "mpi", TRUE);
+	opts.world = NULL;
+	g_assert_cmpint(loom_meta_dev_new(cpu, 2, NULL, NULL, &opts, &dev), ==,
+			LOOM_E_NOT_FOUND);
+	g_assert_nonnull(strstr(loom_error_message(),
+				"LOOM_META_WORLD=mpi: plugin mpi is not loaded"));
+	g_assert_cmpint(loom_meta_dev_new(cpu, 2, NULL, NULL, NULL, &dev), ==,
+			LOOM_E_NOT_FOUND);
+	/* split_buffer_type is this process's alone. */
+	{
+		loom_split_buffer_type_fn fn = (loom_split_buffer_type_fn)
+			loom_reg_proc_address(loom_reg_by_name("meta"),
+					      LOOM_PROC_SPLIT_BUFFER_TYPE);
+		loom_buffer_type_t *buft = NULL;
+
+		g_assert_cmpint(fn(cpu, 2, NULL, &buft), ==, LOOM_OK);
+		g_assert_nonnull(buft);
+	}
+	g_unsetenv("LOOM_META_WORLD");
+	/* Nothing half-made was left registered (split_buffer_type's device
+	 * may be new). */
+	g_assert_cmpuint(loom_reg_dev_count(loom_reg_by_name("meta")), <=,
+			 before + 1);
+}
+
 static void test_not_meta(void)
 {
 	loom_dev_t *dev = (loom_dev_t *)0x1;
@@ -1728,6 +1769,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/meta/compose", test_compose);
 	g_test_add_func("/meta/dedup", test_dedup);
 	g_test_add_func("/meta/not-meta", test_not_meta);
+	g_test_add_func("/meta/world-refused", test_world_refused);
 	g_test_add_func("/meta/largest-remainder", test_largest_remainder);
 	g_test_add_func("/meta/set-get", test_set_get);
 	g_test_add_func("/meta/memset", test_memset);

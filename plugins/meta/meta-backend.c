@@ -179,8 +179,9 @@ static int reduce_world(struct meta_backend *mb, struct loom_tensor *const *ts,
 {
 	int n_dev = mb->md->n, rc;
 	size_t n = nbytes / sizeof(float);
-	bool host = ts[0]->buffer && ts[0]->data &&
-		    loom_buffer_type_is_host(loom_buffer_get_type(ts[0]->buffer));
+	loom_buffer_t *b0 = ts[0]->buffer;
+	bool host = b0 && ts[0]->data &&
+		    loom_buffer_type_is_host(loom_buffer_get_type(b0));
 	float *acc = host ? ts[0]->data : scratch(mb, n);
 
 	if (!acc)

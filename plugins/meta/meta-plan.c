@@ -754,9 +754,11 @@ static int map_view(struct meta_plan *pl, const struct loom_tensor *t,
 				      root->name);
 	span = t->nb[E] * (size_t)t->ne[E];
 
-	for (int s = 0; s < rs->n_seg; s++)
-		seg_b[s] = (size_t)meta_axis_bytes(root, a,
-						   meta_state_seg_len(rs, md, s));
+	for (int s = 0; s < rs->n_seg; s++) {
+		int64_t len = meta_state_seg_len(rs, md, s);
+
+		seg_b[s] = (size_t)meta_axis_bytes(root, a, len);
+	}
 	for (s0 = 0, pos = 0; s0 < rs->n_seg && pos < axis_off; s0++)
 		pos += seg_b[s0];
 	cover = 0;

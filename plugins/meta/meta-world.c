@@ -132,8 +132,9 @@ static int lay_out_world(struct meta_dev *md, const float *all)
 
 		w->first[r] = n_all;
 		if (n < 1 || n > META_MAX_DEVS)
-			return loom_error_set(LOOM_E_INVAL, "meta: world: rank "
-					      "%d says it has %d members", r, n);
+			return loom_error_set(LOOM_E_INVAL, "meta: world: "
+					      "rank %d says it has %d members",
+					      r, n);
 		if (n_all + n > META_MAX_MEMBERS)
 			return loom_error_set(LOOM_E_UNSUPPORTED,
 					      "meta: world: more than %d "

@@ -180,10 +180,11 @@ static int wait_all(int n, MPI_Request *reqs, double end, const char *what)
 					"answered (are they in different "
 					"collectives?)", what, w->rank,
 					w->n_ranks, w->timeout_s);
-			return loom_error_set(LOOM_E_IO, "mpi: %s: rank %d of %d "
-					      "waited %.0f s for %s (it died or "
-					      "is stuck)", what, w->rank,
-					      w->n_ranks, w->timeout_s, who);
+			return loom_error_set(LOOM_E_IO, "mpi: %s: rank %d "
+					      "of %d waited %.0f s for %s (it "
+					      "died or is stuck)", what,
+					      w->rank, w->n_ranks,
+					      w->timeout_s, who);
 		}
 		if (t - start < HOLD_S)
 			continue;
