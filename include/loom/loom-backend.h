@@ -463,7 +463,8 @@ LOOM_API int loom_meta_split_default(const struct loom_tensor *t,
 
 struct loom_meta_opts {
 	uint32_t size;        /* sizeof(struct loom_meta_opts) */
-	const float *ratios;  /* n weights, NULL for even; need not sum to 1 */
+	const float *ratios;  /* n weights, NULL for even; need not sum to 1;
+			       * over a world, on one scale on every rank */
 	enum loom_type reduce_type; /* F32 (default) or BF16 */
 	size_t bf16_min_bytes;      /* with BF16: reduce in BF16 from here */
 	bool force_fallback;        /* never use a plugin's allreduce */
