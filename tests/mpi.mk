@@ -5,11 +5,15 @@ check_PROGRAMS += tests/mpi-check
 tests_mpi_check_SOURCES = tests/mpi-check.c
 tests_mpi_check_CPPFLAGS = $(AM_CPPFLAGS)
 tests_mpi_check_LDADD = libcore/libloom.la
+check_PROGRAMS += tests/mpi-meta
+tests_mpi_meta_SOURCES = tests/mpi-meta.c
+tests_mpi_meta_CPPFLAGS = $(AM_CPPFLAGS)
+tests_mpi_meta_LDADD = examples/libllama.la libcore/libloom.la -lm
 TESTS += tests/test-mpi.sh
 EXTRA_DIST += tests/test-mpi.sh
 
 # `make check-netns` (root only, not part of make check): the world across
 # two network namespaces joined by a veth pair, as two hosts.
-check-netns: all tests/mpi-check
+check-netns: all tests/mpi-check tests/mpi-meta
 	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(top_srcdir)/tests/check-netns.sh
 EXTRA_DIST += tests/check-netns.sh

@@ -140,6 +140,47 @@ static void test_dedup(void)
 		      meta_new(2, none, NULL, false));
 }
 
+/* A world that is none, and LOOM_META_WORLD without the mpi plugin (no
+ * launcher here), are refused with the reason. */
+static void test_world_refused(void)
+{
+	struct loom_meta_opts opts = { .size = sizeof(opts) };
+	loom_dev_t *dev = NULL;
+	size_t before = loom_reg_dev_count(loom_reg_by_name("meta"));
+
+	opts.world = loom_reg_by_name("cpu");
+	g_assert_nonnull(opts.world);
+	g_assert_cmpint(loom_meta_dev_new(cpu, 2, NULL, NULL, &opts, &dev), ==,
+			LOOM_E_UNSUPPORTED);
+	g_assert_nonnull(strstr(loom_error_message(),
+				"plugin cpu has no world entry points"));
+	g_assert_null(dev);
+
+	g_setenv("LOOM_META_WORLD", "mpi", TRUE);
+	opts.world = NULL;
+	g_assert_cmpint(loom_meta_dev_new(cpu, 2, NULL, NULL, &opts, &dev), ==,
+			LOOM_E_NOT_FOUND);
+	g_assert_nonnull(strstr(loom_error_message(),
+				"LOOM_META_WORLD=mpi: plugin mpi is not loaded"));
+	g_assert_cmpint(loom_meta_dev_new(cpu, 2, NULL, NULL, NULL, &dev), ==,
+			LOOM_E_NOT_FOUND);
+	/* split_buffer_type is this process's alone. */
+	{
+		loom_split_buffer_type_fn fn = (loom_split_buffer_type_fn)
+			loom_reg_proc_address(loom_reg_by_name("meta"),
+					      LOOM_PROC_SPLIT_BUFFER_TYPE);
+		loom_buffer_type_t *buft = NULL;
+
+		g_assert_cmpint(fn(cpu, 2, NULL, &buft), ==, LOOM_OK);
+		g_assert_nonnull(buft);
+	}
+	g_unsetenv("LOOM_META_WORLD");
+	/* Nothing half-made was left registered (split_buffer_type's device
+	 * may be new). */
+	g_assert_cmpuint(loom_reg_dev_count(loom_reg_by_name("meta")), <=,
+			 before + 1);
+}
+
 static void test_not_meta(void)
 {
 	loom_dev_t *dev = (loom_dev_t *)0x1;
@@ -278,6 +319,72 @@ static void test_set_get(void)
 
 	loom_buffer_free(buf);
 	loom_ctx_free(ctx);
+}
+
+/* memset of split tensors: the whole of one whose rows are larger than
+ * any staged block (a long KV cache split by heads), a part on the rows
+ * of another, a PARTIAL one (its sum reads as the bytes set). */
+static void test_memset(void)
+{
+	static const struct rule rules[] = {
+		{ .name = "c", .state = LOOM_SPLIT_DIM2 },
+		{ .name = "b", .state = LOOM_SPLIT_DIM0 },
+		{ .name = "p", .state = LOOM_SPLIT_PARTIAL },
+		{ .name = NULL }
+	};
+	loom_dev_t *meta = meta_new(3, rules, NULL, false);
+	enum { C0 = 256, C1 = 300, C2 = 5 };
+	size_t c_bytes = (size_t)C0 * C1 * C2 * 4, unit_b = 9 * 4;
+	loom_ctx_t *ctx;
+	loom_buffer_t *buf;
+	struct loom_tensor *c, *b, *p;
+	float hb[9 * 4], ob[9 * 4], hp[13], op[13];
+	uint8_t *oc = g_malloc(c_bytes);
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	c = loom_tensor_new_3d(ctx, LOOM_TYPE_F32, C0, C1, C2);
+	b = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 9, 4);
+	p = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 13);
+	loom_tensor_set_name(c, "c");
+	loom_tensor_set_name(b, "b");
+	loom_tensor_set_name(p, "p");
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(meta),
+					       &buf), ==, LOOM_OK);
+	loom_buffer_set_usage(buf, LOOM_BUFFER_USAGE_WEIGHTS);
+	g_assert_cmpuint(c_bytes, >, 1u << 20);
+
+	g_assert_cmpint(loom_tensor_memset(c, 0x3f, 0, c_bytes), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_get(c, oc, 0, c_bytes), ==, LOOM_OK);
+	for (size_t i = 0; i < c_bytes; i++)
+		if (oc[i] != 0x3f)
+			g_error("c[%zu] = %#x after memset 0x3f", i, oc[i]);
+	/* A split of dimension 2 is one row: a part of it is refused. */
+	g_assert_cmpint(loom_tensor_memset(c, 0, 4, 8), ==, LOOM_E_INVAL);
+
+	fill(hb, G_N_ELEMENTS(hb), 3);
+	g_assert_cmpint(loom_tensor_set(b, hb, 0, sizeof(hb)), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_memset(b, 0, unit_b, 2 * unit_b), ==,
+			LOOM_OK);
+	memset(hb + 9, 0, 2 * unit_b);
+	g_assert_cmpint(loom_tensor_get(b, ob, 0, sizeof(ob)), ==, LOOM_OK);
+	g_assert_cmpmem(ob, sizeof(ob), hb, sizeof(hb));
+
+	fill(hp, G_N_ELEMENTS(hp), 5);
+	g_assert_cmpint(loom_tensor_set(p, hp, 0, sizeof(hp)), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_memset(p, 0, 0, sizeof(hp)), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_get(p, op, 0, sizeof(op)), ==, LOOM_OK);
+	memset(hp, 0, sizeof(hp));
+	g_assert_cmpmem(op, sizeof(op), hp, sizeof(hp));
+	/* A non-zero pattern is the sum: the first summand holds it. */
+	g_assert_cmpint(loom_tensor_memset(p, 0x3f, 0, sizeof(hp)), ==,
+			LOOM_OK);
+	memset(hp, 0x3f, sizeof(hp));
+	g_assert_cmpint(loom_tensor_get(p, op, 0, sizeof(op)), ==, LOOM_OK);
+	g_assert_cmpmem(op, sizeof(op), hp, sizeof(hp));
+
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+	g_free(oc);
 }
 
 /* ---- compute ---- */
@@ -1662,8 +1769,10 @@ int main(int argc, char **argv)
 	g_test_add_func("/meta/compose", test_compose);
 	g_test_add_func("/meta/dedup", test_dedup);
 	g_test_add_func("/meta/not-meta", test_not_meta);
+	g_test_add_func("/meta/world-refused", test_world_refused);
 	g_test_add_func("/meta/largest-remainder", test_largest_remainder);
 	g_test_add_func("/meta/set-get", test_set_get);
+	g_test_add_func("/meta/memset", test_memset);
 	g_test_add_func("/meta/mul-mat", test_mul_mat);
 	g_test_add_func("/meta/bf16-reduce", test_bf16_reduce);
 	g_test_add_func("/meta/quant-mul-mat", test_quant_mul_mat);

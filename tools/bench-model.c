@@ -7,6 +7,7 @@
  * the scheduler (partial offload).
  */
 #define _GNU_SOURCE
+#include "app-world.h"
 #include "bench-util.h"
 #include "llama.h"
 #include "model.h"
@@ -73,6 +74,11 @@ struct model_bench {
 	bool whole_ref; /* the reference is the whole CPU in a child */
 	struct gguf *g; /* --gguf: the file's model, not a preset */
 	loom_dev_t *single; /* the best single device */
+	/* Under mpirun: the ranks, and with LOOM_META_WORLD the median time
+	 * of one world_allreduce of n_embd floats (what a layer pays twice
+	 * per token beyond one process). */
+	struct app_world world;
+	double world_allreduce_us;
 };
 
 static void add_note(struct model_bench *mb, const char *fmt, ...)
@@ -456,10 +462,11 @@ static int plan_devices(struct model_bench *mb)
 		loom_dev_t *devs[MODEL_MAX_MEMBERS], *own;
 		size_t n = meta_members(meta, devs, MODEL_MAX_MEMBERS);
 
-		if (n >= 2 && !loom_meta_dev_new(devs, n, model_split, &shape,
+		if (n >= 1 && !loom_meta_dev_new(devs, n, model_split, &shape,
 						 NULL, &own))
 			meta = own;
-	} else if (cpu && loom_reg_dev_count(cpu) >= 2) {
+	} else if (cpu && loom_reg_dev_count(cpu) >=
+				  (mb->world.meta ? 1u : 2u)) {
 		loom_dev_t *devs[MODEL_MAX_MEMBERS];
 		size_t n = loom_reg_dev_count(cpu);
 		int ret;
@@ -481,8 +488,10 @@ static int plan_devices(struct model_bench *mb)
 	/* A meta device over CPU partitions is compared with one device on
 	 * all of their cores (a child process), not with one partition. */
 	mb->single = single;
+	/* Under mpirun a child process would be one more rank. */
 	mb->whole_ref = meta && cpu && loom_reg_dev_count(cpu) >= 2 &&
-			loom_dev_type(single) == LOOM_DEV_TYPE_CPU;
+			loom_dev_type(single) == LOOM_DEV_TYPE_CPU &&
+			!mb->world.reg;
 	if (!mb->whole_ref)
 		add_run(mb, single);
 	if (meta)
@@ -678,6 +687,40 @@ static void json_member_sizes(struct bench_json *j, struct model_bench *mb,
 	bj_obj_end(j);
 }
 
+/* Over a world: the median of world_allreduce on n_embd floats, the
+ * size of the two allreduces per layer of a decode step. */
+static int measure_world(struct model_bench *mb)
+{
+	enum { REPS = 200 };
+	size_t n = (size_t)mb->hp.n_embd;
+	float *v = calloc(n, sizeof(*v));
+	double t[REPS];
+	int ret = LOOM_OK;
+
+	if (!v)
+		return LOOM_E_NOMEM;
+	for (int i = 0; !ret && i < REPS; i++) {
+		double t0 = bench_now();
+
+		ret = mb->world.allreduce(mb->world.reg, v, n, LOOM_TYPE_F32);
+		t[i] = bench_now() - t0;
+	}
+	if (!ret)
+		mb->world_allreduce_us = bench_median(t, REPS) * 1e6;
+	free(v);
+	return ret;
+}
+
+static void json_world(struct bench_json *j, const struct model_bench *mb)
+{
+	bj_obj_begin(j, "world");
+	bj_int(j, "ranks", mb->world.n_ranks);
+	bj_bool(j, "meta", mb->world.meta);
+	bj_num(j, "allreduce_us", mb->world_allreduce_us);
+	bj_int(j, "allreduces_per_token", 2 * mb->hp.n_layer);
+	bj_obj_end(j);
+}
+
 static void print_json(struct model_bench *mb)
 {
 	const struct bench_opts *o = mb->o;
@@ -722,6 +765,8 @@ static void print_json(struct model_bench *mb)
 		bj_num(&j, "nmse_vs_single", worst);
 	else
 		bj_null(&j, "nmse_vs_single");
+	if (mb->world.reg)
+		json_world(&j, mb);
 	json_member_sizes(&j, mb, "compute_bytes_per_device", false);
 	json_member_sizes(&j, mb, "weight_bytes_per_device", true);
 	if (meta && (whole || ref)) {
@@ -875,6 +920,12 @@ static void print_table(struct model_bench *mb)
 		       r->sched.n_pieces, r->sched.n_copies,
 		       r->sched.copy_bytes / 1024.0, 100 * r->copy_share);
 	}
+	if (mb->world.reg && mb->world.meta)
+		printf("world: %d ranks; one world_allreduce of %lld floats "
+		       "takes %.1f us here, %lld of them per token: %.3f ms\n",
+		       mb->world.n_ranks, (long long)hp->n_embd,
+		       mb->world_allreduce_us, (long long)(2 * hp->n_layer),
+		       mb->world_allreduce_us * 2e-3 * (double)hp->n_layer);
 	for (int i = 0; i < mb->n_notes; i++)
 		printf("note: %s\n", mb->notes[i]);
 }
@@ -952,6 +1003,7 @@ int bench_cmd_model(const struct bench_opts *o)
 	}
 	if (bench_load())
 		goto out;
+	app_world_open(&mb->world);
 	if (o->save) {
 		ret = save_model(mb);
 		if (ret)
@@ -1046,10 +1098,18 @@ int bench_cmd_model(const struct bench_opts *o)
 		status = ret ? 1 : 0;
 		goto out;
 	}
+	if (mb->world.reg && mb->world.meta) {
+		ret = measure_world(mb);
+		if (ret) {
+			bench_fail("world", ret);
+			goto out;
+		}
+	}
 
-	if (o->json)
+	/* Under mpirun every rank measured; rank 0 reports. */
+	if (app_world_prints(&mb->world) && o->json)
 		print_json(mb);
-	else
+	else if (app_world_prints(&mb->world))
 		print_table(mb);
 	status = 0;
 out:

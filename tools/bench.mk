@@ -7,6 +7,8 @@ tools_loom_bench_SOURCES = \
 	tools/bench-util.h \
 	tools/bench-util.c \
 	tools/bench-model.c \
+	tools/app-world.h \
+	tools/app-world.c \
 	tools/bench-peak.c \
 	tools/bench-stream.c \
 	tools/bench-device.c \

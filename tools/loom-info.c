@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* loom-info.c - what the loader found and why: the search path, every
- * candidate plugin file with its state and reason, and every device with
- * its memory, capabilities and entry points.  Uses only the public API. */
+ * candidate plugin file with its state and reason, every device with its
+ * memory, capabilities and entry points, and the world (rank and size)
+ * under an MPI launcher.  Uses only the public API. */
 #include "config.h"
 
 #include <getopt.h>
@@ -18,7 +19,7 @@ static const char *const proc_names[] = {
 	LOOM_PROC_HOST_BUFFER_TYPE,   LOOM_PROC_SET_N_THREADS,
 	LOOM_PROC_GET_FEATURES,       LOOM_PROC_META_DEVICE_NEW,
 	LOOM_PROC_META_CHECK,         LOOM_PROC_META_BUFFER_DEV_SIZES,
-	LOOM_PROC_META_BACKEND_DEV_SIZES,
+	LOOM_PROC_META_BACKEND_DEV_SIZES, LOOM_PROC_ALLREDUCE_WORLD,
 };
 
 static const struct {
@@ -275,6 +276,39 @@ static const struct loom_feature *features_of(loom_reg_t *reg)
 	return fn ? fn(reg) : NULL;
 }
 
+/* The world this process is a rank of: the first plugin offering
+ * "world" (the mpi plugin, under mpirun); NULL when there is none. */
+static loom_reg_t *world_of(struct loom_world *w)
+{
+	for (size_t i = 0; i < loom_reg_count(); i++) {
+		loom_reg_t *reg = loom_reg_get(i);
+		loom_world_fn fn;
+
+		*(void **)&fn = loom_reg_proc_address(reg, LOOM_PROC_WORLD);
+		w->size = sizeof(*w);
+		if (fn && fn(reg, w) == LOOM_OK)
+			return reg;
+	}
+	return NULL;
+}
+
+static void json_world(void)
+{
+	struct loom_world w;
+	loom_reg_t *reg = world_of(&w);
+
+	fputs(",\n \"world\": ", stdout);
+	if (!reg) {
+		fputs("null", stdout);
+		return;
+	}
+	fputs("{\"plugin\": ", stdout);
+	json_str(loom_reg_name(reg));
+	printf(", \"rank\": %d, \"size\": %d, \"local_rank\": %d, "
+	       "\"local_size\": %d}", w.rank, w.n_ranks, w.local_rank,
+	       w.n_local);
+}
+
 /* error: why loading failed (LOOM_BACKENDS), or NULL. */
 static void print_json(const char *error)
 {
@@ -361,7 +395,9 @@ static void print_json(const char *error)
 		fputs(i ? ", " : "", stdout);
 		json_str(loom_search_path(i));
 	}
-	fputs("],\n \"warnings\": [", stdout);
+	fputs("]", stdout);
+	json_world();
+	fputs(",\n \"warnings\": [", stdout);
 	n = 0;
 	for (size_t i = 0; i < warnings.n; i++) {
 		if (repeats_a_plugin(warnings.v[i]))
@@ -483,6 +519,22 @@ static void print_devices(void)
 	}
 }
 
+static void print_world(void)
+{
+	struct loom_world w;
+	loom_reg_t *reg = world_of(&w);
+
+	printf("\nWorld:\n");
+	if (!reg) {
+		printf("  none (this process alone: not started by an MPI "
+		       "launcher, or no mpi plugin)\n");
+		return;
+	}
+	printf("  rank %d of %d (%d of %d on this host), plugin %s\n",
+	       w.rank, w.n_ranks, w.local_rank, w.n_local,
+	       loom_reg_name(reg));
+}
+
 static void print_warnings(void)
 {
 	bool any = false;
@@ -507,6 +559,7 @@ static void print_text(void)
 	printf("\n");
 	print_plugins();
 	print_devices();
+	print_world();
 	print_warnings();
 }
 

@@ -19,6 +19,7 @@
 #include <loom/loom-backend.h>
 #include <loom/loom-plugin.h>
 
+#include "app-world.h"
 #include "model.h"
 
 #define MAX_DEVS 16
@@ -79,16 +80,23 @@ static void usage(FILE *f)
 		"  -h, --help            this help\n"
 		"      --version         the version\n\n"
 		"Environment: LOOM_BACKENDS, LOOM_PLUGIN_PATH, LOOM_LOG, "
-		"LOOM_CPU_DEVICES (see loom(7)).\n");
+		"LOOM_CPU_DEVICES, LOOM_META_WORLD\n"
+		"(see loom(7)).  Under mpirun every rank runs the model; "
+		"rank 0 prints.\n");
 }
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The ranks of an MPI job this process is one of (alone: 0 of 1). */
+static struct app_world world;
 
 static int fail(const char *fmt, ...)
 {
 	va_list ap;
 
 	fputs("loom-run: ", stderr);
+	if (world.n_ranks > 1)
+		fprintf(stderr, "rank %d: ", world.rank);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -366,6 +374,16 @@ static int32_t sample(const struct opts *o, const float *logits, int64_t nv,
 	return c[n - 1].id;
 }
 
+/* The next token: rank 0's sample, which every rank of a world takes. */
+static int decide(const struct opts *o, const float *logits, int64_t nv,
+		  struct cand *c, uint64_t *rng, int32_t *tok)
+{
+	*tok = sample(o, logits, nv, c, rng);
+	if (app_world_bcast(&world, tok, sizeof(*tok)))
+		return fail("sampling: %s", loom_error_message());
+	return 0;
+}
+
 /* ------------------------------------------------------------------------
  * Devices.
  */
@@ -426,14 +444,13 @@ static int open_device(const struct opts *o, const struct llama_hparams *hp,
 	int n = 0;
 
 	if (!o->devices) {
-		*out = loom_dev_by_type(LOOM_DEV_TYPE_GPU);
-		if (!*out)
-			*out = loom_dev_by_name("cpu0");
-		if (!*out)
+		members[0] = loom_dev_by_type(LOOM_DEV_TYPE_GPU);
+		if (!members[0])
+			members[0] = loom_dev_by_name("cpu0");
+		if (!members[0])
 			return fail("no device found (see loom-info)");
-		members[0] = *out;
-		*n_members = 1;
-		return 0;
+		n = 1;
+		goto make;
 	}
 	copy = strdup(o->devices);
 	if (!copy)
@@ -455,17 +472,23 @@ static int open_device(const struct opts *o, const struct llama_hparams *hp,
 	free(copy);
 	if (!n)
 		return fail("--devices: no device named");
+make:
 	*n_members = n;
-	if (n == 1 || o->gpu_layers >= 0) {
-		if (n > 2)
-			return fail("--gpu-layers: two devices at most");
+	if (o->gpu_layers >= 0 && n > 2)
+		return fail("--gpu-layers: two devices at most");
+	/* Over a world (LOOM_META_WORLD) even one device per rank is a
+	 * meta device: its slices are cut over every rank's. */
+	if (o->gpu_layers >= 0 ||
+	    (n == 1 && (!world.meta ||
+			loom_dev_type(members[0]) == LOOM_DEV_TYPE_META))) {
 		*out = members[0];
 		return 0;
 	}
 	llama_meta_model(hp, &meta_model);
 	if (loom_meta_dev_new(members, (size_t)n, model_split, &meta_model, &mo,
 			      out))
-		return fail("--devices: %s", loom_error_message());
+		return fail("%s: %s", o->devices ? "--devices" : "meta device",
+			    loom_error_message());
 	return 0;
 }
 
@@ -625,7 +648,7 @@ static int run(const struct opts *o, struct gguf *g, struct llama_model *m,
 	st->prefill_s = now() - t0;
 	st->n_prompt = n_prompt;
 	st->prompt = prompt;
-	if (o->dump) {
+	if (o->dump && app_world_prints(&world)) {
 		FILE *f = fopen(o->dump, "wb");
 		size_t n = (size_t)nv * (size_t)(n_prompt > 1 ? n_prompt : 1);
 
@@ -635,7 +658,7 @@ static int run(const struct opts *o, struct gguf *g, struct llama_model *m,
 			goto out;
 		}
 	}
-	if (!o->json) {
+	if (!o->json && app_world_prints(&world)) {
 		for (int i = 0; i < n_prompt; i++) {
 			model_token_text(g, prompt[i], text, sizeof(text));
 			fputs(text, stdout);
@@ -643,10 +666,11 @@ static int run(const struct opts *o, struct gguf *g, struct llama_model *m,
 		fflush(stdout);
 	}
 	t0 = now();
-	tok = sample(o, logits + (o->dump ? (size_t)nv * (size_t)(n_prompt - 1)
-					  : 0), nv, cand, &rng);
+	if (decide(o, logits + (o->dump ? (size_t)nv * (size_t)(n_prompt - 1)
+					: 0), nv, cand, &rng, &tok))
+		goto out;
 	for (int i = 0; i < n_gen; i++) {
-		if (!o->json) {
+		if (!o->json && app_world_prints(&world)) {
 			model_token_text(g, tok, text, sizeof(text));
 			fputs(text, stdout);
 			fflush(stdout);
@@ -659,10 +683,11 @@ static int run(const struct opts *o, struct gguf *g, struct llama_model *m,
 			fail("decode: %s", loom_error_message());
 			goto out;
 		}
-		tok = sample(o, logits, nv, cand, &rng);
+		if (decide(o, logits, nv, cand, &rng, &tok))
+			goto out;
 	}
 	st->decode_s = now() - t0;
-	if (!o->json)
+	if (!o->json && app_world_prints(&world))
 		fputc('\n', stdout);
 	ret = 0;
 out:
@@ -745,6 +770,7 @@ int main(int argc, char **argv)
 		return 1;
 	if (loom_load_all() && !loom_dev_count())
 		return fail("%s", loom_error_message());
+	app_world_open(&world);
 	t0 = now();
 	if (gguf_open(o.model, &g))
 		return fail("%s", loom_error_message());
@@ -780,7 +806,7 @@ int main(int argc, char **argv)
 	}
 	st.load_s = now() - t0;
 	ret = run(&o, g, m, be, sched, prompt, n_prompt, &st);
-	if (!ret)
+	if (!ret && app_world_prints(&world))
 		report(&o, arch, m, dev, sched, members, n_members, &st);
 out:
 	loom_sched_free(sched);

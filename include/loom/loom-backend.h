@@ -515,10 +515,17 @@ LOOM_API int loom_meta_split_default(const struct loom_tensor *t,
 
 struct loom_meta_opts {
 	uint32_t size;        /* sizeof(struct loom_meta_opts) */
-	const float *ratios;  /* n weights, NULL for even; need not sum to 1 */
+	const float *ratios;  /* n weights, NULL for even; need not sum to 1;
+			       * over a world, on one scale on every rank */
 	enum loom_type reduce_type; /* F32 (default) or BF16 */
 	size_t bf16_min_bytes;      /* with BF16: reduce in BF16 from here */
 	bool force_fallback;        /* never use a plugin's allreduce */
+	/* The world to span (loom_reg_by_name("mpi") under mpirun): every
+	 * rank makes the meta device of its own members with the same
+	 * options, the slices are cut over the members of all ranks, and
+	 * each rank holds only its own.  NULL: LOOM_META_WORLD decides
+	 * ("mpi", or unset for this process alone). */
+	loom_reg_t *world;
 };
 
 /* Makes (or finds: same members, callback, userdata and options) a meta

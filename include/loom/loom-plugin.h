@@ -494,9 +494,10 @@ typedef int (*loom_meta_backend_dev_sizes_fn)(loom_backend_t *be,
  * runs the same application; the collectives below must be called by
  * every rank in the same order.  Host memory only.  A collective that
  * has not completed within the world's timeout (LOOM_MPI_TIMEOUT seconds,
- * default 300) fails with LOOM_E_IO on every rank that waits, and every
- * later call fails with LOOM_E_STATE: a rank that died never leaves the
- * others hanging.  No fallback: without the plugin there is no world. */
+ * default 300) fails with LOOM_E_IO on every rank that waits, naming the
+ * ranks that did not answer, and every later call fails with
+ * LOOM_E_STATE: a rank that died never leaves the others hanging.  No
+ * fallback: without the plugin there is no world. */
 #define LOOM_PROC_WORLD "world"
 struct loom_world {
 	uint32_t size;    /* sizeof(struct loom_world), set by the caller */
@@ -530,6 +531,28 @@ typedef int (*loom_world_bcast_fn)(loom_reg_t *reg, void *data, size_t size,
 /* "world_barrier": returns once every rank has called it. */
 #define LOOM_PROC_WORLD_BARRIER "world_barrier"
 typedef int (*loom_world_barrier_fn)(loom_reg_t *reg);
+
+/* "allreduce_world": "allreduce" across the ranks of a world, for a
+ * plugin whose collective spans processes by itself (NCCL, its id sent
+ * from world rank 0 with the world's "world_bcast"): every rank passes
+ * its own members' tensors and each gets the sum over all members of all
+ * ranks.  It may decline (LOOM_E_DECLINED) only for what every rank
+ * shares (type, shape); anything else is an error.  Fallback: the meta
+ * device's local reduce, one "world_allreduce" on host memory, and a
+ * local copy back. */
+#define LOOM_PROC_ALLREDUCE_WORLD "allreduce_world"
+struct loom_world_group {
+	uint32_t size;     /* sizeof(struct loom_world_group) */
+	loom_reg_t *world; /* the world's plugin */
+	int n_members;     /* members over every rank */
+	int first;         /* the world index of backends[0]'s member */
+	uint64_t key;      /* names the group alike on every rank */
+};
+typedef int (*loom_allreduce_world_fn)(loom_backend_t *const *backends,
+				       struct loom_tensor *const *tensors,
+				       size_t n,
+				       const struct loom_allreduce_opts *opts,
+				       const struct loom_world_group *group);
 
 #ifdef __cplusplus
 }

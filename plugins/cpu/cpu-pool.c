@@ -76,9 +76,12 @@ static void futex_wake_all(_Atomic uint32_t *addr)
 
 /* Waits until *word differs from val: spins for spin_ns, then sleeps.
  * sleepers counts the threads asleep so wakers can skip the system call
- * when nobody is. */
+ * when nobody is.  With yield, the spin gives the core away at every look
+ * at the clock to whoever else wants it (another thread of the
+ * application, such as an MPI rank's progress between graphs), and keeps
+ * it when nobody does. */
 static void wait_change(_Atomic uint32_t *word, uint32_t val,
-			_Atomic int *sleepers, int64_t spin_ns)
+			_Atomic int *sleepers, int64_t spin_ns, bool yield)
 {
 	int64_t start = 0;
 	unsigned int i = 0;
@@ -92,8 +95,11 @@ static void wait_change(_Atomic uint32_t *word, uint32_t val,
 			start = cpu_now_ns();
 			continue;
 		}
-		if (cpu_now_ns() - start < spin_ns)
+		if (cpu_now_ns() - start < spin_ns) {
+			if (yield)
+				sched_yield();
 			continue;
+		}
 		atomic_fetch_add(sleepers, 1);
 		if (atomic_load(word) == val)
 			futex_wait(word, val);
@@ -134,7 +140,8 @@ void cpu_bar_wait(struct cpu_bar *b)
 	}
 	/* Kernels are balanced: a short spin covers most waits, and sleeping
 	 * soon keeps oversubscribed partitions from burning their cores. */
-	wait_change(&b->phase, phase, &b->sleepers, spin_budget(50000, true));
+	wait_change(&b->phase, phase, &b->sleepers, spin_budget(50000, true),
+		    false);
 }
 
 void cpu_barrier(const struct cpu_task *task)
@@ -238,8 +245,9 @@ static void *worker_main(void *p)
 	for (;;) {
 		const struct cpu_job *job;
 
+		/* Idle between jobs: the spin yields. */
 		wait_change(&pool->head, next, &pool->head_sleepers,
-			    spin_budget(pool->spin_ns, true));
+			    spin_budget(pool->spin_ns, true), true);
 		job = &pool->jobs[next % CPU_POOL_QUEUE];
 		switch (job->kind) {
 		case CPU_JOB_GRAPH:
@@ -389,7 +397,7 @@ void cpu_pool_post_locked(struct cpu_pool *pool, const struct cpu_job *job)
 		if (head - done < CPU_POOL_QUEUE)
 			break;
 		wait_change(&pool->done, done, &pool->done_sleepers,
-			    spin_budget(pool->spin_ns, false));
+			    spin_budget(pool->spin_ns, false), false);
 	}
 	pool->jobs[head % CPU_POOL_QUEUE] = *job;
 	atomic_store(&pool->head, head + 1);
@@ -416,7 +424,8 @@ void cpu_pool_wait(struct cpu_pool *pool)
 		if ((int32_t)(head - done) <= 0)
 			return;
 		mark_drain(pool, head, done);
-		wait_change(&pool->done, done, &pool->drain_sleepers, spin);
+		wait_change(&pool->done, done, &pool->drain_sleepers, spin,
+			    false);
 	}
 }
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* allreduce.c - the "allreduce" entry point over NCCL (RCCL for HIP):
- * communicators per device group, created on first use and cached, and the
- * rules for what the collective declines.  LOOM_CUDA_ALLREDUCE=none makes
- * it decline everything (=nccl, or unset, uses NCCL).  Without NCCL only
- * the cleanup hook is built and the entry point is not offered.
+/* allreduce.c - the "allreduce" and "allreduce_world" entry points over
+ * NCCL (RCCL for HIP): communicators per device group, created on first
+ * use and cached (a world group's over every rank's devices, its id sent
+ * from world rank 0 through the world's "world_bcast"), and the rules for
+ * what the collective declines.  LOOM_CUDA_ALLREDUCE=none makes it
+ * decline everything (=nccl, or unset, uses NCCL).  Without NCCL only the
+ * cleanup hook is built and the entry points are not offered.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,13 +15,15 @@
 #ifdef LOOM_HAVE_NCCL
 
 /* The communicators of one ordered group of devices: comms[i] is rank i,
- * on device ids[i]. */
+ * on device ids[i]; in a world group (key not 0) rank first + i of every
+ * rank's devices. */
 struct cuda_comm_group {
 	struct cuda_comm_group *next;
 	int n;
 	int *ids;
 	ncclComm_t *comms;
 	bool failed;  /* NCCL refused this group: every call declines */
+	uint64_t key; /* the world group's, 0 for this process's devices */
 };
 
 static int nccl_error(ncclResult_t r, const char *what)
@@ -50,7 +54,8 @@ static int group_get(struct cuda_reg *reg, const int *ids, int n,
 	ncclResult_t r;
 
 	for (grp = reg->comm_groups; grp; grp = grp->next) {
-		if (grp->n == n && !memcmp(grp->ids, ids, n * sizeof(*ids))) {
+		if (!grp->key && grp->n == n &&
+		    !memcmp(grp->ids, ids, n * sizeof(*ids))) {
 			*out = grp;
 			return grp->failed ? LOOM_E_DECLINED : LOOM_OK;
 		}
@@ -89,6 +94,118 @@ err_failed:
 	reg->comm_groups = grp;
 	*out = grp;
 	return LOOM_E_DECLINED;
+}
+
+/* What world rank 0 sends the others: its id, or that it has none. */
+struct world_id {
+	int ok;
+	ncclUniqueId id;
+};
+
+/* Makes the communicators of this process's devices in world group g:
+ * world rank 0 makes the id, every rank gets it through the world, and
+ * each initialises its devices' ranks of the one communicator over all
+ * ranks' devices (inside a group, as NCCL wants for several devices of
+ * one process).  Every rank calls this at the same collective. */
+static int world_comms(const struct loom_world_group *g, const int *ids,
+		       int n, ncclComm_t *comms)
+{
+	struct loom_world w = { .size = sizeof(w) };
+	struct world_id msg;
+	loom_world_fn info;
+	loom_world_bcast_fn bcast;
+	ncclResult_t r;
+	int status;
+
+	*(void **)&info = loom_reg_proc_address(g->world, LOOM_PROC_WORLD);
+	*(void **)&bcast = loom_reg_proc_address(g->world,
+						 LOOM_PROC_WORLD_BCAST);
+	if (!info || !bcast)
+		return loom_error_set(LOOM_E_UNSUPPORTED, "%s: nccl: plugin %s "
+				      "has no world", LOOM_GPU_NAME,
+				      loom_reg_name(g->world));
+	status = info(g->world, &w);
+	if (status)
+		return status;
+	memset(&msg, 0, sizeof(msg));
+	if (w.rank == 0) {
+		r = ncclGetUniqueId(&msg.id);
+		msg.ok = r == ncclSuccess;
+		if (r != ncclSuccess)
+			loom_log(LOOM_LOG_WARN, "%s: nccl: no id: %s",
+				 LOOM_GPU_NAME, ncclGetErrorString(r));
+	}
+	/* Rank 0 sends even without an id, so that no rank waits. */
+	status = bcast(g->world, &msg, sizeof(msg), 0);
+	if (status)
+		return status;
+	if (!msg.ok)
+		return loom_error_set(LOOM_E_DEVICE, "%s: nccl: world rank 0 "
+				      "could not make an NCCL id",
+				      LOOM_GPU_NAME);
+	r = ncclGroupStart();
+	for (int i = 0; i < n && r == ncclSuccess; i++) {
+		if (cudaSetDevice(ids[i]) != cudaSuccess) {
+			r = ncclInvalidUsage;
+			break;
+		}
+		r = ncclCommInitRank(&comms[i], g->n_members, msg.id,
+				     g->first + i);
+	}
+	if (r == ncclSuccess)
+		r = ncclGroupEnd();
+	else
+		(void)ncclGroupEnd();
+	if (r != ncclSuccess) {
+		(void)cudaGetLastError();
+		return nccl_error(r, "communicator over the world");
+	}
+	return LOOM_OK;
+}
+
+/* The cached world group g of these devices, or a new one.  Unlike a
+ * local group, one NCCL refuses is an error, not a decline: the other
+ * ranks are already in the collective.  Called with reg->lock held. */
+static int world_group_get(struct cuda_reg *reg,
+			   const struct loom_world_group *g, const int *ids,
+			   int n, struct cuda_comm_group **out)
+{
+	/* A key of 0 would read as a local group's. */
+	uint64_t key = g->key ? g->key : 1;
+	struct cuda_comm_group *grp;
+	int status;
+
+	for (grp = reg->comm_groups; grp; grp = grp->next) {
+		if (grp->key == key && grp->n == n &&
+		    !memcmp(grp->ids, ids, n * sizeof(*ids))) {
+			*out = grp;
+			return grp->failed ? loom_error_set(
+				LOOM_E_DEVICE, "%s: nccl: the communicator "
+				"over the world failed before",
+				LOOM_GPU_NAME) : LOOM_OK;
+		}
+	}
+	grp = calloc(1, sizeof(*grp));
+	if (!grp)
+		return loom_error_set(LOOM_E_NOMEM, "out of memory");
+	grp->ids = calloc(n, sizeof(*grp->ids));
+	grp->comms = calloc(n, sizeof(*grp->comms));
+	if (!grp->ids || !grp->comms) {
+		group_free(grp);
+		return loom_error_set(LOOM_E_NOMEM, "out of memory");
+	}
+	memcpy(grp->ids, ids, n * sizeof(*ids));
+	grp->n = n;
+	grp->key = key;
+	status = world_comms(g, ids, n, grp->comms);
+	if (status) {
+		memset(grp->comms, 0, n * sizeof(*grp->comms));
+		grp->failed = true;
+	}
+	grp->next = reg->comm_groups;
+	reg->comm_groups = grp;
+	*out = grp;
+	return status;
 }
 
 /* Says whether the call is one NCCL can serve: our backends on distinct
@@ -165,81 +282,133 @@ static int convert_all(loom_backend_t *const *backends,
 	return LOOM_OK;
 }
 
-int cuda_allreduce(loom_backend_t *const *backends,
+/* What a call asks for, once accepted: the element type on the wire and
+ * the count. */
+struct call {
+	struct cuda_reg *reg;
+	int ids[CUDA_MAX_DEVICES];
+	bool bf16;
+	ncclDataType_t dtype;
+	int64_t count;
+};
+
+/* LOOM_E_DECLINED for a call NCCL does not serve, else LOOM_OK with c
+ * filled. */
+static int prepare(loom_backend_t *const *backends,
 		   struct loom_tensor *const *tensors, size_t n,
-		   const struct loom_allreduce_opts *opts)
+		   const struct loom_allreduce_opts *opts, struct call *c)
 {
 	const char *mode = loom_env_get("LOOM_CUDA_ALLREDUCE");
-	int ids[CUDA_MAX_DEVICES];
-	struct cuda_comm_group *grp = NULL;
-	struct cuda_reg *reg;
-	ncclDataType_t dtype = ncclFloat32;
-	int64_t count;
-	bool bf16;
-	ncclResult_t r;
-	int status;
 
 	if (mode && strcmp(mode, "nccl") != 0)
 		return LOOM_E_DECLINED;
 	if (n == 0 || !backends || !tensors)
 		return LOOM_E_DECLINED;
-	if (!accept(backends, tensors, n, &reg, ids))
+	if (!accept(backends, tensors, n, &c->reg, c->ids))
 		return LOOM_E_DECLINED;
-	/* One device runs through NCCL as well (a one-rank communicator):
-	 * the result is its own tensor, rounded to BF16 when asked, and the
-	 * path a machine with one GPU tests is the one many GPUs run. */
+	c->dtype = ncclFloat32;
 	switch (reduce_type(opts)) {
 	case LOOM_TYPE_F32:
-		bf16 = false;
+		c->bf16 = false;
 		break;
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
 	case LOOM_TYPE_BF16:
-		bf16 = true;
-		dtype = ncclBfloat16;
+		c->bf16 = true;
+		c->dtype = ncclBfloat16;
 		break;
 #endif
 	default:
 		return LOOM_E_DECLINED;
 	}
-	count = loom_tensor_n_elements(tensors[0]);
-	if (count == 0)
-		return LOOM_OK;
+	c->count = loom_tensor_n_elements(tensors[0]);
+	return LOOM_OK;
+}
 
-	pthread_mutex_lock(&reg->lock);
-	status = group_get(reg, ids, (int)n, &grp);
-	if (status)
-		goto out_unlock;
-	if (bf16) {
-		status = convert_all(backends, tensors, n, count, true);
+/* One ncclAllReduce per device of grp, in a group, on each backend's
+ * stream.  Called with reg->lock held. */
+static int reduce(loom_backend_t *const *backends,
+		  struct loom_tensor *const *tensors, size_t n,
+		  const struct call *c, struct cuda_comm_group *grp)
+{
+	ncclResult_t r;
+	int status;
+
+	if (c->bf16) {
+		status = convert_all(backends, tensors, n, c->count, true);
 		if (status)
-			goto out_unlock;
+			return status;
 	}
 	r = ncclGroupStart();
 	for (size_t i = 0; i < n && r == ncclSuccess; i++) {
 		struct cuda_backend *be = loom_backend_context(backends[i]);
-		void *buf = bf16 ? be->scratch[CUDA_SCRATCH_REDUCE] :
-				   tensors[i]->data;
+		void *buf = c->bf16 ? be->scratch[CUDA_SCRATCH_REDUCE] :
+				      tensors[i]->data;
 
 		if (cuda_use_dev(be->dev)) {
 			r = ncclInvalidUsage;
 			break;
 		}
-		r = ncclAllReduce(buf, buf, (size_t)count, dtype, ncclSum,
-				  grp->comms[i], be->stream);
+		r = ncclAllReduce(buf, buf, (size_t)c->count, c->dtype,
+				  ncclSum, grp->comms[i], be->stream);
 	}
 	/* End the group even after a failed call, as NCCL requires. */
 	if (r == ncclSuccess)
 		r = ncclGroupEnd();
 	else
 		(void)ncclGroupEnd();
-	if (r != ncclSuccess) {
-		status = nccl_error(r, "allreduce");
-		goto out_unlock;
-	}
-	if (bf16)
-		status = convert_all(backends, tensors, n, count, false);
-out_unlock:
-	pthread_mutex_unlock(&reg->lock);
+	if (r != ncclSuccess)
+		return nccl_error(r, "allreduce");
+	if (c->bf16)
+		return convert_all(backends, tensors, n, c->count, false);
+	return LOOM_OK;
+}
+
+int cuda_allreduce(loom_backend_t *const *backends,
+		   struct loom_tensor *const *tensors, size_t n,
+		   const struct loom_allreduce_opts *opts)
+{
+	struct cuda_comm_group *grp = NULL;
+	struct call c;
+	int status = prepare(backends, tensors, n, opts, &c);
+
+	if (status)
+		return status;
+	/* One device runs through NCCL as well (a one-rank communicator):
+	 * the result is its own tensor, rounded to BF16 when asked, and the
+	 * path a machine with one GPU tests is the one many GPUs run. */
+	if (c.count == 0)
+		return LOOM_OK;
+	pthread_mutex_lock(&c.reg->lock);
+	status = group_get(c.reg, c.ids, (int)n, &grp);
+	if (!status)
+		status = reduce(backends, tensors, n, &c, grp);
+	pthread_mutex_unlock(&c.reg->lock);
+	return status;
+}
+
+int cuda_allreduce_world(loom_backend_t *const *backends,
+			 struct loom_tensor *const *tensors, size_t n,
+			 const struct loom_allreduce_opts *opts,
+			 const struct loom_world_group *g)
+{
+	struct cuda_comm_group *grp = NULL;
+	struct call c;
+	int status;
+
+	if (!g || g->size < sizeof(*g) || !g->world || g->n_members < 1 ||
+	    g->first < 0 || (size_t)g->first + n > (size_t)g->n_members)
+		return loom_error_set(LOOM_E_INVAL, "%s: allreduce_world: "
+				      "a bad world group", LOOM_GPU_NAME);
+	status = prepare(backends, tensors, n, opts, &c);
+	if (status)
+		return status;
+	if (c.count == 0)
+		return LOOM_OK;
+	pthread_mutex_lock(&c.reg->lock);
+	status = world_group_get(c.reg, g, c.ids, (int)n, &grp);
+	if (!status)
+		status = reduce(backends, tensors, n, &c, grp);
+	pthread_mutex_unlock(&c.reg->lock);
 	return status;
 }
 

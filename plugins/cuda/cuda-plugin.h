@@ -164,6 +164,10 @@ int cuda_graphs_run(struct cuda_backend *be, loom_graph_t *g);
 int cuda_allreduce(loom_backend_t *const *backends,
 		   struct loom_tensor *const *tensors, size_t n,
 		   const struct loom_allreduce_opts *opts);
+int cuda_allreduce_world(loom_backend_t *const *backends,
+			 struct loom_tensor *const *tensors, size_t n,
+			 const struct loom_allreduce_opts *opts,
+			 const struct loom_world_group *group);
 void cuda_allreduce_free(struct cuda_reg *reg);
 
 /* Kernels, one entry per op family, each enqueued on be's stream.  They

@@ -10,7 +10,8 @@ plugins_meta_loom_meta_la_SOURCES = \
 	plugins/meta/meta-split.c \
 	plugins/meta/meta-buffer.c \
 	plugins/meta/meta-plan.c \
-	plugins/meta/meta-backend.c
+	plugins/meta/meta-backend.c \
+	plugins/meta/meta-world.c
 plugins_meta_loom_meta_la_CPPFLAGS = $(AM_CPPFLAGS)
 plugins_meta_loom_meta_la_LDFLAGS = $(PLUGIN_LINK_FLAGS)
 plugins_meta_loom_meta_la_LIBADD = $(PLUGIN_LINK_LIBS) -lpthread -lm

@@ -35,6 +35,8 @@ struct meta_backend {
 	size_t pin_failed; /* a size no member could pin */
 	float *scratch;
 	size_t scratch_n;
+	uint16_t *wire;       /* BF16 values sent across a world */
+	size_t wire_n;
 };
 
 static const char *be_get_name(loom_backend_t *be)
@@ -56,6 +58,7 @@ static void be_free(loom_backend_t *be)
 	}
 	loom_buffer_free(mb->pinned);
 	free(mb->scratch);
+	free(mb->wire);
 	free(mb);
 }
 
@@ -141,9 +144,67 @@ static float round_bf16(float v)
 	return loom_bf16_to_f32(loom_f32_to_bf16(v));
 }
 
+/* Sums n F32 values at acc over the ranks of md's world, in BF16 on the
+ * wire when bf16 is set (half the bytes). */
+static int world_sum(struct meta_backend *mb, float *acc, size_t n, bool bf16)
+{
+	struct meta_world *w = mb->md->world;
+	uint16_t *h;
+	int rc;
+
+	if (!bf16)
+		return w->allreduce(w->reg, acc, n, LOOM_TYPE_F32);
+	if (mb->wire_n < n) {
+		h = realloc(mb->wire, n * sizeof(*h));
+		if (!h)
+			return loom_error_set(LOOM_E_NOMEM, "meta: allreduce: "
+					      "no memory");
+		mb->wire = h;
+		mb->wire_n = n;
+	}
+	h = mb->wire;
+	for (size_t i = 0; i < n; i++)
+		h[i] = loom_f32_to_bf16(acc[i]);
+	rc = w->allreduce(w->reg, h, n, LOOM_TYPE_BF16);
+	for (size_t i = 0; !rc && i < n; i++)
+		acc[i] = loom_bf16_to_f32(h[i]);
+	return rc;
+}
+
+/* After a local reduce left the sum on every member: the world's sum of
+ * member 0's, written back to every member.  Member 0's own memory is
+ * summed in place when it is host memory. */
+static int reduce_world(struct meta_backend *mb, struct loom_tensor *const *ts,
+			size_t nbytes, bool bf16)
+{
+	int n_dev = mb->md->n, rc;
+	size_t n = nbytes / sizeof(float);
+	loom_buffer_t *b0 = ts[0]->buffer;
+	bool host = b0 && ts[0]->data &&
+		    loom_buffer_type_is_host(loom_buffer_get_type(b0));
+	float *acc = host ? ts[0]->data : scratch(mb, n);
+
+	if (!acc)
+		return loom_error_set(LOOM_E_NOMEM, "meta: allreduce: no "
+				      "memory");
+	rc = sync_members(mb);
+	if (!rc && !host)
+		rc = loom_tensor_get(ts[0], acc, 0, nbytes);
+	if (rc)
+		return rc;
+	rc = world_sum(mb, acc, n, bf16);
+	for (int j = host ? 1 : 0; !rc && j < n_dev; j++)
+		rc = loom_backend_tensor_set_async(mb->be[j], ts[j], acc, 0,
+						   nbytes);
+	if (rc)
+		return rc;
+	return sync_members(mb);
+}
+
 /* The generic allreduce, for any mix of plugins: every summand comes to
  * host memory by async copies on all devices at once, is summed in F32
- * (from BF16-rounded summands when asked), and goes back to all. */
+ * (from BF16-rounded summands when asked), over a world summed across
+ * the ranks, and goes back to all. */
 static int reduce_generic(struct meta_backend *mb,
 			  struct loom_tensor *const *ts, size_t nbytes,
 			  bool bf16)
@@ -175,6 +236,11 @@ static int reduce_generic(struct meta_backend *mb,
 			for (size_t i = 0; i < n; i++)
 				acc[i] += v[i];
 	}
+	if (mb->md->world) {
+		rc = world_sum(mb, acc, n, bf16);
+		if (rc)
+			return rc;
+	}
 	for (int j = 0; j < n_dev; j++) {
 		rc = loom_backend_tensor_set_async(mb->be[j], ts[j], acc, 0,
 						   nbytes);
@@ -192,6 +258,10 @@ static int allreduce(struct meta_backend *mb, struct meta_reduce *r)
 	size_t nbytes = loom_tensor_n_bytes(r->t);
 	bool bf16 = md->reduce_type == LOOM_TYPE_BF16 &&
 		    nbytes >= md->bf16_min_bytes;
+	struct loom_allreduce_opts o = {
+		.size = sizeof(o),
+		.reduce_type = bf16 ? LOOM_TYPE_BF16 : LOOM_TYPE_F32,
+	};
 	int rc;
 
 	for (int j = 0; j < md->n; j++) {
@@ -218,18 +288,33 @@ static int allreduce(struct meta_backend *mb, struct meta_reduce *r)
 		if (loom_dev_reg(md->members[j]) != reg)
 			reg = NULL;
 	}
+	if (md->world && md->world->plugin_reduce && !md->force_fallback) {
+		/* Across the ranks by the plugin itself (NCCL). */
+		struct loom_world_group grp = {
+			.size = sizeof(grp),
+			.world = md->world->reg,
+			.n_members = md->n_all,
+			.first = md->first,
+			.key = md->world->digest,
+		};
+
+		rc = md->world->plugin_reduce(mb->be, ts, (size_t)md->n, &o,
+					      &grp);
+		if (rc != LOOM_E_DECLINED)
+			return rc;
+	}
+	/* One member per rank has no local sum to make: the world's is
+	 * all, and no job goes to the member's queue and back first. */
+	if (md->world && md->n == 1)
+		return reduce_world(mb, ts, nbytes, bf16);
 	if (reg && !md->force_fallback) {
 		loom_allreduce_fn fn = (loom_allreduce_fn)
 			loom_reg_proc_address(reg, LOOM_PROC_ALLREDUCE);
 
 		if (fn) {
-			struct loom_allreduce_opts o = {
-				.size = sizeof(o),
-				.reduce_type = bf16 ? LOOM_TYPE_BF16
-						    : LOOM_TYPE_F32,
-			};
-
 			rc = fn(mb->be, ts, (size_t)md->n, &o);
+			if (rc == LOOM_OK && md->world)
+				return reduce_world(mb, ts, nbytes, bf16);
 			if (rc != LOOM_E_DECLINED)
 				return rc;
 		}

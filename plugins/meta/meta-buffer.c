@@ -123,7 +123,7 @@ int meta_slice_new(loom_ctx_t *ctx, struct meta_dev *md,
 	*out = NULL;
 	memcpy(ne, t->ne, sizeof(ne));
 	if (st->state <= LOOM_SPLIT_DIM3)
-		ne[st->state] = meta_state_dev_len(st, md->n, j);
+		ne[st->state] = meta_state_dev_len(st, md, j);
 	for (int d = 0; d < LOOM_MAX_DIMS; d++)
 		if (ne[d] == 0)
 			return LOOM_OK;
@@ -178,8 +178,28 @@ static int lay_out(struct meta_buffer *mb, struct meta_chunk *chunk,
 	return LOOM_OK;
 }
 
+/* Adds leaf t in state st to mb's digest of what the ranks of a world
+ * must place alike. */
+static void note_placed(struct meta_buffer *mb, const struct loom_tensor *t,
+			const struct meta_state *st)
+{
+	uint64_t h = mb->n_unagreed ? mb->digest : 0xcbf29ce484222325ull;
+	int32_t v[2] = { (int32_t)t->type, (int32_t)st->state };
+
+	h = meta_hash(h, t->name, strlen(t->name) + 1);
+	h = meta_hash(h, v, sizeof(v));
+	h = meta_hash(h, t->ne, sizeof(t->ne));
+	for (int s = 0; s < st->n_seg; s++)
+		h = meta_hash(h, st->len[s],
+			      (size_t)mb->md->n_all * sizeof(st->len[s][0]));
+	mb->digest = h;
+	mb->n_unagreed++;
+}
+
 /* Gives every waiting slice of mb its memory: one chunk, one buffer per
- * device of exactly the waiting bytes.  mb->lock is held. */
+ * device of exactly the waiting bytes.  Over a world the ranks first
+ * compare what they placed (every rank gets here on the same first use):
+ * a rank that loaded another model fails them all.  mb->lock is held. */
 static int materialize(struct meta_buffer *mb)
 {
 	int n = mb->md->n, rc = LOOM_OK;
@@ -187,6 +207,13 @@ static int materialize(struct meta_buffer *mb)
 	struct meta_chunk *c;
 	bool any = false;
 
+	if (mb->md->world && mb->n_unagreed) {
+		mb->n_unagreed = 0;
+		rc = meta_world_agree(mb->md, mb->digest, "weights and caches "
+				      "(names, types, shapes or splits)");
+		if (rc)
+			return rc;
+	}
 	lay_out(mb, NULL, need);
 	for (int j = 0; j < n; j++)
 		any |= need[j] > 0;
@@ -257,7 +284,7 @@ static struct meta_tensor *take_old(struct meta_buffer *mb, size_t offs,
 		for (int j = 0; j < mb->md->n && !dt; j++)
 			dt = mt->dev_t[j];
 		if (dt && dt->type == t->type &&
-		    meta_state_same_slices(&mt->raw, st, mb->md->n)) {
+		    meta_state_same_slices(&mt->raw, st, mb->md)) {
 			bool same = true;
 
 			for (int d = 0; d < LOOM_MAX_DIMS; d++)
@@ -327,6 +354,8 @@ static int buffer_init_tensor(loom_buffer_t *buf, struct loom_tensor *t)
 	mt->next = mb->tensors;
 	mb->tensors = mt;
 	t->state = mt->handle;
+	if (md->world && !compute)
+		note_placed(mb, t, &st);
 	pthread_mutex_unlock(&mb->lock);
 	return LOOM_OK;
 }
@@ -383,6 +412,12 @@ static int buffer_get_tensor(loom_buffer_t *buf, const struct loom_tensor *t,
 	return meta_tensor_get(t, data, offset, size, NULL);
 }
 
+static int buffer_memset_tensor(loom_buffer_t *buf, struct loom_tensor *t,
+				uint8_t value, size_t offset, size_t size)
+{
+	return meta_tensor_memset(t, value, offset, size);
+}
+
 static int buffer_clear(loom_buffer_t *buf, uint8_t value)
 {
 	struct meta_buffer *mb = loom_buffer_context(buf);
@@ -409,6 +444,7 @@ static const struct loom_buffer_iface meta_buffer_iface = {
 	.init_tensor = buffer_init_tensor,
 	.set_tensor = buffer_set_tensor,
 	.get_tensor = buffer_get_tensor,
+	.memset_tensor = buffer_memset_tensor,
 	.clear = buffer_clear,
 };
 

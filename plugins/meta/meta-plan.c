@@ -311,9 +311,8 @@ static int slice_src(struct meta_plan *pl, int j, const struct loom_tensor *t,
 				      "meta: %s: a MIRRORED source cannot "
 				      "meet a split of several segments",
 				      t->name);
-	for (int k = 0; k < j; k++)
-		start += ref->len[0][k];
-	len = ref->len[0][j];
+	start = meta_state_dev_start(ref, pl->md, 0, j);
+	len = ref->len[0][pl->md->first + j];
 	if (len == 0) {
 		*out = NULL;
 		return LOOM_OK;
@@ -456,7 +455,7 @@ static bool meet_mirrored(struct rule *r, const struct loom_tensor *t,
 }
 
 static bool rule_binary(const struct loom_tensor *t, struct meta_tensor **s,
-			struct rule *r, int n)
+			struct rule *r, const struct meta_dev *md)
 {
 	const struct meta_state *a = &s[0]->synced, *b = &s[1]->synced;
 	enum loom_split_state sa = a->state, sb = b->state;
@@ -481,7 +480,7 @@ static bool rule_binary(const struct loom_tensor *t, struct meta_tensor **s,
 		return true;
 	}
 	if (is_split(sa) && is_split(sb)) {
-		if (!meta_state_same_slices(a, b, n))
+		if (!meta_state_same_slices(a, b, md))
 			return false;
 		r->out = *a;
 		return true;
@@ -499,7 +498,7 @@ static bool rule_binary(const struct loom_tensor *t, struct meta_tensor **s,
 }
 
 static bool rule_mul_mat(const struct loom_tensor *t, struct meta_tensor **s,
-			 struct rule *r, int n)
+			 struct rule *r, const struct meta_dev *md)
 {
 	const struct meta_state *a = &s[0]->synced, *b = &s[1]->synced;
 	enum loom_split_state sa = a->state, sb = b->state;
@@ -526,7 +525,7 @@ static bool rule_mul_mat(const struct loom_tensor *t, struct meta_tensor **s,
 		return true;
 	}
 	if (sa == LOOM_SPLIT_DIM0 && sb == LOOM_SPLIT_DIM0) {
-		if (!meta_state_same_slices(a, b, n))
+		if (!meta_state_same_slices(a, b, md))
 			return false;
 		meta_state_whole(&r->out, P);
 		return true;
@@ -553,8 +552,8 @@ static bool rule_mul_mat(const struct loom_tensor *t, struct meta_tensor **s,
 
 		if (a->n_seg != 1 || b->n_seg != 1)
 			return false;
-		for (int j = 0; j < n; j++)
-			if (b->len[0][j] != a->len[0][j] * f)
+		for (int k = 0; k < md->n_all; k++)
+			if (b->len[0][k] != a->len[0][k] * f)
 				return false;
 		r->out = *b;
 		return true;
@@ -583,7 +582,7 @@ static bool rule_mul_mat(const struct loom_tensor *t, struct meta_tensor **s,
 
 /* Finds the rule for t given its sources' current states. */
 static bool find_rule(const struct loom_tensor *t, struct meta_tensor **s,
-		      struct rule *r, int n)
+		      struct rule *r, const struct meta_dev *md)
 {
 	const enum loom_split_state P = LOOM_SPLIT_PARTIAL,
 				    M = LOOM_SPLIT_MIRRORED;
@@ -598,7 +597,7 @@ static bool find_rule(const struct loom_tensor *t, struct meta_tensor **s,
 	case LOOM_OP_SUB:
 	case LOOM_OP_MUL:
 	case LOOM_OP_DIV:
-		return rule_binary(t, s, r, n);
+		return rule_binary(t, s, r, md);
 	case LOOM_OP_SCALE:
 	case LOOM_OP_CONT:
 		r->out = *a;
@@ -629,7 +628,7 @@ static bool find_rule(const struct loom_tensor *t, struct meta_tensor **s,
 		if (s[1]->synced.state == M)
 			return sa == M ||
 			       meet_mirrored(r, t, t->src[1], 1, (int)sa, a);
-		return meta_state_same_slices(a, &s[1]->synced, n);
+		return meta_state_same_slices(a, &s[1]->synced, md);
 	case LOOM_OP_ROPE:
 		r->out = *a;
 		if (s[1]->synced.state != M)
@@ -643,15 +642,15 @@ static bool find_rule(const struct loom_tensor *t, struct meta_tensor **s,
 		if (sa == LOOM_SPLIT_DIM0 && a->n_seg == 1 &&
 		    loom_tensor_op_param_i32(t, 1) == LOOM_ROPE_NORMAL) {
 			/* whole rotation pairs: every cut even */
-			for (int j = 0; j < n; j++)
-				if (a->len[0][j] % 2)
+			for (int k = 0; k < md->n_all; k++)
+				if (a->len[0][k] % 2)
 					return false;
 			return true;
 		}
 		return false;
 	case LOOM_OP_MUL_MAT:
 	case LOOM_OP_MUL_MAT_ID:
-		return rule_mul_mat(t, s, r, n);
+		return rule_mul_mat(t, s, r, md);
 	case LOOM_OP_GET_ROWS:
 		r->out = *a;
 		return s[1]->synced.state == M &&
@@ -686,7 +685,7 @@ static bool find_rule(const struct loom_tensor *t, struct meta_tensor **s,
 		if (val->state == M)
 			return meet_mirrored(r, t, t->src[iv], iv, (int)sd,
 					     dst);
-		return meta_state_same_slices(dst, val, n);
+		return meta_state_same_slices(dst, val, md);
 	}
 	case LOOM_OP_CONCAT: {
 		const struct meta_state *b = &s[1]->synced;
@@ -699,7 +698,7 @@ static bool find_rule(const struct loom_tensor *t, struct meta_tensor **s,
 			return b->state == M ?
 				       meet_mirrored(r, t, t->src[1], 1,
 						     (int)sa, a) :
-				       meta_state_same_slices(a, b, n);
+				       meta_state_same_slices(a, b, md);
 		if (sa == M && is_split(b->state) && (int)b->state != dim &&
 		    t->src[0]->ne[b->state] == t->ne[b->state]) {
 			r->out = *b;
@@ -725,7 +724,8 @@ static int map_view(struct meta_plan *pl, const struct loom_tensor *t,
 		    struct meta_state *out, int64_t ne_j[][LOOM_MAX_DIMS],
 		    size_t nb_j[][LOOM_MAX_DIMS], size_t *offs_j)
 {
-	int n = pl->md->n, a = (int)rs->state, E = -1, s0, s1;
+	const struct meta_dev *md = pl->md;
+	int n = md->n, a = (int)rs->state, E = -1, s0, s1;
 	size_t unit_a = a == 0 ? root->nb[0] : root->nb[a];
 	size_t unit_up = a < 3 ? root->nb[a + 1] : loom_tensor_n_bytes(root);
 	size_t o_out, o_in, lower, axis_off, pos, span, cover;
@@ -755,10 +755,8 @@ static int map_view(struct meta_plan *pl, const struct loom_tensor *t,
 	span = t->nb[E] * (size_t)t->ne[E];
 
 	for (int s = 0; s < rs->n_seg; s++) {
-		int64_t len = 0;
+		int64_t len = meta_state_seg_len(rs, md, s);
 
-		for (int j = 0; j < n; j++)
-			len += rs->len[s][j];
 		seg_b[s] = (size_t)meta_axis_bytes(root, a, len);
 	}
 	for (s0 = 0, pos = 0; s0 < rs->n_seg && pos < axis_off; s0++)
@@ -772,23 +770,14 @@ static int map_view(struct meta_plan *pl, const struct loom_tensor *t,
 				      "slice", t->name, root->name,
 				      meta_state_name(rs->state));
 
+	/* Every member's slices of the view, so that all ranks agree. */
 	memset(out, 0, sizeof(*out));
 	out->state = (enum loom_split_state)E;
 	out->n_seg = s1 - s0;
-	for (int j = 0; j < n; j++) {
-		int64_t before = 0, total = 0;
-		size_t up_j;
-
-		for (int s = 0; s < rs->n_seg; s++)
-			total += rs->len[s][j];
-		for (int s = 0; s < s0; s++)
-			before += rs->len[s][j];
-		up_j = (size_t)meta_axis_bytes(root, a, total);
-		memcpy(ne_j[j], t->ne, sizeof(t->ne));
-		ne_j[j][E] = 0;
-		for (int s = s0; s < s1; s++) {
+	for (int s = s0; s < s1; s++) {
+		for (int k = 0; k < md->n_all; k++) {
 			size_t b = (size_t)meta_axis_bytes(root, a,
-							   rs->len[s][j]);
+							   rs->len[s][k]);
 
 			if (b % t->nb[E])
 				return loom_error_set(
@@ -796,9 +785,22 @@ static int map_view(struct meta_plan *pl, const struct loom_tensor *t,
 					"meta: view %s: a slice of %s is not "
 					"a whole number of its dimension %d",
 					t->name, root->name, E);
-			out->len[s - s0][j] = (int64_t)(b / t->nb[E]);
-			ne_j[j][E] += out->len[s - s0][j];
+			out->len[s - s0][k] = (int64_t)(b / t->nb[E]);
 		}
+	}
+	for (int j = 0; j < n; j++) {
+		int64_t before = 0, total = 0;
+		size_t up_j;
+
+		for (int s = 0; s < rs->n_seg; s++)
+			total += rs->len[s][md->first + j];
+		for (int s = 0; s < s0; s++)
+			before += rs->len[s][md->first + j];
+		up_j = (size_t)meta_axis_bytes(root, a, total);
+		memcpy(ne_j[j], t->ne, sizeof(t->ne));
+		ne_j[j][E] = 0;
+		for (int s = s0; s < s1; s++)
+			ne_j[j][E] += out->len[s - s0][md->first + j];
 		for (int k = 0; k < LOOM_MAX_DIMS; k++) {
 			nb_j[j][k] = t->nb[k];
 			if (t->nb[k] < unit_up)
@@ -860,7 +862,7 @@ static int plan_view(struct meta_plan *pl, const struct loom_tensor *t,
 		if (!base || mt->zero[j])
 			continue;
 		if (is_split(mt->raw.state) &&
-		    meta_state_dev_len(&mt->raw, n, j) == 0)
+		    meta_state_dev_len(&mt->raw, pl->md, j) == 0)
 			continue;
 		mt->dev_t[j] = make_view(pl->ctx[j], base,
 					 dep ? dep->dev_t[j] : NULL, ne_j[j],
@@ -922,7 +924,7 @@ static int build_with_empty(struct meta_plan *pl, const struct loom_tensor *t,
 {
 	*out = NULL;
 	if (is_split(mt->raw.state) &&
-	    meta_state_dev_len(&mt->raw, pl->md->n, j) == 0)
+	    meta_state_dev_len(&mt->raw, pl->md, j) == 0)
 		return LOOM_OK;
 	if (mt->raw.state != LOOM_SPLIT_PARTIAL)
 		return loom_error_set(LOOM_E_UNSUPPORTED,
@@ -948,14 +950,15 @@ static int build_with_empty(struct meta_plan *pl, const struct loom_tensor *t,
 }
 
 /* True when two sources split on one dimension are cut differently. */
-static bool slices_differ(struct meta_tensor *const *s, int n_src, int n)
+static bool slices_differ(struct meta_tensor *const *s, int n_src,
+			  const struct meta_dev *md)
 {
 	for (int i = 0; i < n_src; i++)
 		for (int k = i + 1; k < n_src; k++)
 			if (s[i] && s[k] && is_split(s[i]->synced.state) &&
 			    s[i]->synced.state == s[k]->synced.state &&
 			    !meta_state_same_slices(&s[i]->synced,
-						    &s[k]->synced, n))
+						    &s[k]->synced, md))
 				return true;
 	return false;
 }
@@ -988,7 +991,7 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 		return loom_error_set(LOOM_E_INVAL, "meta: node %s has no "
 				      "source", t->name);
 
-	if (!find_rule(t, s, &r, n)) {
+	if (!find_rule(t, s, &r, pl->md)) {
 		bool any_p = false;
 
 		/* No rule on the raw states: try the synced view. */
@@ -1000,9 +1003,9 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 				any_p = true;
 			}
 		}
-		if (!any_p || !find_rule(t, s, &r, n))
+		if (!any_p || !find_rule(t, s, &r, pl->md))
 			return no_rule(t, s, seen, n_src,
-				       slices_differ(s, n_src, n)
+				       slices_differ(s, n_src, pl->md)
 					       ? "the sources are cut at "
 						 "different places (see the "
 						 "split callback's "
@@ -1035,17 +1038,17 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 			if (rc)
 				return rc;
 		} else if (is_split(mt->raw.state) &&
-			   meta_state_dev_len(&mt->raw, n, j) == 0) {
+			   meta_state_dev_len(&mt->raw, pl->md, j) == 0) {
 			dt = NULL;
 		} else {
 			if (t->op == LOOM_OP_ROPE &&
 			    mt->raw.state == LOOM_SPLIT_DIM0) {
-				int64_t o = 0;
+				int64_t o = meta_state_dev_start(&mt->raw,
+								 pl->md, 0, j);
 
-				for (int k = 0; k < j; k++)
-					o += mt->raw.len[0][k];
 				dt = rope_part(pl->ctx[j], t, ds, o,
-					       mt->raw.len[0][j]);
+					       mt->raw.len[0][pl->md->first +
+							      j]);
 			} else {
 				dt = build_op(pl->ctx[j], t, ds);
 			}
@@ -1057,7 +1060,7 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 					loom_ctx_error(pl->ctx[j]));
 			if (is_split(mt->raw.state) &&
 			    dt->ne[mt->raw.state] !=
-				    meta_state_dev_len(&mt->raw, n, j))
+				    meta_state_dev_len(&mt->raw, pl->md, j))
 				return loom_error_set(
 					LOOM_E_INVAL,
 					"meta: %s '%s': device %d has %lld "
@@ -1066,7 +1069,7 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 					j, (long long)dt->ne[mt->raw.state],
 					(int)mt->raw.state,
 					(long long)meta_state_dev_len(
-						&mt->raw, n, j));
+						&mt->raw, pl->md, j));
 		}
 		mt->dev_t[j] = dt;
 		if (!dt)

@@ -139,8 +139,10 @@ static const struct loom_dev_iface meta_dev_iface = {
 
 static bool same_key(const struct meta_dev *md, loom_dev_t *const *devs,
 		     size_t n, loom_split_fn split, void *userdata,
-		     const struct meta_dev *want)
+		     const struct meta_dev *want, loom_reg_t *world)
 {
+	if ((md->world ? md->world->reg : NULL) != world)
+		return false;
 	if ((size_t)md->n != n || md->split != split ||
 	    md->userdata != userdata || md->has_ratios != want->has_ratios ||
 	    md->reduce_type != want->reduce_type ||
@@ -156,15 +158,33 @@ static bool same_key(const struct meta_dev *md, loom_dev_t *const *devs,
 	return true;
 }
 
-/* Reads the options the caller's struct has (opts->size says how many). */
-static int read_opts(const struct loom_meta_opts *opts, size_t n,
-		     struct meta_dev *want)
+/* The world LOOM_META_WORLD names ("mpi"), *out NULL when it is unset. */
+static int world_from_env(loom_reg_t **out)
+{
+	const char *v = loom_env_get("LOOM_META_WORLD");
+
+	*out = NULL;
+	if (!v || !*v)
+		return LOOM_OK;
+	*out = loom_reg_by_name(v);
+	if (!*out)
+		return loom_error_set(LOOM_E_NOT_FOUND, "LOOM_META_WORLD=%s: "
+				      "plugin %s is not loaded (not started "
+				      "by mpirun? see loom-info)", v, v);
+	return LOOM_OK;
+}
+
+/* Reads the options the caller's struct has (opts->size says how many);
+ * *world is the world asked for, else, when env is set, LOOM_META_WORLD's. */
+static int read_opts(const struct loom_meta_opts *opts, size_t n, bool env,
+		     struct meta_dev *want, loom_reg_t **world)
 {
 	double sum = 0;
 
 	want->reduce_type = LOOM_TYPE_F32;
+	*world = NULL;
 	if (!opts)
-		return LOOM_OK;
+		return env ? world_from_env(world) : LOOM_OK;
 #define HAS(field)                                                           \
 	(opts->size >= offsetof(struct loom_meta_opts, field) +              \
 			       sizeof(opts->field))
@@ -200,23 +220,49 @@ static int read_opts(const struct loom_meta_opts *opts, size_t n,
 		want->bf16_min_bytes = opts->bf16_min_bytes;
 	if (HAS(force_fallback))
 		want->force_fallback = opts->force_fallback;
+	if (HAS(world))
+		*world = opts->world;
 #undef HAS
-	return LOOM_OK;
+	return *world || !env ? LOOM_OK : world_from_env(world);
 }
 
 static void meta_dev_destroy(struct meta_dev *md)
 {
+	meta_world_free(md->world);
 	free(md->desc);
 	free(md);
 }
 
-/* Makes and registers a meta device; G.lock is held. */
+/* "meta(cpu0,cpu1)", and over a world ", rank 0 of 2 (4 members)". */
+static int describe(struct meta_dev *md)
+{
+	size_t len = 64;
+	char *p;
+
+	for (int j = 0; j < md->n; j++)
+		len += strlen(loom_dev_name(md->members[j])) + 1;
+	md->desc = p = malloc(len);
+	if (!p)
+		return loom_error_set(LOOM_E_NOMEM, "meta: no memory");
+	p += sprintf(p, "meta(");
+	for (int j = 0; j < md->n; j++)
+		p += sprintf(p, "%s%s", j ? "," : "",
+			     loom_dev_name(md->members[j]));
+	p += sprintf(p, ")");
+	if (md->world)
+		sprintf(p, ", rank %d of %d (%d members)", md->world->rank,
+			md->world->n_ranks, md->n_all);
+	return LOOM_OK;
+}
+
+/* Makes and registers a meta device, joining world when not NULL (every
+ * rank makes its own at the same time); G.lock is held. */
 static int meta_dev_create(loom_dev_t *const *devs, size_t n,
 			   loom_split_fn split, void *userdata,
-			   const struct meta_dev *want, struct meta_dev **out)
+			   const struct meta_dev *want, loom_reg_t *world,
+			   struct meta_dev **out)
 {
 	struct meta_dev *md;
-	size_t len = 8;
 	int rc;
 
 	if (G.n_devs == META_MAX_META_DEVS)
@@ -240,21 +286,19 @@ static int meta_dev_create(loom_dev_t *const *devs, size_t n,
 			md->max_align = a;
 		if (m < md->min_max_size)
 			md->min_max_size = m;
-		len += strlen(loom_dev_name(devs[j])) + 1;
+		md->ratios_all[j] = md->has_ratios ? md->ratios[j] : 1.0f;
 	}
+	md->n_all = md->n;
+	md->first = 0;
 	snprintf(md->name, sizeof(md->name), "meta%d", G.n_devs);
-	md->desc = malloc(len);
-	if (!md->desc) {
-		rc = loom_error_set(LOOM_E_NOMEM, "meta: no memory");
+	if (world) {
+		rc = meta_world_join(md, world);
+		if (rc)
+			goto err_free;
+	}
+	rc = describe(md);
+	if (rc)
 		goto err_free;
-	}
-	strcpy(md->desc, "meta(");
-	for (size_t j = 0; j < n; j++) {
-		if (j)
-			strcat(md->desc, ",");
-		strcat(md->desc, loom_dev_name(devs[j]));
-	}
-	strcat(md->desc, ")");
 
 	rc = loom_dev_new(G.reg, &meta_dev_iface, md, &md->dev);
 	if (rc)
@@ -271,12 +315,14 @@ err_free:
 	return rc;
 }
 
-/* The "meta_device_new" entry point: loom_meta_dev_new(). */
-static int meta_device_new(loom_dev_t *const *devs, size_t n,
-			   loom_split_fn split, void *userdata,
-			   const struct loom_meta_opts *opts, loom_dev_t **out)
+/* Finds or makes the meta device; LOOM_META_WORLD applies when env is
+ * set and opts names no world. */
+static int device_new(loom_dev_t *const *devs, size_t n, loom_split_fn split,
+		      void *userdata, const struct loom_meta_opts *opts,
+		      bool env, loom_dev_t **out)
 {
 	struct meta_dev want, *md = NULL;
+	loom_reg_t *world;
 	int rc;
 
 	if (!out)
@@ -297,7 +343,7 @@ static int meta_device_new(loom_dev_t *const *devs, size_t n,
 					      loom_dev_name(devs[j]));
 	}
 	memset(&want, 0, sizeof(want));
-	rc = read_opts(opts, n, &want);
+	rc = read_opts(opts, n, env, &want, &world);
 	if (rc)
 		return rc;
 	if (!split)
@@ -305,15 +351,25 @@ static int meta_device_new(loom_dev_t *const *devs, size_t n,
 
 	pthread_mutex_lock(&G.lock);
 	for (int i = 0; i < G.n_devs && !md; i++)
-		if (same_key(G.devs[i], devs, n, split, userdata, &want))
+		if (same_key(G.devs[i], devs, n, split, userdata, &want,
+			     world))
 			md = G.devs[i];
 	if (!md)
-		rc = meta_dev_create(devs, n, split, userdata, &want, &md);
+		rc = meta_dev_create(devs, n, split, userdata, &want, world,
+				     &md);
 	pthread_mutex_unlock(&G.lock);
 	if (rc)
 		return rc;
 	*out = md->dev;
 	return LOOM_OK;
+}
+
+/* The "meta_device_new" entry point: loom_meta_dev_new(). */
+static int meta_device_new(loom_dev_t *const *devs, size_t n,
+			   loom_split_fn split, void *userdata,
+			   const struct loom_meta_opts *opts, loom_dev_t **out)
+{
+	return device_new(devs, n, split, userdata, opts, true, out);
 }
 
 /* The split of "split_buffer_type": 2D tensors by rows, the rest whole. */
@@ -327,7 +383,8 @@ static int split_rows(const struct loom_tensor *t, struct loom_split *out,
 	return LOOM_OK;
 }
 
-/* The "split_buffer_type" entry point. */
+/* The "split_buffer_type" entry point: the devices of this process
+ * only, whatever LOOM_META_WORLD says. */
 static int split_buffer_type(loom_dev_t *const *devs, size_t n,
 			     const float *ratios, loom_buffer_type_t **out)
 {
@@ -342,7 +399,7 @@ static int split_buffer_type(loom_dev_t *const *devs, size_t n,
 	if (!out)
 		return loom_error_set(LOOM_E_INVAL, "split_buffer_type: out "
 				      "is NULL");
-	rc = meta_device_new(devs, n, split_rows, NULL, &opts, &dev);
+	rc = device_new(devs, n, split_rows, NULL, &opts, false, &dev);
 	if (rc)
 		return rc;
 	*out = loom_dev_buffer_type(dev);
@@ -460,13 +517,16 @@ static size_t compose_members(loom_dev_t **devs)
 		if (loom_dev_type(dev) == LOOM_DEV_TYPE_GPU)
 			devs[n++] = dev;
 	}
-	return n >= 2 ? n : 0;
+	/* Over a world, one GPU per rank is tensor parallelism too. */
+	env = loom_env_get("LOOM_META_WORLD");
+	return n >= (env && *env ? 1 : 2) ? n : 0;
 }
 
 static int meta_init(loom_reg_t **out)
 {
 	loom_dev_t *devs[META_MAX_DEVS];
 	struct meta_dev want, *md;
+	loom_reg_t *world;
 	size_t n;
 	int rc;
 
@@ -477,9 +537,11 @@ static int meta_init(loom_reg_t **out)
 	if (n) {
 		memset(&want, 0, sizeof(want));
 		want.reduce_type = LOOM_TYPE_F32;
+		rc = world_from_env(&world);
 		pthread_mutex_lock(&G.lock);
-		rc = meta_dev_create(devs, n, loom_meta_split_default, NULL,
-				     &want, &md);
+		if (!rc)
+			rc = meta_dev_create(devs, n, loom_meta_split_default,
+					     NULL, &want, world, &md);
 		pthread_mutex_unlock(&G.lock);
 		if (rc)
 			loom_log(LOOM_LOG_WARN, "meta: composing failed: %s",

@@ -34,20 +34,41 @@ void meta_state_whole(struct meta_state *st, enum loom_split_state state)
 	st->state = state;
 }
 
-/* Elements of the split axis device j holds. */
-int64_t meta_state_dev_len(const struct meta_state *st, int n, int j)
+int64_t meta_state_dev_len(const struct meta_state *st,
+			   const struct meta_dev *md, int j)
 {
 	int64_t sum = 0;
 
-	(void)n;
 	for (int s = 0; s < st->n_seg; s++)
-		sum += st->len[s][j];
+		sum += st->len[s][md->first + j];
 	return sum;
 }
 
-/* True when a and b are the same state cut at the same places. */
+int64_t meta_state_dev_start(const struct meta_state *st,
+			     const struct meta_dev *md, int s, int j)
+{
+	int64_t sum = 0;
+
+	for (int k = 0; k < md->first + j; k++)
+		sum += st->len[s][k];
+	return sum;
+}
+
+int64_t meta_state_seg_len(const struct meta_state *st,
+			   const struct meta_dev *md, int s)
+{
+	int64_t sum = 0;
+
+	for (int k = 0; k < md->n_all; k++)
+		sum += st->len[s][k];
+	return sum;
+}
+
+/* True when a and b are the same state cut at the same places (over the
+ * whole world, so that every rank answers alike). */
 bool meta_state_same_slices(const struct meta_state *a,
-			    const struct meta_state *b, int n)
+			    const struct meta_state *b,
+			    const struct meta_dev *md)
 {
 	if (a->state != b->state)
 		return false;
@@ -56,8 +77,8 @@ bool meta_state_same_slices(const struct meta_state *a,
 	if (a->n_seg != b->n_seg)
 		return false;
 	for (int s = 0; s < a->n_seg; s++)
-		for (int j = 0; j < n; j++)
-			if (a->len[s][j] != b->len[s][j])
+		for (int k = 0; k < md->n_all; k++)
+			if (a->len[s][k] != b->len[s][k])
 				return false;
 	return true;
 }
@@ -68,7 +89,7 @@ bool meta_state_same_slices(const struct meta_state *a,
 static void largest_remainder(int64_t units, const float *w, int n,
 			      int64_t *out)
 {
-	double total = 0, frac[META_MAX_DEVS];
+	double total = 0, frac[META_MAX_MEMBERS];
 	int64_t given = 0;
 
 	for (int j = 0; j < n; j++)
@@ -110,7 +131,6 @@ static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
 {
 	int64_t seg[META_MAX_SEG], g, blck, sum = 0;
 	int n_seg, axis;
-	float w[META_MAX_DEVS];
 
 	if ((int)sp->state < LOOM_SPLIT_DIM0 || sp->state > LOOM_SPLIT_PARTIAL)
 		return loom_error_set(LOOM_E_INVAL,
@@ -175,8 +195,6 @@ static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
 			g = blck;
 	}
 
-	for (int j = 0; j < md->n; j++)
-		w[j] = md->has_ratios ? md->ratios[j] : 1.0f;
 	out->n_seg = n_seg;
 	for (int s = 0; s < n_seg; s++) {
 		if (seg[s] % g != 0)
@@ -187,9 +205,10 @@ static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
 					      t->name, (long long)seg[s],
 					      (long long)g,
 					      blck > 1 ? " (block size)" : "");
-		largest_remainder(seg[s] / g, w, md->n, out->len[s]);
-		for (int j = 0; j < md->n; j++)
-			out->len[s][j] *= g;
+		largest_remainder(seg[s] / g, md->ratios_all, md->n_all,
+				  out->len[s]);
+		for (int k = 0; k < md->n_all; k++)
+			out->len[s][k] *= g;
 	}
 	return LOOM_OK;
 }
@@ -267,14 +286,17 @@ static int check_rows(const struct loom_tensor *t, int axis, size_t offset,
 	return LOOM_OK;
 }
 
-/* Moves data between the host and a split tensor's slices: per device and
- * segment one 2D copy of n rows.  bes NULL means blocking copies. */
+/* Moves data between the host and a split tensor's slices: per local
+ * member and segment one 2D copy of n rows.  bes NULL means blocking
+ * copies.  A get over a world then fills in the pieces other ranks hold
+ * (a collective: every rank gets the same rows). */
 static int split_copy(struct meta_tensor *mt, const struct loom_tensor *t,
 		      void *data, size_t offset, size_t size,
 		      loom_backend_t *const *bes, bool set)
 {
 	const struct meta_state *st = &mt->synced;
-	int axis = (int)st->state, n = mt->md->n, rc;
+	struct meta_dev *md = mt->md;
+	int axis = (int)st->state, n = md->n, rc, failed = LOOM_OK;
 	size_t unit = split_unit(t, axis), n_rows, row0;
 	int64_t seg_start = 0;
 
@@ -287,18 +309,16 @@ static int split_copy(struct meta_tensor *mt, const struct loom_tensor *t,
 		return LOOM_OK;
 
 	for (int s = 0; s < st->n_seg; s++) {
-		int64_t host_pos = seg_start;
-
 		for (int j = 0; j < n; j++) {
 			struct loom_tensor *dt = mt->dev_t[j];
-			int64_t len = st->len[s][j], dev_pos = 0;
+			int64_t len = st->len[s][md->first + j], dev_pos = 0;
+			int64_t host_pos = seg_start +
+					   meta_state_dev_start(st, md, s, j);
 			size_t dunit, hb, db, sb;
 			uint8_t *h;
 
-			if (len == 0 || !dt) {
-				host_pos += len;
+			if (len == 0 || !dt)
 				continue;
-			}
 			if (!loom_tensor_is_contiguous(dt))
 				return loom_error_set(
 					LOOM_E_UNSUPPORTED,
@@ -306,7 +326,7 @@ static int split_copy(struct meta_tensor *mt, const struct loom_tensor *t,
 					"(make it contiguous with cont)",
 					t->name);
 			for (int s2 = 0; s2 < s; s2++)
-				dev_pos += st->len[s2][j];
+				dev_pos += st->len[s2][md->first + j];
 			dunit = split_unit(dt, axis);
 			hb = (size_t)meta_axis_bytes(t, axis, host_pos);
 			db = (size_t)meta_axis_bytes(dt, axis, dev_pos);
@@ -328,20 +348,31 @@ static int split_copy(struct meta_tensor *mt, const struct loom_tensor *t,
 				rc = loom_tensor_get_2d(dt, h,
 							row0 * dunit + db, sb,
 							n_rows, dunit, unit);
-			if (rc)
+			if (rc && (set || !md->world))
 				return rc;
-			host_pos += len;
+			if (rc && !failed)
+				failed = rc;
 		}
-		seg_start = host_pos;
+		seg_start += meta_state_seg_len(st, md, s);
 	}
-	return LOOM_OK;
+	if (set || !md->world)
+		return LOOM_OK;
+	/* A rank whose own read failed still takes part, so that none
+	 * waits for it. */
+	for (int j = 0; bes && j < n; j++) {
+		rc = loom_backend_synchronize(bes[j]);
+		if (rc && !failed)
+			failed = rc;
+	}
+	rc = meta_world_gather(md, t, st, data, n_rows, unit);
+	return failed ? failed : rc;
 }
 
 int meta_tensor_set(const struct loom_tensor *t, const void *data,
 		    size_t offset, size_t size, loom_backend_t *const *bes)
 {
 	struct meta_tensor *mt;
-	bool first = true;
+	bool first;
 	int rc;
 
 	rc = meta_tensor_data(t, &mt);
@@ -350,13 +381,14 @@ int meta_tensor_set(const struct loom_tensor *t, const void *data,
 	if (mt->synced.state <= LOOM_SPLIT_DIM3)
 		return split_copy(mt, t, (void *)data, offset, size, bes, true);
 
+	/* A PARTIAL value is its sum: the world's first member holds it,
+	 * the others zero. */
+	first = mt->md->first == 0;
 	for (int j = 0; j < mt->md->n; j++) {
 		struct loom_tensor *dt = mt->dev_t[j];
 
 		if (!dt)
 			continue;
-		/* A PARTIAL value is its sum: the first device holds it,
-		 * the others zero. */
 		if (mt->synced.state == LOOM_SPLIT_PARTIAL && !first) {
 			if (bes)
 				loom_backend_synchronize(bes[j]);
@@ -373,6 +405,43 @@ int meta_tensor_set(const struct loom_tensor *t, const void *data,
 		first = false;
 	}
 	return LOOM_OK;
+}
+
+/* Fills bytes of a tensor of a meta buffer with value: the whole tensor
+ * (a KV cache cleared) is every member's slice filled whole, where no
+ * staged block could fall on the split's rows; a part is staged and set
+ * like any data (its rows whole). */
+int meta_tensor_memset(const struct loom_tensor *t, uint8_t value,
+		       size_t offset, size_t size)
+{
+	struct meta_tensor *mt;
+	void *tmp;
+	int rc;
+
+	rc = meta_tensor_data(t, &mt);
+	if (rc)
+		return rc;
+	if (offset == 0 && size == loom_tensor_n_bytes(t) &&
+	    (mt->synced.state != LOOM_SPLIT_PARTIAL || value == 0)) {
+		for (int j = 0; j < mt->md->n && !rc; j++) {
+			struct loom_tensor *dt = mt->dev_t[j];
+
+			if (!dt)
+				continue;
+			rc = loom_tensor_memset(dt, value, 0,
+						loom_tensor_n_bytes(dt));
+			mt->zero[j] = false;
+		}
+		return rc;
+	}
+	tmp = malloc(size);
+	if (!tmp)
+		return loom_error_set(LOOM_E_NOMEM, "memset of %s: no memory",
+				      t->name);
+	memset(tmp, value, size);
+	rc = meta_tensor_set(t, tmp, offset, size, NULL);
+	free(tmp);
+	return rc;
 }
 
 /* Returns the sum of a PARTIAL tensor's summands (F32 only). */
@@ -411,6 +480,13 @@ static int partial_get(struct meta_tensor *mt, const struct loom_tensor *t,
 	if (!rc && first)
 		memset(data, 0, size);
 	free(tmp);
+	/* The other ranks' summands; a rank whose own read failed still
+	 * takes part, so that none waits for it. */
+	if (mt->md->world) {
+		int r = meta_world_sum(mt->md, acc, n_f);
+
+		rc = rc ? rc : r;
+	}
 	return rc;
 }
 

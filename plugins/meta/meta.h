@@ -10,17 +10,37 @@
 
 #include <pthread.h>
 
-#define META_MAX_DEVS 16
+#define META_MAX_DEVS 16      /* members in this process */
+#define META_MAX_MEMBERS 32   /* members of every rank of a world */
 #define META_MAX_SEG LOOM_SPLIT_MAX_SEGMENTS
 
 /* A split state with its slices.  For SPLIT(d) the axis is cut into
- * n_seg segments, and segment s gives len[s][j] elements to device j, in
- * device order; device j holds its pieces of every segment one after the
- * other.  MIRRORED and PARTIAL tensors are whole on every device. */
+ * n_seg segments, and segment s gives len[s][J] elements to member J, in
+ * member order over the whole world (rank 0's members first; without a
+ * world, this process's); a member holds its pieces of every segment one
+ * after the other.  Every rank computes the same state, so that their
+ * decisions agree.  MIRRORED and PARTIAL tensors are whole on every
+ * member. */
 struct meta_state {
 	enum loom_split_state state;
 	int n_seg;
-	int64_t len[META_MAX_SEG][META_MAX_DEVS];
+	int64_t len[META_MAX_SEG][META_MAX_MEMBERS];
+};
+
+/* The world of a meta device spanning ranks (see meta-world.c): every
+ * rank's meta device holds its own members, and the slices are cut over
+ * all members of all ranks.  Rank r's members are [first[r], first[r+1])
+ * of the world's member order. */
+struct meta_world {
+	loom_reg_t *reg;          /* the world's plugin */
+	loom_world_allreduce_fn allreduce;
+	loom_world_bcast_fn bcast;
+	int rank, n_ranks;
+	int *first;               /* n_ranks + 1 entries */
+	/* Every member's plugin offers "allreduce_world": it reduces across
+	 * the ranks by itself (NCCL), and MPI stays off the data path. */
+	loom_allreduce_world_fn plugin_reduce;
+	uint64_t digest;          /* the same on every rank */
 };
 
 struct meta_dev {
@@ -35,6 +55,12 @@ struct meta_dev {
 	enum loom_type reduce_type;
 	size_t bf16_min_bytes;
 	bool force_fallback;
+	/* With a world: n_all members over all ranks, this process's from
+	 * global index first on, and every member's ratio (1 without
+	 * ratios).  Without one, n_all = n and first = 0. */
+	struct meta_world *world;
+	int n_all, first;
+	float ratios_all[META_MAX_MEMBERS];
 	char name[LOOM_MAX_NAME];
 	char *desc;
 	size_t max_align;
@@ -92,6 +118,10 @@ struct meta_buffer {
 	struct meta_tensor *tensors;
 	struct meta_chunk *chunks;
 	size_t dev_bytes[META_MAX_DEVS];
+	/* Over a world: a digest of the leaves placed since the ranks last
+	 * compared theirs (names, types, shapes, states), and their count. */
+	uint64_t digest;
+	size_t n_unagreed;
 };
 
 /* meta-plugin.c */
@@ -101,9 +131,18 @@ struct meta_dev *meta_dev_of(loom_dev_t *dev);
 int meta_split_of(struct meta_dev *md, const struct loom_tensor *t, bool ask,
 		  struct meta_state *out);
 void meta_state_whole(struct meta_state *st, enum loom_split_state state);
-int64_t meta_state_dev_len(const struct meta_state *st, int n, int j);
+/* Elements of the split axis local member j holds, over all segments. */
+int64_t meta_state_dev_len(const struct meta_state *st,
+			   const struct meta_dev *md, int j);
+/* Where local member j's piece of segment s starts within the segment. */
+int64_t meta_state_dev_start(const struct meta_state *st,
+			     const struct meta_dev *md, int s, int j);
+/* Elements of segment s, over every member of the world. */
+int64_t meta_state_seg_len(const struct meta_state *st,
+			   const struct meta_dev *md, int s);
 bool meta_state_same_slices(const struct meta_state *a,
-			    const struct meta_state *b, int n);
+			    const struct meta_state *b,
+			    const struct meta_dev *md);
 const char *meta_state_name(enum loom_split_state s);
 int64_t meta_axis_bytes(const struct loom_tensor *t, int axis, int64_t pos);
 /* Set/get of a tensor of a meta buffer or a computed node, blocking or,
@@ -112,6 +151,8 @@ int meta_tensor_set(const struct loom_tensor *t, const void *data,
 		    size_t offset, size_t size, loom_backend_t *const *bes);
 int meta_tensor_get(const struct loom_tensor *t, void *data, size_t offset,
 		    size_t size, loom_backend_t *const *bes);
+int meta_tensor_memset(const struct loom_tensor *t, uint8_t value,
+		       size_t offset, size_t size);
 
 /* The tag of the meta plugin's handles (loom_state_scope_new). */
 extern const char meta_state_tag;
@@ -129,6 +170,26 @@ int meta_slice_new(loom_ctx_t *ctx, struct meta_dev *md,
 int meta_tensor_ready(struct meta_tensor *mt);
 int meta_tensor_data(const struct loom_tensor *t, struct meta_tensor **out);
 int meta_buffer_dev_sizes(loom_buffer_t *buf, size_t *sizes, size_t n);
+
+/* meta-world.c */
+/* Joins md (its members and options read, md->n set) to the world of reg:
+ * every rank's members and ratios are gathered, and what must agree
+ * between ranks is compared; a rank that differs fails the creation on
+ * every rank, saying which and how. */
+int meta_world_join(struct meta_dev *md, loom_reg_t *reg);
+void meta_world_free(struct meta_world *w);
+/* Compares a digest of what ranks must agree on (what names it, for the
+ * message) across the world; an error on every rank when one differs. */
+int meta_world_agree(struct meta_dev *md, uint64_t digest, const char *what);
+/* Sums n F32 values in place over the world. */
+int meta_world_sum(struct meta_dev *md, float *data, size_t n);
+/* Fills in data the pieces other ranks hold of n_rows rows (unit bytes
+ * apart) of a split tensor t in state st, each rank having read its own
+ * pieces there: every rank ends with the whole rows. */
+int meta_world_gather(struct meta_dev *md, const struct loom_tensor *t,
+		      const struct meta_state *st, void *data, size_t n_rows,
+		      size_t unit);
+uint64_t meta_hash(uint64_t h, const void *p, size_t n);
 
 /* meta-backend.c */
 int meta_backend_new(struct meta_dev *md, loom_backend_t **out);

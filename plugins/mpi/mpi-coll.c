@@ -10,6 +10,7 @@
 #include <config.h>
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sched.h>
 #include <string.h>
@@ -60,8 +61,13 @@ static double now(void)
  * 16 KiB was 90 times the collective itself.  A collective of a decode
  * step, or a large one that is moving, completes within the window;
  * sched_yield() between polls leaves the core to whoever else wants it
- * (a rank's own threads, another rank on an oversubscribed host). */
+ * (a rank's own threads, another rank on an oversubscribed host), but
+ * only after HOLD_S of plain polling: a decode step's allreduce takes a
+ * few microseconds once both ranks are in it, and a yield at that moment
+ * gave the core away for a time slice (on a loaded 2-core machine the
+ * median 2-rank decode step of the tiny preset went 0.25 -> 0.15 ms). */
 #define SPIN_S 0.05
+#define HOLD_S 20e-6
 
 /* The deadline of a collective that starts now. */
 static double deadline(void)
@@ -69,10 +75,82 @@ static double deadline(void)
 	return now() + mpi_world.timeout_s;
 }
 
-/* Waits for the n requests until end (from deadline()): polling,
- * yielding the core between polls, for SPIN_S, then with sleeps that
- * grow to a millisecond so that a long wait (a rank that is late or
- * dead) leaves the core to others. */
+/* The tag of the messages that find who is missing, and how long a rank
+ * that gave up listens for the others. */
+#define PROBE_TAG 0x4c4d
+#define PROBE_S 1.0
+
+/* Names into out the ranks a failed collective waited for and returns
+ * how many (-1: not known, 0: every rank answered): every rank
+ * that gives up tells all the others so and listens for PROBE_S; the
+ * ranks not heard from died or are stuck.  The survivors of a collective
+ * give up within moments of each other (they entered it together), so
+ * they hear each other.  Requests left open are never reused: the world
+ * is gone. */
+static int find_missing(struct mpi_world *w, char *out, size_t size)
+{
+	static const char alive = 1;
+	int p = w->n_ranks, n_missing = -1;
+	MPI_Request *reqs = calloc((size_t)p, sizeof(*reqs));
+	char *heard = calloc((size_t)p, 1);
+	double end = now() + (w->timeout_s < PROBE_S ? w->timeout_s : PROBE_S);
+	size_t len = 0;
+
+	snprintf(out, size, "another rank");
+	if (!reqs || !heard)
+		goto out;
+	for (int r = 0; r < p; r++) {
+		MPI_Request sreq;
+
+		reqs[r] = MPI_REQUEST_NULL;
+		if (r == w->rank)
+			continue;
+		/* heard[r] stays posted until it arrives; a dead rank's
+		 * never does, so heard is not freed then. */
+		if (MPI_Irecv(&heard[r], 1, MPI_CHAR, r, PROBE_TAG, w->comm,
+			      &reqs[r]) != MPI_SUCCESS)
+			reqs[r] = MPI_REQUEST_NULL;
+		if (MPI_Isend(&alive, 1, MPI_CHAR, r, PROBE_TAG, w->comm,
+			      &sreq) == MPI_SUCCESS)
+			MPI_Request_free(&sreq);
+	}
+	for (int left = p - 1; left > 0 && now() < end;) {
+		for (int r = 0; r < p; r++) {
+			int done = 0;
+
+			if (reqs[r] == MPI_REQUEST_NULL)
+				continue;
+			/* An error is a rank that cannot be reached. */
+			if (MPI_Test(&reqs[r], &done, MPI_STATUS_IGNORE) !=
+			    MPI_SUCCESS || done) {
+				reqs[r] = MPI_REQUEST_NULL;
+				left--;
+			}
+		}
+		sched_yield();
+	}
+	n_missing = 0;
+	for (int r = 0; r < p; r++)
+		n_missing += r != w->rank && !heard[r];
+	len = (size_t)snprintf(out, size, n_missing > 1 ? "ranks" : "rank");
+	for (int r = 0, k = 0; r < p && len < size; r++) {
+		if (r == w->rank || heard[r])
+			continue;
+		len += (size_t)snprintf(out + len, size - len, "%s%d",
+					k++ ? ", " : " ", r);
+	}
+	if (n_missing > 0)
+		heard = NULL; /* still posted */
+out:
+	free(heard);
+	free(reqs);
+	return n_missing;
+}
+
+/* Waits for the n requests until end (from deadline()): polling, for
+ * HOLD_S alone, then yielding the core between polls, up to SPIN_S, then
+ * with sleeps that grow to a millisecond so that a long wait (a rank
+ * that is late or dead) leaves the core to others. */
 static int wait_all(int n, MPI_Request *reqs, double end, const char *what)
 {
 	struct mpi_world *w = &mpi_world;
@@ -90,15 +168,26 @@ static int wait_all(int n, MPI_Request *reqs, double end, const char *what)
 			return LOOM_OK;
 		t = now();
 		if (t > end) {
+			char who[256];
+
 			/* A collective cannot be cancelled: the world is
 			 * unusable from here on. */
 			w->broken = true;
-			return loom_error_set(LOOM_E_IO, "mpi: %s: rank %d of %d "
-					      "waited %.0f s; another rank has "
-					      "not joined (it died or is "
-					      "stuck)", what, w->rank,
-					      w->n_ranks, w->timeout_s);
+			if (find_missing(w, who, sizeof(who)) == 0)
+				return loom_error_set(
+					LOOM_E_IO, "mpi: %s: rank %d of %d "
+					"waited %.0f s, but every rank "
+					"answered (are they in different "
+					"collectives?)", what, w->rank,
+					w->n_ranks, w->timeout_s);
+			return loom_error_set(LOOM_E_IO, "mpi: %s: rank %d "
+					      "of %d waited %.0f s for %s (it "
+					      "died or is stuck)", what,
+					      w->rank, w->n_ranks,
+					      w->timeout_s, who);
 		}
+		if (t - start < HOLD_S)
+			continue;
 		if (t - start < SPIN_S) {
 			sched_yield();
 			continue;
