@@ -644,6 +644,13 @@ static void add_mul_mat_cases(void)
 	   LAYOUT_CONT);
 	MM(LOOM_TYPE_BF16, 416, 70, 1, 1, LAYOUT_CONT, LOOM_TYPE_BF16, 26, 1,
 	   1, LAYOUT_CONT);
+	/* BF16 weights in a GEMM of BF16 pairs (where the CPU has them): K
+	 * odd, past two of the CPU plugin's blocks of K (768); M and N not
+	 * tile multiples; rows padded. */
+	MM(LOOM_TYPE_BF16, 801, 70, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 29, 1,
+	   1, LAYOUT_CONT);
+	MM(LOOM_TYPE_BF16, 33, 40, 2, 1, LAYOUT_PAD, LOOM_TYPE_F32, 13, 2, 1,
+	   LAYOUT_CONT);
 	/* Non-contiguous operands, as attention makes them. */
 	MM(LOOM_TYPE_F32, 64, 9, 4, 1, LAYOUT_CONT, LOOM_TYPE_F32, 5, 4, 1,
 	   LAYOUT_PERMUTE);
@@ -707,6 +714,11 @@ static void add_mul_mat_id_cases(void)
 	case_in(c, LOOM_TYPE_F16, 96, 33, 8, 1, LAYOUT_CONT);
 	case_in(c, LOOM_TYPE_F16, 96, 1, 7, 1, LAYOUT_CONT);
 	case_ids(c, FILL_DISTINCT, 8, 3, 7, 1);
+	case_add(c, NULL);
+	c = case_new(LOOM_OP_MUL_MAT_ID, NMSE_LOW);
+	case_in(c, LOOM_TYPE_BF16, 97, 33, 8, 1, LAYOUT_CONT);
+	case_in(c, LOOM_TYPE_F32, 97, 3, 33, 1, LAYOUT_CONT);
+	case_ids(c, FILL_DISTINCT, 8, 3, 33, 1);
 	case_add(c, NULL);
 	c = case_new(LOOM_OP_MUL_MAT_ID, NMSE_LOW);
 	case_in(c, LOOM_TYPE_Q8_0, 96, 33, 8, 1, LAYOUT_CONT);

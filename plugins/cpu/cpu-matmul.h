@@ -78,19 +78,25 @@ static inline float *cpu_cols_at(const struct cpu_cols *c, int64_t j)
 					      (size_t)j * c->stride));
 }
 
+/* Whether the GEMM of weights of type (elements nb0 bytes apart) runs on
+ * BF16 pairs: BF16 rows, where the CPU has the BF16 dot product.  Its
+ * panels of b must then be packed as pairs (cpu_pack_b_panel). */
+bool cpu_gemm_pairs(enum loom_type type, size_t nb0);
 /* Columns [0, nb) of c, rows [m0, m1) = rows of a (arow bytes apart,
  * elements nb0 apart, any type) times the nb rows of b packed into
- * panels bp by cpu_pack_b_panel (NR rows per panel, each k x NR). */
+ * panels bp by cpu_pack_b_panel (NR rows per panel, NR x k entries of 4
+ * bytes apart), as pairs when cpu_gemm_pairs(type, nb0). */
 void cpu_gemm_rows(enum loom_type type, const char *a, size_t arow,
 		   size_t nb0, int64_t m0, int64_t m1, int64_t k,
 		   const float *bp, int64_t nb, const struct cpu_cols *c,
 		   const struct cpu_mm_scratch *s);
 /* Packs nv <= NR rows of b (any type; row j at rows[j], elements nb0
- * bytes apart) into the panel p laid out [k][NR], zero-padded.  tmp
- * holds NR x k floats for rows that need converting. */
+ * bytes apart) into the panel p laid out [k][NR] of F32, or with pairs
+ * [k / 2 rounded up][NR] of BF16 pairs; zero-padded.  tmp holds NR x k
+ * floats for rows that need converting. */
 void cpu_pack_b_panel(enum loom_type type, const char *const *rows,
-		      size_t nb0, int nv, int64_t k, float *restrict p,
-		      float *restrict tmp);
+		      size_t nb0, int nv, int64_t k, bool pairs,
+		      float *restrict p, float *restrict tmp);
 /* out[j][m] = dot(row m of a, bv[j]) for m in [m0, m1), j < nb <=
  * GEMV_NB: rows of a (at base, a->nb[1] apart) of any type; those the
  * row kernels cannot read as they are go through F32 in tmp. */

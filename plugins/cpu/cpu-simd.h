@@ -2,7 +2,8 @@
 /* cpu-simd.h - the vector primitives the CPU plugin's matrix kernels
  * are written in: a float vector VF of VLEN lanes for the variant's
  * widest unit (none in the baseline), loads that widen F16, BF16 and
- * int8 to it, and a horizontal sum of 256-bit vectors.
+ * int8 to it, a horizontal sum of 256-bit vectors, and the AVX512_BF16
+ * pair dot product, which the AVX-512 variant finds at run time.
  */
 #ifndef LOOM_CPU_SIMD_H
 #define LOOM_CPU_SIMD_H
@@ -88,6 +89,46 @@ static inline VF vload_q8(const int8_t *q)
 		_mm_loadl_epi64((const void *)q)));
 }
 #define vset1(x) _mm256_set1_ps(x)
+#endif
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+#define CPU_HAVE_BF16_DP 1
+/* Functions that use vdpbf16ps and vcvtne2ps2bf16: built for them, run
+ * only where cpu_bf16_dp() says the CPU has them. */
+#define CPU_BF16_TARGET __attribute__((target("avx512bf16")))
+
+static inline bool cpu_bf16_dp(void)
+{
+	return __builtin_cpu_supports("avx512bf16");
+}
+
+/* Rounds n floats of x to BF16 (to nearest even) as pairs: word i of w
+ * holds values 2i (low half) and 2i + 1, the odd one out paired with
+ * zero.  w may be x itself. */
+static inline CPU_BF16_TARGET void cpu_f32_to_bf16_pairs(const float *x,
+							 int64_t n,
+							 uint32_t *w)
+{
+	int64_t i = 0;
+
+	for (; i + 32 <= n; i += 32) {
+		__m512bh p = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16),
+						 _mm512_loadu_ps(x + i));
+
+		_mm512_storeu_si512((void *)(w + i / 2), (__m512i)p);
+	}
+	if (i < n) {
+		int64_t r = n - i;
+		__mmask16 lo = r >= 16 ? 0xffff : (__mmask16)((1u << r) - 1);
+		__mmask16 hi = r <= 16 ? 0 : (__mmask16)((1u << (r - 16)) - 1);
+		__mmask16 out = (__mmask16)((1u << ((r + 1) / 2)) - 1);
+		__m512bh p = _mm512_cvtne2ps_pbh(
+			_mm512_maskz_loadu_ps(hi, x + i + 16),
+			_mm512_maskz_loadu_ps(lo, x + i));
+
+		_mm512_mask_storeu_epi32(w + i / 2, out, (__m512i)p);
+	}
+}
 #endif
 
 #endif

@@ -199,16 +199,13 @@ dot_rows(const enum loom_type type, const char *a, size_t arow, const int nr,
 	}
 }
 
-#if defined(__AVX512F__) && defined(__AVX512BW__)
-#define HAVE_BF16_DP 1
-#define BF16_DP_TARGET __attribute__((target("avx512bf16")))
-
+#if defined(CPU_HAVE_BF16_DP)
 /* res[r] = dot(row r of BF16 a, b) for nr (constant) rows, with the
  * AVX512_BF16 pair dot product: b is rounded to BF16 once per 32 values
  * (shared by every row), so each 64-byte line of a costs one load and one
  * vdpbf16ps, and is fetched once, as for F32.  Rounding b to BF16 adds a
  * relative error of 2^-9 per product, the size of the weights' own. */
-static inline __attribute__((always_inline)) BF16_DP_TARGET void
+static inline __attribute__((always_inline)) CPU_BF16_TARGET void
 dot_bf16_dp(const char *a, size_t arow, const int nr, const float *b,
 	    int64_t k, float *res)
 {
@@ -250,7 +247,7 @@ dot_bf16_dp(const char *a, size_t arow, const int nr, const float *b,
 /* out[m] = dot(row m of BF16 a, b) for m in [m0, m1).  Eight rows go
  * together: BF16 rows are half the bytes of F32 ones, so twice the rows
  * keep as many lines in flight. */
-static BF16_DP_TARGET void gemv_bf16_dp(const char *a, size_t arow,
+static CPU_BF16_TARGET void gemv_bf16_dp(const char *a, size_t arow,
 					int64_t m0, int64_t m1, int64_t k,
 					const float *b, float *out)
 {
@@ -424,11 +421,11 @@ void cpu_gemv(const struct loom_tensor *a, const char *base,
 		return;
 	}
 #endif
-#if defined(HAVE_BF16_DP)
+#if defined(CPU_HAVE_BF16_DP)
 	/* One vector against BF16 weights, where the CPU has the BF16 dot
 	 * product. */
 	if (a->type == LOOM_TYPE_BF16 && nb == 1 && a_rows_contiguous(a) &&
-	    __builtin_cpu_supports("avx512bf16")) {
+	    cpu_bf16_dp()) {
 		gemv_bf16_dp(base, a->nb[1], m0, m1, a->ne[0], bv[0], out[0]);
 		return;
 	}

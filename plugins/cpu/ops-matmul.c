@@ -228,6 +228,7 @@ void cpu_op_mul_mat(const struct cpu_task *task, struct loom_tensor *dst)
 	int64_t r2 = b2 / a->ne[2], r3 = b3 / a->ne[3];
 	int64_t batches = b2 * b3;
 	bool gemm = use_gemm(a, n);
+	bool pairs = gemm && cpu_gemm_pairs(a->type, a->nb[0]);
 	int64_t per = gemm ? div_up(n, NR) : n;
 	int64_t stride = per * (gemm ? NR : 1) * k;
 	char *cursor = work_base(task);
@@ -258,7 +259,7 @@ void cpu_op_mul_mat(const struct cpu_task *task, struct loom_tensor *dst)
 				for (j = 0; j < nv; j++)
 					rows[j] = row_at(b, n0 + j, i2, i3);
 				cpu_pack_b_panel(b->type, rows, b->nb[0], nv, k,
-					     o + n0 * k, s.tmp);
+						 pairs, o + n0 * k, s.tmp);
 			} else {
 				to_f32(b->type, row_at(b, i1, i2, i3),
 				       b->nb[0], o + i1 * k, k);
@@ -490,7 +491,8 @@ void cpu_op_mul_mat_id(const struct cpu_task *task, struct loom_tensor *dst)
 						 pr / n_used, 0);
 			}
 			cpu_pack_b_panel(b->type, rows, b->nb[0], nv, k,
-				     o + u * NR * k, s.tmp);
+					 cpu_gemm_pairs(as->type, as->nb[0]),
+					 o + u * NR * k, s.tmp);
 		}
 	}
 	cpu_barrier(task);
