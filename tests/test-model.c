@@ -2,8 +2,9 @@
 /* test-model.c - models read from GGUF files: a synthetic decoder of each
  * architecture and weight type saved with the writer, loaded back, its
  * logits checked against the double-precision reference on the same
- * weights; meta devices over CPU partitions against one device; files
- * the loader must refuse, each with its message.
+ * weights, from one batch and a token at a time; meta devices over CPU
+ * partitions against one device; files the loader must refuse, each with
+ * its message.
  */
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -159,6 +160,22 @@ static void test_reference(gconstpointer data)
 	e = nmse(ref, got, n);
 	g_test_message("%s %s%s: nmse %.3g", arch, loom_type_name(c->type),
 		       c->tied ? " tied" : "", e);
+	g_assert_cmpfloat(e, <=, c->max_nmse);
+
+	/* The same logits again through the cache: half the prompt as a
+	 * batch, then a token at a time, each step reading the keys and
+	 * values the earlier ones stored. */
+	memset(got, 0, n * sizeof(*got));
+	g_assert_cmpint(llama_model_clear_cache(m), ==, LOOM_OK);
+	if (llama_eval(m, be, tokens, N_PROMPT / 2, 0, true, got))
+		g_error("eval: %s", loom_error_message());
+	for (int i = N_PROMPT / 2; i < N_PROMPT; i++)
+		if (llama_eval(m, be, &tokens[i], 1, i, false,
+			       got + (size_t)300 * i))
+			g_error("decode: %s", loom_error_message());
+	e = nmse(ref, got, n);
+	g_test_message("%s %s%s, a token at a time: nmse %.3g", arch,
+		       loom_type_name(c->type), c->tied ? " tied" : "", e);
 	g_assert_cmpfloat(e, <=, c->max_nmse);
 	loom_backend_free(be);
 	llama_model_free(m);

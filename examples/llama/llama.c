@@ -55,8 +55,8 @@ struct llama_model {
 	int g_n_tokens, g_n_kv;
 	bool g_all;
 	bool g_placed;
-	struct loom_tensor *in_tokens, *in_pos, *in_kv_ids, *in_mask;
-	struct loom_tensor *in_cos, *in_sin;
+	struct loom_tensor *in_tokens, *in_pos, *in_kv_ids, *in_v_ids;
+	struct loom_tensor *in_mask, *in_cos, *in_sin;
 	struct loom_tensor *out_logits;
 };
 
@@ -435,14 +435,16 @@ static int create_tensors(struct llama_model *m)
 		W(m->output, wt, 2, hp->n_embd, hp->n_vocab, 1, -1, USE_MAT,
 		  "output.weight");
 
-	/* The cache: [head_dim, n_ctx, n_head_kv], a position per row so that
-	 * set_rows writes tokens and each head is one matrix for attention. */
+	/* The cache: keys [head_dim, n_ctx, n_head_kv], a position per row so
+	 * that set_rows writes tokens and each head is one matrix for
+	 * attention; values transposed, [n_ctx, head_dim, n_head_kv], a
+	 * position per column, so that attention reads them as they are. */
 	for (int64_t i = 0; i < hp->n_layer; i++) {
 		struct llama_layer *l = &m->layers[i];
 
 		W(l->cache_k, hp->cache_type, 3, hp->head_dim, hp->n_ctx,
 		  hp->n_head_kv, i, USE_CACHE, "cache_k.%lld", (long long)i);
-		W(l->cache_v, hp->cache_type, 3, hp->head_dim, hp->n_ctx,
+		W(l->cache_v, hp->cache_type, 3, hp->n_ctx, hp->head_dim,
 		  hp->n_head_kv, i, USE_CACHE, "cache_v.%lld", (long long)i);
 	}
 #undef W
@@ -776,7 +778,7 @@ struct build {
 	loom_ctx_t *c;
 	int64_t n_tokens;
 	int64_t n_kv;
-	struct loom_tensor *pos, *kv_ids, *mask;
+	struct loom_tensor *pos, *kv_ids, *v_ids, *mask;
 	struct loom_tensor *cos, *sin; /* [head_dim / 2, n_tokens] */
 };
 
@@ -866,16 +868,18 @@ static struct loom_tensor *attention(struct build *b, struct llama_layer *l,
 	q = rope(b, q, hp->n_head);
 	k = rope(b, k, hkv);
 
-	/* New keys and values into the cache rows of their positions. */
+	/* New keys into the cache rows of their positions; new values, one
+	 * value a row of [1, n_ctx, head_dim, n_head_kv], into the cache
+	 * columns of theirs. */
 	k = loom_cont(c, loom_permute(c, k, 0, 2, 1, 3));
-	v = loom_cont(c, loom_permute(c, v, 0, 2, 1, 3));
+	v = loom_permute(c, loom_reshape_4d(c, v, 1, hd, hkv, t), 0, 2, 3, 1);
 	ks = loom_set_rows(c, l->cache_k, k, b->kv_ids);
-	vs = loom_set_rows(c, l->cache_v, v, b->kv_ids);
+	vs = loom_set_rows(c, loom_reshape_4d(c, l->cache_v, 1, hp->n_ctx, hd,
+					      hkv), v, b->v_ids);
 	if (!ks || !vs)
 		return NULL;
 	k = loom_view_3d(c, ks, hd, b->n_kv, hkv, ks->nb[1], ks->nb[2], 0);
-	v = loom_view_3d(c, vs, hd, b->n_kv, hkv, vs->nb[1], vs->nb[2], 0);
-	v = loom_cont(c, loom_transpose(c, v));
+	v = loom_view_3d(c, vs, b->n_kv, hd, hkv, vs->nb[2], vs->nb[3], 0);
 
 	q = loom_reshape_4d(c, q, hd, g, hkv, t);
 	q = loom_cont(c, loom_permute(c, q, 0, 2, 3, 1));
@@ -959,7 +963,7 @@ static int build_graph(struct llama_model *m, int n_tokens, int n_kv,
 	const struct llama_hparams *hp = &m->hp;
 	struct build b = { .m = m, .n_tokens = n_tokens, .n_kv = n_kv };
 	int64_t g = hp->n_head / hp->n_head_kv;
-	struct loom_tensor *x, *cur, *tokens;
+	struct loom_tensor *x, *cur, *tokens, *v_ids;
 	loom_ctx_t *c;
 	int ret;
 
@@ -973,6 +977,10 @@ static int build_graph(struct llama_model *m, int n_tokens, int n_kv,
 	b.pos = new_input(c, LOOM_TYPE_I32, 1, n_tokens, 1, "inp_pos");
 	b.kv_ids = new_input(c, LOOM_TYPE_I32, 2, n_tokens, hp->n_head_kv,
 			     "inp_kv_ids");
+	v_ids = new_input(c, LOOM_TYPE_I32, 2, n_tokens,
+			  hp->head_dim * hp->n_head_kv, "inp_v_ids");
+	b.v_ids = loom_reshape_3d(c, v_ids, n_tokens, hp->head_dim,
+				  hp->n_head_kv);
 	b.mask = new_input(c, LOOM_TYPE_F32, 2, n_kv, n_tokens * g,
 			   "inp_mask");
 	if (hp->rope_freqs) {
@@ -1018,6 +1026,7 @@ static int build_graph(struct llama_model *m, int n_tokens, int n_kv,
 	m->in_tokens = tokens;
 	m->in_pos = b.pos;
 	m->in_kv_ids = b.kv_ids;
+	m->in_v_ids = v_ids;
 	m->in_mask = b.mask;
 	m->in_cos = b.cos;
 	m->in_sin = b.sin;
@@ -1130,17 +1139,20 @@ static int set_inputs(struct llama_model *m, const int32_t *tokens,
 	int64_t g = hp->n_head / hp->n_head_kv, n_kv = m->g_n_kv;
 	int64_t rows = (int64_t)n_tokens * g;
 	size_t n_ids = (size_t)n_tokens * (size_t)hp->n_head_kv;
+	size_t n_v_ids = n_ids * (size_t)hp->head_dim;
 	int32_t *ids;
 	float *mask;
 	int ret;
 
-	ids = malloc(n_ids * sizeof(*ids));
+	/* Every position of the batch once per kv head (keys) or per value
+	 * of a kv head (values): the first n_ids serve the keys. */
+	ids = malloc(n_v_ids * sizeof(*ids));
 	mask = malloc((size_t)(rows * n_kv) * sizeof(*mask));
 	if (!ids || !mask) {
 		ret = loom_error_set(LOOM_E_NOMEM, "llama: no memory");
 		goto out;
 	}
-	for (size_t i = 0; i < n_ids; i++)
+	for (size_t i = 0; i < n_v_ids; i++)
 		ids[i] = n_past + (int32_t)(i % (size_t)n_tokens);
 	for (int64_t r = 0; r < rows; r++) {
 		int64_t last = n_past + r % n_tokens;
@@ -1157,6 +1169,9 @@ static int set_inputs(struct llama_model *m, const int32_t *tokens,
 	if (!ret)
 		ret = loom_tensor_set(m->in_kv_ids, ids, 0,
 				      n_ids * sizeof(*ids));
+	if (!ret)
+		ret = loom_tensor_set(m->in_v_ids, ids, 0,
+				      n_v_ids * sizeof(*ids));
 	if (!ret)
 		ret = loom_tensor_set(m->in_mask, mask, 0,
 				      (size_t)(rows * n_kv) * sizeof(*mask));
