@@ -16,7 +16,7 @@
 
 #include "cpu-kernels.h"
 
-/* ---- scalar conversions, branch-free enough to vectorize ---- */
+/* ---- scalar conversions ---- */
 
 static inline float cpu_bits_f32(uint32_t u)
 {
@@ -34,66 +34,27 @@ static inline uint32_t cpu_f32_bits(float f)
 	return u;
 }
 
+/* F16 and BF16 values are the library's (loom.h) to convert: here only
+ * the F16C instructions, which give the same results, stand in for its
+ * calls where the variant has them.  Rows go through cpu_load_f32 and
+ * cpu_store_f32, vectors through cpu-simd.h. */
 static inline float cpu_f16_to_f32(uint16_t h)
 {
 #if defined(__F16C__)
 	return _cvtsh_ss(h);
 #else
-	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-	uint32_t em = h & 0x7fff;
-	uint32_t bits;
-
-	if (em >= 0x7c00)
-		bits = 0x7f800000u | ((em & 0x3ff) << 13);
-	else if (em >= 0x400)
-		bits = (em << 13) + 0x38000000u;
-	else
-		bits = cpu_f32_bits((float)em * 0x1p-24f); /* exact */
-	return cpu_bits_f32(sign | bits);
+	return loom_f16_to_f32(h);
 #endif
 }
 
-/* Rounds to nearest even; overflow gives infinity, NaN stays NaN. */
+/* Rounds to nearest even. */
 static inline uint16_t cpu_f32_to_f16(float f)
 {
-	uint32_t x = cpu_f32_bits(f);
-	uint32_t sign = (x >> 16) & 0x8000;
-	uint32_t ax = x & 0x7fffffffu;
-	uint32_t r;
-
-	if (ax > 0x7f800000u) {
-		r = 0x7e00;
-	} else if (ax >= 0x477ff000u) {
-		r = 0x7c00;
-	} else if (ax >= 0x38800000u) {
-		r = (ax + 0xfff + ((ax >> 13) & 1) - 0x38000000u) >> 13;
-	} else if (ax >= 0x33000000u) {
-		uint32_t shift = 126 - (ax >> 23);
-		uint32_t m = (ax & 0x7fffff) | 0x800000;
-		uint32_t half = 1u << (shift - 1);
-		uint32_t rem = m & ((1u << shift) - 1);
-
-		r = m >> shift;
-		if (rem > half || (rem == half && (r & 1)))
-			r++;
-	} else {
-		r = 0;
-	}
-	return (uint16_t)(sign | r);
-}
-
-static inline float cpu_bf16_to_f32(uint16_t h)
-{
-	return cpu_bits_f32((uint32_t)h << 16);
-}
-
-static inline uint16_t cpu_f32_to_bf16(float f)
-{
-	uint32_t x = cpu_f32_bits(f);
-
-	if ((x & 0x7fffffffu) > 0x7f800000u)
-		return (uint16_t)((x >> 16) | 0x40);
-	return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+#if defined(__F16C__)
+	return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#else
+	return loom_f32_to_f16(f);
+#endif
 }
 
 /* ---- vector helpers the compiler turns into SIMD ---- */

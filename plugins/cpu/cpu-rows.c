@@ -3,41 +3,44 @@
  * any storage type to contiguous F32 and back, and the per-thread scratch
  * rows the conversions use.
  */
-#if defined(__F16C__)
-#include <immintrin.h>
-#endif
-
 #include "cpu-ops.h"
+#include "cpu-simd.h"
 
-/* Packed half-precision rows: the F16C instructions where the variant has
- * them (round to nearest even, as cpu_f32_to_f16), else the scalar
- * conversions, which the compiler vectorizes. */
-static void f16_to_f32_row(const uint16_t *s, float *d, int64_t n)
+/* Packed F16 or BF16 rows to F32: the variant's vector loads, the
+ * library's conversion for what they leave. */
+static void half_to_f32_row(enum loom_type type, const uint16_t *s, float *d,
+			    int64_t n)
 {
 	int64_t i = 0;
 
-#if defined(__F16C__)
-	for (; i + 8 <= n; i += 8)
-		_mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(
-						(const __m128i *)(s + i))));
+#if defined(VF)
+	if (type == LOOM_TYPE_F16)
+		for (; i + VLEN <= n; i += VLEN)
+			vstore(d + i, vload_f16(s + i));
+	else
+		for (; i + VLEN <= n; i += VLEN)
+			vstore(d + i, vload_bf16(s + i));
 #endif
-	for (; i < n; i++)
-		d[i] = cpu_f16_to_f32(s[i]);
+	if (i < n)
+		loom_type_convert(type, s + i, LOOM_TYPE_F32, d + i, n - i);
 }
 
-static void f32_to_f16_row(const float *s, uint16_t *d, int64_t n)
+/* F32 to packed F16 (F16C where the variant has it) or BF16 rows. */
+static void f32_to_half_row(enum loom_type type, const float *s, uint16_t *d,
+			    int64_t n)
 {
 	int64_t i = 0;
 
-#if defined(__F16C__)
-	for (; i + 8 <= n; i += 8)
-		_mm_storeu_si128((__m128i *)(d + i),
-				 _mm256_cvtps_ph(_mm256_loadu_ps(s + i),
-						 _MM_FROUND_TO_NEAREST_INT |
-							 _MM_FROUND_NO_EXC));
+#if defined(__F16C__) && defined(__AVX__)
+	if (type == LOOM_TYPE_F16)
+		for (; i + 8 <= n; i += 8)
+			_mm_storeu_si128((__m128i *)(d + i),
+					 _mm256_cvtps_ph(_mm256_loadu_ps(s + i),
+						_MM_FROUND_TO_NEAREST_INT |
+						_MM_FROUND_NO_EXC));
 #endif
-	for (; i < n; i++)
-		d[i] = cpu_f32_to_f16(s[i]);
+	if (i < n)
+		loom_type_convert(LOOM_TYPE_F32, s + i, type, d + i, n - i);
 }
 
 /* n values of quantized blocks to or from F32 by the core's conversions,
@@ -96,30 +99,17 @@ void cpu_load_f32(enum loom_type type, const char *src, size_t nb0,
 			memcpy(&dst[i], src + i * nb0, sizeof(float));
 		break;
 	case LOOM_TYPE_F16:
-		if (nb0 == sizeof(uint16_t)) {
-			f16_to_f32_row((const uint16_t *)src, dst, n);
-			break;
-		}
-		for (i = 0; i < n; i++) {
-			uint16_t h;
-
-			memcpy(&h, src + i * nb0, sizeof(h));
-			dst[i] = cpu_f16_to_f32(h);
-		}
-		break;
 	case LOOM_TYPE_BF16:
 		if (nb0 == sizeof(uint16_t)) {
-			const uint16_t *s = (const uint16_t *)src;
-
-			for (i = 0; i < n; i++)
-				dst[i] = cpu_bf16_to_f32(s[i]);
+			half_to_f32_row(type, (const uint16_t *)src, dst, n);
 			break;
 		}
 		for (i = 0; i < n; i++) {
 			uint16_t h;
 
 			memcpy(&h, src + i * nb0, sizeof(h));
-			dst[i] = cpu_bf16_to_f32(h);
+			dst[i] = type == LOOM_TYPE_F16 ? cpu_f16_to_f32(h) :
+							 loom_bf16_to_f32(h);
 		}
 		break;
 	case LOOM_TYPE_I32:
@@ -152,26 +142,15 @@ void cpu_store_f32(enum loom_type type, char *dst, size_t nb0,
 			memcpy(dst + i * nb0, &src[i], sizeof(float));
 		break;
 	case LOOM_TYPE_F16:
-		if (nb0 == sizeof(uint16_t)) {
-			f32_to_f16_row(src, (uint16_t *)dst, n);
-			break;
-		}
-		for (i = 0; i < n; i++) {
-			uint16_t h = cpu_f32_to_f16(src[i]);
-
-			memcpy(dst + i * nb0, &h, sizeof(h));
-		}
-		break;
 	case LOOM_TYPE_BF16:
 		if (nb0 == sizeof(uint16_t)) {
-			uint16_t *d = (uint16_t *)dst;
-
-			for (i = 0; i < n; i++)
-				d[i] = cpu_f32_to_bf16(src[i]);
+			f32_to_half_row(type, src, (uint16_t *)dst, n);
 			break;
 		}
 		for (i = 0; i < n; i++) {
-			uint16_t h = cpu_f32_to_bf16(src[i]);
+			uint16_t h = type == LOOM_TYPE_F16 ?
+				     cpu_f32_to_f16(src[i]) :
+				     loom_f32_to_bf16(src[i]);
 
 			memcpy(dst + i * nb0, &h, sizeof(h));
 		}

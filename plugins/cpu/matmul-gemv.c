@@ -191,7 +191,7 @@ dot_rows(const enum loom_type type, const char *a, size_t arow, const int nr,
 			else if (type == LOOM_TYPE_F16)
 				av = cpu_f16_to_f32(((const uint16_t *)row)[i]);
 			else
-				av = cpu_bf16_to_f32(((const uint16_t *)row)[i]);
+				av = loom_bf16_to_f32(((const uint16_t *)row)[i]);
 			UNROLL
 			for (j = 0; j < nb; j++)
 				res[r * GEMV_NB + j] += av * bv[j][i];
@@ -239,7 +239,7 @@ dot_bf16_dp(const char *a, size_t arow, const int nr, const float *b,
 		int64_t t;
 
 		for (t = i; t < k; t++)
-			s += cpu_bf16_to_f32(row[t]) * b[t];
+			s += loom_bf16_to_f32(row[t]) * b[t];
 		res[r] = s;
 	}
 }
@@ -287,12 +287,10 @@ dot_f16_rows(const char *a, size_t arow, const int nr, const float *b,
 
 			/* One group of rows ahead, into L2, as for BF16. */
 			__builtin_prefetch(row + nr * arow, 0, 2);
-			acc[r][0] = _mm512_fmadd_ps(_mm512_cvtph_ps(
-				_mm256_loadu_si256((const void *)row)), b0,
-				acc[r][0]);
-			acc[r][1] = _mm512_fmadd_ps(_mm512_cvtph_ps(
-				_mm256_loadu_si256((const void *)(row + 32))),
-				b1, acc[r][1]);
+			acc[r][0] = vfma(vload_f16((const uint16_t *)row),
+					 b0, acc[r][0]);
+			acc[r][1] = vfma(vload_f16((const uint16_t *)row + 16),
+					 b1, acc[r][1]);
 		}
 	}
 	UNROLL
