@@ -9,6 +9,7 @@
 #if defined(CPU_HAVE_Q8)
 
 #include <cpuid.h>
+#include <stdatomic.h>
 
 #include "cpu-simd.h"
 
@@ -248,13 +249,28 @@ INLINE size_t block_offset(const enum loom_type type, int64_t j)
 }
 
 /* ------------------------------------------------------------------------
- * Dot products of bytes: acc + sum of u[i] * s[i] over each 4 bytes, u
+ * The vector unit of a tile: QB blocks of 32 values per integer vector
+ * QI (two with AVX-512, one with AVX2), its products widened to VF
+ * (cpu-simd.h), a lane per 4 values.  With two blocks per vector a row
+ * of an odd number of blocks ends with a half step: the second block
+ * reads as zeros.
+ */
+#if defined(__AVX512BW__)
+#define QB 2
+#define QI __m512i
+#define QNEG __mmask64 /* Q8_0: which weights are negative */
+#else
+#define QB 1
+#define QI __m256i
+#define QNEG __m256i
+#endif
+
+/* Dot products of bytes: acc + sum of u[i] * s[i] over each 4 bytes, u
  * unsigned, s signed.  vpdpbusd where the CPU has it (written as
  * assembly, so the rest of the variant needs no extra target); else
  * pair products to 16 bits, which cannot saturate here (u < 64, or the
- * signs moved to s for Q8_0), summed to 32 bits.
- */
-INLINE __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s, const bool vnni)
+ * signs moved to s for Q8_0), summed to 32 bits. */
+INLINE QI dot_u8s8(QI acc, QI u, QI s, const bool vnni)
 {
 	if (vnni) {
 #if defined(__AVX512VL__)
@@ -265,8 +281,161 @@ INLINE __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s, const bool vnni)
 #endif
 		return acc;
 	}
+#if QB == 2
+	return _mm512_add_epi32(acc, _mm512_madd_epi16(
+		_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
+#else
 	return _mm256_add_epi32(acc, _mm256_madd_epi16(
 		_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+
+/* Weights of blocks j, j + 1 (not with half) as bytes. */
+INLINE QI q_weights(const enum loom_type type, const char *row, int64_t j,
+		    const bool half)
+{
+#if QB == 2
+	return _mm512_inserti64x4(_mm512_castsi256_si512(
+		block_u8(type, row, j)), half ? _mm256_setzero_si256() :
+		block_u8(type, row, j + 1), 1);
+#else
+	(void)half;
+	return block_u8(type, row, j);
+#endif
+}
+
+/* Quantized activations of the blocks at qs. */
+INLINE QI q_acts(const int8_t *qs, const bool half)
+{
+#if QB == 2
+	return half ? _mm512_zextsi256_si512(_mm256_loadu_si256(
+			      (const __m256i *)qs)) :
+		      _mm512_loadu_si512((const void *)qs);
+#else
+	(void)half;
+	return _mm256_loadu_si256((const __m256i *)qs);
+#endif
+}
+
+/* The lanes' scales from one per 16 values (sr) or one per 32 (d). */
+INLINE VF q_scales16(const float *sr, const bool half)
+{
+#if QB == 2
+	const __m512i quarter = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2,
+						 1, 1, 1, 1, 0, 0, 0, 0);
+
+	return _mm512_permutexvar_ps(quarter, _mm512_castps128_ps512(
+		half ? _mm_maskz_loadu_ps(3, sr) : _mm_loadu_ps(sr)));
+#else
+	(void)half;
+	return _mm256_set_m128(_mm_broadcast_ss(sr + 1),
+			       _mm_broadcast_ss(sr));
+#endif
+}
+
+INLINE VF q_scales32(const float *d, const bool half)
+{
+#if QB == 2
+	const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1,
+						0, 0, 0, 0, 0, 0, 0, 0);
+
+	return _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(
+		half ? _mm_maskz_loadu_ps(1, d) :
+		       _mm_castpd_ps(_mm_load_sd((const double *)d))));
+#else
+	(void)half;
+	return _mm256_broadcast_ss(d);
+#endif
+}
+
+/* Q8_0's signed weights w: |w| for u, and the signs, which move to the
+ * activations (q_signed) so that the product stays u8 x s8. */
+INLINE QI q_abs(QI w)
+{
+#if QB == 2
+	return _mm512_abs_epi8(w);
+#else
+	return _mm256_abs_epi8(w);
+#endif
+}
+
+INLINE QNEG q_signs(QI w)
+{
+#if QB == 2
+	return _mm512_movepi8_mask(w);
+#else
+	return w;
+#endif
+}
+
+INLINE QI q_signed(QI a, QNEG neg)
+{
+#if QB == 2
+	return _mm512_mask_sub_epi8(a, neg, _mm512_setzero_si512(), a);
+#else
+	return _mm256_sign_epi8(a, neg);
+#endif
+}
+
+INLINE VF q_float(QI t)
+{
+#if QB == 2
+	return _mm512_cvtepi32_ps(t);
+#else
+	return _mm256_cvtepi32_ps(t);
+#endif
+}
+
+INLINE QI q_zero(void)
+{
+#if QB == 2
+	return _mm512_setzero_si512();
+#else
+	return _mm256_setzero_si256();
+#endif
+}
+
+/* One step of tile(): blocks j and (without half) j + 1 of every row and
+ * column into acc. */
+INLINE void tile_step(const enum loom_type type, const bool vnni,
+		      const char *const *rows, const int nr,
+		      const struct qcol *cols, const int nc, int64_t j,
+		      const float *sc, int64_t n16, VF acc[QR][QC],
+		      const bool half)
+{
+	QI u[QR];
+	QNEG neg[QR];
+	VF s[QR];
+	int r, c;
+
+	UNROLL
+	for (r = 0; r < nr; r++) {
+		QI w;
+
+		__builtin_prefetch(rows[r] + block_offset(type, j) + 1024);
+		w = q_weights(type, rows[r], j, half);
+		if (type == LOOM_TYPE_Q8_0) {
+			neg[r] = q_signs(w);
+			u[r] = q_abs(w);
+		} else {
+			u[r] = w;
+		}
+		s[r] = q_scales16(sc + r * n16 + 2 * j, half);
+	}
+	UNROLL
+	for (c = 0; c < nc; c++) {
+		QI a = q_acts(cols[c].qs + 32 * j, half);
+		VF d = q_scales32(cols[c].d + j, half);
+
+		UNROLL
+		for (r = 0; r < nr; r++) {
+			QI t = dot_u8s8(q_zero(), u[r], type == LOOM_TYPE_Q8_0 ?
+					q_signed(a, neg[r]) : a, vnni);
+
+			acc[r][c] = vfma(q_float(t), vmul(s[r], d),
+					 acc[r][c]);
+		}
+	}
 }
 
 /* res[r * QC + c] = dot(row r of a, column c) for nr rows and nc columns
@@ -277,50 +446,21 @@ INLINE void tile(const enum loom_type type, const bool vnni,
 		 const struct qcol *cols, const int nc, int64_t k,
 		 const float *sc, const float *o, float *res)
 {
-	__m256 acc[QR][QC];
-	int64_t j, n16 = k / 16;
+	VF acc[QR][QC];
+	int64_t j, nblk = k / 32, n16 = k / 16;
 	int r, c;
 
 	UNROLL
 	for (r = 0; r < nr; r++)
 		UNROLL
 		for (c = 0; c < nc; c++)
-			acc[r][c] = _mm256_setzero_ps();
-	for (j = 0; j < k / 32; j++) {
-		__m256i u[QR], w[QR];
-		__m256 s[QR];
-
-		UNROLL
-		for (r = 0; r < nr; r++) {
-			const float *sr = sc + r * n16 + 2 * j;
-
-			__builtin_prefetch(rows[r] + block_offset(type, j) +
-					   1024);
-			w[r] = block_u8(type, rows[r], j);
-			u[r] = type == LOOM_TYPE_Q8_0 ?
-			       _mm256_abs_epi8(w[r]) : w[r];
-			s[r] = _mm256_set_m128(_mm_broadcast_ss(sr + 1),
-					       _mm_broadcast_ss(sr));
-		}
-		UNROLL
-		for (c = 0; c < nc; c++) {
-			__m256i a = _mm256_loadu_si256(
-				(const __m256i *)(cols[c].qs + 32 * j));
-			__m256 d = _mm256_broadcast_ss(cols[c].d + j);
-
-			UNROLL
-			for (r = 0; r < nr; r++) {
-				__m256i t = dot_u8s8(
-					_mm256_setzero_si256(), u[r],
-					type == LOOM_TYPE_Q8_0 ?
-					_mm256_sign_epi8(a, w[r]) : a, vnni);
-
-				acc[r][c] = _mm256_fmadd_ps(
-					_mm256_cvtepi32_ps(t),
-					_mm256_mul_ps(s[r], d), acc[r][c]);
-			}
-		}
-	}
+			acc[r][c] = vzero();
+	for (j = 0; j + QB <= nblk; j += QB)
+		tile_step(type, vnni, rows, nr, cols, nc, j, sc, n16, acc,
+			  false);
+	if (j < nblk)
+		tile_step(type, vnni, rows, nr, cols, nc, j, sc, n16, acc,
+			  true);
 	/* The offsets: sum over halves of o * d * sum(q) of the column. */
 	UNROLL
 	for (r = 0; r < nr; r++) {
@@ -330,142 +470,21 @@ INLINE void tile(const enum loom_type type, const bool vnni,
 
 			if (type != LOOM_TYPE_Q8_0) {
 				const float *orow = o + r * n16;
-				__m256 v = _mm256_setzero_ps();
+				VF v = vzero();
 				int64_t i = 0;
 
-				for (; i + 8 <= n16; i += 8)
-					v = _mm256_fmadd_ps(
-						_mm256_loadu_ps(orow + i),
-						_mm256_loadu_ps(cols[c].s + i),
-						v);
-				off = cpu_hsum256(v);
+				for (; i + VLEN <= n16; i += VLEN)
+					v = vfma(vload(orow + i),
+						 vload(cols[c].s + i), v);
+				off = vhsum(v);
 				for (; i < n16; i++)
 					off += orow[i] * cols[c].s[i];
 			}
-			res[r * QC + c] = cpu_hsum256(acc[r][c]) - off;
+			res[r * QC + c] = vhsum(acc[r][c]) - off;
 		}
 	}
 }
-
-#if defined(__AVX512BW__)
-/* The AVX-512 form of tile(), two blocks per step (k a multiple of 64):
- * each 512-bit product covers blocks j and j + 1, so the dot products,
- * conversions and scalings per value are half as many. */
-INLINE __m512i dot_u8s8_512(__m512i acc, __m512i u, __m512i s,
-			    const bool vnni)
-{
-	if (vnni) {
-		__asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
-		return acc;
-	}
-	return _mm512_add_epi32(acc, _mm512_madd_epi16(
-		_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
-}
-
-INLINE void tile512(const enum loom_type type, const bool vnni,
-		    const char *const *rows, const int nr,
-		    const struct qcol *cols, const int nc, int64_t k,
-		    const float *sc, const float *o, float *res)
-{
-	/* Lane l of a product holds values 4l..4l+3 of the two blocks:
-	 * quarter l / 4 of 16 values takes scale 2j + l / 4. */
-	const __m512i quarter = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2,
-						 1, 1, 1, 1, 0, 0, 0, 0);
-	const __m512i half = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1,
-					      0, 0, 0, 0, 0, 0, 0, 0);
-	__m512 acc[QR][QC];
-	int64_t j, n16 = k / 16;
-	int r, c;
-
-	UNROLL
-	for (r = 0; r < nr; r++)
-		UNROLL
-		for (c = 0; c < nc; c++)
-			acc[r][c] = _mm512_setzero_ps();
-	for (j = 0; j < k / 32; j += 2) {
-		__m512i u[QR];
-		__mmask64 neg[QR];
-		__m512 s[QR];
-
-		UNROLL
-		for (r = 0; r < nr; r++) {
-			__m512i w;
-
-			__builtin_prefetch(rows[r] + block_offset(type, j) +
-					   1024);
-			w = _mm512_inserti64x4(_mm512_castsi256_si512(
-				block_u8(type, rows[r], j)),
-				block_u8(type, rows[r], j + 1), 1);
-			if (type == LOOM_TYPE_Q8_0) {
-				neg[r] = _mm512_movepi8_mask(w);
-				u[r] = _mm512_abs_epi8(w);
-			} else {
-				u[r] = w;
-			}
-			s[r] = _mm512_permutexvar_ps(quarter,
-				_mm512_castps128_ps512(_mm_loadu_ps(
-					sc + r * n16 + 2 * j)));
-		}
-		UNROLL
-		for (c = 0; c < nc; c++) {
-			__m512i a = _mm512_loadu_si512(
-				(const void *)(cols[c].qs + 32 * j));
-			__m512 d = _mm512_permutexvar_ps(half,
-				_mm512_castps128_ps512(_mm_castpd_ps(
-					_mm_load_sd((const double *)
-						    (cols[c].d + j)))));
-
-			UNROLL
-			for (r = 0; r < nr; r++) {
-				__m512i as = type == LOOM_TYPE_Q8_0 ?
-					_mm512_mask_sub_epi8(a, neg[r],
-						_mm512_setzero_si512(), a) : a;
-				__m512i t = dot_u8s8_512(
-					_mm512_setzero_si512(), u[r], as, vnni);
-
-				acc[r][c] = _mm512_fmadd_ps(
-					_mm512_cvtepi32_ps(t),
-					_mm512_mul_ps(s[r], d), acc[r][c]);
-			}
-		}
-	}
-	UNROLL
-	for (r = 0; r < nr; r++) {
-		UNROLL
-		for (c = 0; c < nc; c++) {
-			float off = 0.0f;
-
-			if (type != LOOM_TYPE_Q8_0) {
-				const float *orow = o + r * n16;
-				__m512 v = _mm512_setzero_ps();
-				int64_t i = 0;
-
-				for (; i + 16 <= n16; i += 16)
-					v = _mm512_fmadd_ps(
-						_mm512_loadu_ps(orow + i),
-						_mm512_loadu_ps(cols[c].s + i),
-						v);
-				off = _mm512_reduce_add_ps(v);
-				for (; i < n16; i++)
-					off += orow[i] * cols[c].s[i];
-			}
-			res[r * QC + c] = _mm512_reduce_add_ps(acc[r][c]) -
-					  off;
-		}
-	}
-}
-#define TILE(R, C)                                                       \
-	do {                                                             \
-		if (k % 64 == 0)                                         \
-			tile512(type, vnni, rows, R, cols, C, k, sc, o,  \
-				res);                                    \
-		else                                                     \
-			tile(type, vnni, rows, R, cols, C, k, sc, o,     \
-			     res);                                       \
-	} while (0)
-#else
 #define TILE(R, C) tile(type, vnni, rows, R, cols, C, k, sc, o, res)
-#endif
 
 /* Rows [m0, m1) of a against n columns at qb (cpu_q8_col_bytes(k)
  * apart): QR x QC tiles, the last rows one at a time and the last
@@ -519,31 +538,19 @@ INLINE void mm_typed(const enum loom_type type, const bool vnni,
 	}
 }
 
-static void mm_vnni(enum loom_type type, const char *a, size_t arow,
-		    int64_t m0, int64_t m1, int64_t k, const char *qb,
-		    int64_t n, const struct cpu_cols *out, float *tmp)
+static void mm(enum loom_type type, bool vnni, const char *a, size_t arow,
+	       int64_t m0, int64_t m1, int64_t k, const char *qb, int64_t n,
+	       const struct cpu_cols *out, float *tmp)
 {
 	switch (type) {
 #define CASE(T)                                                          \
 	case T:                                                          \
-		mm_typed(T, true, a, arow, m0, m1, k, qb, n, out, tmp);  \
-		break;
-	CASE(LOOM_TYPE_Q8_0) CASE(LOOM_TYPE_Q4_0) CASE(LOOM_TYPE_Q4_K)
-	CASE(LOOM_TYPE_Q5_K) CASE(LOOM_TYPE_Q6_K)
-#undef CASE
-	default:
-		break;
-	}
-}
-
-static void mm_plain(enum loom_type type, const char *a, size_t arow,
-		     int64_t m0, int64_t m1, int64_t k, const char *qb,
-		     int64_t n, const struct cpu_cols *out, float *tmp)
-{
-	switch (type) {
-#define CASE(T)                                                          \
-	case T:                                                          \
-		mm_typed(T, false, a, arow, m0, m1, k, qb, n, out, tmp); \
+		if (vnni)                                                \
+			mm_typed(T, true, a, arow, m0, m1, k, qb, n, out, \
+				 tmp);                                   \
+		else                                                     \
+			mm_typed(T, false, a, arow, m0, m1, k, qb, n, out, \
+				 tmp);                                   \
 		break;
 	CASE(LOOM_TYPE_Q8_0) CASE(LOOM_TYPE_Q4_0) CASE(LOOM_TYPE_Q4_K)
 	CASE(LOOM_TYPE_Q5_K) CASE(LOOM_TYPE_Q6_K)
@@ -567,7 +574,7 @@ size_t cpu_q8_tmp_floats(int64_t k)
 
 /* The 256-bit VNNI form: AVX512_VNNI (with VL, which the AVX-512
  * variant has) or AVX-VNNI. */
-static bool have_vnni(void)
+static bool probe_vnni(void)
 {
 	unsigned int eax, ebx, ecx, edx;
 
@@ -584,14 +591,25 @@ static bool have_vnni(void)
 #endif
 }
 
+/* probe_vnni() once: CPUID can cost microseconds (a virtual machine's
+ * hypervisor answers it), and a decode step does hundreds of products. */
+static bool have_vnni(void)
+{
+	static _Atomic int known; /* 0: not yet, 1: no, 2: yes */
+	int v = atomic_load_explicit(&known, memory_order_relaxed);
+
+	if (!v) {
+		v = probe_vnni() ? 2 : 1;
+		atomic_store_explicit(&known, v, memory_order_relaxed);
+	}
+	return v == 2;
+}
+
 void cpu_q8_mm(enum loom_type type, const char *a, size_t arow, int64_t m0,
 	       int64_t m1, int64_t k, const char *qb, int64_t n,
 	       const struct cpu_cols *out, float *tmp)
 {
-	if (have_vnni())
-		mm_vnni(type, a, arow, m0, m1, k, qb, n, out, tmp);
-	else
-		mm_plain(type, a, arow, m0, m1, k, qb, n, out, tmp);
+	mm(type, have_vnni(), a, arow, m0, m1, k, qb, n, out, tmp);
 }
 
 #endif /* CPU_HAVE_Q8 */
