@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test-cpu-pool.c - the CPU plugin's thread pool and stream: results that
- * do not depend on the thread count, queued (async) graphs in order, 2D
- * set/get, the entry points and the variant the loader picked.
+ * do not depend on the thread count, nor on other work contending for
+ * the cores, queued (async) graphs in order, 2D set/get, the entry points
+ * and the variant the loader picked.
  */
 #include <glib.h>
 #include <math.h>
@@ -581,6 +582,142 @@ static void test_non_finite(void)
 	loom_unload_all();
 }
 
+/* ------------------------------------------------------------------------
+ * Contended cores: with busy threads on every core the pool must notice
+ * (it logs so) and run graphs on half its threads, with the same results.
+ */
+
+#define CK 512
+#define CN 48
+#define CLAYERS 6
+
+static volatile gint busy_stop;
+static volatile gint saw_contended;
+
+static gpointer busy_loop(gpointer data)
+{
+	volatile unsigned long x = 0;
+
+	(void)data;
+	while (!g_atomic_int_get(&busy_stop))
+		x++;
+	return NULL;
+}
+
+static void contention_log(enum loom_log_level level, const char *msg,
+			   void *userdata)
+{
+	(void)level;
+	(void)userdata;
+	if (strstr(msg, "contends for the cores"))
+		g_atomic_int_set(&saw_contended, 1);
+}
+
+/* x_{l+1} = w_l x_l for CLAYERS square layers, on n_threads, against
+ * double; computed until the pool has said the cores are contended and
+ * then a few times more. */
+static void run_contended(loom_dev_t *dev, int n_threads)
+{
+	float *wv = g_new(float, (size_t)CLAYERS * CK * CK);
+	float *xv = g_new(float, CK * CN), *yv = g_new(float, CK * CN);
+	double *ref = g_new(double, CK * CN), *tmp = g_new(double, CK * CN);
+	struct loom_tensor *w[CLAYERS], *x, *y;
+	loom_ctx_t *ctx;
+	loom_graph_t *g;
+	loom_backend_t *be;
+	loom_buffer_t *buf;
+	gint64 deadline;
+	int l, i, j, q, after = 0;
+
+	fill(wv, (size_t)CLAYERS * CK * CK, 3);
+	for (i = 0; i < CLAYERS * CK * CK; i++)
+		wv[i] /= sqrtf(CK);
+	fill(xv, CK * CN, 4);
+	for (i = 0; i < CK * CN; i++)
+		ref[i] = xv[i];
+	for (l = 0; l < CLAYERS; l++) {
+		for (j = 0; j < CN; j++)
+			for (i = 0; i < CK; i++) {
+				double sum = 0;
+
+				for (q = 0; q < CK; q++)
+					sum += (double)wv[((size_t)l * CK + i) *
+							  CK + q] *
+					       ref[j * CK + q];
+				tmp[j * CK + i] = sum;
+			}
+		memcpy(ref, tmp, CK * CN * sizeof(*ref));
+	}
+
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	x = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, CK, CN);
+	y = x;
+	for (l = 0; l < CLAYERS; l++) {
+		w[l] = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, CK, CK);
+		y = loom_mul_mat(ctx, w[l], y);
+	}
+	g_assert_nonnull(y);
+	g_assert_cmpint(loom_graph_new(ctx, &g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, y), ==, LOOM_OK);
+	g_assert_cmpint(loom_ctx_alloc_tensors(ctx, loom_dev_buffer_type(dev),
+					       &buf), ==, LOOM_OK);
+	for (l = 0; l < CLAYERS; l++)
+		loom_tensor_set(w[l], wv + (size_t)l * CK * CK, 0,
+				(size_t)CK * CK * sizeof(float));
+	loom_tensor_set(x, xv, 0, (size_t)CK * CN * sizeof(float));
+	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
+	g_assert_cmpint(loom_backend_set_n_threads(be, n_threads), ==,
+			LOOM_OK);
+
+	/* The first graphs may run before the pool has noticed. */
+	deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+	while (after < 5) {
+		g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+		g_assert_cmpint(loom_backend_graph_compute(be, g), ==,
+				LOOM_OK);
+		memset(yv, 0, (size_t)CK * CN * sizeof(float));
+		loom_tensor_get(y, yv, 0, (size_t)CK * CN * sizeof(float));
+		g_assert_cmpfloat(nmse(yv, ref, CK * CN), <, 1e-10);
+		if (g_atomic_int_get(&saw_contended))
+			after++;
+	}
+	loom_backend_free(be);
+	loom_buffer_free(buf);
+	loom_ctx_free(ctx);
+	g_free(tmp);
+	g_free(ref);
+	g_free(yv);
+	g_free(xv);
+	g_free(wv);
+}
+
+static void test_contended(void)
+{
+	loom_reg_t *reg = load_cpu();
+	int n_busy = 2 * (int)g_get_num_processors(), i, n;
+	GThread **busy = g_new(GThread *, n_busy);
+	enum loom_log_level level = loom_log_get_level();
+
+	loom_log_set_callback(contention_log, NULL);
+	loom_log_set_level(LOOM_LOG_DEBUG);
+	g_atomic_int_set(&busy_stop, 0);
+	for (i = 0; i < n_busy; i++)
+		busy[i] = g_thread_new("busy", busy_loop, NULL);
+	/* 2 threads: graphs on one, without barriers; 4: on two of them,
+	 * meeting at their own barrier. */
+	for (n = 2; n <= 4; n += 2) {
+		g_atomic_int_set(&saw_contended, 0);
+		run_contended(loom_reg_dev(reg, 0), n);
+	}
+	g_atomic_int_set(&busy_stop, 1);
+	for (i = 0; i < n_busy; i++)
+		g_thread_join(busy[i]);
+	g_free(busy);
+	loom_log_set_level(level);
+	loom_log_set_callback(NULL, NULL);
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
+}
+
 /* The features entry point and the variant chosen for this CPU. */
 static void test_features(void)
 {
@@ -634,6 +771,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/cpu/pool/flat", test_flat);
 	g_test_add_func("/cpu/pool/async", test_async);
 	g_test_add_func("/cpu/pool/async-copies", test_async_copies);
+	g_test_add_func("/cpu/pool/contended", test_contended);
 	g_test_add_func("/cpu/pool/graph-freed-after-compute",
 			test_graph_freed_after_compute);
 	g_test_add_func("/cpu/data/2d", test_2d);

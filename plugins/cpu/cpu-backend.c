@@ -188,7 +188,7 @@ static void compute_node(const struct cpu_task *task, struct loom_tensor *n)
 	}
 }
 
-void cpu_graph_run(struct cpu_pool *pool, const struct cpu_plan *plan,
+void cpu_graph_run(struct cpu_bar *bar, const struct cpu_plan *plan,
 		   int ith, int nth, void *wdata, size_t wsize)
 {
 	struct cpu_task task = {
@@ -196,7 +196,7 @@ void cpu_graph_run(struct cpu_pool *pool, const struct cpu_plan *plan,
 		.nth = nth,
 		.wdata = wdata,
 		.wsize = wsize,
-		.pool = pool,
+		.bar = bar,
 	};
 	struct loom_tensor *const *nodes = plan->nodes;
 	size_t i, n = plan->n;
@@ -205,12 +205,12 @@ void cpu_graph_run(struct cpu_pool *pool, const struct cpu_plan *plan,
 		compute_node(&task, nodes[i]);
 		/* The next node may read anything this one wrote. */
 		if (nth > 1)
-			cpu_bar_wait(&pool->bar);
+			cpu_bar_wait(bar);
 	}
 	/* A job ends with every thread past a barrier (the pool reuses its
 	 * slot then), even when no node ran. */
 	if (nth > 1 && n == 0)
-		cpu_bar_wait(&pool->bar);
+		cpu_bar_wait(bar);
 }
 
 /* The nodes of g that a kernel runs for; NULL when out of memory.  The
@@ -344,7 +344,7 @@ static int run_inline(struct cpu_backend *cb, loom_graph_t *g, size_t wsize)
 		free(w);
 		return LOOM_E_NOMEM;
 	}
-	cpu_graph_run(cb->pool, plan, 0, 1, w, wsize);
+	cpu_graph_run(NULL, plan, 0, 1, w, wsize);
 	free(plan);
 	free(w);
 	return LOOM_OK;

@@ -8,14 +8,14 @@
 
 #include "loom/loom-plugin.h"
 
-struct cpu_pool;
+struct cpu_bar;
 
 struct cpu_task {
 	int ith;             /* this thread, 0 <= ith < nth */
 	int nth;             /* threads working on the node */
 	void *wdata;         /* scratch shared by the node's threads */
 	size_t wsize;        /* its size, as cpu_op_work_size() asked */
-	struct cpu_pool *pool;
+	struct cpu_bar *bar; /* where they meet (nth > 1) */
 };
 
 /* Waits until every thread of the node has reached this point. */

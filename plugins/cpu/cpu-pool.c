@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* cpu-pool.c - the CPU plugin's thread pool: workers pinned to a
  * partition's cores that take jobs from a queue, spinning a while before
- * they sleep, and the barrier the kernels meet at.
+ * they sleep, and the barrier the kernels meet at.  While other work
+ * contends for the cores, waits hardly spin and graphs run on half the
+ * threads (see check_contention).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -10,6 +12,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,28 +33,28 @@
  * thread then takes time from one that has work, so wait briefly. */
 #define CPU_CROWDED_SPIN_NS 2000
 
+/* The cores count as contended this long after the scheduler last took
+ * one from a worker twice within CPU_PREEMPT_WINDOW_NS. */
+#define CPU_CONTENDED_HOLD_NS 100000000
+#define CPU_PREEMPT_WINDOW_NS 20000000
+
+/* Jobs shorter than this are not worth a look at the preemption count. */
+#define CPU_CHECK_JOB_NS 200000
+
 static _Thread_local const struct cpu_pool *current_pool;
 
 /* Worker threads alive in all pools, and the cores the process may use. */
 static _Atomic int live_threads;
 static _Atomic int n_cores = 1;
 
+/* Until when (cpu_now_ns) the cores count as contended, 0 when they
+ * never were; and whether the last look found them so (for the log). */
+static _Atomic int64_t contended_until;
+static _Atomic bool was_contended;
+
 void cpu_set_core_count(int n)
 {
 	atomic_store(&n_cores, n > 0 ? n : 1);
-}
-
-/* The spin budget for a wait by a thread that is (worker) or is not one of
- * the live workers: full when every waiting thread has a core to itself,
- * short when the spinner would share one. */
-static int64_t spin_budget(int64_t full, bool worker)
-{
-	int busy = atomic_load_explicit(&live_threads, memory_order_relaxed);
-
-	if (busy + !worker > atomic_load_explicit(&n_cores,
-						  memory_order_relaxed))
-		return full < CPU_CROWDED_SPIN_NS ? full : CPU_CROWDED_SPIN_NS;
-	return full;
 }
 
 int64_t cpu_now_ns(void)
@@ -60,6 +63,93 @@ int64_t cpu_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static bool contended(void)
+{
+	int64_t until = atomic_load_explicit(&contended_until,
+					     memory_order_relaxed);
+
+	return until && cpu_now_ns() < until;
+}
+
+/* How often the scheduler has taken the core from the calling thread
+ * (involuntary context switches). */
+static long preemptions(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		return 0;
+	return ru.ru_nivcsw;
+}
+
+/* What a worker knows of its preemptions: the count at its last look,
+ * and when that look last found new ones. */
+struct preempt_watch {
+	long seen;
+	int64_t last;
+};
+
+/* Called by a worker after a job that started at t0.  When other work
+ * shares the cores, the scheduler keeps taking them from the workers (at
+ * every time slice), and spinning only gives that work a thread's turn
+ * while the threads awaited wait for theirs; a thread also makes
+ * progress only while every thread it meets at the barriers runs too.
+ * So after two preemptions close together the cores count as contended
+ * for a while: waits hardly spin, and graphs run on fewer threads (each
+ * runs whenever it gets a core, meeting nobody).  A lone preemption (a
+ * kernel thread's turn) changes nothing. */
+static void check_contention(int64_t t0, struct preempt_watch *w)
+{
+	int64_t now = cpu_now_ns();
+	long n, d;
+
+	if (now - t0 < CPU_CHECK_JOB_NS)
+		return;
+	n = preemptions();
+	d = n - w->seen;
+	w->seen = n;
+	if (d <= 0)
+		return;
+	if (d >= 2 || now - w->last < CPU_PREEMPT_WINDOW_NS) {
+		atomic_store_explicit(&contended_until,
+				      now + CPU_CONTENDED_HOLD_NS,
+				      memory_order_relaxed);
+		if (!atomic_exchange(&was_contended, true))
+			loom_log(LOOM_LOG_DEBUG, "cpu: other work contends "
+				 "for the cores: short waits, graphs on half "
+				 "the threads");
+	}
+	w->last = now;
+}
+
+/* The threads a graph job posted now runs on: all, or half (half_bar's
+ * count) while the cores are contended. */
+static int graph_threads(const struct cpu_pool *pool)
+{
+	if (contended() && pool->n_threads > 1)
+		return pool->n_threads / 2;
+	if (atomic_load_explicit(&was_contended, memory_order_relaxed) &&
+	    atomic_exchange(&was_contended, false))
+		loom_log(LOOM_LOG_DEBUG, "cpu: the cores are no longer "
+			 "contended");
+	return pool->n_threads;
+}
+
+/* The spin budget for a wait by a thread that is (worker) or is not one of
+ * the live workers: full when every waiting thread has a core to itself,
+ * short when the spinner would share one with another of ours or with
+ * other work. */
+static int64_t spin_budget(int64_t full, bool worker)
+{
+	int busy = atomic_load_explicit(&live_threads, memory_order_relaxed);
+
+	if (busy + !worker > atomic_load_explicit(&n_cores,
+						  memory_order_relaxed) ||
+	    contended())
+		return full < CPU_CROWDED_SPIN_NS ? full : CPU_CROWDED_SPIN_NS;
+	return full;
 }
 
 static void futex_wait(_Atomic uint32_t *addr, uint32_t val)
@@ -147,7 +237,7 @@ void cpu_bar_wait(struct cpu_bar *b)
 void cpu_barrier(const struct cpu_task *task)
 {
 	if (task->nth > 1)
-		cpu_bar_wait(&task->pool->bar);
+		cpu_bar_wait(task->bar);
 }
 
 /* Copies below this many bytes are one thread's: splitting them would
@@ -236,26 +326,37 @@ static void *worker_main(void *p)
 	int ith = arg.ith;
 	int nth = pool->n_threads;
 	uint32_t next;
+	struct preempt_watch watch = { 0, INT64_MIN / 2 };
 
 	free(p);
 	current_pool = pool;
 	atomic_fetch_add(&live_threads, 1);
 	pin(pool, ith);
+	watch.seen = preemptions();
 	next = atomic_load(&pool->done);
 	for (;;) {
 		const struct cpu_job *job;
+		int64_t t0;
 
 		/* Idle between jobs: the spin yields. */
 		wait_change(&pool->head, next, &pool->head_sleepers,
 			    spin_budget(pool->spin_ns, true), true);
+		t0 = cpu_now_ns();
 		job = &pool->jobs[next % CPU_POOL_QUEUE];
 		switch (job->kind) {
 		case CPU_JOB_GRAPH:
-			cpu_graph_run(pool, job->plan, ith, nth, pool->wdata,
-				      pool->wsize);
-			/* Every thread is past the last barrier. */
+			if (ith < job->nth)
+				cpu_graph_run(job->nth < nth ? &pool->half_bar :
+					      &pool->bar, job->plan, ith,
+					      job->nth, pool->wdata,
+					      pool->wsize);
+			/* Every thread that ran it is past its last
+			 * barrier. */
 			if (ith == 0)
 				free(job->plan);
+			/* The rest wait for them. */
+			if (job->nth < nth)
+				cpu_bar_wait(&pool->bar);
 			break;
 		case CPU_JOB_ALLREDUCE:
 			if (!job->leader_only) {
@@ -283,6 +384,7 @@ static void *worker_main(void *p)
 		 * barrier, so the slot is free once thread 0 says so. */
 		if (ith == 0)
 			finish_job(pool, next + 1);
+		check_contention(t0, &watch);
 		next++;
 	}
 }
@@ -325,6 +427,7 @@ int cpu_pool_new(int n_threads, const int *cpus, int n_cpus,
 	atomic_init(&pool->drain_sleepers, 0);
 	atomic_init(&pool->drain_at, 0);
 	cpu_bar_init(&pool->bar, n_threads);
+	cpu_bar_init(&pool->half_bar, n_threads / 2);
 	pthread_mutex_init(&pool->lock, NULL);
 	pool->threads = calloc(n_threads, sizeof(*pool->threads));
 	if (!pool->threads)
@@ -400,6 +503,8 @@ void cpu_pool_post_locked(struct cpu_pool *pool, const struct cpu_job *job)
 			    spin_budget(pool->spin_ns, false), false);
 	}
 	pool->jobs[head % CPU_POOL_QUEUE] = *job;
+	if (job->kind == CPU_JOB_GRAPH)
+		pool->jobs[head % CPU_POOL_QUEUE].nth = graph_threads(pool);
 	atomic_store(&pool->head, head + 1);
 	wake(&pool->head, &pool->head_sleepers);
 }

@@ -108,6 +108,8 @@ struct cpu_job {
 	struct cpu_allreduce *ar;
 	int part;              /* this pool's index in ar */
 	bool leader_only;      /* ar is thread 0's; the others wait */
+	int nth;               /* graph: the threads that run it, the first
+				* nth (set by cpu_pool_post_locked) */
 	struct cpu_copy copy;
 };
 
@@ -127,6 +129,7 @@ struct cpu_pool {
 	_Atomic int drain_sleepers; /* waiting for their last one */
 	_Atomic uint32_t drain_at;  /* the earliest such waiter's head */
 	_Alignas(64) struct cpu_bar bar;
+	_Alignas(64) struct cpu_bar half_bar; /* graphs on half the threads */
 	struct cpu_job jobs[CPU_POOL_QUEUE];
 	pthread_mutex_t lock;  /* serializes posters */
 
@@ -154,10 +157,11 @@ bool cpu_pool_is_worker(const struct cpu_pool *pool);
 int cpu_pool_reserve(struct cpu_pool *pool, size_t size);
 /* Does thread ith's share of a copy (the copy job's body). */
 void cpu_copy_run(const struct cpu_copy *c, int ith, int nth);
-/* Runs one plan on thread ith of nth (the graph job's body).  Once a
- * thread has passed the barrier after the plan's last node it reads
- * nothing of the plan or of the nodes, so the plan may be freed then. */
-void cpu_graph_run(struct cpu_pool *pool, const struct cpu_plan *plan,
+/* Runs one plan on thread ith of nth, which meet at bar (the graph job's
+ * body; bar may be NULL when nth is 1).  Once a thread has passed the
+ * barrier after the plan's last node it reads nothing of the plan or of
+ * the nodes, so the plan may be freed then. */
+void cpu_graph_run(struct cpu_bar *bar, const struct cpu_plan *plan,
 		   int ith, int nth, void *wdata, size_t wsize);
 
 /* Tells the pools how many cores the process may use, so waits spin less
