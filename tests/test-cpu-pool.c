@@ -584,12 +584,13 @@ static void test_non_finite(void)
 
 /* ------------------------------------------------------------------------
  * Contended cores: with busy threads on every core the pool must notice
- * (it logs so) and run graphs on half its threads, with the same results.
+ * (it logs so) and run a fine-grained graph (a decode step's: products of
+ * a few columns) on half its threads, with the same results.
  */
 
 #define CK 512
-#define CN 48
-#define CLAYERS 6
+#define CN 2
+#define CLAYERS 24
 
 static volatile gint busy_stop;
 static volatile gint saw_contended;

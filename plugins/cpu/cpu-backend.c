@@ -213,12 +213,29 @@ void cpu_graph_run(struct cpu_bar *bar, const struct cpu_plan *plan,
 		cpu_bar_wait(bar);
 }
 
+/* Mean work per node, in multiply-adds or values written, under which a
+ * graph counts as fine-grained: a decode step's. */
+#define CPU_FINE_NODE_WORK 2000000
+
+/* A rough measure of a node's work: multiply-adds of a product, else
+ * the values it writes. */
+static double node_work(const struct loom_tensor *node)
+{
+	const struct loom_tensor *a = node->src[0];
+	double v = (double)loom_tensor_n_elements(node);
+
+	if (node->op == LOOM_OP_MUL_MAT || node->op == LOOM_OP_MUL_MAT_ID)
+		v *= (double)a->ne[0];
+	return v;
+}
+
 /* The nodes of g that a kernel runs for; NULL when out of memory.  The
  * caller frees it (or the pool, once the job has run). */
 static struct cpu_plan *plan_new(loom_graph_t *g)
 {
 	size_t i, n = loom_graph_n_nodes(g);
 	struct cpu_plan *plan;
+	double work = 0;
 
 	plan = malloc(sizeof(*plan) + n * sizeof(plan->nodes[0]));
 	if (!plan) {
@@ -231,9 +248,12 @@ static struct cpu_plan *plan_new(loom_graph_t *g)
 	for (i = 0; i < n; i++) {
 		struct loom_tensor *node = loom_graph_node(g, i);
 
-		if (!is_noop(node))
+		if (!is_noop(node)) {
 			plan->nodes[plan->n++] = node;
+			work += node_work(node);
+		}
 	}
+	plan->fine = work < (double)CPU_FINE_NODE_WORK * (double)plan->n;
 	return plan;
 }
 

@@ -2,8 +2,8 @@
 /* cpu-pool.c - the CPU plugin's thread pool: workers pinned to a
  * partition's cores that take jobs from a queue, spinning a while before
  * they sleep, and the barrier the kernels meet at.  While other work
- * contends for the cores, waits hardly spin and graphs run on half the
- * threads (see check_contention).
+ * contends for the cores, waits hardly spin and fine-grained graphs run
+ * on half the threads (see watch_end).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -12,7 +12,6 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,15 +32,19 @@
  * thread then takes time from one that has work, so wait briefly. */
 #define CPU_CROWDED_SPIN_NS 2000
 
-/* The cores count as contended this long after the scheduler last took
- * one from a worker twice within CPU_PREEMPT_WINDOW_NS. */
+/* The cores count as contended for CPU_CONTENDED_HOLD_NS once a worker
+ * has spent more than 1 / CPU_OFF_SHARE of CPU_WINDOW_NS of jobs neither
+ * running nor asleep: runnable, with its core taken by other work.  Jobs
+ * shorter than CPU_CHECK_JOB_NS are not worth the look. */
 #define CPU_CONTENDED_HOLD_NS 100000000
-#define CPU_PREEMPT_WINDOW_NS 20000000
-
-/* Jobs shorter than this are not worth a look at the preemption count. */
+#define CPU_WINDOW_NS 20000000
+#define CPU_OFF_SHARE 10
 #define CPU_CHECK_JOB_NS 200000
 
 static _Thread_local const struct cpu_pool *current_pool;
+
+/* Nanoseconds the calling thread has slept in wait_change. */
+static _Thread_local int64_t slept_ns;
 
 /* Worker threads alive in all pools, and the cores the process may use. */
 static _Atomic int live_threads;
@@ -73,63 +76,78 @@ static bool contended(void)
 	return until && cpu_now_ns() < until;
 }
 
-/* How often the scheduler has taken the core from the calling thread
- * (involuntary context switches). */
-static long preemptions(void)
+/* CPU time of the calling thread. */
+static int64_t thread_cpu_ns(void)
 {
-	struct rusage ru;
+	struct timespec ts;
 
-	if (getrusage(RUSAGE_THREAD, &ru))
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
 		return 0;
-	return ru.ru_nivcsw;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* What a worker knows of its preemptions: the count at its last look,
- * and when that look last found new ones. */
-struct preempt_watch {
-	long seen;
-	int64_t last;
+/* A worker's look at its own time: where its job began (wall clock, CPU
+ * time, time slept), and the sums over the jobs since its last verdict. */
+struct time_watch {
+	int64_t t0, cpu0, slept0;
+	int64_t wall, off;
 };
 
-/* Called by a worker after a job that started at t0.  When other work
- * shares the cores, the scheduler keeps taking them from the workers (at
- * every time slice), and spinning only gives that work a thread's turn
- * while the threads awaited wait for theirs; a thread also makes
- * progress only while every thread it meets at the barriers runs too.
- * So after two preemptions close together the cores count as contended
- * for a while: waits hardly spin, and graphs run on fewer threads (each
- * runs whenever it gets a core, meeting nobody).  A lone preemption (a
- * kernel thread's turn) changes nothing. */
-static void check_contention(int64_t t0, struct preempt_watch *w)
+static void watch_begin(struct time_watch *w)
 {
-	int64_t now = cpu_now_ns();
-	long n, d;
+	w->t0 = cpu_now_ns();
+	w->cpu0 = thread_cpu_ns();
+	w->slept0 = slept_ns;
+}
 
-	if (now - t0 < CPU_CHECK_JOB_NS)
+/* Called by a worker at the end of a job (before it says the job is
+ * done: the caller it wakes then may take its core, and is no other
+ * work; between jobs that caller wants a core too, so only the jobs
+ * count).  When other work shares the cores, the scheduler gives each
+ * runnable thread its turn, and a worker spends a good part of its jobs
+ * waiting for one; spinning then only gives that work a thread's turn
+ * while the threads awaited wait for theirs, and a thread makes progress
+ * only while every thread it meets at the barriers holds a core too.  So
+ * once that wait passes a tenth of the time, the cores count as
+ * contended for a while: waits hardly spin, and fine-grained graphs run
+ * on fewer threads (each running whenever it gets a core, meeting
+ * fewer).  The
+ * short preemptions of a quiet machine (a kernel thread's turn) stay far
+ * below. */
+static void watch_end(struct time_watch *w)
+{
+	int64_t now = cpu_now_ns(), wall = now - w->t0;
+
+	if (wall < CPU_CHECK_JOB_NS)
 		return;
-	n = preemptions();
-	d = n - w->seen;
-	w->seen = n;
-	if (d <= 0)
+	w->wall += wall;
+	w->off += wall - (thread_cpu_ns() - w->cpu0) - (slept_ns - w->slept0);
+	if (w->wall < CPU_WINDOW_NS)
 		return;
-	if (d >= 2 || now - w->last < CPU_PREEMPT_WINDOW_NS) {
+	if (w->off * CPU_OFF_SHARE > w->wall) {
 		atomic_store_explicit(&contended_until,
 				      now + CPU_CONTENDED_HOLD_NS,
 				      memory_order_relaxed);
 		if (!atomic_exchange(&was_contended, true))
 			loom_log(LOOM_LOG_DEBUG, "cpu: other work contends "
-				 "for the cores: short waits, graphs on half "
-				 "the threads");
+				 "for the cores: short waits, fine-grained "
+				 "graphs on half the threads");
 	}
-	w->last = now;
+	w->wall = w->off = 0;
 }
 
 /* The threads a graph job posted now runs on: all, or half (half_bar's
- * count) while the cores are contended. */
-static int graph_threads(const struct cpu_pool *pool)
+ * count) while the cores are contended and the graph is fine-grained.
+ * Such a graph meets at barriers so often that its threads move on
+ * together only while all of them hold a core; the big nodes of a
+ * prefill keep each thread busy for whole time slices, and every thread
+ * that gets a turn then adds to the work done. */
+static int graph_threads(const struct cpu_pool *pool,
+			 const struct cpu_plan *plan)
 {
-	if (contended() && pool->n_threads > 1)
-		return pool->n_threads / 2;
+	if (contended())
+		return plan->fine && pool->n_threads > 1 ?
+		       pool->n_threads / 2 : pool->n_threads;
 	if (atomic_load_explicit(&was_contended, memory_order_relaxed) &&
 	    atomic_exchange(&was_contended, false))
 		loom_log(LOOM_LOG_DEBUG, "cpu: the cores are no longer "
@@ -191,8 +209,11 @@ static void wait_change(_Atomic uint32_t *word, uint32_t val,
 			continue;
 		}
 		atomic_fetch_add(sleepers, 1);
-		if (atomic_load(word) == val)
+		if (atomic_load(word) == val) {
+			start = cpu_now_ns();
 			futex_wait(word, val);
+			slept_ns += cpu_now_ns() - start;
+		}
 		atomic_fetch_sub(sleepers, 1);
 		start = 0;
 	}
@@ -326,22 +347,20 @@ static void *worker_main(void *p)
 	int ith = arg.ith;
 	int nth = pool->n_threads;
 	uint32_t next;
-	struct preempt_watch watch = { 0, INT64_MIN / 2 };
+	struct time_watch watch = { 0 };
 
 	free(p);
 	current_pool = pool;
 	atomic_fetch_add(&live_threads, 1);
 	pin(pool, ith);
-	watch.seen = preemptions();
 	next = atomic_load(&pool->done);
 	for (;;) {
 		const struct cpu_job *job;
-		int64_t t0;
 
 		/* Idle between jobs: the spin yields. */
 		wait_change(&pool->head, next, &pool->head_sleepers,
 			    spin_budget(pool->spin_ns, true), true);
-		t0 = cpu_now_ns();
+		watch_begin(&watch);
 		job = &pool->jobs[next % CPU_POOL_QUEUE];
 		switch (job->kind) {
 		case CPU_JOB_GRAPH:
@@ -380,11 +399,11 @@ static void *worker_main(void *p)
 				finish_job(pool, next + 1);
 			return NULL;
 		}
+		watch_end(&watch);
 		/* Every job ends with all of the pool's threads past a
 		 * barrier, so the slot is free once thread 0 says so. */
 		if (ith == 0)
 			finish_job(pool, next + 1);
-		check_contention(t0, &watch);
 		next++;
 	}
 }
@@ -504,7 +523,8 @@ void cpu_pool_post_locked(struct cpu_pool *pool, const struct cpu_job *job)
 	}
 	pool->jobs[head % CPU_POOL_QUEUE] = *job;
 	if (job->kind == CPU_JOB_GRAPH)
-		pool->jobs[head % CPU_POOL_QUEUE].nth = graph_threads(pool);
+		pool->jobs[head % CPU_POOL_QUEUE].nth =
+			graph_threads(pool, job->plan);
 	atomic_store(&pool->head, head + 1);
 	wake(&pool->head, &pool->head_sleepers);
 }

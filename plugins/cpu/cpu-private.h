@@ -99,6 +99,7 @@ struct cpu_copy {
  * which may be freed as soon as compute or synchronize has returned. */
 struct cpu_plan {
 	size_t n;
+	bool fine; /* little work per node: a barrier every few microseconds */
 	struct loom_tensor *nodes[];
 };
 
