@@ -70,14 +70,10 @@ def load_once(o, path):
     cmd = [os.path.join(o.builddir, "tools", "loom-run"), "-m", path,
            "--tokens", "1", "-n", "1", "--json", "--ctx", str(o.ctx),
            "--threads", str(o.threads)]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True)
-    out = p.stdout.read()
-    _, status, ru = os.wait4(p.pid, 0)
-    p.stdout.close()
-    if status:
-        raise RuntimeError("%s: loom-run failed" % path)
-    return json.loads(out), ru.ru_maxrss * 1024
+    # loom-run reports its own peak (VmHWM): a child's ru_maxrss would
+    # count the memory this script had when it forked.
+    j = run_json(cmd)
+    return j, j["peak_rss_bytes"]
 
 
 def load_table(o, files):

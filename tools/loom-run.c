@@ -696,6 +696,21 @@ out:
 	return ret;
 }
 
+/* This process's peak resident memory (VmHWM), 0 where unknown. */
+static size_t peak_rss(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	unsigned long long kib = 0;
+	char line[256];
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %llu kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (size_t)kib * 1024;
+}
+
 static void report(const struct opts *o, const char *arch,
 		   struct llama_model *m, loom_dev_t *dev, loom_sched_t *s,
 		   loom_dev_t **members, int n_members, const struct stats *st)
@@ -715,11 +730,10 @@ static void report(const struct opts *o, const char *arch,
 			"\"load_s\": %.4f, \"prefill_tok_s\": %.2f, "
 			"\"decode_tok_s\": %.2f, \"weight_bytes\": %zu, "
 			"\"cache_bytes\": %zu, \"compute_bytes\": %zu, "
-			"\"devices\": [", o->model, arch, loom_dev_name(dev),
-			st->n_prompt, st->n_gen, st->load_s, pf, dc,
-			llama_model_weight_bytes(m),
-			llama_model_cache_bytes(m),
-			compute);
+			"\"peak_rss_bytes\": %zu, \"devices\": [", o->model,
+			arch, loom_dev_name(dev), st->n_prompt, st->n_gen,
+			st->load_s, pf, dc, llama_model_weight_bytes(m),
+			llama_model_cache_bytes(m), compute, peak_rss());
 		for (int j = 0; j < n; j++)
 			fprintf(f, "%s{\"name\": \"%s\", \"buffer_bytes\": "
 				"%zu, \"compute_bytes\": %zu}", j ? ", " : "",
@@ -740,9 +754,10 @@ static void report(const struct opts *o, const char *arch,
 		"%d tokens, %.1f tok/s\n", st->load_s, st->n_prompt, pf,
 		st->n_gen, dc);
 	fprintf(f, "memory: weights %.1f MiB, KV cache %.1f MiB, compute "
-		"%.1f MiB\n", mib(llama_model_weight_bytes(m)),
-		mib(llama_model_cache_bytes(m)),
-		mib(compute));
+		"%.1f MiB; peak resident %.1f MiB\n",
+		mib(llama_model_weight_bytes(m)),
+		mib(llama_model_cache_bytes(m)), mib(compute),
+		mib(peak_rss()));
 	for (int j = 0; j < n && n > 1; j++)
 		fprintf(f, "  %s: weights and cache %.1f MiB, compute %.1f "
 			"MiB\n", loom_dev_name(members[j]), mib(w[j]),
