@@ -42,6 +42,27 @@ static void group_free(struct cuda_comm_group *grp)
 	free(grp);
 }
 
+/* A group of these devices under key, its communicators not made yet
+ * (NULL, which group_free skips); NULL without memory. */
+static struct cuda_comm_group *group_new(const int *ids, int n,
+					 uint64_t key)
+{
+	struct cuda_comm_group *grp = calloc(1, sizeof(*grp));
+
+	if (!grp)
+		return NULL;
+	grp->ids = calloc(n, sizeof(*grp->ids));
+	grp->comms = calloc(n, sizeof(*grp->comms));
+	if (!grp->ids || !grp->comms) {
+		group_free(grp);
+		return NULL;
+	}
+	memcpy(grp->ids, ids, n * sizeof(*ids));
+	grp->n = n;
+	grp->key = key;
+	return grp;
+}
+
 /* Finds the cached group of exactly these devices in this order, or makes
  * one with ncclCommInitAll.  A group NCCL refuses (no shared memory, a
  * driver it rejects, too little memory) is remembered as failed and the
@@ -60,16 +81,9 @@ static int group_get(struct cuda_reg *reg, const int *ids, int n,
 			return grp->failed ? LOOM_E_DECLINED : LOOM_OK;
 		}
 	}
-	grp = calloc(1, sizeof(*grp));
+	grp = group_new(ids, n, 0);
 	if (!grp)
 		return loom_error_set(LOOM_E_NOMEM, "out of memory");
-	grp->ids = calloc(n, sizeof(*grp->ids));
-	grp->comms = calloc(n, sizeof(*grp->comms));
-	if (!grp->ids || !grp->comms) {
-		group_free(grp);
-		return loom_error_set(LOOM_E_NOMEM, "out of memory");
-	}
-	memcpy(grp->ids, ids, n * sizeof(*ids));
 	r = ncclCommInitAll(grp->comms, n, grp->ids);
 	if (r != ncclSuccess) {
 		memset(grp->comms, 0, n * sizeof(*grp->comms));
@@ -80,15 +94,12 @@ static int group_get(struct cuda_reg *reg, const int *ids, int n,
 		(void)cudaGetLastError();
 		goto err_failed;
 	}
-	grp->n = n;
 	grp->next = reg->comm_groups;
 	reg->comm_groups = grp;
 	*out = grp;
 	return LOOM_OK;
 
 err_failed:
-	memcpy(grp->ids, ids, n * sizeof(*ids));
-	grp->n = n;
 	grp->failed = true;
 	grp->next = reg->comm_groups;
 	reg->comm_groups = grp;
@@ -185,18 +196,9 @@ static int world_group_get(struct cuda_reg *reg,
 				LOOM_GPU_NAME) : LOOM_OK;
 		}
 	}
-	grp = calloc(1, sizeof(*grp));
+	grp = group_new(ids, n, key);
 	if (!grp)
 		return loom_error_set(LOOM_E_NOMEM, "out of memory");
-	grp->ids = calloc(n, sizeof(*grp->ids));
-	grp->comms = calloc(n, sizeof(*grp->comms));
-	if (!grp->ids || !grp->comms) {
-		group_free(grp);
-		return loom_error_set(LOOM_E_NOMEM, "out of memory");
-	}
-	memcpy(grp->ids, ids, n * sizeof(*ids));
-	grp->n = n;
-	grp->key = key;
 	status = world_comms(g, ids, n, grp->comms);
 	if (status) {
 		memset(grp->comms, 0, n * sizeof(*grp->comms));
