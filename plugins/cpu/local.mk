@@ -29,7 +29,9 @@ CPU_PLUGIN_SOURCES = \
 	plugins/cpu/ops-matmul.c \
 	plugins/cpu/matmul-gemm.c \
 	plugins/cpu/matmul-gemv.c \
-	plugins/cpu/matmul-q8.c
+	plugins/cpu/matmul-q8.h \
+	plugins/cpu/matmul-q8.c \
+	plugins/cpu/matmul-q8v.c
 
 # CPU_OPT_CFLAGS: the optimization passes configure found the compiler
 # takes (configure.ac).

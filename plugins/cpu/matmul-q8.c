@@ -4,14 +4,12 @@
  * products (VNNI where the CPU has it, else AVX2's pair multiplies).  The
  * float kernels and the work division live in ops-matmul.c.
  */
-#include "cpu-matmul.h"
+#include "matmul-q8.h"
 
 #if defined(CPU_HAVE_Q8)
 
 #include <cpuid.h>
 #include <stdatomic.h>
-
-#include "cpu-simd.h"
 
 /* Rows of a and columns (rows of b) a tile computes: as many
  * accumulators as the variant has vector registers for. */
@@ -23,40 +21,22 @@
 #define QC 4
 #endif
 
-#define INLINE static inline __attribute__((always_inline))
-
 /* ------------------------------------------------------------------------
- * Activations: per block of 32, d = max|x| / 127 and q = round(x / d); per
- * half block of 16, s = d * sum(q), which the weights' offsets multiply.
+ * Activations (the layout is in matmul-q8.h).
  */
 
 size_t cpu_q8_col_bytes(int64_t k)
 {
-	return ((size_t)k + (size_t)k / 32 * sizeof(float) +
-		(size_t)k / 16 * sizeof(float) + 63) & ~(size_t)63;
-}
+	size_t n32 = (size_t)k / 32, n16 = (size_t)k / 16;
 
-struct qcol {
-	const int8_t *qs;
-	const float *d; /* per 32 */
-	const float *s; /* per 16 */
-};
-
-static struct qcol col_at(const char *p, int64_t k)
-{
-	struct qcol c = {
-		.qs = (const int8_t *)p,
-		.d = (const float *)(p + k),
-		.s = (const float *)(p + k) + k / 32,
-	};
-
-	return c;
+	return ((size_t)k + (3 * n32 + 2 * n16) * 4 + 63) & ~(size_t)63;
 }
 
 void cpu_q8_quantize(const float *x, int64_t k, char *out)
 {
 	int8_t *qs = (int8_t *)out;
-	float *d = (float *)(out + k), *s = d + k / 32;
+	float *d = (float *)(out + k), *s = d + k / 32, *s32 = s + k / 16;
+	int32_t *n16 = (int32_t *)(s32 + k / 32), *n32 = n16 + k / 16;
 
 	for (int64_t b = 0; b < k / 32; b++) {
 		const float *xb = x + 32 * b;
@@ -78,31 +58,14 @@ void cpu_q8_quantize(const float *x, int64_t k, char *out)
 		}
 		s[2 * b] = d[b] * (float)sum0;
 		s[2 * b + 1] = d[b] * (float)sum1;
+		s32[b] = d[b] * (float)(sum0 + sum1);
+		n16[2 * b] = sum0;
+		n16[2 * b + 1] = sum1;
+		n32[b] = sum0 + sum1;
 	}
 }
 
-/* ------------------------------------------------------------------------
- * Weights, one 32-value block j of a row at a time: its values as
- * unsigned bytes u, and per half block of 16 a scale sc and an offset o
- * with value = sc * u - o.  Q8_0 is the exception: its bytes are signed
- * and its offset zero.  The scales and offsets of a whole row come first
- * (row_scales), the values block by block (block_u8).
- */
-
-/* The 6-bit scale and min of sub-block s of a Q4_K/Q5_K block. */
-static inline void scale_min_k(const uint8_t *q, int s, int *sc, int *m)
-{
-	if (s < 4) {
-		*sc = q[s] & 63;
-		*m = q[s + 4] & 63;
-	} else {
-		*sc = (q[s + 4] & 15) | (q[s - 4] >> 6) << 4;
-		*m = (q[s + 4] >> 4) | (q[s] >> 6) << 4;
-	}
-}
-
-/* sc[i], o[i] for each 16 values i of a row of k values. */
-static void row_scales(enum loom_type type, const char *row, int64_t k,
+void cpu_q8_row_scales(enum loom_type type, const char *row, int64_t k,
 		       float *sc, float *o)
 {
 	int64_t b, i;
@@ -169,127 +132,6 @@ static void row_scales(enum loom_type type, const char *row, int64_t k,
 	}
 }
 
-/* The 32 values of block j as bytes (see above). */
-INLINE __m256i block_u8(const enum loom_type type, const char *row,
-			int64_t j)
-{
-	const __m256i m4 = _mm256_set1_epi8(15);
-
-	if (type == LOOM_TYPE_Q8_0) {
-		const struct loom_block_q8_0 *x =
-			(const struct loom_block_q8_0 *)row + j;
-
-		return _mm256_loadu_si256((const __m256i *)x->qs);
-	}
-	if (type == LOOM_TYPE_Q4_0) {
-		const struct loom_block_q4_0 *x =
-			(const struct loom_block_q4_0 *)row + j;
-		__m128i v = _mm_loadu_si128((const __m128i *)x->qs);
-		__m256i w = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
-
-		return _mm256_and_si256(w, m4);
-	}
-	if (type == LOOM_TYPE_Q4_K) {
-		const struct loom_block_q4_k *x =
-			(const struct loom_block_q4_k *)row + j / 8;
-		int s = (int)(j % 8);
-		__m256i q = _mm256_loadu_si256(
-			(const __m256i *)(x->qs + 32 * (s / 2)));
-
-		return _mm256_and_si256(s & 1 ? _mm256_srli_epi16(q, 4) : q,
-					m4);
-	}
-	if (type == LOOM_TYPE_Q5_K) {
-		const struct loom_block_q5_k *x =
-			(const struct loom_block_q5_k *)row + j / 8;
-		int s = (int)(j % 8);
-		__m256i q = _mm256_loadu_si256(
-			(const __m256i *)(x->qs + 32 * (s / 2)));
-		__m256i h = _mm256_loadu_si256((const __m256i *)x->qh);
-		__m256i bit = _mm256_set1_epi8((char)(1 << s));
-
-		q = _mm256_and_si256(s & 1 ? _mm256_srli_epi16(q, 4) : q, m4);
-		h = _mm256_cmpeq_epi8(_mm256_and_si256(h, bit), bit);
-		return _mm256_or_si256(q, _mm256_and_si256(
-			h, _mm256_set1_epi8(16)));
-	}
-	/* Q6_K */
-	{
-		const struct loom_block_q6_k *x =
-			(const struct loom_block_q6_k *)row + j / 8;
-		int t = (int)(j % 8), h = t / 4, g = t % 4;
-		__m256i lo = _mm256_loadu_si256(
-			(const __m256i *)(x->ql + 64 * h + 32 * (g & 1)));
-		__m256i hi = _mm256_loadu_si256(
-			(const __m256i *)(x->qh + 32 * h));
-
-		lo = _mm256_and_si256(g >> 1 ? _mm256_srli_epi16(lo, 4) : lo,
-				      m4);
-		hi = _mm256_and_si256(_mm256_srli_epi16(hi, 2 * g),
-				      _mm256_set1_epi8(3));
-		return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
-	}
-}
-
-/* Bytes of a row before its 32-value block j, for prefetching. */
-INLINE size_t block_offset(const enum loom_type type, int64_t j)
-{
-	switch (type) {
-	case LOOM_TYPE_Q8_0:
-		return (size_t)j * sizeof(struct loom_block_q8_0);
-	case LOOM_TYPE_Q4_0:
-		return (size_t)j * sizeof(struct loom_block_q4_0);
-	case LOOM_TYPE_Q4_K:
-		return (size_t)j * sizeof(struct loom_block_q4_k) / 8;
-	case LOOM_TYPE_Q5_K:
-		return (size_t)j * sizeof(struct loom_block_q5_k) / 8;
-	default:
-		return (size_t)j * sizeof(struct loom_block_q6_k) / 8;
-	}
-}
-
-/* ------------------------------------------------------------------------
- * The vector unit of a tile: QB blocks of 32 values per integer vector
- * QI (two with AVX-512, one with AVX2), its products widened to VF
- * (cpu-simd.h), a lane per 4 values.  With two blocks per vector a row
- * of an odd number of blocks ends with a half step: the second block
- * reads as zeros.
- */
-#if defined(__AVX512BW__)
-#define QB 2
-#define QI __m512i
-#define QNEG __mmask64 /* Q8_0: which weights are negative */
-#else
-#define QB 1
-#define QI __m256i
-#define QNEG __m256i
-#endif
-
-/* Dot products of bytes: acc + sum of u[i] * s[i] over each 4 bytes, u
- * unsigned, s signed.  vpdpbusd where the CPU has it (written as
- * assembly, so the rest of the variant needs no extra target); else
- * pair products to 16 bits, which cannot saturate here (u < 64, or the
- * signs moved to s for Q8_0), summed to 32 bits. */
-INLINE QI dot_u8s8(QI acc, QI u, QI s, const bool vnni)
-{
-	if (vnni) {
-#if defined(__AVX512VL__)
-		__asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
-#else
-		__asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u),
-			"x"(s));
-#endif
-		return acc;
-	}
-#if QB == 2
-	return _mm512_add_epi32(acc, _mm512_madd_epi16(
-		_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
-#else
-	return _mm256_add_epi32(acc, _mm256_madd_epi16(
-		_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
-#endif
-}
-
 /* Weights of blocks j, j + 1 (not with half) as bytes. */
 INLINE QI q_weights(const enum loom_type type, const char *row, int64_t j,
 		    const bool half)
@@ -301,19 +143,6 @@ INLINE QI q_weights(const enum loom_type type, const char *row, int64_t j,
 #else
 	(void)half;
 	return block_u8(type, row, j);
-#endif
-}
-
-/* Quantized activations of the blocks at qs. */
-INLINE QI q_acts(const int8_t *qs, const bool half)
-{
-#if QB == 2
-	return half ? _mm512_zextsi256_si512(_mm256_loadu_si256(
-			      (const __m256i *)qs)) :
-		      _mm512_loadu_si512((const void *)qs);
-#else
-	(void)half;
-	return _mm256_loadu_si256((const __m256i *)qs);
 #endif
 }
 
@@ -386,15 +215,6 @@ INLINE VF q_float(QI t)
 #endif
 }
 
-INLINE QI q_zero(void)
-{
-#if QB == 2
-	return _mm512_setzero_si512();
-#else
-	return _mm256_setzero_si256();
-#endif
-}
-
 /* One step of tile(): blocks j and (without half) j + 1 of every row and
  * column into acc. */
 INLINE void tile_step(const enum loom_type type, const bool vnni,
@@ -440,7 +260,7 @@ INLINE void tile_step(const enum loom_type type, const bool vnni,
 
 /* res[r * QC + c] = dot(row r of a, column c) for nr rows and nc columns
  * (constants at every call, so the accumulators stay in registers); sc
- * and o hold each row's row_scales, k / 16 apart. */
+ * and o hold each row's cpu_q8_row_scales(), k / 16 apart. */
 INLINE void tile(const enum loom_type type, const bool vnni,
 		 const char *const *rows, const int nr,
 		 const struct qcol *cols, const int nc, int64_t k,
@@ -486,140 +306,6 @@ INLINE void tile(const enum loom_type type, const bool vnni,
 }
 #define TILE(R, C) tile(type, vnni, rows, R, cols, C, k, sc, o, res)
 
-#if QB == 2
-/* ------------------------------------------------------------------------
- * Decode products (fewer columns than a tile has), Q4_0 and Q8_0 with
- * VNNI: the weights go straight from their blocks into the dot products,
- * no row_scales.  Their bytes are made unsigned by an offset z (Q4_0's
- * nibbles are 8 above their values; Q8_0's bytes get 128 added), and
- * z * sum(q) of each 4 activations, the same for every row, is taken
- * from the integer products before the block's scales multiply them.
- */
-
-/* Blocks j and (not with half) j + 1 of a row as unsigned bytes. */
-INLINE __m512i gv_weights(const enum loom_type type, const char *row,
-			  int64_t j, const bool half)
-{
-	if (type == LOOM_TYPE_Q4_0) {
-		const struct loom_block_q4_0 *x =
-			(const struct loom_block_q4_0 *)row + j;
-		__m128i v0 = _mm_loadu_si128((const __m128i *)x[0].qs);
-		__m128i v1 = half ? _mm_setzero_si128() :
-			_mm_loadu_si128((const __m128i *)x[1].qs);
-		__m512i w = _mm512_inserti64x4(
-			_mm512_castsi256_si512(_mm256_set_m128i(
-				_mm_srli_epi16(v0, 4), v0)),
-			_mm256_set_m128i(_mm_srli_epi16(v1, 4), v1), 1);
-
-		return _mm512_and_si512(w, _mm512_set1_epi8(15));
-	} else {
-		const struct loom_block_q8_0 *x =
-			(const struct loom_block_q8_0 *)row + j;
-		__m256i v0 = _mm256_loadu_si256((const __m256i *)x[0].qs);
-		__m256i v1 = half ? _mm256_setzero_si256() :
-			_mm256_loadu_si256((const __m256i *)x[1].qs);
-
-		return _mm512_xor_si512(_mm512_inserti64x4(
-			_mm512_castsi256_si512(v0), v1, 1),
-			_mm512_set1_epi8((char)0x80));
-	}
-}
-
-/* The f16 scales of blocks j and (not with half) j + 1, as floats. */
-INLINE __m128 gv_scales(const enum loom_type type, const char *row,
-			int64_t j, const bool half)
-{
-	size_t bs = type == LOOM_TYPE_Q4_0 ? sizeof(struct loom_block_q4_0) :
-		sizeof(struct loom_block_q8_0);
-	uint16_t h0, h1 = 0;
-
-	memcpy(&h0, row + (size_t)j * bs, 2);
-	if (!half)
-		memcpy(&h1, row + (size_t)(j + 1) * bs, 2);
-	return _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)h0 |
-						     (uint32_t)h1 << 16)));
-}
-
-/* One step of gv_rows(): blocks j and (without half) j + 1. */
-INLINE void gv_step(const enum loom_type type, const char *const *rows,
-		    const int nr, const struct qcol *col, int64_t j,
-		    __m512 acc[QR], const bool half)
-{
-	const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1,
-						0, 0, 0, 0, 0, 0, 0, 0);
-	const __m512i z = _mm512_set1_epi8(type == LOOM_TYPE_Q4_0 ? 8 :
-					   (char)0x80);
-	__m512i a = q_acts(col->qs + 32 * j, half), za;
-	__m128 d = half ? _mm_maskz_loadu_ps(1, col->d + j) :
-		_mm_castpd_ps(_mm_load_sd((const double *)(col->d + j)));
-	int r;
-
-	za = dot_u8s8(q_zero(), z, a, true);
-	UNROLL
-	for (r = 0; r < nr; r++) {
-		__m512i t;
-		__m512 s;
-
-		__builtin_prefetch(rows[r] + block_offset(type, j) + 1024);
-		t = dot_u8s8(q_zero(), gv_weights(type, rows[r], j, half), a,
-			     true);
-		s = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(
-			_mm_mul_ps(gv_scales(type, rows[r], j, half), d)));
-		acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(
-			_mm512_sub_epi32(t, za)), s, acc[r]);
-	}
-}
-
-/* res[r] = dot(row r of a, the column) for nr rows. */
-INLINE void gv_rows(const enum loom_type type, const char *const *rows,
-		    const int nr, const struct qcol *col, int64_t k,
-		    float *res)
-{
-	__m512 acc[QR];
-	int64_t j, nblk = k / 32;
-	int r;
-
-	UNROLL
-	for (r = 0; r < nr; r++)
-		acc[r] = _mm512_setzero_ps();
-	for (j = 0; j + 2 <= nblk; j += 2)
-		gv_step(type, rows, nr, col, j, acc, false);
-	if (j < nblk)
-		gv_step(type, rows, nr, col, j, acc, true);
-	UNROLL
-	for (r = 0; r < nr; r++)
-		res[r] = _mm512_reduce_add_ps(acc[r]);
-}
-
-/* Rows [m0, m1) of a against n columns, QR rows at a time. */
-INLINE void gv_typed(const enum loom_type type, const char *a, size_t arow,
-		     int64_t m0, int64_t m1, int64_t k, const char *qb,
-		     int64_t n, const struct cpu_cols *out)
-{
-	size_t cb = cpu_q8_col_bytes(k);
-	float res[QR];
-	int64_t m, c;
-
-	for (m = m0; m < m1;) {
-		const char *rows[QR];
-		int nr = m1 - m < QR ? 1 : QR, r;
-
-		for (r = 0; r < nr; r++)
-			rows[r] = a + (m + r) * arow;
-		for (c = 0; c < n; c++) {
-			struct qcol col = col_at(qb + c * cb, k);
-
-			if (nr == QR)
-				gv_rows(type, rows, QR, &col, k, res);
-			else
-				gv_rows(type, rows, 1, &col, k, res);
-			for (r = 0; r < nr; r++)
-				cpu_cols_at(out, c)[m + r] = res[r];
-		}
-		m += nr;
-	}
-}
-#endif
 
 /* Rows [m0, m1) of a against n columns at qb (cpu_q8_col_bytes(k)
  * apart): QR x QC tiles, the last rows one at a time and the last
@@ -637,11 +323,8 @@ INLINE void mm_typed(const enum loom_type type, const bool vnni,
 	int64_t m, j, jb;
 
 #if QB == 2
-	if (vnni && n < QC && (type == LOOM_TYPE_Q4_0 ||
-			       type == LOOM_TYPE_Q8_0)) {
-		gv_typed(type, a, arow, m0, m1, k, qb, n, out);
+	if (vnni && n < QC && cpu_q8_gv(type, a, arow, m0, m1, k, qb, n, out))
 		return;
-	}
 #endif
 	for (jb = 0; jb < n; jb += nblk) {
 		int64_t je = jb + nblk < n ? jb + nblk : n;
@@ -652,8 +335,9 @@ INLINE void mm_typed(const enum loom_type type, const bool vnni,
 
 			for (r = 0; r < nr; r++) {
 				rows[r] = a + (m + r) * arow;
-				row_scales(type, rows[r], k, sc + r * (k / 16),
-					   o + r * (k / 16));
+				cpu_q8_row_scales(type, rows[r], k,
+						  sc + r * (k / 16),
+						  o + r * (k / 16));
 			}
 			for (j = jb; j < je;) {
 				struct qcol cols[QC];
@@ -735,7 +419,7 @@ static bool probe_vnni(void)
 
 /* probe_vnni() once: CPUID can cost microseconds (a virtual machine's
  * hypervisor answers it), and a decode step does hundreds of products. */
-static bool have_vnni(void)
+bool cpu_q8_vnni(void)
 {
 	static _Atomic int known; /* 0: not yet, 1: no, 2: yes */
 	int v = atomic_load_explicit(&known, memory_order_relaxed);
@@ -751,7 +435,7 @@ void cpu_q8_mm(enum loom_type type, const char *a, size_t arow, int64_t m0,
 	       int64_t m1, int64_t k, const char *qb, int64_t n,
 	       const struct cpu_cols *out, float *tmp)
 {
-	mm(type, have_vnni(), a, arow, m0, m1, k, qb, n, out, tmp);
+	mm(type, cpu_q8_vnni(), a, arow, m0, m1, k, qb, n, out, tmp);
 }
 
 #endif /* CPU_HAVE_Q8 */

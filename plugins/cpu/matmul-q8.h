@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/* matmul-q8.h - what the int8 kernels share: the quantized activations'
+ * layout, the weights' blocks as unsigned bytes, and the byte dot
+ * product.  matmul-q8.c quantizes activations, holds the generic tile
+ * and chooses a kernel; matmul-q8v.c reads weights straight from their
+ * blocks for decode; matmul-q8p.c repacks rows into panels for wide
+ * products.
+ */
+#ifndef LOOM_CPU_MATMUL_Q8_H
+#define LOOM_CPU_MATMUL_Q8_H
+
+#include "cpu-matmul.h"
+
+#if defined(CPU_HAVE_Q8)
+
+#include "cpu-simd.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* ------------------------------------------------------------------------
+ * Activations, one row (a column of the product) of k values: per block
+ * of 32, d = max|x| / 127 and q = round(x / d); per 16 and per 32
+ * values, the sums of q (n16, n32) and those times d (s16, s32), which
+ * the weights' offsets multiply.
+ */
+struct qcol {
+	const int8_t *qs;
+	const float *d;     /* per 32 */
+	const float *s;     /* per 16: d * sum(q) */
+	const float *s32;   /* per 32: d * sum(q) */
+	const int32_t *n16; /* per 16: sum(q) */
+	const int32_t *n32; /* per 32: sum(q) */
+};
+
+static inline struct qcol col_at(const char *p, int64_t k)
+{
+	const float *d = (const float *)(p + k);
+	struct qcol c = {
+		.qs = (const int8_t *)p,
+		.d = d,
+		.s = d + k / 32,
+		.s32 = d + k / 32 + k / 16,
+		.n16 = (const int32_t *)(d + 2 * (k / 32) + k / 16),
+		.n32 = (const int32_t *)(d + 2 * (k / 32) + k / 8),
+	};
+
+	return c;
+}
+
+/* ------------------------------------------------------------------------
+ * Weights, one 32-value block j of a row at a time: its values as
+ * unsigned bytes u, and per half block of 16 a scale sc and an offset o
+ * with value = sc * u - o.  Q8_0 is the exception: its bytes are signed
+ * and its offset zero.  The scales and offsets of a whole row come first
+ * (cpu_q8_row_scales), the values block by block (block_u8).
+ */
+
+/* The 6-bit scale and min of sub-block s of a Q4_K/Q5_K block. */
+static inline void scale_min_k(const uint8_t *q, int s, int *sc, int *m)
+{
+	if (s < 4) {
+		*sc = q[s] & 63;
+		*m = q[s + 4] & 63;
+	} else {
+		*sc = (q[s + 4] & 15) | (q[s - 4] >> 6) << 4;
+		*m = (q[s + 4] >> 4) | (q[s] >> 6) << 4;
+	}
+}
+
+/* sc[i], o[i] for each 16 values i of a row of k values. */
+
+/* sc[i], o[i] for each 16 values i of a row of k values (see above). */
+void cpu_q8_row_scales(enum loom_type type, const char *row, int64_t k,
+		       float *sc, float *o);
+
+/* The 32 values of block j as bytes (see above). */
+INLINE __m256i block_u8(const enum loom_type type, const char *row,
+			int64_t j)
+{
+	const __m256i m4 = _mm256_set1_epi8(15);
+
+	if (type == LOOM_TYPE_Q8_0) {
+		const struct loom_block_q8_0 *x =
+			(const struct loom_block_q8_0 *)row + j;
+
+		return _mm256_loadu_si256((const __m256i *)x->qs);
+	}
+	if (type == LOOM_TYPE_Q4_0) {
+		const struct loom_block_q4_0 *x =
+			(const struct loom_block_q4_0 *)row + j;
+		__m128i v = _mm_loadu_si128((const __m128i *)x->qs);
+		__m256i w = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
+
+		return _mm256_and_si256(w, m4);
+	}
+	if (type == LOOM_TYPE_Q4_K) {
+		const struct loom_block_q4_k *x =
+			(const struct loom_block_q4_k *)row + j / 8;
+		int s = (int)(j % 8);
+		__m256i q = _mm256_loadu_si256(
+			(const __m256i *)(x->qs + 32 * (s / 2)));
+
+		return _mm256_and_si256(s & 1 ? _mm256_srli_epi16(q, 4) : q,
+					m4);
+	}
+	if (type == LOOM_TYPE_Q5_K) {
+		const struct loom_block_q5_k *x =
+			(const struct loom_block_q5_k *)row + j / 8;
+		int s = (int)(j % 8);
+		__m256i q = _mm256_loadu_si256(
+			(const __m256i *)(x->qs + 32 * (s / 2)));
+		__m256i h = _mm256_loadu_si256((const __m256i *)x->qh);
+		__m256i bit = _mm256_set1_epi8((char)(1 << s));
+
+		q = _mm256_and_si256(s & 1 ? _mm256_srli_epi16(q, 4) : q, m4);
+		h = _mm256_cmpeq_epi8(_mm256_and_si256(h, bit), bit);
+		return _mm256_or_si256(q, _mm256_and_si256(
+			h, _mm256_set1_epi8(16)));
+	}
+	/* Q6_K */
+	{
+		const struct loom_block_q6_k *x =
+			(const struct loom_block_q6_k *)row + j / 8;
+		int t = (int)(j % 8), h = t / 4, g = t % 4;
+		__m256i lo = _mm256_loadu_si256(
+			(const __m256i *)(x->ql + 64 * h + 32 * (g & 1)));
+		__m256i hi = _mm256_loadu_si256(
+			(const __m256i *)(x->qh + 32 * h));
+
+		lo = _mm256_and_si256(g >> 1 ? _mm256_srli_epi16(lo, 4) : lo,
+				      m4);
+		hi = _mm256_and_si256(_mm256_srli_epi16(hi, 2 * g),
+				      _mm256_set1_epi8(3));
+		return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+	}
+}
+
+/* Bytes of a row before its 32-value block j, for prefetching. */
+INLINE size_t block_offset(const enum loom_type type, int64_t j)
+{
+	switch (type) {
+	case LOOM_TYPE_Q8_0:
+		return (size_t)j * sizeof(struct loom_block_q8_0);
+	case LOOM_TYPE_Q4_0:
+		return (size_t)j * sizeof(struct loom_block_q4_0);
+	case LOOM_TYPE_Q4_K:
+		return (size_t)j * sizeof(struct loom_block_q4_k) / 8;
+	case LOOM_TYPE_Q5_K:
+		return (size_t)j * sizeof(struct loom_block_q5_k) / 8;
+	default:
+		return (size_t)j * sizeof(struct loom_block_q6_k) / 8;
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * The vector unit of a tile: QB blocks of 32 values per integer vector
+ * QI (two with AVX-512, one with AVX2), its products widened to VF
+ * (cpu-simd.h), a lane per 4 values.  With two blocks per vector a row
+ * of an odd number of blocks ends with a half step: the second block
+ * reads as zeros.
+ */
+#if defined(__AVX512BW__)
+#define QB 2
+#define QI __m512i
+#define QNEG __mmask64 /* Q8_0: which weights are negative */
+#else
+#define QB 1
+#define QI __m256i
+#define QNEG __m256i
+#endif
+
+/* Dot products of bytes: acc + sum of u[i] * s[i] over each 4 bytes, u
+ * unsigned, s signed.  vpdpbusd where the CPU has it (written as
+ * assembly, so the rest of the variant needs no extra target); else
+ * pair products to 16 bits, which cannot saturate here (u < 64, or the
+ * signs moved to s for Q8_0), summed to 32 bits. */
+INLINE QI dot_u8s8(QI acc, QI u, QI s, const bool vnni)
+{
+	if (vnni) {
+#if defined(__AVX512VL__)
+		__asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+#else
+		__asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u),
+			"x"(s));
+#endif
+		return acc;
+	}
+#if QB == 2
+	return _mm512_add_epi32(acc, _mm512_madd_epi16(
+		_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
+#else
+	return _mm256_add_epi32(acc, _mm256_madd_epi16(
+		_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+
+/* Quantized activations of the blocks at qs. */
+INLINE QI q_acts(const int8_t *qs, const bool half)
+{
+#if QB == 2
+	return half ? _mm512_zextsi256_si512(_mm256_loadu_si256(
+			      (const __m256i *)qs)) :
+		      _mm512_loadu_si512((const void *)qs);
+#else
+	(void)half;
+	return _mm256_loadu_si256((const __m256i *)qs);
+#endif
+}
+
+INLINE QI q_zero(void)
+{
+#if QB == 2
+	return _mm512_setzero_si512();
+#else
+	return _mm256_setzero_si256();
+#endif
+}
+
+/* Whether the CPU has the 256-bit VNNI form (found once). */
+bool cpu_q8_vnni(void);
+
+#if QB == 2
+/* Rows [m0, m1) of a against n < 4 columns straight from the weights'
+ * blocks, with VNNI (matmul-q8v.c); false where the type has no such
+ * kernel. */
+bool cpu_q8_gv(enum loom_type type, const char *a, size_t arow, int64_t m0,
+	       int64_t m1, int64_t k, const char *qb, int64_t n,
+	       const struct cpu_cols *out);
+#endif
+
+#endif /* CPU_HAVE_Q8 */
+#endif
