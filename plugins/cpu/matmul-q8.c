@@ -322,10 +322,8 @@ INLINE void mm_typed(const enum loom_type type, const bool vnni,
 	float res[QR * QC];
 	int64_t m, j, jb;
 
-#if QB == 2
-	if (vnni && n < QC && cpu_q8_gv(type, a, arow, m0, m1, k, qb, n, out))
+	if (n < QC && cpu_q8_gv(type, vnni, a, arow, m0, m1, k, qb, n, out))
 		return;
-#endif
 	for (jb = 0; jb < n; jb += nblk) {
 		int64_t je = jb + nblk < n ? jb + nblk : n;
 

@@ -219,14 +219,12 @@ INLINE QI q_zero(void)
 /* Whether the CPU has the 256-bit VNNI form (found once). */
 bool cpu_q8_vnni(void);
 
-#if QB == 2
-/* Rows [m0, m1) of a against n < 4 columns straight from the weights'
- * blocks, with VNNI (matmul-q8v.c); false where the type has no such
- * kernel. */
-bool cpu_q8_gv(enum loom_type type, const char *a, size_t arow, int64_t m0,
-	       int64_t m1, int64_t k, const char *qb, int64_t n,
+/* Rows [m0, m1) of a against n <= 3 columns straight from the weights'
+ * blocks (matmul-q8v.c); false where the variant has no such kernel for
+ * the type (with AVX-512: Q4_0 and Q8_0, with VNNI). */
+bool cpu_q8_gv(enum loom_type type, bool vnni, const char *a, size_t arow,
+	       int64_t m0, int64_t m1, int64_t k, const char *qb, int64_t n,
 	       const struct cpu_cols *out);
-#endif
 
 #endif /* CPU_HAVE_Q8 */
 #endif

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* matmul-q8v.c - decode products of quantized weights with VNNI: the
- * weights go from their blocks straight into the dot products.
+/* matmul-q8v.c - decode products of quantized weights (fewer columns
+ * than a tile has): the weights go from their blocks straight into the
+ * dot products, no cpu_q8_row_scales.  With AVX-512, Q4_0 and Q8_0 on
+ * VNNI; with AVX2, every type on pair multiplies.
  */
 #include "matmul-q8.h"
 
@@ -10,9 +12,7 @@
 #define QR 4
 
 /*
- * Decode products (fewer columns than a tile has), Q4_0 and Q8_0 with
- * VNNI: the weights go straight from their blocks into the dot products,
- * no row_scales.  Their bytes are made unsigned by an offset z (Q4_0's
+ * AVX-512 with VNNI, Q4_0 and Q8_0.  Their bytes are made unsigned by an offset z (Q4_0's
  * nibbles are 8 above their values; Q8_0's bytes get 128 added), and
  * z * sum(q) of each 4 activations, the same for every row, is taken
  * from the integer products before the block's scales multiply them.
@@ -142,10 +142,12 @@ INLINE void gv_typed(const enum loom_type type, const char *a, size_t arow,
 	}
 }
 
-bool cpu_q8_gv(enum loom_type type, const char *a, size_t arow, int64_t m0,
-	       int64_t m1, int64_t k, const char *qb, int64_t n,
+bool cpu_q8_gv(enum loom_type type, bool vnni, const char *a, size_t arow,
+	       int64_t m0, int64_t m1, int64_t k, const char *qb, int64_t n,
 	       const struct cpu_cols *out)
 {
+	if (!vnni)
+		return false;
 	switch (type) {
 	case LOOM_TYPE_Q4_0:
 		gv_typed(LOOM_TYPE_Q4_0, a, arow, m0, m1, k, qb, n, out);
@@ -153,6 +155,289 @@ bool cpu_q8_gv(enum loom_type type, const char *a, size_t arow, int64_t m0,
 	case LOOM_TYPE_Q8_0:
 		gv_typed(LOOM_TYPE_Q8_0, a, arow, m0, m1, k, qb, n, out);
 		return true;
+	default:
+		return false;
+	}
+}
+
+#elif defined(CPU_HAVE_Q8)
+/* ------------------------------------------------------------------------
+ * AVX2, every type.  A 32-value block of a row times a column's block is
+ * one pair multiply of unsigned weight bytes u by signed activations
+ * (vpmaddubsw: no sum reaches 2^15 here, as u < 64, or |u| <= 127 with
+ * the signs moved to the activations for Q8_0) and one widening add
+ * (vpmaddwd), 8 sums of 4 values each; lanes 0-3 hold the block's first
+ * 16 values, lanes 4-7 the last 16.  The block's scales multiply them
+ * as floats.  Offsets: Q4_0's nibbles are 8 above their values, so 8 *
+ * sum(q) of the column's block leaves lane 0; a K-quant's mins times
+ * the column's d * sum(q) per 32 leave the sum once per super-block;
+ * Q6_K's 32 likewise, per 16.
+ */
+
+/* Rows of a step: as many accumulators as 16 registers leave room for. */
+#define VR 4
+
+INLINE __m256i dot2(__m256i u, __m256i s)
+{
+	return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s),
+				 _mm256_set1_epi16(1));
+}
+
+INLINE __m256 bcast(float x)
+{
+	return _mm256_set1_ps(x);
+}
+
+/* Q4_0 and Q8_0: block j of nr rows against nc columns. */
+INLINE void v0_step(const enum loom_type type, const char *const *rows,
+		    const int nr, const struct qcol *cols, const int nc,
+		    int64_t j, size_t ahead, __m256 acc[VR][3])
+{
+	const size_t bs = type == LOOM_TYPE_Q4_0 ?
+		sizeof(struct loom_block_q4_0) : sizeof(struct loom_block_q8_0);
+	__m256i a[3], z[3];
+	int r, c;
+
+	UNROLL
+	for (c = 0; c < nc; c++) {
+		a[c] = _mm256_loadu_si256((const __m256i *)(cols[c].qs +
+							    32 * j));
+		if (type == LOOM_TYPE_Q4_0)
+			z[c] = _mm256_zextsi128_si256(
+				_mm_cvtsi32_si128(8 * cols[c].n32[j]));
+	}
+	UNROLL
+	for (r = 0; r < nr; r++) {
+		const char *blk = rows[r] + (size_t)j * bs;
+		__m256i w = block_u8(type, rows[r], j), u = w;
+		uint16_t h;
+		float d;
+
+		__builtin_prefetch(blk + ahead);
+		memcpy(&h, blk, 2);
+		d = cpu_f16_to_f32(h);
+		if (type == LOOM_TYPE_Q8_0)
+			u = _mm256_abs_epi8(w);
+		UNROLL
+		for (c = 0; c < nc; c++) {
+			__m256i t = dot2(u, type == LOOM_TYPE_Q8_0 ?
+					 _mm256_sign_epi8(a[c], w) : a[c]);
+
+			if (type == LOOM_TYPE_Q4_0)
+				t = _mm256_sub_epi32(t, z[c]);
+			acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t),
+						    bcast(d * cols[c].d[j]),
+						    acc[r][c]);
+		}
+	}
+}
+
+/* The 8 scales (sc) and mins (mn) of a Q4_K/Q5_K super-block's 6-bit
+ * fields q (12 bytes), as bytes. */
+INLINE void k_scales(const uint8_t *q, uint8_t sc[8], uint8_t mn[8])
+{
+	uint32_t w[3], lo[2], hi[2];
+
+	memcpy(w, q, 12);
+	lo[0] = w[0] & 0x3f3f3f3f;
+	hi[0] = w[1] & 0x3f3f3f3f;
+	lo[1] = (w[2] & 0x0f0f0f0f) | ((w[0] >> 6) & 0x03030303) << 4;
+	hi[1] = ((w[2] >> 4) & 0x0f0f0f0f) | ((w[1] >> 6) & 0x03030303) << 4;
+	memcpy(sc, lo, 8);
+	memcpy(mn, hi, 8);
+}
+
+/* Eight bytes as floats times f. */
+INLINE __m256 bytes_ps(const void *p, float f, bool is_signed)
+{
+	__m128i b = _mm_loadl_epi64((const __m128i *)p);
+
+	return _mm256_mul_ps(_mm256_cvtepi32_ps(is_signed ?
+		_mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b)), bcast(f));
+}
+
+/* Q4_K, Q5_K, Q6_K: super-block b of nr rows against nc columns. */
+INLINE void vk_step(const enum loom_type type, const char *const *rows,
+		    const int nr, const struct qcol *cols, const int nc,
+		    int64_t b, size_t ahead, __m256 acc[VR][3])
+{
+	const size_t bs = type == LOOM_TYPE_Q4_K ?
+		sizeof(struct loom_block_q4_k) : type == LOOM_TYPE_Q5_K ?
+		sizeof(struct loom_block_q5_k) : sizeof(struct loom_block_q6_k);
+	int r, c, i;
+
+	UNROLL
+	for (r = 0; r < nr; r++) {
+		const char *blk = rows[r] + (size_t)b * bs;
+		/* Scales per 32 (per 16 for Q6_K) times each column's d. */
+		float sd[3][16] __attribute__((aligned(32)));
+		uint16_t h[2];
+
+		for (i = 0; i < (int)bs; i += 64)
+			__builtin_prefetch(blk + ahead + i);
+		if (type == LOOM_TYPE_Q6_K)
+			memcpy(h, blk + offsetof(struct loom_block_q6_k, d), 2);
+		else
+			memcpy(h, blk, 4);
+		if (type == LOOM_TYPE_Q6_K) {
+			const struct loom_block_q6_k *x =
+				(const struct loom_block_q6_k *)blk;
+			float d = cpu_f16_to_f32(h[0]);
+			__m256 s0 = bytes_ps(x->scales, d, true);
+			__m256 s1 = bytes_ps(x->scales + 8, d, true);
+
+			UNROLL
+			for (c = 0; c < nc; c++) {
+				/* Each column's d per 32, twice, for the
+				 * scales per 16. */
+				__m256 dc = _mm256_loadu_ps(cols[c].d + 8 * b);
+				__m256 d0 = _mm256_permutevar8x32_ps(dc,
+					_mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3,
+							  3));
+				__m256 d1 = _mm256_permutevar8x32_ps(dc,
+					_mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7,
+							  7));
+				const float *s16 = cols[c].s + 16 * b;
+
+				_mm256_store_ps(sd[c], _mm256_mul_ps(s0, d0));
+				_mm256_store_ps(sd[c] + 8,
+						_mm256_mul_ps(s1, d1));
+				/* The offset 32 of every value. */
+				acc[r][c] = _mm256_fnmadd_ps(_mm256_mul_ps(
+					s0, bcast(32.0f)),
+					_mm256_loadu_ps(s16), acc[r][c]);
+				acc[r][c] = _mm256_fnmadd_ps(_mm256_mul_ps(
+					s1, bcast(32.0f)),
+					_mm256_loadu_ps(s16 + 8), acc[r][c]);
+			}
+		} else {
+			const uint8_t *q = (const uint8_t *)blk + 4;
+			uint8_t sc[8], mn[8];
+			__m256 s, m;
+
+			k_scales(q, sc, mn);
+			s = bytes_ps(sc, cpu_f16_to_f32(h[0]), false);
+			m = bytes_ps(mn, cpu_f16_to_f32(h[1]), false);
+			UNROLL
+			for (c = 0; c < nc; c++) {
+				_mm256_store_ps(sd[c], _mm256_mul_ps(s,
+					_mm256_loadu_ps(cols[c].d + 8 * b)));
+				acc[r][c] = _mm256_fnmadd_ps(m,
+					_mm256_loadu_ps(cols[c].s32 + 8 * b),
+					acc[r][c]);
+			}
+		}
+		UNROLL
+		for (i = 0; i < 8; i++) {
+			__m256i u = block_u8(type, rows[r], 8 * b + i);
+
+			UNROLL
+			for (c = 0; c < nc; c++) {
+				__m256i t = dot2(u, _mm256_loadu_si256(
+					(const __m256i *)(cols[c].qs +
+							  256 * b + 32 * i)));
+				__m256 f = type == LOOM_TYPE_Q6_K ?
+					_mm256_set_m128(
+						_mm_broadcast_ss(sd[c] + 2 * i +
+								 1),
+						_mm_broadcast_ss(sd[c] + 2 * i)) :
+					_mm256_broadcast_ss(sd[c] + i);
+
+				acc[r][c] = _mm256_fmadd_ps(
+					_mm256_cvtepi32_ps(t), f, acc[r][c]);
+			}
+		}
+	}
+}
+
+/* res[r][c] = dot(row r of a, column c) for nr rows and nc columns;
+ * the same bytes of the next nr rows, ahead bytes on, are fetched into
+ * the caches meanwhile. */
+INLINE void v_rows(const enum loom_type type, const char *const *rows,
+		   const int nr, const struct qcol *cols, const int nc,
+		   int64_t k, size_t ahead, float res[VR][3])
+{
+	__m256 acc[VR][3];
+	int64_t j;
+	int r, c;
+
+	UNROLL
+	for (r = 0; r < nr; r++)
+		UNROLL
+		for (c = 0; c < nc; c++)
+			acc[r][c] = _mm256_setzero_ps();
+	if (type == LOOM_TYPE_Q4_0 || type == LOOM_TYPE_Q8_0)
+		for (j = 0; j < k / 32; j++)
+			v0_step(type, rows, nr, cols, nc, j, ahead, acc);
+	else
+		for (j = 0; j < k / 256; j++)
+			vk_step(type, rows, nr, cols, nc, j, ahead, acc);
+	UNROLL
+	for (r = 0; r < nr; r++)
+		UNROLL
+		for (c = 0; c < nc; c++)
+			res[r][c] = cpu_hsum256(acc[r][c]);
+}
+
+/* Rows [m0, m1) of a against n <= 3 columns: rows of Q4_0 and Q8_0 VR at
+ * a time against one column, else two at a time. */
+INLINE void v_typed(const enum loom_type type, const char *a, size_t arow,
+		    int64_t m0, int64_t m1, int64_t k, const char *qb,
+		    int64_t n, const struct cpu_cols *out)
+{
+	const bool wide = n == 1 && (type == LOOM_TYPE_Q4_0 ||
+				     type == LOOM_TYPE_Q8_0);
+	size_t cb = cpu_q8_col_bytes(k);
+	struct qcol cols[3];
+	float res[VR][3] = { { 0 } };
+	int64_t m;
+	int c;
+
+	for (c = 0; c < n; c++)
+		cols[c] = col_at(qb + c * cb, k);
+	for (m = m0; m < m1;) {
+		const char *rows[VR];
+		int step = wide ? VR : 2, nr = m1 - m < step ? 1 : step, r;
+		size_t ahead = (size_t)nr * arow;
+
+		for (r = 0; r < nr; r++)
+			rows[r] = a + (m + r) * arow;
+		if (nr == 1 && n == 1)
+			v_rows(type, rows, 1, cols, 1, k, ahead, res);
+		else if (nr == 1 && n == 2)
+			v_rows(type, rows, 1, cols, 2, k, ahead, res);
+		else if (nr == 1)
+			v_rows(type, rows, 1, cols, 3, k, ahead, res);
+		else if (wide)
+			v_rows(type, rows, VR, cols, 1, k, ahead, res);
+		else if (n == 1)
+			v_rows(type, rows, 2, cols, 1, k, ahead, res);
+		else if (n == 2)
+			v_rows(type, rows, 2, cols, 2, k, ahead, res);
+		else
+			v_rows(type, rows, 2, cols, 3, k, ahead, res);
+		for (r = 0; r < nr; r++)
+			for (c = 0; c < n; c++)
+				cpu_cols_at(out, c)[m + r] = res[r][c];
+		m += nr;
+	}
+}
+
+bool cpu_q8_gv(enum loom_type type, bool vnni, const char *a, size_t arow,
+	       int64_t m0, int64_t m1, int64_t k, const char *qb, int64_t n,
+	       const struct cpu_cols *out)
+{
+	(void)vnni;
+	if (n > 3)
+		return false;
+	switch (type) {
+#define CASE(T)                                                 \
+	case T:                                                 \
+		v_typed(T, a, arow, m0, m1, k, qb, n, out);     \
+		return true;
+	CASE(LOOM_TYPE_Q8_0) CASE(LOOM_TYPE_Q4_0) CASE(LOOM_TYPE_Q4_K)
+	CASE(LOOM_TYPE_Q5_K) CASE(LOOM_TYPE_Q6_K)
+#undef CASE
 	default:
 		return false;
 	}
