@@ -595,6 +595,13 @@ static void add_mul_mat_cases(void)
 		MM(qt, bk, 40, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 300, 1, 1,
 		   LAYOUT_CONT);
 	}
+	/* Exactly two and three columns, every quantized type (the CPU
+	 * plugin's decode kernels take up to three), rows past a multiple
+	 * of four. */
+	for (size_t t = 0; t < N_OF(quant_types); t++)
+		for (int64_t n = 2; n <= 3; n++)
+			MM(quant_types[t], 3 * 256, 37, 1, 1, LAYOUT_CONT,
+			   LOOM_TYPE_F32, n, 1, 1, LAYOUT_CONT);
 	/* The one large product, with K not a multiple of anything. */
 	MM(LOOM_TYPE_F32, 513, 1023, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 17, 1,
 	   1, LAYOUT_CONT);
