@@ -31,7 +31,8 @@ CPU_PLUGIN_SOURCES = \
 	plugins/cpu/matmul-gemv.c \
 	plugins/cpu/matmul-q8.h \
 	plugins/cpu/matmul-q8.c \
-	plugins/cpu/matmul-q8v.c
+	plugins/cpu/matmul-q8v.c \
+	plugins/cpu/matmul-q8p.c
 
 # CPU_OPT_CFLAGS: the optimization passes configure found the compiler
 # takes (configure.ac).

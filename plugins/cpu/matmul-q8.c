@@ -21,6 +21,10 @@
 #define QC 4
 #endif
 
+/* Columns from which a product takes the panels, where the variant has
+ * them: their packing costs a pass over the rows. */
+#define PANEL_MIN 16
+
 /* ------------------------------------------------------------------------
  * Activations (the layout is in matmul-q8.h).
  */
@@ -324,6 +328,9 @@ INLINE void mm_typed(const enum loom_type type, const bool vnni,
 
 	if (n < QC && cpu_q8_gv(type, vnni, a, arow, m0, m1, k, qb, n, out))
 		return;
+	if (n >= PANEL_MIN &&
+	    cpu_q8_panel(type, a, arow, m0, m1, k, qb, n, out, tmp))
+		return;
 	for (jb = 0; jb < n; jb += nblk) {
 		int64_t je = jb + nblk < n ? jb + nblk : n;
 
@@ -393,7 +400,9 @@ bool cpu_q8_supports(enum loom_type type)
 
 size_t cpu_q8_tmp_floats(int64_t k)
 {
-	return 2 * QR * (size_t)(k / 16);
+	size_t tile = 2 * QR * (size_t)(k / 16), panel = cpu_q8_panel_floats(k);
+
+	return tile > panel ? tile : panel;
 }
 
 /* The 256-bit VNNI form: AVX512_VNNI (with VL, which the AVX-512

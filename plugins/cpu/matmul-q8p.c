@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/* matmul-q8p.c - wide products of quantized weights with AVX2 (prefill):
+ * eight rows of weights are decoded once into a panel where each 4 bytes
+ * of the eight rows sit side by side, one row per 32-bit lane, so that a
+ * single pair multiply takes 4 values of 8 rows against the same 4
+ * activations of a column, broadcast.  A block's 32 values of a row then
+ * end in one lane, and its scales multiply 8 rows at once.
+ */
+#include "matmul-q8.h"
+
+#if defined(CPU_HAVE_Q8) && QB == 1
+
+/* Rows of a panel (a lane each, PH vectors of 8) and columns of a tile:
+ * a step of the tile loads PH vectors of weights and broadcasts PC
+ * activations for PH * PC pair multiplies. */
+#define PH 2
+#define PR (8 * PH)
+#define PC 3
+
+/* Scale groups of a row: one per 32 values, per 16 for Q6_K. */
+INLINE int64_t groups(const enum loom_type type, int64_t k)
+{
+	return type == LOOM_TYPE_Q6_K ? k / 16 : k / 32;
+}
+
+/* Pair products of 4 values, 16 bits each, that may be summed before
+ * they overflow: 2 * 127 * max(u) times this stays below 2^15. */
+INLINE int sums16(const enum loom_type type)
+{
+	switch (type) {
+	case LOOM_TYPE_Q4_0:
+	case LOOM_TYPE_Q4_K:
+		return 8;
+	case LOOM_TYPE_Q5_K:
+		return 4;
+	case LOOM_TYPE_Q6_K:
+		return 2;
+	default: /* Q8_0 */
+		return 1;
+	}
+}
+
+/* A panel of k values of PR rows: u[(j * 8 + g) * 4 * PR + 4 * r + i] is
+ * value 32 j + 4 g + i of row r (as block_u8 gives it); sc and o hold for
+ * each scale group the rows' scales and offsets, PR floats a group. */
+struct panel {
+	uint8_t *u;
+	float *sc;
+	float *o;
+};
+
+size_t cpu_q8_panel_floats(int64_t k)
+{
+	/* The panel, and one row's cpu_q8_row_scales. */
+	return (size_t)PR * (k / 4 + 2 * (k / 16)) + 2 * (k / 16);
+}
+
+static struct panel panel_at(float *tmp, int64_t k)
+{
+	struct panel p = {
+		.u = (uint8_t *)tmp,
+		.sc = tmp + PR * (k / 4),
+		.o = tmp + PR * (k / 4) + PR * (k / 16),
+	};
+
+	return p;
+}
+
+/* Transposes the 8 x 8 32-bit words of v in place. */
+INLINE void transpose8(__m256i v[8])
+{
+	__m256i t[8], w[8];
+	int i;
+
+	for (i = 0; i < 8; i += 2) {
+		t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);
+		t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);
+	}
+	for (i = 0; i < 8; i += 4) {
+		w[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+		w[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+		w[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+		w[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+	}
+	for (i = 0; i < 4; i++) {
+		v[i] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x20);
+		v[i + 4] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x31);
+	}
+}
+
+/* Rows m, m + nr (nr <= PR) of a into the panel; the rows past nr are
+ * zeros.  rs holds one row's scales and offsets. */
+INLINE void pack(const enum loom_type type, const char *a, size_t arow,
+		 int64_t m, int nr, int64_t k, const struct panel *p,
+		 float *rs)
+{
+	const int64_t ng = groups(type, k), n16 = k / 16;
+	const int step = type == LOOM_TYPE_Q6_K ? 1 : 2;
+	int64_t j, g;
+	int r;
+
+	for (r = 0; r < PR; r++) {
+		if (r >= nr) {
+			for (g = 0; g < ng; g++)
+				p->sc[g * PR + r] = p->o[g * PR + r] = 0.0f;
+			continue;
+		}
+		cpu_q8_row_scales(type, a + (m + r) * arow, k, rs, rs + n16);
+		/* Per 32 values the halves' scales are one; the offsets
+		 * then multiply the column's sums per 32. */
+		for (g = 0; g < ng; g++) {
+			p->sc[g * PR + r] = rs[step * g];
+			p->o[g * PR + r] = rs[n16 + step * g];
+		}
+	}
+	for (j = 0; j < k / 32; j++) {
+		__m256i v[8];
+		int h;
+
+		for (h = 0; h < PH; h++) {
+			for (r = 0; r < 8; r++)
+				v[r] = 8 * h + r < nr ?
+					block_u8(type, a + (m + 8 * h + r) *
+						 arow, j) :
+					_mm256_setzero_si256();
+			transpose8(v);
+			for (r = 0; r < 8; r++)
+				_mm256_store_si256((__m256i *)(p->u + ((j * 8 +
+					r) * PH + h) * 32), v[r]);
+		}
+	}
+}
+
+/* acc[h][c] += the panel's scale group g (its rows' scales sc and
+ * offsets o) times t[h][c], the integer sums of the group and column c. */
+INLINE void scale_group(const enum loom_type type, const struct panel *p,
+			const struct qcol *cols, const int nc, int64_t g,
+			__m256i t[PH][PC], __m256 acc[PH][PC])
+{
+	int c, h;
+
+	UNROLL
+	for (c = 0; c < nc; c++) {
+		/* Q6_K's groups of 16 share their column's d per 32. */
+		__m256 d = _mm256_set1_ps(
+			cols[c].d[type == LOOM_TYPE_Q6_K ? g / 2 : g]);
+		__m256 s = _mm256_set1_ps(type == LOOM_TYPE_Q6_K ?
+					  cols[c].s[g] : cols[c].s32[g]);
+
+		UNROLL
+		for (h = 0; h < PH; h++) {
+			__m256 sc = _mm256_load_ps(p->sc + g * PR + 8 * h);
+
+			acc[h][c] = _mm256_fmadd_ps(
+				_mm256_cvtepi32_ps(t[h][c]),
+				_mm256_mul_ps(sc, d), acc[h][c]);
+			if (type != LOOM_TYPE_Q8_0)
+				acc[h][c] = _mm256_fnmadd_ps(_mm256_load_ps(
+					p->o + g * PR + 8 * h), s, acc[h][c]);
+		}
+	}
+}
+
+/* The panel's PR rows against nc <= PC columns: res[h][c] lane r =
+ * dot(row 8 h + r, column c). */
+INLINE void tile(const enum loom_type type, const struct panel *p,
+		 const struct qcol *cols, const int nc, int64_t k,
+		 __m256 res[PH][PC])
+{
+	/* Steps of 4 values whose 16-bit sums add up, and per scale. */
+	const int per = sums16(type), span = type == LOOM_TYPE_Q6_K ? 4 : 8;
+	const __m256i ones = _mm256_set1_epi16(1);
+	__m256 acc[PH][PC];
+	int64_t j;
+	int c, g, h;
+
+	UNROLL
+	for (h = 0; h < PH; h++)
+		UNROLL
+		for (c = 0; c < nc; c++)
+			acc[h][c] = _mm256_setzero_ps();
+	for (j = 0; j < k / 32; j++) {
+		const __m256i *w = (const __m256i *)(p->u + j * 8 * 4 * PR);
+		__m256i t[PH][PC], s16[PH][PC];
+
+		UNROLL
+		for (g = 0; g < 8; g++) {
+			__m256i wg[PH], u[PH];
+
+			UNROLL
+			for (h = 0; h < PH; h++) {
+				wg[h] = _mm256_load_si256(w + g * PH + h);
+				u[h] = type == LOOM_TYPE_Q8_0 ?
+					_mm256_abs_epi8(wg[h]) : wg[h];
+			}
+			UNROLL
+			for (c = 0; c < nc; c++) {
+				int32_t x;
+				__m256i a;
+
+				memcpy(&x, cols[c].qs + 32 * j + 4 * g, 4);
+				a = _mm256_set1_epi32(x);
+				UNROLL
+				for (h = 0; h < PH; h++) {
+					__m256i q = _mm256_maddubs_epi16(u[h],
+						type == LOOM_TYPE_Q8_0 ?
+						_mm256_sign_epi8(a, wg[h]) : a);
+
+					s16[h][c] = g % per ? _mm256_add_epi16(
+						s16[h][c], q) : q;
+					if (g % per != per - 1)
+						continue;
+					q = _mm256_madd_epi16(s16[h][c], ones);
+					t[h][c] = g % span < per ? q :
+						_mm256_add_epi32(t[h][c], q);
+				}
+			}
+			/* Q6_K: a scale per 16 values, every 4 steps. */
+			if (type == LOOM_TYPE_Q6_K && g % 4 == 3)
+				scale_group(type, p, cols, nc, 2 * j + g / 4,
+					    t, acc);
+		}
+		if (type != LOOM_TYPE_Q6_K)
+			scale_group(type, p, cols, nc, j, t, acc);
+	}
+	UNROLL
+	for (h = 0; h < PH; h++)
+		UNROLL
+		for (c = 0; c < nc; c++)
+			res[h][c] = acc[h][c];
+}
+
+/* Rows [m0, m1) of a against n columns at qb, a panel of PR rows at a
+ * time against all the columns, PC at a time. */
+INLINE void panel_typed(const enum loom_type type, const char *a,
+			size_t arow, int64_t m0, int64_t m1, int64_t k,
+			const char *qb, int64_t n, const struct cpu_cols *out,
+			float *tmp)
+{
+	size_t cb = cpu_q8_col_bytes(k);
+	struct panel p = panel_at(tmp, k);
+	float *rs = p.o + PR * groups(type, k);
+	int64_t m, j;
+
+	for (m = m0; m < m1; m += PR) {
+		int nr = m1 - m < PR ? (int)(m1 - m) : PR, r, c;
+
+		pack(type, a, arow, m, nr, k, &p, rs);
+		for (j = 0; j < n; j += PC) {
+			int nc = n - j < PC ? (int)(n - j) : PC;
+			struct qcol cols[PC];
+			__m256 res[PH][PC];
+			float v[PR];
+
+			for (c = 0; c < nc; c++)
+				cols[c] = col_at(qb + (j + c) * cb, k);
+			if (nc == PC)
+				tile(type, &p, cols, PC, k, res);
+			else if (nc == 2)
+				tile(type, &p, cols, 2, k, res);
+			else
+				tile(type, &p, cols, 1, k, res);
+			for (c = 0; c < nc; c++) {
+				float *o = cpu_cols_at(out, j + c) + m;
+				int h;
+
+				for (h = 0; h < PH; h++)
+					_mm256_storeu_ps(v + 8 * h, res[h][c]);
+				for (r = 0; r < nr; r++)
+					o[r] = v[r];
+			}
+		}
+	}
+}
+
+bool cpu_q8_panel(enum loom_type type, const char *a, size_t arow,
+		  int64_t m0, int64_t m1, int64_t k, const char *qb, int64_t n,
+		  const struct cpu_cols *out, float *tmp)
+{
+	switch (type) {
+#define CASE(T)                                                         \
+	case T:                                                         \
+		panel_typed(T, a, arow, m0, m1, k, qb, n, out, tmp);    \
+		return true;
+	CASE(LOOM_TYPE_Q8_0) CASE(LOOM_TYPE_Q4_0) CASE(LOOM_TYPE_Q4_K)
+	CASE(LOOM_TYPE_Q5_K) CASE(LOOM_TYPE_Q6_K)
+#undef CASE
+	default:
+		return false;
+	}
+}
+
+#elif defined(CPU_HAVE_Q8)
+
+size_t cpu_q8_panel_floats(int64_t k)
+{
+	(void)k;
+	return 0;
+}
+
+bool cpu_q8_panel(enum loom_type type, const char *a, size_t arow,
+		  int64_t m0, int64_t m1, int64_t k, const char *qb, int64_t n,
+		  const struct cpu_cols *out, float *tmp)
+{
+	return false;
+}
+
+#endif
