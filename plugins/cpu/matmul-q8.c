@@ -36,6 +36,34 @@ size_t cpu_q8_col_bytes(int64_t k)
 	return ((size_t)k + (3 * n32 + 2 * n16) * 4 + 63) & ~(size_t)63;
 }
 
+/* The largest |x| of 32 floats. */
+static inline float amax32(const float *x)
+{
+	const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+	__m256 m = _mm256_setzero_ps();
+	__m128 h;
+	int i;
+
+	for (i = 0; i < 32; i += 8)
+		m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + i), abs));
+	h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+	h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+	h = _mm_max_ss(h, _mm_movehdup_ps(h));
+	return _mm_cvtss_f32(h);
+}
+
+/* The sum of the 8 32-bit lanes of v. */
+static inline int32_t hsum_epi32(__m256i v)
+{
+	__m128i h = _mm_add_epi32(_mm256_castsi256_si128(v),
+				  _mm256_extracti128_si256(v, 1));
+
+	h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+	h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+	return _mm_cvtsi128_si32(h);
+}
+
+/* q = round(x / d) to nearest even, as lrintf would, 8 at a time. */
 void cpu_q8_quantize(const float *x, int64_t k, char *out)
 {
 	int8_t *qs = (int8_t *)out;
@@ -44,22 +72,24 @@ void cpu_q8_quantize(const float *x, int64_t k, char *out)
 
 	for (int64_t b = 0; b < k / 32; b++) {
 		const float *xb = x + 32 * b;
-		float amax = 0.0f, id;
-		int sum0 = 0, sum1 = 0;
+		float amax = amax32(xb);
+		__m256 id = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+		__m256i q[4], p;
+		int sum0, sum1;
 
-		for (int i = 0; i < 32; i++)
-			amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
 		d[b] = amax / 127.0f;
-		id = amax > 0.0f ? 127.0f / amax : 0.0f;
-		for (int i = 0; i < 32; i++) {
-			int q = (int)lrintf(xb[i] * id);
-
-			qs[32 * b + i] = (int8_t)q;
-			if (i < 16)
-				sum0 += q;
-			else
-				sum1 += q;
-		}
+		for (int i = 0; i < 4; i++)
+			q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(
+				_mm256_loadu_ps(xb + 8 * i), id));
+		sum0 = hsum_epi32(_mm256_add_epi32(q[0], q[1]));
+		sum1 = hsum_epi32(_mm256_add_epi32(q[2], q[3]));
+		/* Packing works within 128-bit lanes: put the 32-bit groups
+		 * back in order. */
+		p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]),
+				       _mm256_packs_epi32(q[2], q[3]));
+		p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(
+			0, 4, 1, 5, 2, 6, 3, 7));
+		_mm256_storeu_si256((__m256i *)(qs + 32 * b), p);
 		s[2 * b] = d[b] * (float)sum0;
 		s[2 * b + 1] = d[b] * (float)sum1;
 		s32[b] = d[b] * (float)(sum0 + sum1);
