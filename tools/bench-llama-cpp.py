@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-# tools/bench-llama-cpp.py - Loom's and llama.cpp's prefill and decode
-# speed on the same GGUF files, side by side.  Not run by make check.
+# tools/bench-llama-cpp.py - Loom's and llama.cpp's speed side by side:
+# prefill and decode on the same GGUF files, or (--kernels) the GEMM and
+# GEMV shapes of `loom-bench gemm` and `loom-bench gemv`.  Not run by
+# make check.
 #
 #   tools/bench-llama-cpp.py --llama-bench PATH [--presets small,7b-layer]
 #       [--types f32,f16,bf16,q8_0] [--gguf FILE ...] [--threads 2]
 #       [--rounds 5] [--prefill 128] [--decode 32]
+#   tools/bench-llama-cpp.py --kernels --llama-cpp DIR [--sizes 2048,4096]
+#       [--types f32,q8_0,q4_0,q4_k] [--k 4096] [--rows M] [--reps 5]
+#       [--rounds 3] [--threads 2]
 #
 # The files are the presets written by `loom-bench model --save` (and any
 # --gguf FILE).  Each round runs `loom-bench model --gguf FILE` and
@@ -18,9 +23,19 @@
 # per file, loom-run's load time against reading the file's (cached)
 # bytes into memory, interleaved too, and loom-run's peak resident memory
 # against the weights, KV cache and compute memory it reports.
+#
+# --kernels compiles tools/ggml-matmul.c against the llama.cpp source tree
+# DIR (its ggml/include and the shared libraries in DIR/build/bin) and,
+# in the same alternating rounds, times one mul_mat per type and shape
+# through ggml's CPU backend and through `loom-bench gemm` (m = n = k
+# from --sizes, GFLOP/s) or `loom-bench gemv` (k = --k, m as loom-bench
+# picks it or --rows, GB/s of weight bytes).  ggml's weights sit where
+# llama.cpp would put them: the table names the buffer and, where ggml
+# repacked them into interleaved rows, the layout.
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -37,6 +52,19 @@ def run_json(cmd):
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, text=True).stdout
     return json.loads(out)
+
+
+def interleaved(rounds, steps):
+    # Each step once per round, the order reversed every other round
+    # (round 0 runs them as given); one list of results per step.
+    res = [[] for _ in steps]
+    for r in range(rounds):
+        order = list(range(len(steps)))
+        if r % 2:
+            order.reverse()
+        for i in order:
+            res[i].append(steps[i]())
+    return res
 
 
 def loom_once(o, path):
@@ -115,24 +143,110 @@ def stream_gbps(o):
         return None
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--builddir", default=".")
-    ap.add_argument("--llama-bench", required=True)
-    ap.add_argument("--presets", default="small")
-    ap.add_argument("--types", default="f32,f16,bf16,q8_0")
-    ap.add_argument("--gguf", action="append", default=[])
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--prefill", type=int, default=128)
-    ap.add_argument("--decode", type=int, default=32)
-    ap.add_argument("--ctx", type=int, default=512,
-                    help="loom-run's KV cache length for the load table")
-    ap.add_argument("--no-load", action="store_true",
-                    help="skip the load-time and memory table")
-    o = ap.parse_args()
-    use_build_tree(o.builddir)
-    o.bench = os.path.join(o.builddir, "tools", "loom-bench")
+KERNEL_TYPES = "f32,f16,bf16,q8_0,q4_0,q4_k,q5_k,q6_k"
+
+
+def build_matmul(o, outdir):
+    # tools/ggml-matmul.c against the tree's ggml headers and shared
+    # libraries, found again at run time through an rpath.
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       "ggml-matmul.c")
+    inc = os.path.join(o.llama_cpp, "ggml", "include")
+    lib = os.path.join(o.llama_cpp, "build", "bin")
+    if not os.path.exists(os.path.join(lib, "libggml-cpu.so")):
+        sys.exit("bench-llama-cpp: no libggml-cpu.so in %s (build "
+                 "llama.cpp with -DBUILD_SHARED_LIBS=ON)" % lib)
+    exe = os.path.join(outdir, "ggml-matmul")
+    cc = shlex.split(os.environ.get("CC", "cc"))
+    subprocess.run(cc + ["-O2", "-std=c11", "-D_POSIX_C_SOURCE=200809L",
+                         "-I", inc, src, "-o", exe, "-L", lib,
+                         "-Wl,-rpath," + lib, "-lggml", "-lggml-cpu",
+                         "-lggml-base", "-lm"], check=True)
+    return exe
+
+
+def llama_cpp_rev(o):
+    try:
+        return subprocess.run(["git", "-C", o.llama_cpp, "rev-parse",
+                               "--short", "HEAD"], check=True, text=True,
+                              stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def loom_args(o):
+    return ["--json", "--no-limits", "--reps", str(o.reps), "--threads",
+            str(o.threads)]
+
+
+def loom_gemm(o, t, s):
+    j = run_json([o.bench, "gemm", "--type", t, "--size", str(s)] +
+                 loom_args(o))
+    return j["gflops"]
+
+
+def loom_gemv(o, t):
+    cmd = [o.bench, "gemv", "--type", t, "--size", str(o.k)] + loom_args(o)
+    if o.rows:
+        cmd += ["--rows", str(o.rows)]
+    return run_json(cmd)["types"][0]
+
+
+def ggml_mm(o, t, m, n, k):
+    return run_json([o.matmul, "-t", str(o.threads), "-r", str(o.reps), t,
+                     str(m), str(n), str(k)])
+
+
+def kernel_row(op, t, shape, unit, lo, gg, key):
+    g = gg[-1]
+    where = g["buffer"] + (" " + g["layout"] if g["layout"] else "")
+    ml = statistics.median(lo)
+    mg = statistics.median([x[key] for x in gg])
+    print("%-4s %-5s %-16s %-7s %8.1f %9.1f %6.2f  %-20s %8.1e" % (
+        op, t, shape, unit, ml, mg, ml / mg, where, g["check_nmse"]),
+        flush=True)
+    return g
+
+
+def kernels(o):
+    tmp = tempfile.TemporaryDirectory()
+    o.matmul = build_matmul(o, tmp.name)
+    sizes = [int(x) for x in o.sizes.split(",") if x]
+    rev = llama_cpp_rev(o)
+    bw = stream_gbps(o)
+    print("%d threads, %d reps per run, %d rounds (medians), llama.cpp%s%s"
+          % (o.threads, o.reps, o.rounds, " " + rev if rev else "",
+             ", STREAM %.1f GB/s" % bw if bw else ""))
+    head = ("%-4s %-5s %-16s %-7s %8s %9s %6s  %-20s %8s" %
+            ("op", "type", "m x n x k", "unit", "Loom", "llama.cpp",
+             "ratio", "llama.cpp weights", "check"))
+    print(head)
+    print("-" * len(head))
+    g = None
+    for t in o.types.split(","):
+        for s in sizes:
+            lo, gg = interleaved(o.rounds, [lambda: loom_gemm(o, t, s),
+                                            lambda: ggml_mm(o, t, s, s, s)])
+            g = kernel_row("GEMM", t, "%dx%dx%d" % (s, s, s), "GFLOP/s",
+                           lo, gg, "gflops")
+        # Loom picks m in round 0's first step, before ggml's first run.
+        lv = []
+        lo, gg = interleaved(o.rounds, [
+            lambda: lv.append(loom_gemv(o, t)) or lv[-1]["gbps"],
+            lambda: ggml_mm(o, t, lv[0]["m"], 1, o.k)])
+        if gg[-1]["weight_bytes"] != lv[0]["bytes"]:
+            print("warning: %s weights of %d bytes in Loom, %d in ggml" %
+                  (t, lv[0]["bytes"], gg[-1]["weight_bytes"]))
+        g = kernel_row("GEMV", t, "%dx1x%d" % (lv[0]["m"], o.k), "GB/s",
+                       lo, gg, "gbps")
+    if g:
+        print("ggml CPU features: %s" % g["features"])
+    tmp.cleanup()
+    return 0
+
+
+def models(o):
     tmp = tempfile.TemporaryDirectory()
     files = list(o.gguf)
     for preset in o.presets.split(","):
@@ -154,23 +268,13 @@ def main():
     print(head)
     print("-" * len(head))
     for path in files:
-        lp, ld, ll_p, ll_d = [], [], [], []
-        info = None
-        for r in range(o.rounds):
-            runs = [lambda: loom_once(o, path), lambda: llama_once(o, path)]
-            if r % 2:
-                runs.reverse()
-            for f in runs:
-                res = f()
-                if len(res) == 3:
-                    lp.append(res[0])
-                    ld.append(res[1])
-                    info = res[2]
-                else:
-                    ll_p.append(res[0])
-                    ll_d.append(res[1])
-        mp, md = statistics.median(lp), statistics.median(ld)
-        qp, qd = statistics.median(ll_p), statistics.median(ll_d)
+        lo, ll = interleaved(o.rounds, [lambda: loom_once(o, path),
+                                        lambda: llama_once(o, path)])
+        info = lo[-1][2]
+        mp = statistics.median([x[0] for x in lo])
+        md = statistics.median([x[1] for x in lo])
+        qp = statistics.median([x[0] for x in ll])
+        qd = statistics.median([x[1] for x in ll])
         gbps = md * info["decode_bytes_per_token"] / 1e9
         print("%-18s %9.1f %9.1f %6.2f   %9.2f %9.2f %6.2f  %8.1f" % (
             os.path.basename(path)[:-5], mp, qp, mp / qp, md, qd, md / qd,
@@ -179,6 +283,52 @@ def main():
         load_table(o, files)
     tmp.cleanup()
     return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--builddir", default=".")
+    ap.add_argument("--llama-bench",
+                    help="default: DIR/build/bin/llama-bench of --llama-cpp")
+    ap.add_argument("--llama-cpp", metavar="DIR",
+                    help="llama.cpp's source tree, built in DIR/build")
+    ap.add_argument("--kernels", action="store_true",
+                    help="GEMM and GEMV through ggml instead of models")
+    ap.add_argument("--presets", default="small")
+    ap.add_argument("--types", help="default: f32,f16,bf16,q8_0; "
+                    "--kernels: " + KERNEL_TYPES)
+    ap.add_argument("--gguf", action="append", default=[])
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--rounds", type=int,
+                    help="default: 5; --kernels: 3")
+    ap.add_argument("--prefill", type=int, default=128)
+    ap.add_argument("--decode", type=int, default=32)
+    ap.add_argument("--ctx", type=int, default=512,
+                    help="loom-run's KV cache length for the load table")
+    ap.add_argument("--no-load", action="store_true",
+                    help="skip the load-time and memory table")
+    ap.add_argument("--sizes", default="2048,4096",
+                    help="--kernels: GEMM m = n = k")
+    ap.add_argument("--k", type=int, default=4096, help="--kernels: GEMV k")
+    ap.add_argument("--rows", type=int,
+                    help="--kernels: GEMV m (default: loom-bench's)")
+    ap.add_argument("--reps", type=int, default=5,
+                    help="--kernels: timed runs per process")
+    o = ap.parse_args()
+    if o.kernels and not o.llama_cpp:
+        ap.error("--kernels needs --llama-cpp DIR")
+    if not o.kernels and not o.llama_bench:
+        if not o.llama_cpp:
+            ap.error("--llama-bench PATH or --llama-cpp DIR is required")
+        o.llama_bench = os.path.join(o.llama_cpp, "build", "bin",
+                                     "llama-bench")
+    if o.rounds is None:
+        o.rounds = 3 if o.kernels else 5
+    if o.types is None:
+        o.types = KERNEL_TYPES if o.kernels else "f32,f16,bf16,q8_0"
+    use_build_tree(o.builddir)
+    o.bench = os.path.join(o.builddir, "tools", "loom-bench")
+    return kernels(o) if o.kernels else models(o)
 
 
 sys.exit(main())
