@@ -22,6 +22,7 @@ tools_loom_bench_SOURCES = \
 tools_loom_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/llama \
 	-I$(top_srcdir)/model
 tools_loom_bench_LDADD = model/libmodel.la libcore/libloom.la -lpthread -lm
+
 # Against llama.cpp, not built or run by make: the script compiles
 # ggml-matmul.c against a llama.cpp tree of the user's.
 EXTRA_DIST += tools/bench-llama-cpp.py tools/ggml-matmul.c
