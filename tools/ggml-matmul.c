@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* ggml-matmul.c - one matrix product timed through llama.cpp's ggml CPU
- * backend, for tools/bench-llama-cpp-kernels.py.  Built by that script
+ * backend, for `tools/bench-llama-cpp.py --kernels`, which builds it
  * against an outside llama.cpp tree; Loom's own build never compiles it.
  *
  *   ggml-matmul [-v] [--no-repack] [-t THREADS] [-r REPS] TYPE M N K
@@ -20,7 +20,6 @@
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
 
-#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -108,16 +107,22 @@ static int cmp_double(const void *x, const void *y)
 	return (a > b) - (a < b);
 }
 
+/* A weight type by ggml's name for it, in any case: one that ggml
+ * quantizes from F32 without an importance matrix and converts back. */
 static bool parse_type(const char *s, enum ggml_type *type)
 {
-	for (int t = 0; t < GGML_TYPE_COUNT; t++) {
-		const char *name = ggml_type_name((enum ggml_type)t);
+	for (int i = 0; i < GGML_TYPE_COUNT; i++) {
+		enum ggml_type t = (enum ggml_type)i;
+		const char *name = ggml_type_name(t);
 
-		if (name && !strcasecmp(name, s) &&
-		    ggml_get_type_traits((enum ggml_type)t)->blck_size > 0) {
-			*type = (enum ggml_type)t;
-			return true;
-		}
+		if (!name || strcasecmp(name, s))
+			continue;
+		if (t != GGML_TYPE_F32 &&
+		    (!ggml_get_type_traits(t)->to_float ||
+		     ggml_quantize_requires_imatrix(t)))
+			return false;
+		*type = t;
+		return true;
 	}
 	return false;
 }
@@ -378,8 +383,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: ggml-matmul [-v] [--no-repack] [-t THREADS] [-r REPS] "
 		"TYPE M N K\n"
-		"  TYPE      f32 f16 bf16 q8_0 q4_0 q4_k q5_k q6_k (any ggml "
-		"type)\n"
+		"  TYPE      f32 f16 bf16 q8_0 q4_0 q4_k q5_k q6_k (others ggml "
+		"quantizes too)\n"
 		"  M N K     weight M x K, activation K x N\n"
 		"  -t N      threads (default 1)\n"
 		"  -r N      timed runs after one warm-up (default 5)\n"
