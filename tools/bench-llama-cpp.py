@@ -7,7 +7,8 @@
 #
 #   tools/bench-llama-cpp.py --llama-bench PATH [--presets small,7b-layer]
 #       [--types f32,f16,bf16,q8_0] [--gguf FILE ...] [--threads 2]
-#       [--rounds 5] [--prefill 128] [--decode 32]
+#       [--rounds 5] [--prefill 128] [--decode 32] [--busy N]
+#       [--omp-passive]
 #   tools/bench-llama-cpp.py --kernels --llama-cpp DIR [--sizes 2048,4096]
 #       [--types f32,q8_0,q4_0,q4_k] [--k 4096] [--rows M] [--reps 5]
 #       [--rounds 3] [--threads 2]
@@ -19,7 +20,10 @@
 # table gives the medians over the rounds and the ratio Loom/llama.cpp.
 # Both decode after an empty context (loom-bench's decode follows its
 # prefill, so Loom's figure carries a KV cache of --prefill tokens more).
-# STREAM bandwidth, from loom-bench, frames the decode figures.  Then,
+# STREAM bandwidth, from loom-bench, frames the decode figures.  --busy N
+# runs the models under N processes that busy loop (a machine shared with
+# other work), --omp-passive llama-bench with OpenMP's threads sleeping
+# rather than spinning while they wait.  Then,
 # per file, loom-run's load time against reading the file's (cached)
 # bytes into memory, interleaved too, and loom-run's peak resident memory
 # against the weights, KV cache and compute memory it reports.
@@ -76,6 +80,8 @@ def loom_once(o, path):
 
 
 def llama_once(o, path):
+    if o.omp_passive:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     j = run_json([o.llama_bench, "-m", path, "-p", str(o.prefill), "-n",
                   str(o.decode), "-t", str(o.threads), "-r", "1", "-o",
                   "json"])
@@ -246,6 +252,12 @@ def kernels(o):
     return 0
 
 
+def busy(n):
+    # n processes that keep a core each busy until killed.
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(n)]
+
+
 def models(o):
     tmp = tempfile.TemporaryDirectory()
     files = list(o.gguf)
@@ -262,6 +274,10 @@ def models(o):
     print("%d threads, prefill %d, decode %d tokens, %d rounds (medians)%s"
           % (o.threads, o.prefill, o.decode, o.rounds,
              ", STREAM %.1f GB/s" % bw if bw else ""))
+    if o.busy:
+        print("under %d busy processes%s" % (o.busy, "; llama.cpp with "
+              "OMP_WAIT_POLICY=PASSIVE" if o.omp_passive else ""))
+    load = busy(o.busy)
     head = ("%-18s %9s %9s %6s   %9s %9s %6s  %8s" %
             ("file", "prefill", "llama.cpp", "ratio", "decode",
              "llama.cpp", "ratio", "GB/s"))
@@ -279,6 +295,9 @@ def models(o):
         print("%-18s %9.1f %9.1f %6.2f   %9.2f %9.2f %6.2f  %8.1f" % (
             os.path.basename(path)[:-5], mp, qp, mp / qp, md, qd, md / qd,
             gbps), flush=True)
+    for p in load:
+        p.kill()
+        p.wait()
     if not o.no_load:
         load_table(o, files)
     tmp.cleanup()
@@ -307,6 +326,10 @@ def main():
                     help="loom-run's KV cache length for the load table")
     ap.add_argument("--no-load", action="store_true",
                     help="skip the load-time and memory table")
+    ap.add_argument("--busy", type=int, default=0, metavar="N",
+                    help="models: run under N processes busy looping")
+    ap.add_argument("--omp-passive", action="store_true",
+                    help="models: llama-bench with OMP_WAIT_POLICY=PASSIVE")
     ap.add_argument("--sizes", default="2048,4096",
                     help="--kernels: GEMM m = n = k")
     ap.add_argument("--k", type=int, default=4096, help="--kernels: GEMV k")
