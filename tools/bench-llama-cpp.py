@@ -18,8 +18,8 @@
 # `llama-bench -m FILE` once each, the order alternating round by round so
 # that a machine growing busier or quieter weighs on both alike; the
 # table gives the medians over the rounds and the ratio Loom/llama.cpp.
-# Both decode after an empty context (loom-bench's decode follows its
-# prefill, so Loom's figure carries a KV cache of --prefill tokens more).
+# Both decode with --prefill tokens already in the KV cache (llama-bench
+# -d), as loom-bench's decode follows its prefill.
 # STREAM bandwidth, from loom-bench, frames the decode figures.  --busy N
 # runs the models under N processes that busy loop (a machine shared with
 # other work), --omp-passive llama-bench with OpenMP's threads sleeping
@@ -80,14 +80,16 @@ def loom_once(o, path):
 
 
 def llama_once(o, path):
+    # Prefill from an empty context; decode after --prefill tokens in the
+    # KV cache (-d), as loom-bench decodes after its prefill.
     if o.omp_passive:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-    j = run_json([o.llama_bench, "-m", path, "-p", str(o.prefill), "-n",
-                  str(o.decode), "-t", str(o.threads), "-r", "1", "-o",
-                  "json"])
-    pp = [r["avg_ts"] for r in j if r["n_prompt"] and not r["n_gen"]]
-    tg = [r["avg_ts"] for r in j if r["n_gen"] and not r["n_prompt"]]
-    return pp[0], tg[0]
+    base = [o.llama_bench, "-m", path, "-t", str(o.threads), "-r", "1",
+            "-o", "json"]
+    pp = run_json(base + ["-p", str(o.prefill), "-n", "0"])
+    tg = run_json(base + ["-p", "0", "-n", str(o.decode), "-d",
+                          str(o.prefill)])
+    return pp[0]["avg_ts"], tg[0]["avg_ts"]
 
 
 def copy_s(path):

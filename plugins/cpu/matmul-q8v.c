@@ -232,19 +232,34 @@ INLINE void v0_step(const enum loom_type type, const char *const *rows,
 	}
 }
 
-/* The 8 scales (sc) and mins (mn) of a Q4_K/Q5_K super-block's 6-bit
- * fields q (12 bytes), as bytes. */
-INLINE void k_scales(const uint8_t *q, uint8_t sc[8], uint8_t mn[8])
+/* The scales d * sc (s) and mins dmin * m (m) of a Q4_K/Q5_K super-block
+ * at x, 8 each, from their 6-bit fields in 12 bytes: scales 0-3 and mins
+ * 0-3 are the low 6 bits of words 0 and 1; scales 4-7 and mins 4-7 take
+ * their low 4 bits from the nibbles of word 2 and their top 2 from the
+ * top bits of words 0 and 1. */
+INLINE void k_scales(const char *x, __m256 *s, __m256 *m)
 {
-	uint32_t w[3], lo[2], hi[2];
+	/* 16 bytes from the scales on: within the block, whose values
+	 * follow. */
+	__m128i v = _mm_loadu_si128((const __m128i *)(x + 4));
+	__m128i lo = _mm_and_si128(v, _mm_set1_epi8(63));
+	__m128i w2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0xaa),
+				    _mm_setr_epi32(0, 4, 0, 0));
+	__m128i top = _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(v, 6),
+						   _mm_set1_epi8(3)), 4);
+	__m128i hi = _mm_or_si128(_mm_and_si128(w2, _mm_set1_epi8(15)), top);
+	/* Scales 0-7 in bytes 0-7, mins 0-7 in bytes 8-15. */
+	__m128i b = _mm_unpacklo_epi32(lo, hi);
+	uint32_t h;
+	__m128 d;
 
-	memcpy(w, q, 12);
-	lo[0] = w[0] & 0x3f3f3f3f;
-	hi[0] = w[1] & 0x3f3f3f3f;
-	lo[1] = (w[2] & 0x0f0f0f0f) | ((w[0] >> 6) & 0x03030303) << 4;
-	hi[1] = ((w[2] >> 4) & 0x0f0f0f0f) | ((w[1] >> 6) & 0x03030303) << 4;
-	memcpy(sc, lo, 8);
-	memcpy(mn, hi, 8);
+	memcpy(&h, x, 4);
+	d = _mm_cvtph_ps(_mm_cvtsi32_si128((int)h));
+	*s = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b)),
+			   _mm256_broadcastss_ps(d));
+	*m = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+		_mm_srli_si128(b, 8))), _mm256_broadcastss_ps(
+		_mm_movehdup_ps(d)));
 }
 
 /* Eight bytes as floats times f. */
@@ -271,18 +286,13 @@ INLINE void vk_step(const enum loom_type type, const char *const *rows,
 		const char *blk = rows[r] + (size_t)b * bs;
 		/* Scales per 32 (per 16 for Q6_K) times each column's d. */
 		float sd[3][16] __attribute__((aligned(32)));
-		uint16_t h[2];
 
 		for (i = 0; i < (int)bs; i += 64)
 			__builtin_prefetch(blk + ahead + i);
-		if (type == LOOM_TYPE_Q6_K)
-			memcpy(h, blk + offsetof(struct loom_block_q6_k, d), 2);
-		else
-			memcpy(h, blk, 4);
 		if (type == LOOM_TYPE_Q6_K) {
 			const struct loom_block_q6_k *x =
 				(const struct loom_block_q6_k *)blk;
-			float d = cpu_f16_to_f32(h[0]);
+			float d = cpu_f16_to_f32(x->d);
 			__m256 s0 = bytes_ps(x->scales, d, true);
 			__m256 s1 = bytes_ps(x->scales + 8, d, true);
 
@@ -311,13 +321,9 @@ INLINE void vk_step(const enum loom_type type, const char *const *rows,
 					_mm256_loadu_ps(s16 + 8), acc[r][c]);
 			}
 		} else {
-			const uint8_t *q = (const uint8_t *)blk + 4;
-			uint8_t sc[8], mn[8];
 			__m256 s, m;
 
-			k_scales(q, sc, mn);
-			s = bytes_ps(sc, cpu_f16_to_f32(h[0]), false);
-			m = bytes_ps(mn, cpu_f16_to_f32(h[1]), false);
+			k_scales(blk, &s, &m);
 			UNROLL
 			for (c = 0; c < nc; c++) {
 				_mm256_store_ps(sd[c], _mm256_mul_ps(s,
@@ -343,8 +349,12 @@ INLINE void vk_step(const enum loom_type type, const char *const *rows,
 						_mm_broadcast_ss(sd[c] + 2 * i)) :
 					_mm256_broadcast_ss(sd[c] + i);
 
-				acc[r][c] = _mm256_fmadd_ps(
-					_mm256_cvtepi32_ps(t), f, acc[r][c]);
+				/* With one column, odd blocks go to a second
+				 * sum: two chains of dependent adds. */
+				int e = nc == 1 ? i & 1 : c;
+
+				acc[r][e] = _mm256_fmadd_ps(
+					_mm256_cvtepi32_ps(t), f, acc[r][e]);
 			}
 		}
 	}
@@ -364,7 +374,7 @@ INLINE void v_rows(const enum loom_type type, const char *const *rows,
 	UNROLL
 	for (r = 0; r < nr; r++)
 		UNROLL
-		for (c = 0; c < nc; c++)
+		for (c = 0; c < 3; c++)
 			acc[r][c] = _mm256_setzero_ps();
 	if (type == LOOM_TYPE_Q4_0 || type == LOOM_TYPE_Q8_0)
 		for (j = 0; j < k / 32; j++)
@@ -376,7 +386,8 @@ INLINE void v_rows(const enum loom_type type, const char *const *rows,
 	for (r = 0; r < nr; r++)
 		UNROLL
 		for (c = 0; c < nc; c++)
-			res[r][c] = cpu_hsum256(acc[r][c]);
+			res[r][c] = cpu_hsum256(nc == 1 ? _mm256_add_ps(
+				acc[r][0], acc[r][1]) : acc[r][c]);
 }
 
 /* Rows [m0, m1) of a against n <= 3 columns: rows of Q4_0 and Q8_0 VR at
