@@ -413,8 +413,7 @@ static void mm(enum loom_type type, bool vnni, const char *a, size_t arow,
 			mm_typed(T, false, a, arow, m0, m1, k, qb, n, out, \
 				 tmp);                                   \
 		break;
-	CASE(LOOM_TYPE_Q8_0) CASE(LOOM_TYPE_Q4_0) CASE(LOOM_TYPE_Q4_K)
-	CASE(LOOM_TYPE_Q5_K) CASE(LOOM_TYPE_Q6_K)
+	CPU_Q8_TYPES(CASE)
 #undef CASE
 	default:
 		break;

@@ -17,6 +17,11 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
+/* X(type) for every type the int8 kernels take. */
+#define CPU_Q8_TYPES(X)                                                  \
+	X(LOOM_TYPE_Q8_0) X(LOOM_TYPE_Q4_0) X(LOOM_TYPE_Q4_K)            \
+	X(LOOM_TYPE_Q5_K) X(LOOM_TYPE_Q6_K)
+
 /* ------------------------------------------------------------------------
  * Activations, one row (a column of the product) of k values: per block
  * of 32, d = max|x| / 127 and q = round(x / d); per 16 and per 32

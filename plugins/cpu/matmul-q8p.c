@@ -282,8 +282,7 @@ bool cpu_q8_panel(enum loom_type type, const char *a, size_t arow,
 	case T:                                                         \
 		panel_typed(T, a, arow, m0, m1, k, qb, n, out, tmp);    \
 		return true;
-	CASE(LOOM_TYPE_Q8_0) CASE(LOOM_TYPE_Q4_0) CASE(LOOM_TYPE_Q4_K)
-	CASE(LOOM_TYPE_Q5_K) CASE(LOOM_TYPE_Q6_K)
+	CPU_Q8_TYPES(CASE)
 #undef CASE
 	default:
 		return false;
