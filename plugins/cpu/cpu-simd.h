@@ -2,8 +2,9 @@
 /* cpu-simd.h - the vector primitives the CPU plugin's matrix kernels
  * are written in: a float vector VF of VLEN lanes for the variant's
  * widest unit (none in the baseline), loads that widen F16, BF16 and
- * int8 to it, a horizontal sum of 256-bit vectors, and the AVX512_BF16
- * pair dot product, which the AVX-512 variant finds at run time.
+ * int8 to it, a horizontal sum and an 8 x 8 transpose of 256-bit
+ * vectors, and the AVX512_BF16 pair dot product, which the AVX-512
+ * variant finds at run time.
  */
 #ifndef LOOM_CPU_SIMD_H
 #define LOOM_CPU_SIMD_H
@@ -23,6 +24,31 @@ static inline float cpu_hsum256(__m256 v)
 	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
 	s = _mm_add_ss(s, _mm_movehdup_ps(s));
 	return _mm_cvtss_f32(s);
+}
+#endif
+
+#if defined(__AVX__)
+/* Transposes the 8 x 8 32-bit values of r in place (floats, or integers
+ * cast to them: the shuffles keep their bits). */
+static inline void cpu_transpose8_ps(__m256 r[8])
+{
+	__m256 t[8], u[8];
+	int i;
+
+	for (i = 0; i < 8; i += 2) {
+		t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+		t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+	}
+	for (i = 0; i < 8; i += 4) {
+		u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+		u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+		u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+		u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+	}
+	for (i = 0; i < 4; i++) {
+		r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+		r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+	}
 }
 #endif
 

@@ -236,30 +236,6 @@ static inline void transpose16(__m512 r[16])
 }
 #endif
 
-#if !defined(__AVX512F__) && defined(__AVX2__)
-/* Transposes the 8 x 8 floats of r in place. */
-static inline void transpose8_ps(__m256 r[8])
-{
-	__m256 t[8], u[8];
-	int i;
-
-	for (i = 0; i < 8; i += 2) {
-		t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-		t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-	}
-	for (i = 0; i < 8; i += 4) {
-		u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-		u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
-		u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-		u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
-	}
-	for (i = 0; i < 4; i++) {
-		r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-		r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
-	}
-}
-#endif
-
 /* dst[i * ld + q] = rows[q][i] for q < nr, i < n, and zero for
  * nr <= q < ncols (nr <= ncols <= 16): a block of rows becomes a panel. */
 static void transpose_rows(const float *const *rows, int nr, int64_t n,
@@ -295,7 +271,7 @@ static void transpose_rows(const float *const *rows, int nr, int64_t n,
 			for (q = 0; q < 8; q++)
 				r[q] = h + q < nr ? _mm256_loadu_ps(
 					rows[h + q] + i) : _mm256_setzero_ps();
-			transpose8_ps(r);
+			cpu_transpose8_ps(r);
 			for (q = 0; q < 8; q++)
 				_mm256_storeu_ps(dst + (i + q) * ld + h, r[q]);
 		}

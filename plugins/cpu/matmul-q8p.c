@@ -69,23 +69,14 @@ static struct panel panel_at(float *tmp, int64_t k)
 /* Transposes the 8 x 8 32-bit words of v in place. */
 INLINE void transpose8(__m256i v[8])
 {
-	__m256i t[8], w[8];
+	__m256 f[8];
 	int i;
 
-	for (i = 0; i < 8; i += 2) {
-		t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);
-		t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);
-	}
-	for (i = 0; i < 8; i += 4) {
-		w[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
-		w[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
-		w[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
-		w[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
-	}
-	for (i = 0; i < 4; i++) {
-		v[i] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x20);
-		v[i + 4] = _mm256_permute2x128_si256(w[i], w[i + 4], 0x31);
-	}
+	for (i = 0; i < 8; i++)
+		f[i] = _mm256_castsi256_ps(v[i]);
+	cpu_transpose8_ps(f);
+	for (i = 0; i < 8; i++)
+		v[i] = _mm256_castps_si256(f[i]);
 }
 
 /* Rows m, m + nr (nr <= PR) of a into the panel; the rows past nr are
