@@ -179,7 +179,8 @@ INLINE size_t block_offset(const enum loom_type type, int64_t j)
  * assembly, so the rest of the variant needs no extra target); else
  * pair products to 16 bits, which cannot saturate here (u < 64, or the
  * signs moved to s for Q8_0), summed to 32 bits. */
-INLINE QI dot_u8s8(QI acc, QI u, QI s, const bool vnni)
+INLINE __m256i dot_u8s8_256(__m256i acc, __m256i u, __m256i s,
+			    const bool vnni)
 {
 	if (vnni) {
 #if defined(__AVX512VL__)
@@ -190,12 +191,22 @@ INLINE QI dot_u8s8(QI acc, QI u, QI s, const bool vnni)
 #endif
 		return acc;
 	}
+	return _mm256_add_epi32(acc, _mm256_madd_epi16(
+		_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+}
+
+/* The same in a vector QI. */
+INLINE QI dot_u8s8(QI acc, QI u, QI s, const bool vnni)
+{
 #if QB == 2
+	if (vnni) {
+		__asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+		return acc;
+	}
 	return _mm512_add_epi32(acc, _mm512_madd_epi16(
 		_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
 #else
-	return _mm256_add_epi32(acc, _mm256_madd_epi16(
-		_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+	return dot_u8s8_256(acc, u, s, vnni);
 #endif
 }
 
@@ -233,8 +244,7 @@ bool cpu_q8_panel(enum loom_type type, const char *a, size_t arow,
 size_t cpu_q8_panel_floats(int64_t k);
 
 /* Rows [m0, m1) of a against n <= 3 columns straight from the weights'
- * blocks (matmul-q8v.c); false where the variant has no such kernel for
- * the type (with AVX-512: Q4_0 and Q8_0, with VNNI). */
+ * blocks (matmul-q8v.c); false for n > 3. */
 bool cpu_q8_gv(enum loom_type type, bool vnni, const char *a, size_t arow,
 	       int64_t m0, int64_t m1, int64_t k, const char *qb, int64_t n,
 	       const struct cpu_cols *out);

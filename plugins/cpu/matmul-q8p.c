@@ -8,7 +8,7 @@
  */
 #include "matmul-q8.h"
 
-#if defined(CPU_HAVE_Q8) && QB == 1
+#if defined(CPU_HAVE_Q8)
 
 /* Rows of a panel (a lane each, PH vectors of 8) and columns of a tile:
  * a step of the tile loads PH vectors of weights and broadcasts PC
@@ -278,21 +278,6 @@ bool cpu_q8_panel(enum loom_type type, const char *a, size_t arow,
 	default:
 		return false;
 	}
-}
-
-#elif defined(CPU_HAVE_Q8)
-
-size_t cpu_q8_panel_floats(int64_t k)
-{
-	(void)k;
-	return 0;
-}
-
-bool cpu_q8_panel(enum loom_type type, const char *a, size_t arow,
-		  int64_t m0, int64_t m1, int64_t k, const char *qb, int64_t n,
-		  const struct cpu_cols *out, float *tmp)
-{
-	return false;
 }
 
 #endif
