@@ -359,7 +359,7 @@ INLINE void mm_typed(const enum loom_type type, const bool vnni,
 	if (n < QC && cpu_q8_gv(type, vnni, a, arow, m0, m1, k, qb, n, out))
 		return;
 	if (n >= PANEL_MIN &&
-	    cpu_q8_panel(type, a, arow, m0, m1, k, qb, n, out, tmp))
+	    cpu_q8_panel(type, vnni, a, arow, m0, m1, k, qb, n, out, tmp))
 		return;
 	for (jb = 0; jb < n; jb += nblk) {
 		int64_t je = jb + nblk < n ? jb + nblk : n;

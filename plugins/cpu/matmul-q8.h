@@ -235,12 +235,12 @@ INLINE QI q_zero(void)
 /* Whether the CPU has the 256-bit VNNI form (found once). */
 bool cpu_q8_vnni(void);
 
-/* Rows [m0, m1) of a against n columns in panels of eight rows
- * (matmul-q8p.c, AVX2); false where the variant has no such kernel.  tmp
- * holds cpu_q8_panel_floats(k). */
-bool cpu_q8_panel(enum loom_type type, const char *a, size_t arow,
-		  int64_t m0, int64_t m1, int64_t k, const char *qb, int64_t n,
-		  const struct cpu_cols *out, float *tmp);
+/* Rows [m0, m1) of a against n columns in panels of rows decoded once
+ * (matmul-q8p.c).  tmp holds cpu_q8_panel_floats(k). */
+bool cpu_q8_panel(enum loom_type type, bool vnni, const char *a,
+		  size_t arow, int64_t m0, int64_t m1, int64_t k,
+		  const char *qb, int64_t n, const struct cpu_cols *out,
+		  float *tmp);
 size_t cpu_q8_panel_floats(int64_t k);
 
 /* Rows [m0, m1) of a against n <= 3 columns straight from the weights'

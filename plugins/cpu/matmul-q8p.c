@@ -1,21 +1,30 @@
 /* SPDX-License-Identifier: MIT */
-/* matmul-q8p.c - wide products of quantized weights with AVX2 (prefill):
- * eight rows of weights are decoded once into a panel where each 4 bytes
- * of the eight rows sit side by side, one row per 32-bit lane, so that a
- * single pair multiply takes 4 values of 8 rows against the same 4
+/* matmul-q8p.c - wide products of quantized weights (prefill): rows of
+ * weights are decoded once into a panel where each 4 bytes of 8 rows sit
+ * side by side, one row per 32-bit lane, so that a single dot product
+ * takes 4 values of 8 rows (16 in 512-bit vectors) against the same 4
  * activations of a column, broadcast.  A block's 32 values of a row then
- * end in one lane, and its scales multiply 8 rows at once.
+ * end in one lane, and its scales multiply all the rows at once.  With
+ * AVX2, pair multiplies summed in 16 bits; with AVX-512 VNNI, vpdpbusd
+ * on panels of 32 rows.
  */
 #include "matmul-q8.h"
 
 #if defined(CPU_HAVE_Q8)
 
-/* Rows of a panel (a lane each, PH vectors of 8) and columns of a tile:
- * a step of the tile loads PH vectors of weights and broadcasts PC
+/* Rows of an AVX2 panel (a lane each, PH vectors of 8) and columns of a
+ * tile: a step of the tile loads PH vectors of weights and broadcasts PC
  * activations for PH * PC pair multiplies. */
 #define PH 2
 #define PR (8 * PH)
 #define PC 3
+
+/* The same for AVX-512 VNNI: VH vectors of 16 rows, VC columns. */
+#define VH 2
+#define VC 6
+
+/* Rows of the larger panel. */
+#define PR_MAX 32
 
 /* Scale groups of a row: one per 32 values, per 16 for Q6_K. */
 INLINE int64_t groups(const enum loom_type type, int64_t k)
@@ -40,27 +49,30 @@ INLINE int sums16(const enum loom_type type)
 	}
 }
 
-/* A panel of k values of PR rows: u[(j * 8 + g) * 4 * PR + 4 * r + i] is
+/* A panel of k values of pr rows: u[(j * 8 + g) * 4 * pr + 4 * r + i] is
  * value 32 j + 4 g + i of row r (as block_u8 gives it); sc and o hold for
- * each scale group the rows' scales and offsets, PR floats a group. */
+ * each scale group the rows' scales and offsets, pr floats a group.  A
+ * panel of 32 rows reads as 4 vectors of 8 rows or 2 of 16 alike. */
 struct panel {
 	uint8_t *u;
 	float *sc;
 	float *o;
+	int pr;
 };
 
 size_t cpu_q8_panel_floats(int64_t k)
 {
 	/* The panel, and one row's cpu_q8_row_scales. */
-	return (size_t)PR * (k / 4 + 2 * (k / 16)) + 2 * (k / 16);
+	return (size_t)PR_MAX * (k / 4 + 2 * (k / 16)) + 2 * (k / 16);
 }
 
-static struct panel panel_at(float *tmp, int64_t k)
+static struct panel panel_at(float *tmp, int64_t k, int pr)
 {
 	struct panel p = {
 		.u = (uint8_t *)tmp,
-		.sc = tmp + PR * (k / 4),
-		.o = tmp + PR * (k / 4) + PR * (k / 16),
+		.sc = tmp + pr * (k / 4),
+		.o = tmp + pr * (k / 4) + pr * (k / 16),
+		.pr = pr,
 	};
 
 	return p;
@@ -79,45 +91,53 @@ INLINE void transpose8(__m256i v[8])
 		v[i] = _mm256_castps_si256(f[i]);
 }
 
-/* Rows m, m + nr (nr <= PR) of a into the panel; the rows past nr are
- * zeros.  rs holds one row's scales and offsets. */
-INLINE void pack(const enum loom_type type, const char *a, size_t arow,
-		 int64_t m, int nr, int64_t k, const struct panel *p,
-		 float *rs)
+/* Rows m, m + nr (nr <= p->pr) of a into the panel; the rows past nr
+ * are zeros.  rs holds one row's scales and offsets.  With flip, Q8_0's
+ * bytes get 128 added, so that they are unsigned, and an offset of 128
+ * times the scale. */
+INLINE void pack(const enum loom_type type, const bool flip, const char *a,
+		 size_t arow, int64_t m, int nr, int64_t k,
+		 const struct panel *p, float *rs)
 {
 	const int64_t ng = groups(type, k), n16 = k / 16;
-	const int step = type == LOOM_TYPE_Q6_K ? 1 : 2;
+	const int step = type == LOOM_TYPE_Q6_K ? 1 : 2, pr = p->pr;
+	const bool q8 = flip && type == LOOM_TYPE_Q8_0;
 	int64_t j, g;
 	int r;
 
-	for (r = 0; r < PR; r++) {
+	for (r = 0; r < pr; r++) {
 		if (r >= nr) {
 			for (g = 0; g < ng; g++)
-				p->sc[g * PR + r] = p->o[g * PR + r] = 0.0f;
+				p->sc[g * pr + r] = p->o[g * pr + r] = 0.0f;
 			continue;
 		}
 		cpu_q8_row_scales(type, a + (m + r) * arow, k, rs, rs + n16);
 		/* Per 32 values the halves' scales are one; the offsets
 		 * then multiply the column's sums per 32. */
 		for (g = 0; g < ng; g++) {
-			p->sc[g * PR + r] = rs[step * g];
-			p->o[g * PR + r] = rs[n16 + step * g];
+			p->sc[g * pr + r] = rs[step * g];
+			p->o[g * pr + r] = q8 ? 128.0f * rs[step * g] :
+				rs[n16 + step * g];
 		}
 	}
 	for (j = 0; j < k / 32; j++) {
 		__m256i v[8];
 		int h;
 
-		for (h = 0; h < PH; h++) {
-			for (r = 0; r < 8; r++)
+		for (h = 0; h < pr / 8; h++) {
+			for (r = 0; r < 8; r++) {
 				v[r] = 8 * h + r < nr ?
 					block_u8(type, a + (m + 8 * h + r) *
 						 arow, j) :
 					_mm256_setzero_si256();
+				if (q8)
+					v[r] = _mm256_xor_si256(v[r],
+						_mm256_set1_epi8((char)0x80));
+			}
 			transpose8(v);
 			for (r = 0; r < 8; r++)
 				_mm256_store_si256((__m256i *)(p->u + ((j * 8 +
-					r) * PH + h) * 32), v[r]);
+					r) * (pr / 8) + h) * 32), v[r]);
 		}
 	}
 }
@@ -152,11 +172,11 @@ INLINE void scale_group(const enum loom_type type, const struct panel *p,
 	}
 }
 
-/* The panel's PR rows against nc <= PC columns: res[h][c] lane r =
- * dot(row 8 h + r, column c). */
+/* The panel's PR rows against nc <= PC columns: res[c][r] =
+ * dot(row r, column c). */
 INLINE void tile(const enum loom_type type, const struct panel *p,
 		 const struct qcol *cols, const int nc, int64_t k,
-		 __m256 res[PH][PC])
+		 float res[VC][PR_MAX])
 {
 	/* Steps of 4 values whose 16-bit sums add up, and per scale. */
 	const int per = sums16(type), span = type == LOOM_TYPE_Q6_K ? 4 : 8;
@@ -218,60 +238,180 @@ INLINE void tile(const enum loom_type type, const struct panel *p,
 	for (h = 0; h < PH; h++)
 		UNROLL
 		for (c = 0; c < nc; c++)
-			res[h][c] = acc[h][c];
+			_mm256_store_ps(res[c] + 8 * h, acc[h][c]);
 }
 
-/* Rows [m0, m1) of a against n columns at qb, a panel of PR rows at a
- * time against all the columns, PC at a time. */
-INLINE void panel_typed(const enum loom_type type, const char *a,
-			size_t arow, int64_t m0, int64_t m1, int64_t k,
-			const char *qb, int64_t n, const struct cpu_cols *out,
-			float *tmp)
+#if QB == 2
+/* ------------------------------------------------------------------------
+ * AVX-512 VNNI: 4-byte dot products straight to 32 bits, so a scale
+ * group's products are summed without a 16-bit stage, and Q8_0 is
+ * flipped to unsigned bytes in the panel (pack) with an offset.
+ */
+
+/* acc[h][c] += the panel's scale group g times t[h][c] (as
+ * scale_group). */
+INLINE void scale_group16(const enum loom_type type, const struct panel *p,
+			  const struct qcol *cols, const int nc, int64_t g,
+			  __m512i t[VH][VC], __m512 acc[VH][VC])
 {
+	int c, h;
+
+	UNROLL
+	for (c = 0; c < nc; c++) {
+		__m512 d = _mm512_set1_ps(
+			cols[c].d[type == LOOM_TYPE_Q6_K ? g / 2 : g]);
+		__m512 s = _mm512_set1_ps(type == LOOM_TYPE_Q6_K ?
+					  cols[c].s[g] : cols[c].s32[g]);
+
+		UNROLL
+		for (h = 0; h < VH; h++) {
+			__m512 sc = _mm512_load_ps(p->sc + g * PR_MAX +
+						   16 * h);
+
+			acc[h][c] = _mm512_fmadd_ps(
+				_mm512_cvtepi32_ps(t[h][c]),
+				_mm512_mul_ps(sc, d), acc[h][c]);
+			acc[h][c] = _mm512_fnmadd_ps(_mm512_load_ps(
+				p->o + g * PR_MAX + 16 * h), s, acc[h][c]);
+		}
+	}
+}
+
+/* The panel's PR_MAX rows against nc <= VC columns: res[c][r] =
+ * dot(row r, column c). */
+INLINE void tile16(const enum loom_type type, const struct panel *p,
+		   const struct qcol *cols, const int nc, int64_t k,
+		   float res[VC][PR_MAX])
+{
+	const int span = type == LOOM_TYPE_Q6_K ? 4 : 8;
+	__m512 acc[VH][VC];
+	__m512i t[VH][VC];
+	int64_t j;
+	int c, g, h;
+
+	UNROLL
+	for (h = 0; h < VH; h++)
+		UNROLL
+		for (c = 0; c < nc; c++)
+			acc[h][c] = _mm512_setzero_ps();
+	for (j = 0; j < k / 32; j++) {
+		const __m512i *w = (const __m512i *)(p->u + j * 8 * 4 * PR_MAX);
+
+		UNROLL
+		for (g = 0; g < 8; g++) {
+			__m512i wg[VH];
+
+			UNROLL
+			for (h = 0; h < VH; h++)
+				wg[h] = _mm512_load_si512(w + g * VH + h);
+			UNROLL
+			for (c = 0; c < nc; c++) {
+				int32_t x;
+				__m512i a;
+
+				memcpy(&x, cols[c].qs + 32 * j + 4 * g, 4);
+				a = _mm512_set1_epi32(x);
+				UNROLL
+				for (h = 0; h < VH; h++)
+					t[h][c] = dot_u8s8(g % span ? t[h][c] :
+							   q_zero(), wg[h], a,
+							   true);
+			}
+			if (g % span == span - 1)
+				scale_group16(type, p, cols, nc, type ==
+					      LOOM_TYPE_Q6_K ? 2 * j + g / 4 :
+					      j, t, acc);
+		}
+	}
+	UNROLL
+	for (h = 0; h < VH; h++)
+		UNROLL
+		for (c = 0; c < nc; c++)
+			_mm512_store_ps(res[c] + 16 * h, acc[h][c]);
+}
+#endif
+
+/* res[c][r] = dot(row r of the panel, column c) for nc columns: VC at
+ * most with wide (AVX-512 VNNI), else PC. */
+INLINE void run_tile(const enum loom_type type, const bool wide,
+		     const struct panel *p, const struct qcol *cols, int nc,
+		     int64_t k, float res[VC][PR_MAX])
+{
+#if QB == 2
+	if (wide) {
+		switch (nc) {
+#define CASE(N)                                                 \
+		case N:                                         \
+			tile16(type, p, cols, N, k, res);       \
+			return;
+		CASE(1) CASE(2) CASE(3) CASE(4) CASE(5)
+#undef CASE
+		default:
+			tile16(type, p, cols, VC, k, res);
+			return;
+		}
+	}
+#endif
+	if (nc == PC)
+		tile(type, p, cols, PC, k, res);
+	else if (nc == 2)
+		tile(type, p, cols, 2, k, res);
+	else
+		tile(type, p, cols, 1, k, res);
+}
+
+/* Rows [m0, m1) of a against n columns at qb, a panel of rows at a time
+ * against all the columns, a tile's columns at a time. */
+INLINE void panel_typed(const enum loom_type type, const bool wide,
+			const char *a, size_t arow, int64_t m0, int64_t m1,
+			int64_t k, const char *qb, int64_t n,
+			const struct cpu_cols *out, float *tmp)
+{
+	const int pr = wide ? PR_MAX : PR, pc = wide ? VC : PC;
 	size_t cb = cpu_q8_col_bytes(k);
-	struct panel p = panel_at(tmp, k);
-	float *rs = p.o + PR * groups(type, k);
+	struct panel p = panel_at(tmp, k, pr);
+	float *rs = p.o + pr * groups(type, k);
 	int64_t m, j;
 
-	for (m = m0; m < m1; m += PR) {
-		int nr = m1 - m < PR ? (int)(m1 - m) : PR, r, c;
+	for (m = m0; m < m1; m += pr) {
+		int nr = m1 - m < pr ? (int)(m1 - m) : pr, r, c;
 
-		pack(type, a, arow, m, nr, k, &p, rs);
-		for (j = 0; j < n; j += PC) {
-			int nc = n - j < PC ? (int)(n - j) : PC;
-			struct qcol cols[PC];
-			__m256 res[PH][PC];
-			float v[PR];
+		pack(type, wide, a, arow, m, nr, k, &p, rs);
+		for (j = 0; j < n; j += pc) {
+			int nc = n - j < pc ? (int)(n - j) : pc;
+			struct qcol cols[VC];
+			float v[VC][PR_MAX] __attribute__((aligned(64)));
 
 			for (c = 0; c < nc; c++)
 				cols[c] = col_at(qb + (j + c) * cb, k);
-			if (nc == PC)
-				tile(type, &p, cols, PC, k, res);
-			else if (nc == 2)
-				tile(type, &p, cols, 2, k, res);
-			else
-				tile(type, &p, cols, 1, k, res);
+			run_tile(type, wide, &p, cols, nc, k, v);
 			for (c = 0; c < nc; c++) {
 				float *o = cpu_cols_at(out, j + c) + m;
-				int h;
 
-				for (h = 0; h < PH; h++)
-					_mm256_storeu_ps(v + 8 * h, res[h][c]);
 				for (r = 0; r < nr; r++)
-					o[r] = v[r];
+					o[r] = v[c][r];
 			}
 		}
 	}
 }
 
-bool cpu_q8_panel(enum loom_type type, const char *a, size_t arow,
-		  int64_t m0, int64_t m1, int64_t k, const char *qb, int64_t n,
-		  const struct cpu_cols *out, float *tmp)
+bool cpu_q8_panel(enum loom_type type, bool vnni, const char *a,
+		  size_t arow, int64_t m0, int64_t m1, int64_t k,
+		  const char *qb, int64_t n, const struct cpu_cols *out,
+		  float *tmp)
 {
+	/* The 512-bit panels want VNNI; without it the AVX2 ones. */
+	const bool wide = QB == 2 && vnni;
+
 	switch (type) {
-#define CASE(T)                                                         \
-	case T:                                                         \
-		panel_typed(T, a, arow, m0, m1, k, qb, n, out, tmp);    \
+#define CASE(T)                                                          \
+	case T:                                                          \
+		if (wide)                                                \
+			panel_typed(T, true, a, arow, m0, m1, k, qb, n, out, \
+				    tmp);                                \
+		else                                                     \
+			panel_typed(T, false, a, arow, m0, m1, k, qb, n, \
+				    out, tmp);                           \
 		return true;
 	CPU_Q8_TYPES(CASE)
 #undef CASE
