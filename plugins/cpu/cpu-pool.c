@@ -35,8 +35,12 @@
 /* The cores count as contended for CPU_CONTENDED_HOLD_NS once a worker
  * has spent more than 1 / CPU_OFF_SHARE of CPU_WINDOW_NS of jobs neither
  * running nor asleep: runnable, with its core taken by other work.  Jobs
- * shorter than CPU_CHECK_JOB_NS are not worth the look. */
-#define CPU_CONTENDED_HOLD_NS 100000000
+ * shorter than CPU_CHECK_JOB_NS are not worth the look.  The hold is
+ * long: on half the threads a graph often finds a core to itself and
+ * sees no contention, and each look on all of them costs a window of
+ * slow steps (a decode of 2 threads under 2 busy processes was 1.2-1.4x
+ * faster with 1 s than with 0.1 s). */
+#define CPU_CONTENDED_HOLD_NS 1000000000
 #define CPU_WINDOW_NS 20000000
 #define CPU_OFF_SHARE 10
 #define CPU_CHECK_JOB_NS 200000
@@ -348,6 +352,7 @@ static void *worker_main(void *p)
 	int nth = pool->n_threads;
 	uint32_t next;
 	struct time_watch watch = { 0 };
+	bool behind = false; /* passed jobs by since the last one it ran */
 
 	free(p);
 	current_pool = pool;
@@ -362,20 +367,37 @@ static void *worker_main(void *p)
 			    spin_budget(pool->spin_ns, true), true);
 		watch_begin(&watch);
 		job = &pool->jobs[next % CPU_POOL_QUEUE];
+		if ((job->kind == CPU_JOB_GRAPH || job->kind == CPU_JOB_COPY) &&
+		    ith >= job->nth) {
+			/* Not this thread's: pass it by, without waiting for
+			 * the threads that run it (under contention they may
+			 * wait a while for a core). */
+			atomic_store(&pool->taken[ith], next + 1);
+			next++;
+			behind = true;
+			continue;
+		}
+		/* The jobs passed by may write what this one reads: they
+		 * finish first. */
+		if (behind) {
+			uint32_t d;
+
+			while ((int32_t)(next - (d = atomic_load(
+				&pool->done))) > 0)
+				wait_change(&pool->done, d,
+					    &pool->done_sleepers,
+					    spin_budget(50000, true), false);
+			behind = false;
+		}
 		switch (job->kind) {
 		case CPU_JOB_GRAPH:
-			if (ith < job->nth)
-				cpu_graph_run(job->nth < nth ? &pool->half_bar :
-					      &pool->bar, job->plan, ith,
-					      job->nth, pool->wdata,
-					      pool->wsize);
+			cpu_graph_run(job->nth < nth ? &pool->half_bar :
+				      &pool->bar, job->plan, ith, job->nth,
+				      pool->wdata, pool->wsize);
 			/* Every thread that ran it is past its last
 			 * barrier. */
 			if (ith == 0)
 				free(job->plan);
-			/* The rest wait for them. */
-			if (job->nth < nth)
-				cpu_bar_wait(&pool->bar);
 			break;
 		case CPU_JOB_ALLREDUCE:
 			if (!job->leader_only) {
@@ -389,8 +411,9 @@ static void *worker_main(void *p)
 			cpu_bar_wait(&pool->bar);
 			break;
 		case CPU_JOB_COPY:
-			cpu_copy_run(&job->copy, ith, nth);
-			cpu_bar_wait(&pool->bar);
+			cpu_copy_run(&job->copy, ith, job->nth);
+			if (job->nth > 1)
+				cpu_bar_wait(&pool->bar);
 			break;
 		case CPU_JOB_STOP:
 			cpu_bar_wait(&pool->bar);
@@ -400,10 +423,11 @@ static void *worker_main(void *p)
 			return NULL;
 		}
 		watch_end(&watch);
-		/* Every job ends with all of the pool's threads past a
-		 * barrier, so the slot is free once thread 0 says so. */
+		/* Every job ends with the threads that ran it past a
+		 * barrier, so it is done once thread 0 says so. */
 		if (ith == 0)
 			finish_job(pool, next + 1);
+		atomic_store(&pool->taken[ith], next + 1);
 		next++;
 	}
 }
@@ -449,7 +473,8 @@ int cpu_pool_new(int n_threads, const int *cpus, int n_cpus,
 	cpu_bar_init(&pool->half_bar, n_threads / 2);
 	pthread_mutex_init(&pool->lock, NULL);
 	pool->threads = calloc(n_threads, sizeof(*pool->threads));
-	if (!pool->threads)
+	pool->taken = calloc(n_threads, sizeof(*pool->taken));
+	if (!pool->threads || !pool->taken)
 		goto err_lock;
 	for (i = 0; i < n_threads; i++) {
 		struct worker_arg *arg = malloc(sizeof(*arg));
@@ -482,8 +507,9 @@ err_stop:
 		for (j = 0; j < i; j++)
 			pthread_join(pool->threads[j], NULL);
 	}
-	free(pool->threads);
 err_lock:
+	free(pool->threads);
+	free((void *)pool->taken);
 	pthread_mutex_destroy(&pool->lock);
 	free(pool);
 	return loom_error_set(LOOM_E_NOMEM, "cpu: cannot start %d threads",
@@ -503,9 +529,34 @@ void cpu_pool_free(struct cpu_pool *pool)
 	for (i = 0; i < pool->n_threads; i++)
 		pthread_join(pool->threads[i], NULL);
 	free(pool->threads);
+	free((void *)pool->taken);
 	free(pool->wdata);
 	pthread_mutex_destroy(&pool->lock);
 	free(pool);
+}
+
+/* The jobs taken by the worker furthest behind. */
+static uint32_t oldest_taken(const struct cpu_pool *pool, uint32_t head)
+{
+	uint32_t min = head;
+	int i;
+
+	for (i = 0; i < pool->n_threads; i++) {
+		uint32_t t = atomic_load(&pool->taken[i]);
+
+		if (head - t > head - min)
+			min = t;
+	}
+	return min;
+}
+
+/* The threads a copy runs on: one for a small copy (cpu_copy_run splits
+ * none) and while the cores are contended, else all. */
+static int copy_threads(const struct cpu_pool *pool, const struct cpu_copy *c)
+{
+	if (c->size * c->n < CPU_COPY_SPLIT || contended())
+		return 1;
+	return pool->n_threads;
 }
 
 void cpu_pool_post_locked(struct cpu_pool *pool, const struct cpu_job *job)
@@ -521,10 +572,20 @@ void cpu_pool_post_locked(struct cpu_pool *pool, const struct cpu_job *job)
 		wait_change(&pool->done, done, &pool->done_sleepers,
 			    spin_budget(pool->spin_ns, false), false);
 	}
+	/* A worker far behind, passing by jobs not its own, may still have
+	 * the slot to read: rare, so a short sleep waits for it. */
+	while (head - oldest_taken(pool, head) >= CPU_POOL_QUEUE) {
+		struct timespec ts = { 0, 20000 };
+
+		nanosleep(&ts, NULL);
+	}
 	pool->jobs[head % CPU_POOL_QUEUE] = *job;
 	if (job->kind == CPU_JOB_GRAPH)
 		pool->jobs[head % CPU_POOL_QUEUE].nth =
 			graph_threads(pool, job->plan);
+	else if (job->kind == CPU_JOB_COPY)
+		pool->jobs[head % CPU_POOL_QUEUE].nth =
+			copy_threads(pool, &job->copy);
 	atomic_store(&pool->head, head + 1);
 	wake(&pool->head, &pool->head_sleepers);
 }

@@ -109,8 +109,9 @@ struct cpu_job {
 	struct cpu_allreduce *ar;
 	int part;              /* this pool's index in ar */
 	bool leader_only;      /* ar is thread 0's; the others wait */
-	int nth;               /* graph: the threads that run it, the first
-				* nth (set by cpu_pool_post_locked) */
+	int nth;               /* graph, copy: the threads that run it, the
+				* first nth (set by cpu_pool_post_locked);
+				* the others only pass it by */
 	struct cpu_copy copy;
 };
 
@@ -122,7 +123,10 @@ struct cpu_pool {
 	int *cpus;             /* pinning targets, borrowed from the device */
 	pthread_t *threads;
 
-	/* Jobs: slots [done, head) are queued or running. */
+	/* Jobs: slots [done, head) are queued or running; a slot is free
+	 * again once every worker has taken its job (taken[i]: the jobs
+	 * worker i has taken), as a job on fewer threads finishes without
+	 * the others. */
 	_Alignas(64) _Atomic uint32_t head;
 	_Atomic int head_sleepers;
 	_Alignas(64) _Atomic uint32_t done;
@@ -132,6 +136,7 @@ struct cpu_pool {
 	_Alignas(64) struct cpu_bar bar;
 	_Alignas(64) struct cpu_bar half_bar; /* graphs on half the threads */
 	struct cpu_job jobs[CPU_POOL_QUEUE];
+	_Atomic uint32_t *taken;
 	pthread_mutex_t lock;  /* serializes posters */
 
 	void *wdata;           /* shared scratch for the nodes */
