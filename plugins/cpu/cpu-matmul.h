@@ -125,4 +125,33 @@ void cpu_q8_mm(enum loom_type type, const char *a, size_t arow, int64_t m0,
 	       const struct cpu_cols *out, float *tmp);
 #endif
 
+
+#if defined(CPU_HAVE_Q8) && defined(__AVX512BW__) && defined(__x86_64__)
+#define CPU_HAVE_AMX 1
+
+/* Columns from which a product takes the AMX tiles. */
+#define AMX_MIN 16
+
+/* Whether the CPU has AMX-BF16 and the process may use it (found once;
+ * LOOM_CPU_AMX=0 says no). */
+bool cpu_amx(void);
+/* Whether cpu_amx_mm takes weights of type (elements nb0 apart, rows of
+ * k values). */
+bool cpu_amx_supports(enum loom_type type, size_t nb0, int64_t k);
+/* Bytes of n columns of k values packed by cpu_amx_pack_b, and of one
+ * thread's scratch. */
+size_t cpu_amx_b_bytes(int64_t n, int64_t k);
+size_t cpu_amx_scratch_bytes(int64_t k);
+/* Packs nv <= 16 columns (rows of b of any type at rows[], elements nb0
+ * apart) as BF16 into the panel p; the panel of columns 16 i starts
+ * cpu_amx_b_bytes(16 i, k) bytes in. */
+void cpu_amx_pack_b(enum loom_type type, const char *const *rows,
+		    size_t nb0, int nv, int64_t k, void *p, void *scratch);
+/* Columns [0, n), rows [m0, m1) of out = rows of a (arow bytes apart, of
+ * a type cpu_amx_supports) times the n columns packed at bp. */
+void cpu_amx_mm(enum loom_type type, const char *a, size_t arow,
+		int64_t m0, int64_t m1, int64_t k, const void *bp, int64_t n,
+		const struct cpu_cols *out, void *scratch);
+#endif
+
 #endif

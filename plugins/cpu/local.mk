@@ -32,7 +32,8 @@ CPU_PLUGIN_SOURCES = \
 	plugins/cpu/matmul-q8.h \
 	plugins/cpu/matmul-q8.c \
 	plugins/cpu/matmul-q8v.c \
-	plugins/cpu/matmul-q8p.c
+	plugins/cpu/matmul-q8p.c \
+	plugins/cpu/matmul-amx.c
 
 # CPU_OPT_CFLAGS: the optimization passes configure found the compiler
 # takes (configure.ac).

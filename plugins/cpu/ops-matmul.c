@@ -42,6 +42,36 @@ static bool use_q8(const struct loom_tensor *a)
 #endif
 }
 
+/* Whether the product runs on AMX tiles (matmul-amx.c): weights of a
+ * type they take, and enough columns to fill a tile. */
+static bool use_amx(const struct loom_tensor *a, int64_t n)
+{
+#if defined(CPU_HAVE_AMX)
+	return n >= AMX_MIN && cpu_amx_supports(a->type, a->nb[0], a->ne[0]) &&
+	       cpu_amx();
+#else
+	(void)a;
+	(void)n;
+	return false;
+#endif
+}
+
+/* Bytes of the AMX kernels' packed columns (n per batch) and of nth
+ * threads' scratch. */
+static size_t amx_size(int64_t batches, int64_t n, int64_t k, int nth)
+{
+#if defined(CPU_HAVE_AMX)
+	return align_up((size_t)batches * cpu_amx_b_bytes(n, k)) +
+	       (size_t)nth * align_up(cpu_amx_scratch_bytes(k));
+#else
+	(void)batches;
+	(void)n;
+	(void)k;
+	(void)nth;
+	return 0;
+#endif
+}
+
 /* Bytes of n activation rows quantized for the int8 kernels. */
 static size_t q8_size(int64_t n, int64_t k)
 {
@@ -144,6 +174,8 @@ size_t cpu_mul_mat_work_size(const struct loom_tensor *dst, int nth)
 		else
 			size += align_up((size_t)(pairs + a->ne[2] * NR) * k *
 					 sizeof(float));
+	} else if (use_amx(a, b->ne[1])) {
+		return size + amx_size(b->ne[2] * b->ne[3], b->ne[1], k, nth);
 	} else if (use_q8(a)) {
 		size += q8_size(b->ne[1] * b->ne[2] * b->ne[3], k);
 	} else {
@@ -219,6 +251,61 @@ static void mul_mat_q8(const struct cpu_task *task, struct loom_tensor *dst,
 #endif
 }
 
+/* mul_mat on AMX tiles: b becomes panels of 16 columns in BF16 (shared
+ * phase), then each thread takes its part of the rows of a against all
+ * of b. */
+static void mul_mat_amx(const struct cpu_task *task, struct loom_tensor *dst,
+			char *cursor)
+{
+#if defined(CPU_HAVE_AMX)
+	const struct loom_tensor *a = dst->src[0];
+	const struct loom_tensor *b = dst->src[1];
+	int64_t k = a->ne[0], m = a->ne[1], n = b->ne[1];
+	int64_t b2 = b->ne[2], batches = b2 * b->ne[3];
+	int64_t r2 = b2 / a->ne[2], r3 = b->ne[3] / a->ne[3];
+	int64_t per = div_up(n, 16), mparts, items, it, it1, r;
+	size_t bb = cpu_amx_b_bytes(n, k), panel = cpu_amx_b_bytes(16, k);
+	char *bp = take(&cursor, (size_t)batches * bb);
+	void *scratch = cursor + (size_t)task->ith *
+			align_up(cpu_amx_scratch_bytes(k));
+
+	for (r = task->ith; r < batches * per; r += task->nth) {
+		int64_t z = r / per, n0 = r % per * 16;
+		const char *rows[16];
+		int j, nv = n - n0 < 16 ? (int)(n - n0) : 16;
+
+		for (j = 0; j < nv; j++)
+			rows[j] = row_at(b, n0 + j, z % b2, z / b2);
+		cpu_amx_pack_b(b->type, rows, b->nb[0], nv, k,
+			       bp + z * bb + r % per * panel, scratch);
+	}
+	cpu_barrier(task);
+
+	mparts = batches < 4 * task->nth ? task->nth : 1;
+	items = batches * mparts;
+	it = items * task->ith / task->nth;
+	it1 = items * (task->ith + 1) / task->nth;
+	for (; it < it1; it++) {
+		int64_t z = it / mparts, i2 = z % b2, i3 = z / b2, m0, m1;
+		struct cpu_cols c = {
+			.base = (char *)dst->data + i2 * dst->nb[2] +
+				i3 * dst->nb[3],
+			.stride = dst->nb[1],
+		};
+
+		split_range(m, 32, mparts, it % mparts, &m0, &m1);
+		if (m0 < m1)
+			cpu_amx_mm(a->type, row_at(a, 0, i2 / r2, i3 / r3),
+				   a->nb[1], m0, m1, k, bp + z * bb, n, &c,
+				   scratch);
+	}
+#else
+	(void)task;
+	(void)dst;
+	(void)cursor;
+#endif
+}
+
 void cpu_op_mul_mat(const struct cpu_task *task, struct loom_tensor *dst)
 {
 	const struct loom_tensor *a = dst->src[0];
@@ -236,6 +323,10 @@ void cpu_op_mul_mat(const struct cpu_task *task, struct loom_tensor *dst)
 	struct cpu_mm_scratch s;
 	int64_t ngroups, mparts, items, it, it1, r;
 
+	if (use_amx(a, n)) {
+		mul_mat_amx(task, dst, cursor);
+		return;
+	}
 	if (use_q8(a)) {
 		mul_mat_q8(task, dst, cursor);
 		return;
