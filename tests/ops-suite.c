@@ -658,6 +658,14 @@ static void add_mul_mat_cases(void)
 	   1, LAYOUT_CONT);
 	MM(LOOM_TYPE_BF16, 33, 40, 2, 1, LAYOUT_PAD, LOOM_TYPE_F32, 13, 2, 1,
 	   LAYOUT_CONT);
+	/* Products for tiles (AMX, where the CPU has it): K past two of the
+	 * CPU plugin's runs of steps (512) and not a multiple of 32, M past
+	 * its superblock of rows (128) and not a multiple of 32 on either
+	 * thread, N ending in a single panel of 8 columns. */
+	MM(LOOM_TYPE_BF16, 1057, 290, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 40, 1,
+	   1, LAYOUT_CONT);
+	MM(LOOM_TYPE_Q4_K, 1280, 290, 1, 1, LAYOUT_CONT, LOOM_TYPE_F32, 24, 1,
+	   1, LAYOUT_CONT);
 	/* Non-contiguous operands, as attention makes them. */
 	MM(LOOM_TYPE_F32, 64, 9, 4, 1, LAYOUT_CONT, LOOM_TYPE_F32, 5, 4, 1,
 	   LAYOUT_PERMUTE);

@@ -7,3 +7,6 @@ TESTS += tests/test-ops
 tests_test_ops_SOURCES = tests/test-ops-main.c
 tests_test_ops_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_ops_LDADD = tests/libopsuite.la $(TEST_LIBS)
+
+TESTS += tests/test-ops-no-amx.sh
+EXTRA_DIST += tests/test-ops-no-amx.sh

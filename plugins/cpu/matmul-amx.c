@@ -26,8 +26,12 @@
 
 #define AMX_TARGET __attribute__((target("amx-tile,amx-bf16,avx512bf16")))
 
-/* Rows of weights decoded at once. */
+/* Rows of weights decoded at once (kept in L2), columns per pass over
+ * them (their panels in L2 too), and steps of k per pass: 32 rows of
+ * one step's run sit in L1 while the columns go by. */
 #define SB 128
+#define NC 512
+#define KS 16
 
 /* Values of k per tile step, and bytes of a tile. */
 #define TK 32
@@ -90,14 +94,18 @@ size_t cpu_amx_b_bytes(int64_t n, int64_t k)
 	return (size_t)div_up(n, 16) * 16 * kpad(k) * sizeof(uint16_t);
 }
 
-/* The scratch: a superblock of decoded rows, then 16 rows of BF16 pairs
- * (packing columns), a row of floats and a row's scales. */
+/* Bytes of the sums of SB rows by NC columns, kept between runs of
+ * steps. */
+#define SUMS_BYTES ((size_t)SB * NC * sizeof(float))
+
+/* The scratch: the sums, a superblock of decoded rows, then 16 rows of
+ * BF16 pairs (packing columns), a row of floats and a row's scales. */
 size_t cpu_amx_scratch_bytes(int64_t k)
 {
 	size_t kp = (size_t)kpad(k);
 
-	return (SB + 16) * kp * sizeof(uint16_t) + kp * sizeof(float) +
-	       2 * (kp / 16) * sizeof(float);
+	return SUMS_BYTES + (SB + 16) * kp * sizeof(uint16_t) +
+	       kp * sizeof(float) + 2 * (kp / 16) * sizeof(float);
 }
 
 /* ------------------------------------------------------------------------
@@ -148,7 +156,8 @@ AMX_TARGET void cpu_amx_pack_b(enum loom_type type, const char *const *rows,
 			       void *scratch)
 {
 	const int64_t kp = kpad(k), words = kp / 2;
-	uint32_t *w = (uint32_t *)((uint16_t *)scratch + SB * kp);
+	uint32_t *w = (uint32_t *)((char *)scratch + SUMS_BYTES +
+				   SB * kp * sizeof(uint16_t));
 	float *x = (float *)(w + 16 * words);
 	int64_t s;
 	int c;
@@ -257,22 +266,32 @@ static AMX_TARGET void tiles_on(void)
 	_tile_loadconfig(&c);
 }
 
-/* C tiles 0-3 = the two groups of 16 decoded rows at a0 and a1 times
- * the column panels b0 and b1 (b1 only with two), over steps of 32
- * values; stored to c, tile i at c + 256 i. */
+/* C tiles 0-3 += the two groups of 16 decoded rows at a0 and a1 times
+ * the column panels b0 and b1 (b1 only with two), over steps [s0, s1)
+ * of 32 values; the sums, tile i at c + 256 i, are loaded from c (zeros
+ * when s0 is 0) and stored back. */
 static inline AMX_TARGET __attribute__((always_inline)) void
 block(const char *a0, const char *a1, const char *b0, const char *b1,
-      const bool two, int64_t steps, float *c)
+      const bool two, int64_t s0, int64_t s1, float *c)
 {
 	int64_t s;
 
-	_tile_zero(0);
-	_tile_zero(2);
-	if (two) {
-		_tile_zero(1);
-		_tile_zero(3);
+	if (s0) {
+		_tile_loadd(0, c, 64);
+		_tile_loadd(2, c + 512, 64);
+		if (two) {
+			_tile_loadd(1, c + 256, 64);
+			_tile_loadd(3, c + 768, 64);
+		}
+	} else {
+		_tile_zero(0);
+		_tile_zero(2);
+		if (two) {
+			_tile_zero(1);
+			_tile_zero(3);
+		}
 	}
-	for (s = 0; s < steps; s++) {
+	for (s = s0; s < s1; s++) {
 		_tile_loadd(4, a0 + s * TILE_BYTES, 64);
 		_tile_loadd(6, b0 + s * TILE_BYTES, 64);
 		_tile_dpbf16ps(0, 4, 6);
@@ -309,6 +328,23 @@ static inline void put_tile(const float *t, const struct cpu_cols *out,
 				      _mm512_castsi512_ps(v[i]));
 }
 
+/* Writes the sums c of rows [m, m + rows) (rows <= 32) by columns
+ * [j, j + nc) (nc <= 32) to out. */
+static void put_block(const float *c, const struct cpu_cols *out, int64_t j,
+		      int nc, int64_t m, int rows)
+{
+	int top = rows < 16 ? rows : 16, left = nc < 16 ? nc : 16;
+
+	put_tile(c, out, j, left, m, top);
+	if (nc > 16)
+		put_tile(c + 256, out, j + 16, nc - 16, m, top);
+	if (rows <= 16)
+		return;
+	put_tile(c + 512, out, j, left, m + 16, rows - 16);
+	if (nc > 16)
+		put_tile(c + 768, out, j + 16, nc - 16, m + 16, rows - 16);
+}
+
 AMX_TARGET void cpu_amx_mm(enum loom_type type, const char *a, size_t arow,
 			   int64_t m0, int64_t m1, int64_t k, const void *bp,
 			   int64_t n, const struct cpu_cols *out,
@@ -317,10 +353,10 @@ AMX_TARGET void cpu_amx_mm(enum loom_type type, const char *a, size_t arow,
 	const int64_t kp = kpad(k), steps = kp / TK;
 	const size_t panel = (size_t)16 * kp * sizeof(uint16_t);
 	const size_t group = (size_t)steps * TILE_BYTES;
-	char *ab = scratch;
+	float *sums = scratch;
+	char *ab = (char *)scratch + SUMS_BYTES;
 	float *rs = (float *)(ab + (SB + 16) * kp * sizeof(uint16_t)) + kp;
-	float c[4 * 256] __attribute__((aligned(64)));
-	int64_t m, j, r;
+	int64_t m, jc, s0, j, r;
 
 	tiles_on();
 	for (m = m0; m < m1; m += SB) {
@@ -339,35 +375,47 @@ AMX_TARGET void cpu_amx_mm(enum loom_type type, const char *a, size_t arow,
 					       s * TILE_BYTES,
 				       0, 64);
 		}
-		for (j = 0; j < n; j += 32) {
-			const char *b0 = (const char *)bp + (j / 16) * panel;
-			int nc = n - j < 32 ? (int)(n - j) : 32;
-			bool two = nc > 16;
-			int64_t mb;
+		for (jc = 0; jc < n; jc += NC) {
+			int64_t j1 = n - jc < NC ? n : jc + NC;
 
-			for (mb = 0; mb < nr; mb += 32) {
-				int rows = nr - mb < 32 ? (int)(nr - mb) : 32;
-				const char *a0 = ab + mb / 16 * group;
+			for (s0 = 0; s0 < steps; s0 += KS) {
+				int64_t s1 = steps - s0 < KS ? steps : s0 + KS;
+				int64_t mb;
 
-				if (two)
-					block(a0, a0 + group, b0, b0 + panel,
-					      true, steps, c);
-				else
-					block(a0, a0 + group, b0, b0, false,
-					      steps, c);
-				put_tile(c, out, j, nc < 16 ? nc : 16, m + mb,
-					 rows < 16 ? rows : 16);
-				if (two)
-					put_tile(c + 256, out, j + 16, nc - 16,
-						 m + mb, rows < 16 ? rows : 16);
-				if (rows <= 16)
-					continue;
-				put_tile(c + 512, out, j, nc < 16 ? nc : 16,
-					 m + mb + 16, rows - 16);
-				if (two)
-					put_tile(c + 768, out, j + 16, nc - 16,
-						 m + mb + 16, rows - 16);
+				for (mb = 0; mb < nr; mb += 32) {
+					const char *a0 = ab + mb / 16 * group;
+
+					for (j = jc; j < j1; j += 32) {
+						const char *b0 =
+							(const char *)bp +
+							(j / 16) * panel;
+						float *c = sums +
+							   (mb / 32 * (NC / 32) +
+							    (j - jc) / 32) *
+								   1024;
+
+						if (j1 - j > 16)
+							block(a0, a0 + group,
+							      b0, b0 + panel,
+							      true, s0, s1, c);
+						else
+							block(a0, a0 + group,
+							      b0, b0, false,
+							      s0, s1, c);
+					}
+				}
 			}
+			for (r = 0; r < nr; r += 32)
+				for (j = jc; j < j1; j += 32)
+					put_block(sums + (r / 32 * (NC / 32) +
+							  (j - jc) / 32) *
+								 1024,
+						  out, j,
+						  j1 - j < 32 ? (int)(j1 - j)
+							      : 32,
+						  m + r,
+						  nr - r < 32 ? (int)(nr - r)
+							      : 32);
 		}
 	}
 	_tile_release();
