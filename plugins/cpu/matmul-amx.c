@@ -113,7 +113,7 @@ size_t cpu_amx_scratch_bytes(int64_t k)
  */
 
 /* Transposes the 16 x 16 32-bit words of v in place. */
-static inline void transpose16(__m512i v[16])
+static inline __attribute__((always_inline)) void transpose16(__m512i v[16])
 {
 	__m512i t[16];
 	int i, j;
@@ -263,16 +263,19 @@ static AMX_TARGET void tiles_on(void)
 		c.colsb[i] = 64;
 		c.rows[i] = 16;
 	}
+	/* The stores above must reach memory first: not every compiler
+	 * sees that ldtilecfg reads it. */
+	__asm__ __volatile__("" : : "r"(&c) : "memory");
 	_tile_loadconfig(&c);
 }
 
 /* C tiles 0-3 += the two groups of 16 decoded rows at a0 and a1 times
  * the column panels b0 and b1 (b1 only with two), over steps [s0, s1)
  * of 32 values; the sums, tile i at c + 256 i, are loaded from c (zeros
- * when s0 is 0) and stored back. */
+ * when s0 is 0) and stored to to. */
 static inline AMX_TARGET __attribute__((always_inline)) void
 block(const char *a0, const char *a1, const char *b0, const char *b1,
-      const bool two, int64_t s0, int64_t s1, float *c)
+      const bool two, int64_t s0, int64_t s1, const float *c, float *to)
 {
 	int64_t s;
 
@@ -303,17 +306,17 @@ block(const char *a0, const char *a1, const char *b0, const char *b1,
 			_tile_dpbf16ps(3, 5, 7);
 		}
 	}
-	_tile_stored(0, c, 64);
-	_tile_stored(2, c + 512, 64);
+	_tile_stored(0, to, 64);
+	_tile_stored(2, to + 512, 64);
 	if (two) {
-		_tile_stored(1, c + 256, 64);
-		_tile_stored(3, c + 768, 64);
+		_tile_stored(1, to + 256, 64);
+		_tile_stored(3, to + 768, 64);
 	}
 }
 
 /* Writes tile t (16 rows by 16 columns at t) to columns j .. j + nc,
  * rows m .. m + nr of out. */
-static inline void put_tile(const float *t, const struct cpu_cols *out,
+static inline __attribute__((always_inline)) void put_tile(const float *t, const struct cpu_cols *out,
 			    int64_t j, int nc, int64_t m, int nr)
 {
 	const __mmask16 mask = (__mmask16)((1u << nr) - 1);
@@ -330,7 +333,8 @@ static inline void put_tile(const float *t, const struct cpu_cols *out,
 
 /* Writes the sums c of rows [m, m + rows) (rows <= 32) by columns
  * [j, j + nc) (nc <= 32) to out. */
-static void put_block(const float *c, const struct cpu_cols *out, int64_t j,
+static inline __attribute__((always_inline)) void
+put_block(const float *c, const struct cpu_cols *out, int64_t j,
 		      int nc, int64_t m, int rows)
 {
 	int top = rows < 16 ? rows : 16, left = nc < 16 ? nc : 16;
@@ -356,6 +360,7 @@ AMX_TARGET void cpu_amx_mm(enum loom_type type, const char *a, size_t arow,
 	float *sums = scratch;
 	char *ab = (char *)scratch + SUMS_BYTES;
 	float *rs = (float *)(ab + (SB + 16) * kp * sizeof(uint16_t)) + kp;
+	float last[1024] __attribute__((aligned(64)));
 	int64_t m, jc, s0, j, r;
 
 	tiles_on();
@@ -384,6 +389,8 @@ AMX_TARGET void cpu_amx_mm(enum loom_type type, const char *a, size_t arow,
 
 				for (mb = 0; mb < nr; mb += 32) {
 					const char *a0 = ab + mb / 16 * group;
+					int rows = nr - mb < 32 ? (int)(nr - mb)
+								: 32;
 
 					for (j = jc; j < j1; j += 32) {
 						const char *b0 =
@@ -393,29 +400,26 @@ AMX_TARGET void cpu_amx_mm(enum loom_type type, const char *a, size_t arow,
 							   (mb / 32 * (NC / 32) +
 							    (j - jc) / 32) *
 								   1024;
+						int nc = j1 - j < 32
+								 ? (int)(j1 - j)
+								 : 32;
 
-						if (j1 - j > 16)
-							block(a0, a0 + group,
-							      b0, b0 + panel,
-							      true, s0, s1, c);
+						float *to = s1 == steps ? last : c;
+
+						if (nc > 16)
+							block(a0, a0 + group, b0,
+							      b0 + panel, true, s0,
+							      s1, c, to);
 						else
-							block(a0, a0 + group,
-							      b0, b0, false,
-							      s0, s1, c);
+							block(a0, a0 + group, b0,
+							      b0, false, s0, s1,
+							      c, to);
+						if (s1 == steps)
+							put_block(last, out, j, nc,
+								  m + mb, rows);
 					}
 				}
 			}
-			for (r = 0; r < nr; r += 32)
-				for (j = jc; j < j1; j += 32)
-					put_block(sums + (r / 32 * (NC / 32) +
-							  (j - jc) / 32) *
-								 1024,
-						  out, j,
-						  j1 - j < 32 ? (int)(j1 - j)
-							      : 32,
-						  m + r,
-						  nr - r < 32 ? (int)(nr - r)
-							      : 32);
 		}
 	}
 	_tile_release();
