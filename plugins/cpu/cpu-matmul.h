@@ -117,12 +117,16 @@ size_t cpu_q8_col_bytes(int64_t k);
 void cpu_q8_quantize(const float *x, int64_t k, char *out);
 /* Floats of scratch cpu_q8_mm needs for rows of k values. */
 size_t cpu_q8_tmp_floats(int64_t k);
-/* Column j, rows [m0, m1) of out = rows of a (arow bytes apart, of a
- * type cpu_q8_supports) times quantized column j at qb +
- * j * cpu_q8_col_bytes(k), for j < n. */
-void cpu_q8_mm(enum loom_type type, const char *a, size_t arow, int64_t m0,
-	       int64_t m1, int64_t k, const char *qb, int64_t n,
-	       const struct cpu_cols *out, float *tmp);
+/* The kernels on packed columns: columns [0, n), rows [m0, m1) of out =
+ * rows of a (arow bytes apart, of a type the kernel supports) times the n
+ * columns of k values packed at bp, with the kernel's scratch. */
+typedef void cpu_rows_mm(enum loom_type type, const char *a, size_t arow,
+			 int64_t m0, int64_t m1, int64_t k, const void *bp,
+			 int64_t n, const struct cpu_cols *out, void *scratch);
+
+/* Columns packed by cpu_q8_quantize, column j at bp +
+ * j * cpu_q8_col_bytes(k); the scratch is cpu_q8_tmp_floats(k) floats. */
+cpu_rows_mm cpu_q8_mm;
 #endif
 
 
@@ -147,11 +151,9 @@ size_t cpu_amx_scratch_bytes(int64_t k);
  * cpu_amx_b_bytes(16 i, k) bytes in. */
 void cpu_amx_pack_b(enum loom_type type, const char *const *rows,
 		    size_t nb0, int nv, int64_t k, void *p, void *scratch);
-/* Columns [0, n), rows [m0, m1) of out = rows of a (arow bytes apart, of
- * a type cpu_amx_supports) times the n columns packed at bp. */
-void cpu_amx_mm(enum loom_type type, const char *a, size_t arow,
-		int64_t m0, int64_t m1, int64_t k, const void *bp, int64_t n,
-		const struct cpu_cols *out, void *scratch);
+/* Columns packed by cpu_amx_pack_b; the scratch is
+ * cpu_amx_scratch_bytes(k). */
+cpu_rows_mm cpu_amx_mm;
 #endif
 
 #endif

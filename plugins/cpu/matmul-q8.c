@@ -468,10 +468,10 @@ bool cpu_q8_vnni(void)
 }
 
 void cpu_q8_mm(enum loom_type type, const char *a, size_t arow, int64_t m0,
-	       int64_t m1, int64_t k, const char *qb, int64_t n,
-	       const struct cpu_cols *out, float *tmp)
+	       int64_t m1, int64_t k, const void *bp, int64_t n,
+	       const struct cpu_cols *out, void *scratch)
 {
-	mm(type, cpu_q8_vnni(), a, arow, m0, m1, k, qb, n, out, tmp);
+	mm(type, cpu_q8_vnni(), a, arow, m0, m1, k, bp, n, out, scratch);
 }
 
 #endif /* CPU_HAVE_Q8 */

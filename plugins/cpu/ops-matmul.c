@@ -188,6 +188,40 @@ size_t cpu_mul_mat_work_size(const struct loom_tensor *dst, int nth)
 }
 
 #if defined(CPU_HAVE_Q8)
+/* The second phase of the products on packed columns: each thread takes
+ * its run of batches x parts of the rows of a (parts rounded to align
+ * rows) against all the columns of their batch, which lie bytes apart
+ * from bp on. */
+static void mm_packed_rows(const struct cpu_task *task,
+			   struct loom_tensor *dst, cpu_rows_mm *mm,
+			   int64_t align, const char *bp, size_t bytes,
+			   void *scratch)
+{
+	const struct loom_tensor *a = dst->src[0];
+	const struct loom_tensor *b = dst->src[1];
+	int64_t b2 = b->ne[2], batches = b2 * b->ne[3];
+	int64_t r2 = b2 / a->ne[2], r3 = b->ne[3] / a->ne[3];
+	int64_t mparts = batches < 4 * task->nth ? task->nth : 1;
+	int64_t items = batches * mparts;
+	int64_t it = items * task->ith / task->nth;
+	int64_t it1 = items * (task->ith + 1) / task->nth;
+
+	for (; it < it1; it++) {
+		int64_t z = it / mparts, i2 = z % b2, i3 = z / b2, m0, m1;
+		struct cpu_cols c = {
+			.base = (char *)dst->data + i2 * dst->nb[2] +
+				i3 * dst->nb[3],
+			.stride = dst->nb[1],
+		};
+
+		split_range(a->ne[1], align, mparts, it % mparts, &m0, &m1);
+		if (m0 < m1)
+			mm(a->type, row_at(a, 0, i2 / r2, i3 / r3), a->nb[1],
+			   m0, m1, a->ne[0], bp + z * bytes, b->ne[1], &c,
+			   scratch);
+	}
+}
+
 /* Row i1 of batch (i2, i3) of b quantized into q; tmp holds a row in
  * conversion. */
 static void quantize_b_row(const struct loom_tensor *b, int64_t i1,
@@ -212,12 +246,10 @@ static void mul_mat_q8(const struct cpu_task *task, struct loom_tensor *dst,
 #if defined(CPU_HAVE_Q8)
 	const struct loom_tensor *a = dst->src[0];
 	const struct loom_tensor *b = dst->src[1];
-	int64_t k = a->ne[0], m = a->ne[1], n = b->ne[1];
-	int64_t b2 = b->ne[2], batches = b2 * b->ne[3];
-	int64_t r2 = b2 / a->ne[2], r3 = b->ne[3] / a->ne[3];
+	int64_t k = a->ne[0], n = b->ne[1];
+	int64_t b2 = b->ne[2], batches = b2 * b->ne[3], r;
 	size_t cb = cpu_q8_col_bytes(k);
 	char *qb = take(&cursor, q8_size(batches * n, k));
-	int64_t mparts, items, it, it1, r;
 	struct cpu_mm_scratch s;
 
 	take_scratch(task, &cursor, k, &s);
@@ -225,25 +257,7 @@ static void mul_mat_q8(const struct cpu_task *task, struct loom_tensor *dst,
 		quantize_b_row(b, r % n, r / n % b2, r / n / b2, qb + r * cb,
 			       s.tmp);
 	cpu_barrier(task);
-
-	mparts = batches < 4 * task->nth ? task->nth : 1;
-	items = batches * mparts;
-	it = items * task->ith / task->nth;
-	it1 = items * (task->ith + 1) / task->nth;
-	for (; it < it1; it++) {
-		int64_t z = it / mparts, i2 = z % b2, i3 = z / b2, m0, m1;
-		struct cpu_cols c = {
-			.base = (char *)dst->data + i2 * dst->nb[2] +
-				i3 * dst->nb[3],
-			.stride = dst->nb[1],
-		};
-
-		split_range(m, 4, mparts, it % mparts, &m0, &m1);
-		if (m0 < m1)
-			cpu_q8_mm(a->type, row_at(a, 0, i2 / r2, i3 / r3),
-				  a->nb[1], m0, m1, k, qb + z * n * cb, n, &c,
-				  s.tmp);
-	}
+	mm_packed_rows(task, dst, cpu_q8_mm, 4, qb, n * cb, s.tmp);
 #else
 	(void)task;
 	(void)dst;
@@ -260,10 +274,9 @@ static void mul_mat_amx(const struct cpu_task *task, struct loom_tensor *dst,
 #if defined(CPU_HAVE_AMX)
 	const struct loom_tensor *a = dst->src[0];
 	const struct loom_tensor *b = dst->src[1];
-	int64_t k = a->ne[0], m = a->ne[1], n = b->ne[1];
+	int64_t k = a->ne[0], n = b->ne[1];
 	int64_t b2 = b->ne[2], batches = b2 * b->ne[3];
-	int64_t r2 = b2 / a->ne[2], r3 = b->ne[3] / a->ne[3];
-	int64_t per = div_up(n, 16), mparts, items, it, it1, r;
+	int64_t per = div_up(n, 16), r;
 	size_t bb = cpu_amx_b_bytes(n, k), panel = cpu_amx_b_bytes(16, k);
 	char *bp = take(&cursor, (size_t)batches * bb);
 	void *scratch = cursor + (size_t)task->ith *
@@ -280,25 +293,7 @@ static void mul_mat_amx(const struct cpu_task *task, struct loom_tensor *dst,
 			       bp + z * bb + r % per * panel, scratch);
 	}
 	cpu_barrier(task);
-
-	mparts = batches < 4 * task->nth ? task->nth : 1;
-	items = batches * mparts;
-	it = items * task->ith / task->nth;
-	it1 = items * (task->ith + 1) / task->nth;
-	for (; it < it1; it++) {
-		int64_t z = it / mparts, i2 = z % b2, i3 = z / b2, m0, m1;
-		struct cpu_cols c = {
-			.base = (char *)dst->data + i2 * dst->nb[2] +
-				i3 * dst->nb[3],
-			.stride = dst->nb[1],
-		};
-
-		split_range(m, 32, mparts, it % mparts, &m0, &m1);
-		if (m0 < m1)
-			cpu_amx_mm(a->type, row_at(a, 0, i2 / r2, i3 / r3),
-				   a->nb[1], m0, m1, k, bp + z * bb, n, &c,
-				   scratch);
-	}
+	mm_packed_rows(task, dst, cpu_amx_mm, 32, bp, bb, scratch);
 #else
 	(void)task;
 	(void)dst;
