@@ -2,8 +2,8 @@
 /* cpu-simd.h - the vector primitives the CPU plugin's matrix kernels
  * are written in: a float vector VF of VLEN lanes for the variant's
  * widest unit (none in the baseline), loads that widen F16, BF16 and
- * int8 to it, a horizontal sum and an 8 x 8 transpose of 256-bit
- * vectors, and the AVX512_BF16 pair dot product, which the AVX-512
+ * int8 to it, a horizontal sum, 8 x 8 and 16 x 16 transposes of
+ * 32-bit values, and the AVX512_BF16 pair dot product, which the AVX-512
  * variant finds at run time.
  */
 #ifndef LOOM_CPU_SIMD_H
@@ -49,6 +49,51 @@ static inline void cpu_transpose8_ps(__m256 r[8])
 		r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
 		r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
 	}
+}
+#endif
+
+#if defined(__AVX512F__)
+/* Transposes the 16 x 16 32-bit values of r in place: r[i] becomes
+ * column i (floats, or integers cast to them). */
+static inline void cpu_transpose16_ps(__m512 r[16])
+{
+	__m512 t[16];
+	int i;
+
+	_Pragma("GCC unroll 16")
+	for (i = 0; i < 8; i++) {
+		t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+		t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+	}
+	_Pragma("GCC unroll 16")
+	for (i = 0; i < 4; i++) {
+		__m512d t0 = _mm512_castps_pd(t[4 * i]);
+		__m512d t1 = _mm512_castps_pd(t[4 * i + 1]);
+		__m512d t2 = _mm512_castps_pd(t[4 * i + 2]);
+		__m512d t3 = _mm512_castps_pd(t[4 * i + 3]);
+
+		r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+		r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+		r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+		r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+	}
+	/* r[4g + j] now holds, in 128-bit lane l, column 4l + j of rows
+	 * 4g..4g+3. */
+	_Pragma("GCC unroll 16")
+	for (i = 0; i < 4; i++) {
+		__m512 u0 = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);
+		__m512 u1 = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xdd);
+		__m512 u2 = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);
+		__m512 u3 = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xdd);
+
+		t[i] = _mm512_shuffle_f32x4(u0, u2, 0x88);
+		t[8 + i] = _mm512_shuffle_f32x4(u0, u2, 0xdd);
+		t[4 + i] = _mm512_shuffle_f32x4(u1, u3, 0x88);
+		t[12 + i] = _mm512_shuffle_f32x4(u1, u3, 0xdd);
+	}
+	_Pragma("GCC unroll 16")
+	for (i = 0; i < 16; i++)
+		r[i] = t[i];
 }
 #endif
 

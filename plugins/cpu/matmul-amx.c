@@ -112,41 +112,6 @@ size_t cpu_amx_scratch_bytes(int64_t k)
  * Packing.
  */
 
-/* Transposes the 16 x 16 32-bit words of v in place. */
-static inline __attribute__((always_inline)) void transpose16(__m512i v[16])
-{
-	__m512i t[16];
-	int i, j;
-
-	for (i = 0; i < 8; i++) {
-		t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
-		t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
-	}
-	/* v[4 i + j], lane l: word 4 l + j of rows 4 i .. 4 i + 3. */
-	for (i = 0; i < 4; i++) {
-		v[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-		v[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-		v[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1],
-						     t[4 * i + 3]);
-		v[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1],
-						     t[4 * i + 3]);
-	}
-	/* Then the 4 x 4 lanes of v[j], v[4 + j], v[8 + j], v[12 + j]. */
-	for (j = 0; j < 4; j++) {
-		__m512i u0 = _mm512_shuffle_i32x4(v[j], v[4 + j], 0x44);
-		__m512i u1 = _mm512_shuffle_i32x4(v[j], v[4 + j], 0xee);
-		__m512i u2 = _mm512_shuffle_i32x4(v[8 + j], v[12 + j], 0x44);
-		__m512i u3 = _mm512_shuffle_i32x4(v[8 + j], v[12 + j], 0xee);
-
-		t[j] = _mm512_shuffle_i32x4(u0, u2, 0x88);
-		t[4 + j] = _mm512_shuffle_i32x4(u0, u2, 0xdd);
-		t[8 + j] = _mm512_shuffle_i32x4(u1, u3, 0x88);
-		t[12 + j] = _mm512_shuffle_i32x4(u1, u3, 0xdd);
-	}
-	for (i = 0; i < 16; i++)
-		v[i] = t[i];
-}
-
 /* Packs nv <= 16 columns (rows of b of any type, elements nb0 apart)
  * into the panel p: tile s holds, in row i, the pair of values 32 s +
  * 2 i, + 1 of each column, 4 bytes a column.  Missing columns and the
@@ -179,15 +144,15 @@ AMX_TARGET void cpu_amx_pack_b(enum loom_type type, const char *const *rows,
 		memset(wc + done, 0, (size_t)(words - done) * sizeof(*wc));
 	}
 	for (s = 0; s < kp / TK; s++) {
-		__m512i v[16];
+		__m512 v[16];
 
 		for (c = 0; c < 16; c++)
-			v[c] = _mm512_loadu_si512((const void *)(w + c * words +
-								 16 * s));
-		transpose16(v);
+			v[c] = _mm512_loadu_ps((const void *)(w + c * words +
+							      16 * s));
+		cpu_transpose16_ps(v);
 		for (c = 0; c < 16; c++)
-			_mm512_store_si512((char *)p + s * TILE_BYTES + 64 * c,
-					   v[c]);
+			_mm512_store_ps((char *)p + s * TILE_BYTES + 64 * c,
+					v[c]);
 	}
 }
 
@@ -320,15 +285,14 @@ static inline __attribute__((always_inline)) void put_tile(const float *t, const
 			    int64_t j, int nc, int64_t m, int nr)
 {
 	const __mmask16 mask = (__mmask16)((1u << nr) - 1);
-	__m512i v[16];
+	__m512 v[16];
 	int i;
 
 	for (i = 0; i < 16; i++)
-		v[i] = _mm512_load_si512((const void *)(t + 16 * i));
-	transpose16(v);
+		v[i] = _mm512_load_ps(t + 16 * i);
+	cpu_transpose16_ps(v);
 	for (i = 0; i < nc; i++)
-		_mm512_mask_storeu_ps(cpu_cols_at(out, j + i) + m, mask,
-				      _mm512_castsi512_ps(v[i]));
+		_mm512_mask_storeu_ps(cpu_cols_at(out, j + i) + m, mask, v[i]);
 }
 
 /* Writes the sums c of rows [m, m + rows) (rows <= 32) by columns

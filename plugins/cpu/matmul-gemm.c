@@ -192,49 +192,6 @@ static void ukernel(int64_t kc, const float *restrict a,
 }
 #endif
 
-#if defined(__AVX512F__)
-/* Transposes the 16 x 16 block r in place: r[i] becomes column i. */
-static inline void transpose16(__m512 r[16])
-{
-	__m512 t[16];
-	int i;
-
-	UNROLL
-	for (i = 0; i < 8; i++) {
-		t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-		t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-	}
-	UNROLL
-	for (i = 0; i < 4; i++) {
-		__m512d t0 = _mm512_castps_pd(t[4 * i]);
-		__m512d t1 = _mm512_castps_pd(t[4 * i + 1]);
-		__m512d t2 = _mm512_castps_pd(t[4 * i + 2]);
-		__m512d t3 = _mm512_castps_pd(t[4 * i + 3]);
-
-		r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-		r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-		r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-		r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
-	}
-	/* r[4g + j] now holds, in 128-bit lane l, column 4l + j of rows
-	 * 4g..4g+3. */
-	UNROLL
-	for (i = 0; i < 4; i++) {
-		__m512 u0 = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);
-		__m512 u1 = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xdd);
-		__m512 u2 = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);
-		__m512 u3 = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xdd);
-
-		t[i] = _mm512_shuffle_f32x4(u0, u2, 0x88);
-		t[8 + i] = _mm512_shuffle_f32x4(u0, u2, 0xdd);
-		t[4 + i] = _mm512_shuffle_f32x4(u1, u3, 0x88);
-		t[12 + i] = _mm512_shuffle_f32x4(u1, u3, 0xdd);
-	}
-	UNROLL
-	for (i = 0; i < 16; i++)
-		r[i] = t[i];
-}
-#endif
 
 /* dst[i * ld + q] = rows[q][i] for q < nr, i < n, and zero for
  * nr <= q < ncols (nr <= ncols <= 16): a block of rows becomes a panel. */
@@ -255,7 +212,7 @@ static void transpose_rows(const float *const *rows, int nr, int64_t n,
 		for (q = 0; q < 16; q++)
 			r[q] = q < nr ? _mm512_maskz_loadu_ps(lm, rows[q] + i) :
 					_mm512_setzero_ps();
-		transpose16(r);
+		cpu_transpose16_ps(r);
 		for (q = 0; q < cnt; q++)
 			_mm512_mask_storeu_ps(dst + (i + q) * ld, cm, r[q]);
 	}
