@@ -10,6 +10,8 @@
 
 #include "cpu-ops.h"
 
+#include <stdatomic.h>
+
 /* Micro-kernel tile (MR rows of a by NR rows of b), cache blocks (an
  * MC x KC block of packed a stays in L2 while KC x NR panels of b pass
  * through L1) and how many k steps ahead the micro-kernel fetches a. */
@@ -38,6 +40,20 @@
 
 /* Fully unrolls a loop of constant trip count. */
 #define UNROLL _Pragma("GCC unroll 16")
+
+/* What probe() says, asked once: known starts at 0 and keeps 1 for no,
+ * 2 for yes.  CPUID can cost microseconds (a virtual machine's
+ * hypervisor answers it), and a decode step does hundreds of products. */
+static inline bool cpu_probe_once(_Atomic int *known, bool (*probe)(void))
+{
+	int v = atomic_load_explicit(known, memory_order_relaxed);
+
+	if (!v) {
+		v = probe() ? 2 : 1;
+		atomic_store_explicit(known, v, memory_order_relaxed);
+	}
+	return v == 2;
+}
 
 static inline size_t align_up(size_t n)
 {

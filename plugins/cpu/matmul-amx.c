@@ -17,7 +17,6 @@
 #if defined(CPU_HAVE_AMX)
 
 #include <cpuid.h>
-#include <stdatomic.h>
 #include <string.h>
 #if defined(__linux__)
 #include <sys/syscall.h>
@@ -72,14 +71,9 @@ static bool probe_amx(void)
 
 bool cpu_amx(void)
 {
-	static _Atomic int known; /* 0: not yet, 1: no, 2: yes */
-	int v = atomic_load_explicit(&known, memory_order_relaxed);
+	static _Atomic int known;
 
-	if (!v) {
-		v = probe_amx() ? 2 : 1;
-		atomic_store_explicit(&known, v, memory_order_relaxed);
-	}
-	return v == 2;
+	return cpu_probe_once(&known, probe_amx);
 }
 
 bool cpu_amx_supports(enum loom_type type, size_t nb0, int64_t k)

@@ -9,7 +9,6 @@
 #if defined(CPU_HAVE_Q8)
 
 #include <cpuid.h>
-#include <stdatomic.h>
 
 /* Rows of a and columns (rows of b) a tile computes: as many
  * accumulators as the variant has vector registers for. */
@@ -453,18 +452,11 @@ static bool probe_vnni(void)
 #endif
 }
 
-/* probe_vnni() once: CPUID can cost microseconds (a virtual machine's
- * hypervisor answers it), and a decode step does hundreds of products. */
 bool cpu_q8_vnni(void)
 {
-	static _Atomic int known; /* 0: not yet, 1: no, 2: yes */
-	int v = atomic_load_explicit(&known, memory_order_relaxed);
+	static _Atomic int known;
 
-	if (!v) {
-		v = probe_vnni() ? 2 : 1;
-		atomic_store_explicit(&known, v, memory_order_relaxed);
-	}
-	return v == 2;
+	return cpu_probe_once(&known, probe_vnni);
 }
 
 void cpu_q8_mm(enum loom_type type, const char *a, size_t arow, int64_t m0,
