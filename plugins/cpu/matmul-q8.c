@@ -9,6 +9,7 @@
 #if defined(CPU_HAVE_Q8)
 
 #include <cpuid.h>
+#include <pthread.h>
 
 /* Rows of a and columns (rows of b) a tile computes: as many
  * accumulators as the variant has vector registers for. */
@@ -23,6 +24,24 @@
 /* Columns from which a product takes the panels, where the variant has
  * them: their packing costs a pass over the rows. */
 #define PANEL_MIN 16
+
+static float f16_table[1 << 16];
+
+static void fill_f16_table(void)
+{
+	uint32_t h;
+
+	for (h = 0; h < 1u << 16; h++)
+		f16_table[h] = cpu_f16_to_f32((uint16_t)h);
+}
+
+const float *cpu_q8_f16_table(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, fill_f16_table);
+	return f16_table;
+}
 
 /* ------------------------------------------------------------------------
  * Activations (the layout is in matmul-q8.h).

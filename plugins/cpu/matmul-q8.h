@@ -52,6 +52,11 @@ static inline struct qcol col_at(const char *p, int64_t k)
 	return c;
 }
 
+/* The F32 value of every F16 bit pattern, filled on the first call: the
+ * decode kernels read their blocks' F16 scales through it, a load where a
+ * conversion would take the shuffle port. */
+const float *cpu_q8_f16_table(void);
+
 /* ------------------------------------------------------------------------
  * Weights, one 32-value block j of a row at a time: its values as
  * unsigned bytes u, and per half block of 16 a scale sc and an offset o
@@ -93,10 +98,13 @@ INLINE __m256i block_u8(const enum loom_type type, const char *row,
 	if (type == LOOM_TYPE_Q4_0) {
 		const struct loom_block_q4_0 *x =
 			(const struct loom_block_q4_0 *)row + j;
-		__m128i v = _mm_loadu_si128((const __m128i *)x->qs);
-		__m256i w = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
+		/* The 16 bytes in both halves, the upper shifted by 4: a
+		 * broadcast load and a shift, no shuffle. */
+		__m256i w = _mm256_broadcastsi128_si256(
+			_mm_loadu_si128((const __m128i *)x->qs));
 
-		return _mm256_and_si256(w, m4);
+		return _mm256_and_si256(_mm256_srlv_epi64(
+			w, _mm256_setr_epi64x(0, 0, 4, 4)), m4);
 	}
 	if (type == LOOM_TYPE_Q4_K) {
 		const struct loom_block_q4_k *x =

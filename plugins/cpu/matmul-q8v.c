@@ -25,48 +25,52 @@ INLINE __m256 bcast(float x)
 	return _mm256_set1_ps(x);
 }
 
-/* Q4_0 and Q8_0: block j of nr rows against nc columns. */
+/* Q4_0 and Q8_0: block j of nr rows against nc columns.  The product of
+ * the two scales multiplies in vector lanes, each scale broadcast
+ * straight from memory (the weights' F16 through f16), so that a block
+ * takes no shuffle but the activations' for Q8_0's signs. */
 INLINE void v0_step(const enum loom_type type, const bool vnni,
 		    const char *const *rows,
 		    const int nr, const struct qcol *cols, const int nc,
-		    int64_t j, size_t ahead, __m256 acc[VR][3])
+		    int64_t j, size_t ahead, const float *f16,
+		    __m256 acc[VR][3])
 {
 	const size_t bs = type == LOOM_TYPE_Q4_0 ?
 		sizeof(struct loom_block_q4_0) : sizeof(struct loom_block_q8_0);
 	__m256i a[3], z[3];
+	__m256 da[3];
 	int r, c;
 
 	UNROLL
 	for (c = 0; c < nc; c++) {
 		a[c] = _mm256_loadu_si256((const __m256i *)(cols[c].qs +
 							    32 * j));
-		if (type == LOOM_TYPE_Q4_0)
-			z[c] = _mm256_zextsi128_si256(
-				_mm_cvtsi32_si128(8 * cols[c].n32[j]));
+		da[c] = _mm256_broadcast_ss(cols[c].d + j);
+		z[c] = type == LOOM_TYPE_Q4_0 ?
+			_mm256_zextsi128_si256(_mm_cvtsi32_si128(
+				-8 * cols[c].n32[j])) : _mm256_setzero_si256();
 	}
 	UNROLL
 	for (r = 0; r < nr; r++) {
 		const char *blk = rows[r] + (size_t)j * bs;
 		__m256i w = block_u8(type, rows[r], j), u = w;
 		uint16_t h;
-		float d;
+		__m256 dw;
 
 		__builtin_prefetch(blk + ahead);
 		memcpy(&h, blk, 2);
-		d = cpu_f16_to_f32(h);
+		dw = _mm256_broadcast_ss(f16 + h);
 		if (type == LOOM_TYPE_Q8_0)
 			u = _mm256_abs_epi8(w);
 		UNROLL
 		for (c = 0; c < nc; c++) {
-			__m256i t = dot_u8s8_256(_mm256_setzero_si256(), u,
+			/* Q4_0's offset starts the sum. */
+			__m256i t = dot_u8s8_256(z[c], u,
 						 type == LOOM_TYPE_Q8_0 ?
 					 _mm256_sign_epi8(a[c], w) : a[c], vnni);
 
-			if (type == LOOM_TYPE_Q4_0)
-				t = _mm256_sub_epi32(t, z[c]);
-			acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t),
-						    bcast(d * cols[c].d[j]),
-						    acc[r][c]);
+			acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(
+				_mm256_cvtepi32_ps(t), da[c]), dw, acc[r][c]);
 		}
 	}
 }
@@ -208,7 +212,7 @@ INLINE void vk_step(const enum loom_type type, const bool vnni,
 INLINE void v_rows(const enum loom_type type, const bool vnni,
 		    const char *const *rows,
 		   const int nr, const struct qcol *cols, const int nc,
-		   int64_t k, size_t ahead, float res[VR][3])
+		   int64_t k, size_t ahead, const float *f16, float res[VR][3])
 {
 	__m256 acc[VR][3];
 	int64_t j;
@@ -221,7 +225,8 @@ INLINE void v_rows(const enum loom_type type, const bool vnni,
 			acc[r][c] = _mm256_setzero_ps();
 	if (type == LOOM_TYPE_Q4_0 || type == LOOM_TYPE_Q8_0)
 		for (j = 0; j < k / 32; j++)
-			v0_step(type, vnni, rows, nr, cols, nc, j, ahead, acc);
+			v0_step(type, vnni, rows, nr, cols, nc, j, ahead, f16,
+				acc);
 	else
 		for (j = 0; j < k / 256; j++)
 			vk_step(type, vnni, rows, nr, cols, nc, j, ahead, acc);
@@ -243,6 +248,7 @@ INLINE void v_typed(const enum loom_type type, const bool vnni,
 	const bool wide = n == 1 && (type == LOOM_TYPE_Q4_0 ||
 				     type == LOOM_TYPE_Q8_0);
 	size_t cb = cpu_q8_col_bytes(k);
+	const float *f16 = cpu_q8_f16_table();
 	struct qcol cols[3];
 	float res[VR][3] = { { 0 } };
 	int64_t m;
@@ -258,19 +264,19 @@ INLINE void v_typed(const enum loom_type type, const bool vnni,
 		for (r = 0; r < nr; r++)
 			rows[r] = a + (m + r) * arow;
 		if (nr == 1 && n == 1)
-			v_rows(type, vnni, rows, 1, cols, 1, k, ahead, res);
+			v_rows(type, vnni, rows, 1, cols, 1, k, ahead, f16, res);
 		else if (nr == 1 && n == 2)
-			v_rows(type, vnni, rows, 1, cols, 2, k, ahead, res);
+			v_rows(type, vnni, rows, 1, cols, 2, k, ahead, f16, res);
 		else if (nr == 1)
-			v_rows(type, vnni, rows, 1, cols, 3, k, ahead, res);
+			v_rows(type, vnni, rows, 1, cols, 3, k, ahead, f16, res);
 		else if (wide)
-			v_rows(type, vnni, rows, VR, cols, 1, k, ahead, res);
+			v_rows(type, vnni, rows, VR, cols, 1, k, ahead, f16, res);
 		else if (n == 1)
-			v_rows(type, vnni, rows, 2, cols, 1, k, ahead, res);
+			v_rows(type, vnni, rows, 2, cols, 1, k, ahead, f16, res);
 		else if (n == 2)
-			v_rows(type, vnni, rows, 2, cols, 2, k, ahead, res);
+			v_rows(type, vnni, rows, 2, cols, 2, k, ahead, f16, res);
 		else
-			v_rows(type, vnni, rows, 2, cols, 3, k, ahead, res);
+			v_rows(type, vnni, rows, 2, cols, 3, k, ahead, f16, res);
 		for (r = 0; r < nr; r++)
 			for (c = 0; c < n; c++)
 				cpu_cols_at(out, c)[m + r] = res[r][c];
