@@ -55,7 +55,8 @@ static inline void cpu_transpose8_ps(__m256 r[8])
 #if defined(__AVX512F__)
 /* Transposes the 16 x 16 32-bit values of r in place: r[i] becomes
  * column i (floats, or integers cast to them). */
-static inline void cpu_transpose16_ps(__m512 r[16])
+static inline __attribute__((always_inline)) void
+cpu_transpose16_ps(__m512 r[16])
 {
 	__m512 t[16];
 	int i;
