@@ -11,7 +11,8 @@
  * are 8 above their values, so 8 * sum(q) of the column's block leaves
  * lane 0; a K-quant's mins times the column's d * sum(q) per 32 leave
  * the sum once per super-block; Q6_K's 32 likewise, per 16.  (512-bit
- * vectors were slower here: a row's blocks are too short for them.)
+ * vectors were slower here, a row's blocks being too short for them,
+ * except for Q4_0 against one column, where two rows share a vector.)
  */
 #include "matmul-q8.h"
 
@@ -238,6 +239,63 @@ INLINE void v_rows(const enum loom_type type, const bool vnni,
 				acc[r][0], acc[r][1]) : acc[r][c]);
 }
 
+#if QB == 2
+/* Q4_0 against one column, VR rows: each pair of rows shares a 512-bit
+ * vector (the first row in its lower half), which halves the vector
+ * operations of a block where the core runs two 512-bit units. */
+INLINE void q4_0_pairs(const bool vnni, const char *const *rows,
+		       const struct qcol *col, int64_t k, size_t ahead,
+		       const float *f16, float res[VR][3])
+{
+	const __m512i m4 = _mm512_set1_epi8(15);
+	const __m512i sh = _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4);
+	__m512 acc[VR / 2];
+	int64_t j;
+	int p;
+
+	for (p = 0; p < VR / 2; p++)
+		acc[p] = _mm512_setzero_ps();
+	for (j = 0; j < k / 32; j++) {
+		__m512i a = _mm512_broadcast_i64x4(_mm256_loadu_si256(
+			(const __m256i *)(col->qs + 32 * j)));
+		__m512 da = _mm512_set1_ps(col->d[j]);
+		__m512i z = _mm512_maskz_set1_epi32(0x0101,
+						    -8 * col->n32[j]);
+
+		UNROLL
+		for (p = 0; p < VR / 2; p++) {
+			const struct loom_block_q4_0 *x0 =
+				(const struct loom_block_q4_0 *)rows[2 * p] + j;
+			const struct loom_block_q4_0 *x1 =
+				(const struct loom_block_q4_0 *)rows[2 * p + 1] +
+				j;
+			__m512i w = _mm512_mask_broadcast_i32x4(
+				_mm512_broadcast_i32x4(_mm_loadu_si128(
+					(const __m128i *)x0->qs)),
+				0xff00, _mm_loadu_si128((const __m128i *)x1->qs));
+			__m512 dw = _mm512_mask_broadcastss_ps(
+				_mm512_set1_ps(f16[x0->d]), 0xff00,
+				_mm_load_ss(f16 + x1->d));
+			__m512i t;
+
+			if (!(j & 1)) { /* 36 bytes: each line still */
+				__builtin_prefetch((const char *)x0 + ahead);
+				__builtin_prefetch((const char *)x1 + ahead);
+			}
+			w = _mm512_and_si512(_mm512_srlv_epi64(w, sh), m4);
+			t = dot_u8s8(z, w, a, vnni);
+			acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(
+				_mm512_cvtepi32_ps(t), da), dw, acc[p]);
+		}
+	}
+	for (p = 0; p < VR / 2; p++) {
+		res[2 * p][0] = cpu_hsum256(_mm512_castps512_ps256(acc[p]));
+		res[2 * p + 1][0] = cpu_hsum256(
+			_mm512_extractf32x8_ps(acc[p], 1));
+	}
+}
+#endif
+
 /* Rows [m0, m1) of a against n <= 3 columns: rows of Q4_0 and Q8_0 VR at
  * a time against one column, else two at a time. */
 INLINE void v_typed(const enum loom_type type, const bool vnni,
@@ -269,6 +327,10 @@ INLINE void v_typed(const enum loom_type type, const bool vnni,
 			v_rows(type, vnni, rows, 1, cols, 2, k, ahead, f16, res);
 		else if (nr == 1)
 			v_rows(type, vnni, rows, 1, cols, 3, k, ahead, f16, res);
+#if QB == 2
+		else if (wide && type == LOOM_TYPE_Q4_0)
+			q4_0_pairs(vnni, rows, cols, k, ahead, f16, res);
+#endif
 		else if (wide)
 			v_rows(type, vnni, rows, VR, cols, 1, k, ahead, f16, res);
 		else if (n == 1)
