@@ -145,7 +145,6 @@ typedef void cpu_rows_mm(enum loom_type type, const char *a, size_t arow,
 cpu_rows_mm cpu_q8_mm;
 #endif
 
-
 #if defined(CPU_HAVE_Q8) && defined(__AVX512BW__) && defined(__x86_64__)
 #define CPU_HAVE_AMX 1
 

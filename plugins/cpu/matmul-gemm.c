@@ -192,7 +192,6 @@ static void ukernel(int64_t kc, const float *restrict a,
 }
 #endif
 
-
 /* dst[i * ld + q] = rows[q][i] for q < nr, i < n, and zero for
  * nr <= q < ncols (nr <= ncols <= 16): a block of rows becomes a panel. */
 static void transpose_rows(const float *const *rows, int nr, int64_t n,
