@@ -1474,6 +1474,25 @@ static void test_entries(struct fixture *f, gconstpointer data)
 	g_free(dir);
 }
 
+/* Whether the nobody user may read and enter path: asked by a child
+ * that gives up root, since root's own access() says yes to anything. */
+static gboolean nobody_reaches(const char *path)
+{
+	const uid_t nobody = 65534;
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (setgroups(0, NULL) != 0 || setgid(nobody) != 0 ||
+		    setuid(nobody) != 0)
+			_exit(2);
+		_exit(access(path, R_OK | X_OK) == 0 ? 0 : 1);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return FALSE;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 /* A file and a search directory that cannot be read: "permission
  * denied", not "not found".  Root reads through mode 000, so as root the
  * test runs in a child that gives up root for the nobody user. */
@@ -1486,6 +1505,12 @@ static void test_unreadable(struct fixture *f, gconstpointer data)
 	guint8 *cpu;
 
 	if (geteuid() == 0 && !g_test_subprocess()) {
+		/* Asked here: a skip inside the child would read as a
+		 * failure. */
+		if (!nobody_reaches(fake_libs())) {
+			g_test_skip("the build tree is not readable by nobody");
+			goto out;
+		}
 		g_test_trap_subprocess(NULL, 0,
 				       G_TEST_SUBPROCESS_INHERIT_STDERR);
 		g_test_trap_assert_passed();
