@@ -51,7 +51,7 @@ size_t cpu_q8_col_bytes(int64_t k)
 {
 	size_t n32 = (size_t)k / 32, n16 = (size_t)k / 16;
 
-	return ((size_t)k + (3 * n32 + 2 * n16) * 4 + 63) & ~(size_t)63;
+	return ((size_t)k + (3 * n32 + n16) * 4 + 63) & ~(size_t)63;
 }
 
 /* The largest |x| of 32 floats. */
@@ -86,7 +86,7 @@ void cpu_q8_quantize(const float *x, int64_t k, char *out)
 {
 	int8_t *qs = (int8_t *)out;
 	float *d = (float *)(out + k), *s = d + k / 32, *s32 = s + k / 16;
-	int32_t *n16 = (int32_t *)(s32 + k / 32), *n32 = n16 + k / 16;
+	int32_t *o32 = (int32_t *)(s32 + k / 32);
 
 	for (int64_t b = 0; b < k / 32; b++) {
 		const float *xb = x + 32 * b;
@@ -111,9 +111,7 @@ void cpu_q8_quantize(const float *x, int64_t k, char *out)
 		s[2 * b] = d[b] * (float)sum0;
 		s[2 * b + 1] = d[b] * (float)sum1;
 		s32[b] = d[b] * (float)(sum0 + sum1);
-		n16[2 * b] = sum0;
-		n16[2 * b + 1] = sum1;
-		n32[b] = sum0 + sum1;
+		o32[b] = -8 * (sum0 + sum1);
 	}
 }
 

@@ -25,16 +25,15 @@
 /* ------------------------------------------------------------------------
  * Activations, one row (a column of the product) of k values: per block
  * of 32, d = max|x| / 127 and q = round(x / d); per 16 and per 32
- * values, the sums of q (n16, n32) and those times d (s16, s32), which
- * the weights' offsets multiply.
+ * values, the sums of q times d (s, s32), which the weights' offsets
+ * multiply, and per 32 Q4_0's offset itself (o32).
  */
 struct qcol {
 	const int8_t *qs;
 	const float *d;     /* per 32 */
 	const float *s;     /* per 16: d * sum(q) */
 	const float *s32;   /* per 32: d * sum(q) */
-	const int32_t *n16; /* per 16: sum(q) */
-	const int32_t *n32; /* per 32: sum(q) */
+	const int32_t *o32; /* per 32: -8 * sum(q), Q4_0's offset */
 };
 
 static inline struct qcol col_at(const char *p, int64_t k)
@@ -45,8 +44,7 @@ static inline struct qcol col_at(const char *p, int64_t k)
 		.d = d,
 		.s = d + k / 32,
 		.s32 = d + k / 32 + k / 16,
-		.n16 = (const int32_t *)(d + 2 * (k / 32) + k / 16),
-		.n32 = (const int32_t *)(d + 2 * (k / 32) + k / 8),
+		.o32 = (const int32_t *)(d + 2 * (k / 32) + k / 16),
 	};
 
 	return c;

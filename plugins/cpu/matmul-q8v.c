@@ -49,7 +49,7 @@ INLINE void v0_step(const enum loom_type type, const bool vnni,
 		da[c] = _mm256_broadcast_ss(cols[c].d + j);
 		z[c] = type == LOOM_TYPE_Q4_0 ?
 			_mm256_zextsi128_si256(_mm_cvtsi32_si128(
-				-8 * cols[c].n32[j])) : _mm256_setzero_si256();
+				cols[c].o32[j])) : _mm256_setzero_si256();
 	}
 	UNROLL
 	for (r = 0; r < nr; r++) {
@@ -240,53 +240,69 @@ INLINE void v_rows(const enum loom_type type, const bool vnni,
 }
 
 #if QB == 2
-/* Q4_0 against one column, VR rows: each pair of rows shares a 512-bit
- * vector (the first row in its lower half), which halves the vector
- * operations of a block where the core runs two 512-bit units. */
+/* Block j of two rows x and y against the column (a, its scale da, and
+ * its offset z), into acc: the pair shares a 512-bit vector, x in the
+ * lower half, which halves the vector operations of a block where the
+ * core runs two 512-bit units.  With VNNI, the nibbles are not shifted:
+ * the high ones are masked in place, 16 times their value, and their
+ * lanes' scale (in da) is a sixteenth; without it, the bytes would
+ * saturate maddubs's 16-bit sums, so they are shifted down. */
+INLINE __m512 q4_0_pair(const bool vnni, const struct loom_block_q4_0 *x,
+			const struct loom_block_q4_0 *y, __m512i a, __m512 da,
+			__m512i z, const float *f16, __m512 acc)
+{
+	__m512i w = _mm512_mask_broadcast_i32x4(
+		_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)x->qs)),
+		0xff00, _mm_loadu_si128((const __m128i *)y->qs));
+	__m512 dw = _mm512_mask_broadcastss_ps(_mm512_set1_ps(f16[x->d]),
+					       0xff00, _mm_load_ss(f16 + y->d));
+
+	if (vnni)
+		w = _mm512_and_si512(w, _mm512_setr_epi64(
+			0x0f0f0f0f0f0f0f0f, 0x0f0f0f0f0f0f0f0f,
+			(int64_t)0xf0f0f0f0f0f0f0f0, (int64_t)0xf0f0f0f0f0f0f0f0,
+			0x0f0f0f0f0f0f0f0f, 0x0f0f0f0f0f0f0f0f,
+			(int64_t)0xf0f0f0f0f0f0f0f0, (int64_t)0xf0f0f0f0f0f0f0f0));
+	else
+		w = _mm512_and_si512(_mm512_srlv_epi64(w, _mm512_setr_epi64(
+			0, 0, 4, 4, 0, 0, 4, 4)), _mm512_set1_epi8(15));
+	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_u8s8(z, w, a, vnni)),
+			       _mm512_mul_ps(dw, da), acc);
+}
+
+/* Q4_0 against one column, VR rows a pair at a time, two blocks a step
+ * so that each row's next bytes are fetched once per 36. */
 INLINE void q4_0_pairs(const bool vnni, const char *const *rows,
 		       const struct qcol *col, int64_t k, size_t ahead,
 		       const float *f16, float res[VR][3])
 {
-	const __m512i m4 = _mm512_set1_epi8(15);
-	const __m512i sh = _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4);
+	const struct loom_block_q4_0 *x[VR];
+	const float h = vnni ? 0.0625f : 1.0f;
+	const __m512 hi = _mm512_setr_ps(1, 1, 1, 1, h, h, h, h,
+					 1, 1, 1, 1, h, h, h, h);
 	__m512 acc[VR / 2];
+	const int64_t nb = k / 32;
 	int64_t j;
 	int p;
 
+	for (p = 0; p < VR; p++)
+		x[p] = (const struct loom_block_q4_0 *)rows[p];
 	for (p = 0; p < VR / 2; p++)
 		acc[p] = _mm512_setzero_ps();
-	for (j = 0; j < k / 32; j++) {
+	for (j = 0; j < nb; j++) {
 		__m512i a = _mm512_broadcast_i64x4(_mm256_loadu_si256(
 			(const __m256i *)(col->qs + 32 * j)));
-		__m512 da = _mm512_set1_ps(col->d[j]);
-		__m512i z = _mm512_maskz_set1_epi32(0x0101,
-						    -8 * col->n32[j]);
+		__m512 da = _mm512_mul_ps(_mm512_set1_ps(col->d[j]), hi);
+		__m512i z = _mm512_maskz_set1_epi32(0x0101, col->o32[j]);
 
+		if (!(j & 1))
+			for (p = 0; p < VR; p++)
+				__builtin_prefetch((const char *)(x[p] + j) +
+						   ahead);
 		UNROLL
-		for (p = 0; p < VR / 2; p++) {
-			const struct loom_block_q4_0 *x0 =
-				(const struct loom_block_q4_0 *)rows[2 * p] + j;
-			const struct loom_block_q4_0 *x1 =
-				(const struct loom_block_q4_0 *)rows[2 * p + 1] +
-				j;
-			__m512i w = _mm512_mask_broadcast_i32x4(
-				_mm512_broadcast_i32x4(_mm_loadu_si128(
-					(const __m128i *)x0->qs)),
-				0xff00, _mm_loadu_si128((const __m128i *)x1->qs));
-			__m512 dw = _mm512_mask_broadcastss_ps(
-				_mm512_set1_ps(f16[x0->d]), 0xff00,
-				_mm_load_ss(f16 + x1->d));
-			__m512i t;
-
-			if (!(j & 1)) { /* 36 bytes: each line still */
-				__builtin_prefetch((const char *)x0 + ahead);
-				__builtin_prefetch((const char *)x1 + ahead);
-			}
-			w = _mm512_and_si512(_mm512_srlv_epi64(w, sh), m4);
-			t = dot_u8s8(z, w, a, vnni);
-			acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(
-				_mm512_cvtepi32_ps(t), da), dw, acc[p]);
-		}
+		for (p = 0; p < VR / 2; p++)
+			acc[p] = q4_0_pair(vnni, x[2 * p] + j, x[2 * p + 1] + j,
+					   a, da, z, f16, acc[p]);
 	}
 	for (p = 0; p < VR / 2; p++) {
 		res[2 * p][0] = cpu_hsum256(_mm512_castps512_ps256(acc[p]));
