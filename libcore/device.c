@@ -357,6 +357,26 @@ loom_buffer_type_t *loom_dev_host_buffer_type(loom_dev_t *dev)
 	return loom__buft_live(buft) ? buft : NULL;
 }
 
+loom_buffer_type_t *loom_dev_weight_buffer_type(loom_dev_t *dev)
+{
+	loom_weight_buffer_type_fn f;
+	loom_buffer_type_t *buft;
+
+	if (!loom__dev_live(dev))
+		return NULL;
+	f = (loom_weight_buffer_type_fn)loom__reg_proc(
+		dev->reg, LOOM__PROC_WEIGHT_BUFFER_TYPE);
+	buft = f ? f(dev) : NULL;
+	if (buft && (!loom__buft_live(buft) ||
+		     loom_buffer_type_device(buft) != dev)) {
+		loom_log(LOOM_LOG_WARN,
+			 "device '%s': weight_buffer_type returned a buffer "
+			 "type not of the device", loom_dev_name(dev));
+		buft = NULL;
+	}
+	return buft ? buft : loom_dev_buffer_type(dev);
+}
+
 bool loom_dev_supports_op(loom_dev_t *dev, const struct loom_tensor *op)
 {
 	if (!loom__dev_live(dev) || !op)

@@ -108,7 +108,8 @@ static void member_sizes(struct model_run *r, struct llama_model *m,
 	loom_buffer_t *cbuf = llama_model_compute_buffer(m);
 
 	r->n_members = 1;
-	r->dev_weights[0] = loom_buffer_size(llama_model_weight_buffer(m));
+	r->dev_weights[0] = loom_buffer_size(llama_model_weight_buffer(m)) +
+			    loom_buffer_size(llama_model_matrix_buffer(m));
 	r->dev_compute[0] = r->compute_bytes;
 	if (!r->is_meta || !reg)
 		return;

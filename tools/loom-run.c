@@ -550,7 +550,8 @@ static int member_sizes(struct llama_model *m, loom_dev_t *dev,
 		*(void **)&fn = loom_reg_proc_address(
 			loom_dev_reg(dev), LOOM_PROC_META_BUFFER_DEV_SIZES);
 	if (!fn) {
-		w[0] = loom_buffer_size(llama_model_weight_buffer(m));
+		w[0] = loom_buffer_size(llama_model_weight_buffer(m)) +
+		       loom_buffer_size(llama_model_matrix_buffer(m));
 		c[0] = cb ? loom_buffer_size(cb) : 0;
 		return 1;
 	}

@@ -39,6 +39,11 @@ struct llama_model {
 	int64_t n_first;
 	loom_ctx_t *wctx_rest;
 	loom_buffer_t *wbuf_rest;
+	/* The weights only mul_mat reads, on dev alone: in the device's
+	 * weight buffer type when it has one of its own. */
+	struct loom_tensor **mats;
+	size_t n_mats;
+	loom_buffer_t *wbuf_mat;
 	loom_ctx_t *probe;      /* scratch descriptors while placing */
 	struct loom_tensor *tok_embd, *output_norm, *output;
 	struct loom_tensor *rope_freqs;
@@ -330,8 +335,22 @@ static struct loom_tensor *place_weight(struct llama_model *m,
 	struct loom_tensor *probe;
 	bool first;
 
-	if (!m->rest)
-		return new_weight(m->wctx, type, n_dims, ne0, ne1, ne2, name);
+	if (!m->rest) {
+		struct loom_tensor *t = new_weight(m->wctx, type, n_dims, ne0,
+						   ne1, ne2, name);
+		struct loom_tensor **mats;
+
+		if (!t || u != USE_MAT)
+			return t;
+		mats = realloc(m->mats, (m->n_mats + 1) * sizeof(*mats));
+		if (!mats) {
+			loom_error_set(LOOM_E_NOMEM, "llama: no memory");
+			return NULL;
+		}
+		m->mats = mats;
+		m->mats[m->n_mats++] = t;
+		return t;
+	}
 	first = layer >= 0 ? layer < m->n_first : m->n_first >= m->hp.n_layer;
 	if (first && u != USE_EMBD && u != USE_HOST) {
 		probe = new_weight(m->probe, type, n_dims, ne0, ne1, ne2, name);
@@ -540,6 +559,31 @@ static int read_freq_factors(struct llama_model *m)
 	return ret;
 }
 
+/* Places the matrices only mul_mat reads in one buffer of dev's weight
+ * buffer type, where that is not dev's own buffer type. */
+static int alloc_mats(struct llama_model *m)
+{
+	loom_buffer_type_t *wbt = loom_dev_weight_buffer_type(m->dev);
+	size_t align, size = 0, off = 0;
+	int ret = LOOM_OK;
+
+	if (!m->n_mats || !wbt || wbt == loom_dev_buffer_type(m->dev))
+		return LOOM_OK;
+	align = loom_buffer_type_alignment(wbt);
+	for (size_t i = 0; i < m->n_mats; i++)
+		size += (loom_buffer_type_alloc_size(wbt, m->mats[i]) +
+			 align - 1) / align * align;
+	ret = loom_buffer_type_alloc_buffer(wbt, size, &m->wbuf_mat);
+	for (size_t i = 0; !ret && i < m->n_mats; i++) {
+		ret = loom_tensor_place(m->mats[i], m->wbuf_mat, off);
+		off += (loom_buffer_type_alloc_size(wbt, m->mats[i]) +
+			align - 1) / align * align;
+	}
+	if (!ret)
+		loom_buffer_set_usage(m->wbuf_mat, LOOM_BUFFER_USAGE_WEIGHTS);
+	return ret;
+}
+
 /* Allocates the weights of c on dev in one buffer marked as weights. */
 static int alloc_weights(loom_ctx_t *c, loom_dev_t *dev, loom_buffer_t **out)
 {
@@ -608,7 +652,9 @@ static int model_new(const struct llama_hparams *hp,
 	m->probe = NULL;
 	if (ret)
 		goto err_free;
-	ret = alloc_weights(m->wctx, m->dev, &m->wbuf);
+	ret = alloc_mats(m);
+	if (!ret)
+		ret = alloc_weights(m->wctx, m->dev, &m->wbuf);
 	if (!ret && m->rest)
 		ret = alloc_weights(m->wctx_rest, m->rest, &m->wbuf_rest);
 	if (ret)
@@ -681,6 +727,8 @@ void llama_model_free(struct llama_model *m)
 	loom_galloc_free(m->galloc);
 	loom_buffer_free(m->wbuf);
 	loom_buffer_free(m->wbuf_rest);
+	loom_buffer_free(m->wbuf_mat);
+	free(m->mats);
 	loom_ctx_free(m->wctx);
 	loom_ctx_free(m->wctx_rest);
 	loom_ctx_free(m->probe);
@@ -730,6 +778,11 @@ int64_t llama_model_n_params(const struct llama_model *m)
 loom_buffer_t *llama_model_weight_buffer(const struct llama_model *m)
 {
 	return m->wbuf;
+}
+
+loom_buffer_t *llama_model_matrix_buffer(const struct llama_model *m)
+{
+	return m->wbuf_mat;
 }
 
 loom_dev_t *llama_model_rest_device(const struct llama_model *m)
@@ -1290,6 +1343,7 @@ bool llama_dev_runs(const struct llama_hparams *hp,
 	}
 	drop_graph(&m);
 	loom_ctx_free(m.wctx);
+	free(m.mats);
 	free(m.layers);
 	return ok;
 }

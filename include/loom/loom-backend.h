@@ -258,6 +258,12 @@ LOOM_API int loom_dev_init_backend(loom_dev_t *dev, const char *params,
 LOOM_API loom_buffer_type_t *loom_dev_buffer_type(loom_dev_t *dev);
 /* Pinned host memory for fast transfers to dev, or NULL if none. */
 LOOM_API loom_buffer_type_t *loom_dev_host_buffer_type(loom_dev_t *dev);
+/* Where to put the weights that only loom_mul_mat reads (as its first
+ * source): a buffer type whose layout the device chooses for speed (see
+ * "weight_buffer_type" in loom-plugin.h), else loom_dev_buffer_type(dev).
+ * Tensors in it are set and read back as usual; an op that reads them any
+ * other way is not supported.  NULL only when dev is not a live device. */
+LOOM_API loom_buffer_type_t *loom_dev_weight_buffer_type(loom_dev_t *dev);
 LOOM_API bool loom_dev_supports_op(loom_dev_t *dev,
 				   const struct loom_tensor *op);
 LOOM_API bool loom_dev_supports_buft(loom_dev_t *dev,

@@ -457,6 +457,17 @@ typedef int (*loom_split_buffer_type_fn)(loom_dev_t *const *devs, size_t n,
 #define LOOM_PROC_HOST_BUFFER_TYPE "host_buffer_type"
 typedef loom_buffer_type_t *(*loom_host_buffer_type_fn)(loom_dev_t *dev);
 
+/* "weight_buffer_type": a buffer type for weights that only
+ * loom_mul_mat reads, as its first source, stored in a layout the device
+ * chooses (the CPU plugin interleaves Q4_0 rows 16 at a time).  Its
+ * buffers' set, get and memset still see the usual layout, at any offset;
+ * an op that reads such a tensor otherwise (a view of it, get_rows, a
+ * copy) is refused by supports_op and by graph_compute.  is_host is false,
+ * so no other plugin reads the bytes directly.  Fallback: the device's
+ * buffer type. */
+#define LOOM_PROC_WEIGHT_BUFFER_TYPE "weight_buffer_type"
+typedef loom_buffer_type_t *(*loom_weight_buffer_type_fn)(loom_dev_t *dev);
+
 /* "set_n_threads".  Fallback: LOOM_E_UNSUPPORTED. */
 #define LOOM_PROC_SET_N_THREADS "set_n_threads"
 typedef int (*loom_set_n_threads_fn)(loom_backend_t *be, int n_threads);

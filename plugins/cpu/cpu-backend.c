@@ -32,7 +32,7 @@ static bool src_float(const struct loom_tensor *op, int i)
 	return op->src[i] && is_float(op->src[i]->type);
 }
 
-bool cpu_supports_op(const struct loom_tensor *op)
+static bool runs_op(const struct loom_tensor *op)
 {
 	const struct loom_tensor *a = op->src[0];
 	bool f32 = op->type == LOOM_TYPE_F32;
@@ -102,6 +102,11 @@ bool cpu_supports_op(const struct loom_tensor *op)
 	default:
 		return false;
 	}
+}
+
+bool cpu_supports_op(const struct loom_tensor *op)
+{
+	return runs_op(op) && !cpu_w_misread(op);
 }
 
 /* True for nodes no kernel runs for. */
@@ -269,6 +274,15 @@ static int check_graph(loom_graph_t *g, int nth, size_t *wsize)
 
 		if (is_noop(node))
 			continue;
+		if (cpu_w_misread(node))
+			return loom_error_set(LOOM_E_UNSUPPORTED,
+					      "cpu: %s (%s) reads %s, which the "
+					      "weight buffer stores interleaved: "
+					      "only mul_mat reads it, whole, as "
+					      "its weights",
+					      loom_op_name(node->op),
+					      node->name,
+					      cpu_w_misread(node)->name);
 		if (!cpu_supports_op(node))
 			return loom_error_set(LOOM_E_UNSUPPORTED,
 					      "cpu: %s (%s, %s) is not "
@@ -420,6 +434,23 @@ static int post_copy(struct cpu_backend *cb, const struct cpu_copy *c)
 	return LOOM_OK;
 }
 
+/* The weight buffer's interleaved matrices are copied at once, in order
+ * behind the backend's work. */
+static int w_copy(loom_backend_t *be, const struct loom_tensor *t,
+		  void *data, size_t offset, size_t size, size_t n,
+		  size_t stride_tensor, size_t stride_data, bool get)
+{
+	int err = be_synchronize(be);
+
+	for (size_t i = 0; i < n && !err; i++) {
+		char *d = (char *)data + i * stride_data;
+		size_t o = offset + i * stride_tensor;
+
+		err = get ? cpu_w_get(t, d, o, size) : cpu_w_set(t, d, o, size);
+	}
+	return err;
+}
+
 static int be_set_tensor_async(loom_backend_t *be, struct loom_tensor *t,
 			       const void *data, size_t offset, size_t size)
 {
@@ -430,6 +461,9 @@ static int be_set_tensor_async(loom_backend_t *be, struct loom_tensor *t,
 		.n = 1,
 	};
 
+	if (cpu_w_tensor(t))
+		return w_copy(be, t, (void *)data, offset, size, 1, 0, 0,
+			      false);
 	return post_copy(loom_backend_context(be), &c);
 }
 
@@ -444,6 +478,8 @@ static int be_get_tensor_async(loom_backend_t *be,
 		.n = 1,
 	};
 
+	if (cpu_w_tensor(t))
+		return w_copy(be, t, data, offset, size, 1, 0, 0, true);
 	return post_copy(loom_backend_context(be), &c);
 }
 
@@ -461,6 +497,9 @@ int cpu_set_tensor_2d_async(loom_backend_t *be, struct loom_tensor *t,
 		.src_stride = stride_data,
 	};
 
+	if (cpu_w_tensor(t))
+		return w_copy(be, t, (void *)data, offset, size, n_copies,
+			      stride_tensor, stride_data, false);
 	return post_copy(loom_backend_context(be), &c);
 }
 
@@ -478,6 +517,9 @@ int cpu_get_tensor_2d_async(loom_backend_t *be, const struct loom_tensor *t,
 		.src_stride = stride_tensor,
 	};
 
+	if (cpu_w_tensor(t))
+		return w_copy(be, t, data, offset, size, n_copies,
+			      stride_tensor, stride_data, true);
 	return post_copy(loom_backend_context(be), &c);
 }
 
@@ -495,7 +537,8 @@ static int be_copy_tensor_async(loom_backend_t *be_src, loom_backend_t *be_dst,
 	};
 
 	if (be_src != be_dst || !src->buffer || !src->data ||
-	    !loom_buffer_type_is_host(loom_buffer_get_type(src->buffer)))
+	    !loom_buffer_type_is_host(loom_buffer_get_type(src->buffer)) ||
+	    cpu_w_tensor(dst))
 		return LOOM_E_DECLINED;
 	return post_copy(loom_backend_context(be_dst), &c);
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* cpu-buffer.c - host memory: the buffer type each CPU device hands out
  * (64-byte aligned, plain malloc'd memory; big buffers on huge pages where
- * the kernel has them) and its buffers, plus the 2D set/get entry points.
+ * the kernel has them) and its buffers, plus the 2D set/get entry points
+ * (which the weight buffers' interleaved matrices take through
+ * cpu-weights.c).
  */
 #define _GNU_SOURCE
 #include <linux/mempolicy.h>
@@ -14,7 +16,6 @@
 
 #include "cpu-private.h"
 
-#define CPU_BUFFER_ALIGN 64
 /* Buffers from this size on, on a NUMA partition, are page aligned and
  * prefer the partition's node. */
 #define CPU_NUMA_MIN (1u << 20)
@@ -25,12 +26,12 @@
 #define CPU_HUGE_MIN (8u << 20)
 #define CPU_HUGE_PAGE (2u << 20)
 
-static void buf_free(loom_buffer_t *buf)
+void cpu_host_free(loom_buffer_t *buf)
 {
 	free(loom_buffer_context(buf));
 }
 
-static void *buf_get_base(loom_buffer_t *buf)
+void *cpu_host_base(loom_buffer_t *buf)
 {
 	return loom_buffer_context(buf);
 }
@@ -75,8 +76,8 @@ static int buf_clear(loom_buffer_t *buf, uint8_t value)
 
 static const struct loom_buffer_iface cpu_buffer_iface = {
 	.size = sizeof(struct loom_buffer_iface),
-	.free_buffer = buf_free,
-	.get_base = buf_get_base,
+	.free_buffer = cpu_host_free,
+	.get_base = cpu_host_base,
 	.memset_tensor = buf_memset_tensor,
 	.set_tensor = buf_set_tensor,
 	.get_tensor = buf_get_tensor,
@@ -92,7 +93,14 @@ int cpu_set_tensor_2d(loom_buffer_t *buf, struct loom_tensor *t,
 	char *d = (char *)t->data + offset;
 	const char *s = data;
 	size_t i;
+	int err = LOOM_OK;
 
+	if (cpu_w_tensor(t)) {
+		for (i = 0; i < n_copies && !err; i++)
+			err = cpu_w_set(t, s + i * stride_data,
+					offset + i * stride_tensor, size);
+		return err;
+	}
 	if (stride_tensor == size && stride_data == size) {
 		memcpy(d, s, size * n_copies);
 		return LOOM_OK;
@@ -109,7 +117,14 @@ int cpu_get_tensor_2d(loom_buffer_t *buf, const struct loom_tensor *t,
 	const char *s = (const char *)t->data + offset;
 	char *d = data;
 	size_t i;
+	int err = LOOM_OK;
 
+	if (cpu_w_tensor(t)) {
+		for (i = 0; i < n_copies && !err; i++)
+			err = cpu_w_get(t, d + i * stride_data,
+					offset + i * stride_tensor, size);
+		return err;
+	}
 	if (stride_tensor == size && stride_data == size) {
 		memcpy(d, s, size * n_copies);
 		return LOOM_OK;
@@ -142,10 +157,10 @@ static void prefer_node(void *mem, size_t size, int node)
 			 "NUMA node %d", size, node);
 }
 
-static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
-			     loom_buffer_t **out)
+int cpu_host_alloc(struct cpu_device *cd, loom_buffer_type_t *buft,
+		   const struct loom_buffer_iface *iface, size_t size,
+		   loom_buffer_t **out)
 {
-	struct cpu_device *cd = loom_buffer_type_context(buft);
 	size_t padded, align;
 	void *mem;
 	int err;
@@ -175,10 +190,17 @@ static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 			 padded);
 	if (align >= CPU_PAGE && cd->numa_node >= 0)
 		prefer_node(mem, padded, cd->numa_node);
-	err = loom_buffer_new(buft, &cpu_buffer_iface, mem, size, out);
+	err = loom_buffer_new(buft, iface, mem, size, out);
 	if (err)
 		free(mem);
 	return err;
+}
+
+static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
+			     loom_buffer_t **out)
+{
+	return cpu_host_alloc(loom_buffer_type_context(buft), buft,
+			      &cpu_buffer_iface, size, out);
 }
 
 static size_t buft_get_alignment(loom_buffer_type_t *buft)

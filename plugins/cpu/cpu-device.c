@@ -274,7 +274,9 @@ static bool dev_supports_op(loom_dev_t *dev, const struct loom_tensor *op)
 
 static bool dev_supports_buft(loom_dev_t *dev, loom_buffer_type_t *buft)
 {
-	return loom_buffer_type_is_host(buft);
+	struct cpu_device *cd = loom_dev_context(dev);
+
+	return loom_buffer_type_is_host(buft) || (buft && buft == cd->wbuft);
 }
 
 static const struct loom_dev_iface cpu_dev_iface = {
@@ -551,6 +553,8 @@ out_free:
 		err = loom_dev_new(cr->reg, &cpu_dev_iface, cd, &cd->dev);
 		if (!err)
 			err = cpu_buft_create(cr, cd);
+		if (!err)
+			err = cpu_wbuft_create(cr, cd);
 		if (err) {
 			free(sorted);
 			return err;

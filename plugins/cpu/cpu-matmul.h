@@ -171,4 +171,25 @@ void cpu_amx_pack_b(enum loom_type type, const char *const *rows,
 cpu_rows_mm cpu_amx_mm;
 #endif
 
+#if defined(CPU_HAVE_Q8) && defined(__AVX512BW__)
+#define CPU_HAVE_WEIGHTS 1
+
+/* The weight buffer's Q4_0 matrices (cpu-weights.c): rows per group, and
+ * rows a wide product unpacks at a time for the kernels of the usual
+ * layout. */
+#define CPU_W_ROWS 16
+#define CPU_W_CHUNK 64
+
+/* Whether t is such a matrix (stored interleaved). */
+bool cpu_w_interleaved(const struct loom_tensor *t);
+/* 16 Q4_0 rows of k values (arow bytes apart) to one group, and back. */
+void cpu_w_pack(const char *rows, size_t arow, int64_t k, char *group);
+void cpu_w_unpack(const char *group, int64_t k, char *rows, size_t arow);
+/* Rows [m0, m1) (multiples of 16) of the interleaved matrix at a, rows
+ * of k values, against n <= 3 columns packed by cpu_q8_quantize at qb;
+ * needs VNNI (matmul-q8v.c). */
+void cpu_w_gv(const char *a, int64_t m0, int64_t m1, int64_t k,
+	      const char *qb, int64_t n, const struct cpu_cols *out);
+#endif
+
 #endif

@@ -242,6 +242,8 @@ static void *reg_get_proc_address(loom_reg_t *reg, const char *name)
 		return (void *)cpu_backend_set_n_threads;
 	if (!strcmp(name, LOOM_PROC_GET_FEATURES))
 		return (void *)cpu_get_features;
+	if (!strcmp(name, LOOM_PROC_WEIGHT_BUFFER_TYPE) && cpu_w_available())
+		return (void *)cpu_weight_buffer_type;
 	return NULL;
 }
 

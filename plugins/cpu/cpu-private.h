@@ -37,6 +37,8 @@ struct cpu_device {
 	int n_devices;         /* how many partitions share the memory */
 	loom_dev_t *dev;
 	loom_buffer_type_t *buft;
+	loom_buffer_type_t *wbuft; /* the weight buffer type, or NULL */
+	char wname[CPU_NAME_MAX + 16];
 };
 
 /* The plugin's state, the registry entry's context. */
@@ -53,7 +55,17 @@ void cpu_devices_free(struct cpu_reg *cr);
 
 /* ---- host buffers (cpu-buffer.c) ---- */
 
+#define CPU_BUFFER_ALIGN 64
+
 int cpu_buft_create(struct cpu_reg *cr, struct cpu_device *cd);
+/* Host memory of size bytes for a buffer of buft with iface, aligned (and
+ * on huge pages, on cd's NUMA node) as its size asks; the buffer's
+ * context is the memory, which cpu_host_free frees. */
+int cpu_host_alloc(struct cpu_device *cd, loom_buffer_type_t *buft,
+		   const struct loom_buffer_iface *iface, size_t size,
+		   loom_buffer_t **out);
+void cpu_host_free(loom_buffer_t *buf);
+void *cpu_host_base(loom_buffer_t *buf);
 int cpu_set_tensor_2d(loom_buffer_t *buf, struct loom_tensor *t,
 		      const void *data, size_t offset, size_t size,
 		      size_t n_copies, size_t stride_tensor,
@@ -61,6 +73,24 @@ int cpu_set_tensor_2d(loom_buffer_t *buf, struct loom_tensor *t,
 int cpu_get_tensor_2d(loom_buffer_t *buf, const struct loom_tensor *t,
 		      void *data, size_t offset, size_t size, size_t n_copies,
 		      size_t stride_tensor, size_t stride_data);
+
+/* ---- the weight buffer type (cpu-weights.c) ---- */
+
+/* Whether this build and CPU have it (the int8 decode kernel for its
+ * layout), and the entry point (NULL for a device without it). */
+bool cpu_w_available(void);
+loom_buffer_type_t *cpu_weight_buffer_type(loom_dev_t *dev);
+int cpu_wbuft_create(struct cpu_reg *cr, struct cpu_device *cd);
+/* Whether t's bytes lie in a matrix the weight buffer interleaves. */
+bool cpu_w_tensor(const struct loom_tensor *t);
+/* Bytes [offset, offset + size) of such a t, in the usual layout. */
+int cpu_w_set(const struct loom_tensor *t, const void *data, size_t offset,
+	      size_t size);
+int cpu_w_get(const struct loom_tensor *t, void *data, size_t offset,
+	      size_t size);
+/* The interleaved matrix op would read other than as mul_mat's weights
+ * (itself, a view of it, another source), or NULL. */
+const struct loom_tensor *cpu_w_misread(const struct loom_tensor *op);
 
 /* ---- the thread pool (cpu-pool.c) ---- */
 

@@ -12,6 +12,7 @@ CPU_PLUGIN_SOURCES = \
 	plugins/cpu/cpu-plugin.c \
 	plugins/cpu/cpu-device.c \
 	plugins/cpu/cpu-buffer.c \
+	plugins/cpu/cpu-weights.c \
 	plugins/cpu/cpu-backend.c \
 	plugins/cpu/cpu-pool.c \
 	plugins/cpu/cpu-allreduce.c \

@@ -312,6 +312,104 @@ INLINE void q4_0_pairs(const bool vnni, const char *const *rows,
 }
 #endif
 
+#if QB == 2
+/* How far ahead (bytes) a group of the weight buffer is fetched. */
+#define W_PF 2048
+
+/* Four activations (bytes) in every 32-bit lane. */
+INLINE __m512i bcast4(const int8_t *q)
+{
+	int32_t v;
+
+	memcpy(&v, q, 4);
+	return _mm512_set1_epi32(v);
+}
+
+/* A group of the weight buffer (16 interleaved Q4_0 rows, cpu-weights.c)
+ * against nc columns, a row per lane: per block, the rows' 16 scales
+ * convert in one step, and each 64-byte chunk of quants is 4 bytes of
+ * every row, one dot product with 4 activations broadcast.  The high
+ * nibbles, masked in place, are 16 times their value: they are summed
+ * apart and shifted back, which is exact (the sums are multiples of
+ * 16).  Needs VNNI: maddubs would saturate on them. */
+INLINE void w_group(const char *g, int64_t k, const struct qcol *cols,
+		    const int nc, float *const out[3])
+{
+	const __m512i lo4 = _mm512_set1_epi8(0x0f);
+	const __m512i hi4 = _mm512_set1_epi8((char)0xf0);
+	const size_t gblk = CPU_W_ROWS * sizeof(struct loom_block_q4_0);
+	__m512 acc[3];
+	int64_t j;
+	int c, i;
+
+	for (c = 0; c < nc; c++)
+		acc[c] = _mm512_setzero_ps();
+	for (j = 0; j < k / 32; j++) {
+		const char *b = g + j * gblk;
+		__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(
+			(const __m256i *)b));
+		__m512i lo[4], hi[4];
+
+		for (i = 0; i < 5; i++)
+			__builtin_prefetch(b + W_PF + 64 * i);
+		UNROLL
+		for (i = 0; i < 4; i++) {
+			__m512i w = _mm512_loadu_si512(b + 2 * CPU_W_ROWS +
+						       64 * i);
+
+			lo[i] = _mm512_and_si512(w, lo4);
+			hi[i] = _mm512_and_si512(w, hi4);
+		}
+		UNROLL
+		for (c = 0; c < nc; c++) {
+			const int8_t *q = cols[c].qs + 32 * j;
+			__m512i s = _mm512_set1_epi32(cols[c].o32[j]);
+			__m512i h = _mm512_setzero_si512();
+
+			UNROLL
+			for (i = 0; i < 4; i++) {
+				s = dot_u8s8(s, lo[i], bcast4(q + 4 * i), true);
+				h = dot_u8s8(h, hi[i], bcast4(q + 16 + 4 * i),
+					     true);
+			}
+			s = _mm512_add_epi32(s, _mm512_srai_epi32(h, 4));
+			acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
+				_mm512_mul_ps(dw, _mm512_set1_ps(cols[c].d[j])),
+				acc[c]);
+		}
+	}
+	for (c = 0; c < nc; c++)
+		_mm512_storeu_ps(out[c], acc[c]);
+}
+
+void cpu_w_gv(const char *a, int64_t m0, int64_t m1, int64_t k,
+	      const char *qb, int64_t n, const struct cpu_cols *out)
+{
+	size_t gb = CPU_W_ROWS * (size_t)(k / 32) *
+		    sizeof(struct loom_block_q4_0);
+	size_t cb = cpu_q8_col_bytes(k);
+	struct qcol cols[3];
+	int64_t m;
+	int c;
+
+	for (c = 0; c < n; c++)
+		cols[c] = col_at(qb + c * cb, k);
+	for (m = m0; m < m1; m += CPU_W_ROWS) {
+		const char *g = a + m / CPU_W_ROWS * gb;
+		float *o[3] = { NULL };
+
+		for (c = 0; c < n; c++)
+			o[c] = cpu_cols_at(out, c) + m;
+		if (n == 1)
+			w_group(g, k, cols, 1, o);
+		else if (n == 2)
+			w_group(g, k, cols, 2, o);
+		else
+			w_group(g, k, cols, 3, o);
+	}
+}
+#endif
+
 /* Rows [m0, m1) of a against n <= 3 columns: rows of Q4_0 and Q8_0 VR at
  * a time against one column, else two at a time. */
 INLINE void v_typed(const enum loom_type type, const bool vnni,

@@ -130,6 +130,28 @@ static void take_scratch(const struct cpu_task *task, char **cursor,
 	*cursor += (size_t)task->nth * scratch_size(k);
 }
 
+/* Bytes of one thread's rows unpacked from an interleaved matrix a (none
+ * for any other a). */
+static size_t w_rows_size(const struct loom_tensor *a)
+{
+#if defined(CPU_HAVE_WEIGHTS)
+	if (cpu_w_interleaved(a))
+		return align_up((size_t)CPU_W_CHUNK * a->nb[1]);
+#endif
+	(void)a;
+	return 0;
+}
+
+/* This thread's rows for w_mm, from the nth that follow the cursor. */
+static inline char *take_w_rows(const struct cpu_task *task, char **cursor,
+			 const struct loom_tensor *a)
+{
+	char *p = *cursor + (size_t)task->ith * w_rows_size(a);
+
+	*cursor += (size_t)task->nth * w_rows_size(a);
+	return p;
+}
+
 /* The address of row i1 of batch (i2, i3) of t. */
 static inline const char *row_at(const struct loom_tensor *t, int64_t i1,
 				 int64_t i2, int64_t i3)
@@ -175,8 +197,10 @@ size_t cpu_mul_mat_work_size(const struct loom_tensor *dst, int nth)
 			size += align_up((size_t)(pairs + a->ne[2] * NR) * k *
 					 sizeof(float));
 	} else if (use_amx(a, b->ne[1])) {
-		return size + amx_size(b->ne[2] * b->ne[3], b->ne[1], k, nth);
+		return size + amx_size(b->ne[2] * b->ne[3], b->ne[1], k, nth) +
+		       (size_t)nth * w_rows_size(a);
 	} else if (use_q8(a)) {
+		size += (size_t)nth * w_rows_size(a);
 		size += q8_size(b->ne[1] * b->ne[2] * b->ne[3], k);
 	} else {
 		bool gemm = use_gemm(a, b->ne[1]);
@@ -222,6 +246,63 @@ static void mm_packed_rows(const struct cpu_task *task,
 	}
 }
 
+#if defined(CPU_HAVE_WEIGHTS)
+/* What w_mm hands wide products to: a kernel of the usual layout, the
+ * thread's rows to unpack into, and the kernel's scratch. */
+struct w_scratch {
+	cpu_rows_mm *mm;
+	char *rows;
+	void *scratch;
+};
+
+/* cpu_rows_mm on a matrix the weight buffer interleaves: decode straight
+ * from its groups; wider products unpack CPU_W_CHUNK rows at a time for
+ * the kernel of the usual layout, which then reads them from the cache.
+ * m0 and m1 are multiples of its 16 rows. */
+static void w_mm(enum loom_type type, const char *a, size_t arow,
+		 int64_t m0, int64_t m1, int64_t k, const void *bp, int64_t n,
+		 const struct cpu_cols *out, void *scratch)
+{
+	const struct w_scratch *ws = scratch;
+	int64_t m, r;
+
+	if (n <= 3) {
+		cpu_w_gv(a, m0, m1, k, bp, n, out);
+		return;
+	}
+	for (m = m0; m < m1; m += CPU_W_CHUNK) {
+		int64_t rows = m1 - m < CPU_W_CHUNK ? m1 - m : CPU_W_CHUNK;
+		struct cpu_cols c = *out;
+
+		c.base += m * sizeof(float);
+		for (r = 0; r < rows; r += CPU_W_ROWS)
+			cpu_w_unpack(a + (m + r) * arow, k,
+				     ws->rows + r * arow, arow);
+		ws->mm(type, ws->rows, arow, 0, rows, k, bp, n, &c,
+		       ws->scratch);
+	}
+}
+#endif
+
+/* The product's rows of a to the threads, through w_mm where a is
+ * interleaved. */
+static void mm_rows(const struct cpu_task *task, struct loom_tensor *dst,
+		    cpu_rows_mm *mm, int64_t align, const char *bp,
+		    size_t bytes, void *scratch, char *w_rows)
+{
+#if defined(CPU_HAVE_WEIGHTS)
+	if (cpu_w_interleaved(dst->src[0])) {
+		struct w_scratch ws = { mm, w_rows, scratch };
+
+		mm_packed_rows(task, dst, w_mm, align > CPU_W_ROWS ? align :
+			       CPU_W_ROWS, bp, bytes, &ws);
+		return;
+	}
+#endif
+	(void)w_rows;
+	mm_packed_rows(task, dst, mm, align, bp, bytes, scratch);
+}
+
 /* Row i1 of batch (i2, i3) of b quantized into q; tmp holds a row in
  * conversion. */
 static void quantize_b_row(const struct loom_tensor *b, int64_t i1,
@@ -252,12 +333,15 @@ static void mul_mat_q8(const struct cpu_task *task, struct loom_tensor *dst,
 	char *qb = take(&cursor, q8_size(batches * n, k));
 	struct cpu_mm_scratch s;
 
+	char *w_rows;
+
 	take_scratch(task, &cursor, k, &s);
+	w_rows = take_w_rows(task, &cursor, a);
 	for (r = task->ith; r < batches * n; r += task->nth)
 		quantize_b_row(b, r % n, r / n % b2, r / n / b2, qb + r * cb,
 			       s.tmp);
 	cpu_barrier(task);
-	mm_packed_rows(task, dst, cpu_q8_mm, 4, qb, n * cb, s.tmp);
+	mm_rows(task, dst, cpu_q8_mm, 4, qb, n * cb, s.tmp, w_rows);
 #else
 	(void)task;
 	(void)dst;
@@ -281,6 +365,9 @@ static void mul_mat_amx(const struct cpu_task *task, struct loom_tensor *dst,
 	char *bp = take(&cursor, (size_t)batches * bb);
 	void *scratch = cursor + (size_t)task->ith *
 			align_up(cpu_amx_scratch_bytes(k));
+	char *w_cursor = cursor + (size_t)task->nth *
+			 align_up(cpu_amx_scratch_bytes(k));
+	char *w_rows = take_w_rows(task, &w_cursor, a);
 
 	for (r = task->ith; r < batches * per; r += task->nth) {
 		int64_t z = r / per, n0 = r % per * 16;
@@ -293,7 +380,7 @@ static void mul_mat_amx(const struct cpu_task *task, struct loom_tensor *dst,
 			       bp + z * bb + r % per * panel, scratch);
 	}
 	cpu_barrier(task);
-	mm_packed_rows(task, dst, cpu_amx_mm, 32, bp, bb, scratch);
+	mm_rows(task, dst, cpu_amx_mm, 32, bp, bb, scratch, w_rows);
 #else
 	(void)task;
 	(void)dst;

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: MIT */
+/* test-cpu-weights.c - the CPU plugin's weight buffer type: Q4_0 matrices
+ * it stores interleaved read back as they were written, at any offset and
+ * through every path (set, get, memset, 2D, async, copies); mul_mat on
+ * them against a plain double product of the decoded blocks; every other
+ * op that would read them refused with a message; tensors it does not
+ * interleave as in any buffer.  Skips where the CPU has no such type (it
+ * needs AVX-512 VNNI).
+ */
+#include <glib.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom/loom-plugin.h"
+#include "test-util.h"
+
+struct fixture {
+	loom_dev_t *dev;
+	loom_buffer_type_t *wbt;
+	loom_backend_t *be;
+	loom_ctx_t *ctx;
+	loom_buffer_t *wbuf, *hbuf;
+};
+
+/* The weight buffer type of cpu0, or NULL (and the test skipped). */
+static bool setup(struct fixture *f)
+{
+	memset(f, 0, sizeof(*f));
+	g_assert_cmpint(loom_test_load_plugins(), ==, LOOM_OK);
+	f->dev = loom_dev_by_name("cpu0");
+	g_assert_nonnull(f->dev);
+	f->wbt = loom_dev_weight_buffer_type(f->dev);
+	g_assert_nonnull(f->wbt);
+	if (f->wbt == loom_dev_buffer_type(f->dev)) {
+		g_test_skip("cpu0 has no weight buffer type of its own here");
+		return false;
+	}
+	g_assert_cmpint(loom_dev_init_backend(f->dev, NULL, &f->be), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_ctx_new(0, &f->ctx), ==, LOOM_OK);
+	return true;
+}
+
+static void teardown(struct fixture *f)
+{
+	loom_buffer_free(f->wbuf);
+	loom_buffer_free(f->hbuf);
+	loom_ctx_free(f->ctx);
+	loom_backend_free(f->be);
+}
+
+/* Random bytes, with F16 scales that are plain numbers. */
+static void random_q4_0(struct loom_test_rng *rng, uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)loom_test_rng_next(rng);
+	for (size_t i = 0; i + 18 <= n; i += 18) {
+		p[i] = (uint8_t)loom_test_rng_next(rng);
+		p[i + 1] = (uint8_t)(0x20 + loom_test_rng_int(rng, 16));
+	}
+}
+
+static struct loom_tensor *q4_matrix(struct fixture *f, int64_t k, int64_t m,
+				     const char *name)
+{
+	struct loom_tensor *t = loom_tensor_new_2d(f->ctx, LOOM_TYPE_Q4_0, k, m);
+
+	g_assert_nonnull(t);
+	loom_tensor_set_name(t, name);
+	return t;
+}
+
+static void test_type(void)
+{
+	struct fixture f;
+
+	g_assert_null(loom_dev_weight_buffer_type(NULL));
+	if (!setup(&f))
+		return;
+	g_assert_false(loom_buffer_type_is_host(f.wbt));
+	g_assert_true(loom_dev_supports_buft(f.dev, f.wbt));
+	g_assert_true(loom_buffer_type_device(f.wbt) == f.dev);
+	g_assert_cmpstr(loom_buffer_type_name(f.wbt), ==, "cpu0_weights");
+	teardown(&f);
+}
+
+/* Every path in and out keeps the usual bytes; the stored ones differ. */
+static void test_bytes(void)
+{
+	struct loom_test_rng rng;
+	struct fixture f;
+	struct loom_tensor *t, *u, *h;
+	uint8_t *want, *got, *tmp;
+	size_t n, i;
+
+	if (!setup(&f))
+		return;
+	loom_test_rng_seed(&rng, 7);
+	t = q4_matrix(&f, 96, 48, "w");
+	u = loom_tensor_new_2d(f.ctx, LOOM_TYPE_Q4_0, 96, 24); /* not 16k rows */
+	g_assert_cmpint(loom_ctx_alloc_tensors(f.ctx, f.wbt, &f.wbuf), ==,
+			LOOM_OK);
+	n = loom_tensor_n_bytes(t);
+	want = g_malloc(n);
+	got = g_malloc(n);
+	tmp = g_malloc(n);
+	random_q4_0(&rng, want, n);
+
+	g_assert_cmpint(loom_tensor_set(t, want, 0, n), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_get(t, got, 0, n), ==, LOOM_OK);
+	g_assert_cmpmem(got, n, want, n);
+	/* Stored interleaved: not the bytes written. */
+	g_assert_true(memcmp(t->data, want, n) != 0);
+	g_assert_cmpint(loom_tensor_set(u, want, 0, loom_tensor_n_bytes(u)),
+			==, LOOM_OK);
+	g_assert_cmpmem(u->data, loom_tensor_n_bytes(u), want,
+			loom_tensor_n_bytes(u));
+
+	/* Pieces at odd offsets, across groups, one byte, a whole group. */
+	for (i = 0; i < 40; i++) {
+		size_t off = (size_t)loom_test_rng_int(&rng, (int64_t)n);
+		size_t len = 1 + (size_t)loom_test_rng_int(&rng,
+						(int64_t)(n - off));
+
+		random_q4_0(&rng, tmp, len);
+		switch (i % 4) {
+		case 0:
+			g_assert_cmpint(loom_tensor_set(t, tmp, off, len), ==,
+					LOOM_OK);
+			memcpy(want + off, tmp, len);
+			break;
+		case 1:
+			g_assert_cmpint(loom_tensor_memset(t, tmp[0], off, len),
+					==, LOOM_OK);
+			memset(want + off, tmp[0], len);
+			break;
+		case 2:
+			g_assert_cmpint(loom_backend_tensor_set_async(
+				f.be, t, tmp, off, len), ==, LOOM_OK);
+			g_assert_cmpint(loom_backend_synchronize(f.be), ==,
+					LOOM_OK);
+			memcpy(want + off, tmp, len);
+			break;
+		default:
+			g_assert_cmpint(loom_tensor_get(t, got, off, len), ==,
+					LOOM_OK);
+			g_assert_cmpmem(got, len, want + off, len);
+		}
+	}
+	/* Strided: every other row, 2D and async 2D, in and out. */
+	random_q4_0(&rng, tmp, n);
+	g_assert_cmpint(loom_tensor_set_2d(t, tmp, 5, 50, 24, 2 * t->nb[1],
+					   t->nb[1]), ==, LOOM_OK);
+	for (i = 0; i < 24; i++)
+		memcpy(want + 5 + i * 2 * t->nb[1], tmp + i * t->nb[1], 50);
+	g_assert_cmpint(loom_backend_tensor_get_2d_async(f.be, t, got, 5, 50,
+							 24, 2 * t->nb[1],
+							 50), ==, LOOM_OK);
+	g_assert_cmpint(loom_backend_synchronize(f.be), ==, LOOM_OK);
+	for (i = 0; i < 24; i++)
+		g_assert_cmpmem(got + i * 50, 50, want + 5 + i * 2 * t->nb[1],
+				50);
+	g_assert_cmpint(loom_tensor_get(t, got, 0, n), ==, LOOM_OK);
+	g_assert_cmpmem(got, n, want, n);
+
+	/* Copies to and from host memory go through the usual bytes. */
+	h = loom_tensor_new_2d(f.ctx, LOOM_TYPE_Q4_0, 96, 48);
+	g_assert_cmpint(loom_ctx_alloc_tensors(f.ctx,
+					       loom_dev_buffer_type(f.dev),
+					       &f.hbuf), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_copy(t, h), ==, LOOM_OK);
+	g_assert_cmpmem(h->data, n, want, n);
+	random_q4_0(&rng, h->data, n);
+	memcpy(want, h->data, n);
+	g_assert_cmpint(loom_tensor_copy(h, t), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_get(t, got, 0, n), ==, LOOM_OK);
+	g_assert_cmpmem(got, n, want, n);
+	/* A clear is the same bytes in either layout. */
+	g_assert_cmpint(loom_buffer_clear(f.wbuf, 0x5a), ==, LOOM_OK);
+	g_assert_cmpint(loom_tensor_get(t, got, 0, n), ==, LOOM_OK);
+	memset(want, 0x5a, n);
+	g_assert_cmpmem(got, n, want, n);
+	g_free(want);
+	g_free(got);
+	g_free(tmp);
+	teardown(&f);
+}
+
+/* mul_mat of w (k x m in the weight buffer) by n random columns, against
+ * the decoded blocks times the columns in doubles. */
+static void check_product(struct fixture *f, int64_t k, int64_t m,
+			  int64_t n, struct loom_test_rng *rng)
+{
+	loom_ctx_t *c;
+	loom_buffer_t *wb, *cb;
+	struct loom_tensor *w, *x, *y;
+	loom_graph_t *g;
+	uint8_t *q;
+	double *wd, *xd, *yd, *ref;
+	char *err = NULL;
+	size_t n_q;
+
+	g_assert_cmpint(loom_ctx_new(0, &c), ==, LOOM_OK);
+	w = loom_tensor_new_2d(c, LOOM_TYPE_Q4_0, k, m);
+	g_assert_cmpint(loom_ctx_alloc_tensors(c, f->wbt, &wb), ==, LOOM_OK);
+	x = loom_tensor_new_2d(c, LOOM_TYPE_F32, k, n);
+	y = loom_mul_mat(c, w, x);
+	g_assert_nonnull(y);
+	g_assert_true(loom_dev_supports_op(f->dev, y));
+	g_assert_cmpint(loom_ctx_alloc_tensors(c, loom_dev_buffer_type(f->dev),
+					       &cb), ==, LOOM_OK);
+	n_q = loom_tensor_n_bytes(w);
+	q = g_malloc(n_q);
+	random_q4_0(rng, q, n_q);
+	g_assert_cmpint(loom_tensor_set(w, q, 0, n_q), ==, LOOM_OK);
+	g_assert_cmpint(loom_test_fill_uniform(x, rng, -1, 1), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_new(c, &g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, y), ==, LOOM_OK);
+	g_assert_cmpint(loom_backend_graph_compute(f->be, g), ==, LOOM_OK);
+
+	wd = g_new(double, k * m);
+	g_assert_cmpint(loom_test_decode_blocks(LOOM_TYPE_Q4_0, q, k * m, wd),
+			==, LOOM_OK);
+	xd = loom_test_get_doubles(x, &err);
+	g_assert_null(err);
+	yd = loom_test_get_doubles(y, &err);
+	g_assert_null(err);
+	ref = g_new0(double, m * n);
+	for (int64_t j = 0; j < n; j++)
+		for (int64_t i = 0; i < m; i++)
+			for (int64_t l = 0; l < k; l++)
+				ref[j * m + i] += wd[i * k + l] * xd[j * k + l];
+	if (loom_test_nmse(ref, yd, (size_t)(m * n)) > 2e-4)
+		g_error("k %lld m %lld n %lld: NMSE %g", (long long)k,
+			(long long)m, (long long)n,
+			loom_test_nmse(ref, yd, (size_t)(m * n)));
+	g_free(ref);
+	free(yd);
+	free(xd);
+	g_free(wd);
+	g_free(q);
+	loom_buffer_free(cb);
+	loom_buffer_free(wb);
+	loom_ctx_free(c);
+}
+
+static void test_mul_mat(void)
+{
+	/* Decode (1-3 columns), the int8 tiles, AMX where present. */
+	static const int64_t kmn[][3] = {
+		{ 32, 16, 1 },   { 64, 48, 2 },  { 96, 32, 3 },
+		{ 256, 64, 1 },  { 256, 64, 5 }, { 288, 80, 17 },
+		{ 4096, 32, 1 }, { 512, 144, 40 },
+	};
+	struct loom_test_rng rng;
+	struct fixture f;
+
+	if (!setup(&f))
+		return;
+	loom_test_rng_seed(&rng, 11);
+	for (size_t i = 0; i < G_N_ELEMENTS(kmn); i++)
+		check_product(&f, kmn[i][0], kmn[i][1], kmn[i][2], &rng);
+	teardown(&f);
+}
+
+/* Ops that would read the interleaved bytes as the usual ones. */
+static void test_refused(void)
+{
+	struct fixture f;
+	struct loom_tensor *w, *ids, *r, *v, *x;
+	struct loom_tensor *refused[4];
+	loom_buffer_t *cb;
+	loom_graph_t *g;
+
+	if (!setup(&f))
+		return;
+	w = q4_matrix(&f, 64, 32, "w");
+	g_assert_cmpint(loom_ctx_alloc_tensors(f.ctx, f.wbt, &f.wbuf), ==,
+			LOOM_OK);
+	ids = loom_tensor_new_1d(f.ctx, LOOM_TYPE_I32, 2);
+	x = loom_tensor_new_2d(f.ctx, LOOM_TYPE_F32, 64, 1);
+	refused[0] = loom_get_rows(f.ctx, w, ids);
+	refused[1] = loom_copy(f.ctx, w,
+			      loom_tensor_new_2d(f.ctx, LOOM_TYPE_F32, 64, 32));
+	v = loom_view_2d(f.ctx, w, 64, 16, w->nb[1], 16 * w->nb[1]);
+	refused[2] = loom_mul_mat(f.ctx, v, x);
+	refused[3] = loom_cont(f.ctx, w);
+	g_assert_cmpint(loom_ctx_alloc_tensors(f.ctx,
+					       loom_dev_buffer_type(f.dev), &cb),
+			==, LOOM_OK);
+	g_assert_true(loom_dev_supports_op(f.dev, v));
+	g_assert_true(loom_dev_supports_op(f.dev, loom_mul_mat(f.ctx, w, x)));
+	for (int i = 0; i < 4; i++) {
+		r = refused[i];
+		if (!r)
+			g_error("refused[%d]: %s", i, loom_error_message());
+		g_assert_false(loom_dev_supports_op(f.dev, r));
+		g_assert_cmpint(loom_graph_new(f.ctx, &g), ==, LOOM_OK);
+		g_assert_cmpint(loom_graph_expand(g, r), ==, LOOM_OK);
+		g_assert_cmpint(loom_backend_graph_compute(f.be, g), ==,
+				LOOM_E_UNSUPPORTED);
+		g_assert_nonnull(strstr(loom_error_message(), "interleaved"));
+		g_assert_nonnull(strstr(loom_error_message(), "mul_mat"));
+	}
+	loom_buffer_free(cb);
+	teardown(&f);
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/cpu-weights/type", test_type);
+	g_test_add_func("/cpu-weights/bytes", test_bytes);
+	g_test_add_func("/cpu-weights/mul-mat", test_mul_mat);
+	g_test_add_func("/cpu-weights/refused", test_refused);
+	return g_test_run();
+}
