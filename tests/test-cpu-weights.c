@@ -251,6 +251,7 @@ static void test_mul_mat(void)
 		{ 32, 16, 1 },   { 64, 48, 2 },  { 96, 32, 3 },
 		{ 256, 64, 1 },  { 256, 64, 5 }, { 288, 80, 17 },
 		{ 4096, 32, 1 }, { 512, 144, 40 },
+		{ 64, 24, 1 },   { 64, 24, 20 }, /* not interleaved */
 	};
 	struct loom_test_rng rng;
 	struct fixture f;
@@ -306,6 +307,26 @@ static void test_refused(void)
 	teardown(&f);
 }
 
+/* LOOM_CPU_WEIGHTS=0: the usual buffer type, no entry point. */
+static void test_off(void)
+{
+	loom_dev_t *dev;
+
+	if (g_test_subprocess()) {
+		g_setenv("LOOM_CPU_WEIGHTS", "0", TRUE);
+		g_assert_cmpint(loom_test_load_plugins(), ==, LOOM_OK);
+		dev = loom_dev_by_name("cpu0");
+		g_assert_nonnull(dev);
+		g_assert_true(loom_dev_weight_buffer_type(dev) ==
+			      loom_dev_buffer_type(dev));
+		g_assert_null(loom_reg_proc_address(
+			loom_dev_reg(dev), LOOM_PROC_WEIGHT_BUFFER_TYPE));
+		return;
+	}
+	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+	g_test_trap_assert_passed();
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -313,5 +334,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/cpu-weights/bytes", test_bytes);
 	g_test_add_func("/cpu-weights/mul-mat", test_mul_mat);
 	g_test_add_func("/cpu-weights/refused", test_refused);
+	g_test_add_func("/cpu-weights/off", test_off);
 	return g_test_run();
 }

@@ -12,7 +12,8 @@ int bench_mm_time(loom_dev_t *dev, const struct bench_opts *o,
 		  enum loom_type type, int64_t m, int64_t n, int64_t k,
 		  double *median, size_t *a_bytes)
 {
-	loom_buffer_type_t *buft = loom_dev_buffer_type(dev);
+	/* The weights where a model's go: in the device's own layout. */
+	loom_buffer_type_t *buft = loom_dev_weight_buffer_type(dev);
 	struct loom_tensor *a, *b, *c;
 	loom_buffer_t *buf = NULL;
 	loom_ctx_t *ctx;

@@ -178,7 +178,7 @@ cpu_rows_mm cpu_amx_mm;
  * rows a wide product unpacks at a time for the kernels of the usual
  * layout. */
 #define CPU_W_ROWS 16
-#define CPU_W_CHUNK 64
+#define CPU_W_CHUNK 128
 
 /* Whether t is such a matrix (stored interleaved). */
 bool cpu_w_interleaved(const struct loom_tensor *t);
