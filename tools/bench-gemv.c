@@ -24,7 +24,9 @@ static int64_t gemv_rows(const struct bench_opts *o, enum loom_type type,
 		target = GEMV_MIN_BYTES;
 	if (target > GEMV_MAX_BYTES)
 		target = GEMV_MAX_BYTES;
-	return (int64_t)(target / loom_type_row_size(type, k));
+	/* A multiple of 64 rows, as a model's matrices are (and as the
+	 * weight layouts of devices may group them). */
+	return (int64_t)(target / loom_type_row_size(type, k)) / 64 * 64;
 }
 
 int bench_cmd_gemv(const struct bench_opts *o)

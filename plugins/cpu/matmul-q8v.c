@@ -313,8 +313,9 @@ INLINE void q4_0_pairs(const bool vnni, const char *const *rows,
 #endif
 
 #if QB == 2
-/* How far ahead (bytes) a group of the weight buffer is fetched. */
-#define W_PF 2048
+/* How far ahead (bytes) a group of the weight buffer is fetched, into
+ * L2. */
+#define W_PF 8192
 
 /* Four activations (bytes) in every 32-bit lane. */
 INLINE __m512i bcast4(const int8_t *q)
@@ -351,7 +352,7 @@ INLINE void w_group(const char *g, int64_t k, const struct qcol *cols,
 		__m512i lo[4], hi[4];
 
 		for (i = 0; i < 5; i++)
-			__builtin_prefetch(b + W_PF + 64 * i);
+			__builtin_prefetch(b + W_PF + 64 * i, 0, 2);
 		UNROLL
 		for (i = 0; i < 4; i++) {
 			__m512i w = _mm512_loadu_si512(b + 2 * CPU_W_ROWS +
