@@ -333,80 +333,108 @@ INLINE __m512i bcast4(const int8_t *q)
  * nibbles, masked in place, are 16 times their value: they are summed
  * apart and shifted back, which is exact (the sums are multiples of
  * 16).  Needs VNNI: maddubs would saturate on them. */
-INLINE void w_group(const char *g, int64_t k, const struct qcol *cols,
-		    const int nc, float *const out[3])
+INLINE void w_group(const char *const *gs, const int ng, int64_t k,
+		    const struct qcol *cols, const int nc, float *const *out)
 {
 	const __m512i lo4 = _mm512_set1_epi8(0x0f);
 	const __m512i hi4 = _mm512_set1_epi8((char)0xf0);
 	const size_t gblk = CPU_W_ROWS * sizeof(struct loom_block_q4_0);
-	__m512 acc[3];
+	__m512 acc[2][3];
 	int64_t j;
-	int c, i;
+	int c, i, e;
 
-	for (c = 0; c < nc; c++)
-		acc[c] = _mm512_setzero_ps();
+	for (e = 0; e < ng; e++)
+		for (c = 0; c < nc; c++)
+			acc[e][c] = _mm512_setzero_ps();
 	for (j = 0; j < k / 32; j++) {
-		const char *b = g + j * gblk;
-		__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(
-			(const __m256i *)b));
-		__m512i lo[4], hi[4];
-
-		for (i = 0; i < 5; i++)
-			__builtin_prefetch(b + W_PF + 64 * i, 0, 2);
 		UNROLL
-		for (i = 0; i < 4; i++) {
-			__m512i w = _mm512_loadu_si512(b + 2 * CPU_W_ROWS +
-						       64 * i);
+		for (e = 0; e < ng; e++) {
+			const char *b = gs[e] + j * gblk;
+			__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(
+				(const __m256i *)b));
+			__m512i lo[4], hi[4];
 
-			lo[i] = _mm512_and_si512(w, lo4);
-			hi[i] = _mm512_and_si512(w, hi4);
-		}
-		UNROLL
-		for (c = 0; c < nc; c++) {
-			const int8_t *q = cols[c].qs + 32 * j;
-			__m512i s = _mm512_set1_epi32(cols[c].o32[j]);
-			__m512i h = _mm512_setzero_si512();
-
+			for (i = 0; i < 5; i++)
+				__builtin_prefetch(b + W_PF + 64 * i, 0, 2);
 			UNROLL
 			for (i = 0; i < 4; i++) {
-				s = dot_u8s8(s, lo[i], bcast4(q + 4 * i), true);
-				h = dot_u8s8(h, hi[i], bcast4(q + 16 + 4 * i),
-					     true);
+				__m512i w = _mm512_loadu_si512(
+					b + 2 * CPU_W_ROWS + 64 * i);
+
+				lo[i] = _mm512_and_si512(w, lo4);
+				hi[i] = _mm512_and_si512(w, hi4);
 			}
-			s = _mm512_add_epi32(s, _mm512_srai_epi32(h, 4));
-			acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
-				_mm512_mul_ps(dw, _mm512_set1_ps(cols[c].d[j])),
-				acc[c]);
+			UNROLL
+			for (c = 0; c < nc; c++) {
+				const int8_t *q = cols[c].qs + 32 * j;
+				__m512i s = _mm512_set1_epi32(cols[c].o32[j]);
+				__m512i h = _mm512_setzero_si512();
+
+				UNROLL
+				for (i = 0; i < 4; i++) {
+					s = dot_u8s8(s, lo[i], bcast4(q + 4 * i),
+						     true);
+					h = dot_u8s8(h, hi[i],
+						     bcast4(q + 16 + 4 * i),
+						     true);
+				}
+				s = _mm512_add_epi32(s,
+						     _mm512_srai_epi32(h, 4));
+				acc[e][c] = _mm512_fmadd_ps(
+					_mm512_cvtepi32_ps(s),
+					_mm512_mul_ps(dw, _mm512_set1_ps(
+						cols[c].d[j])), acc[e][c]);
+			}
 		}
 	}
-	for (c = 0; c < nc; c++)
-		_mm512_storeu_ps(out[c], acc[c]);
+	for (e = 0; e < ng; e++)
+		for (c = 0; c < nc; c++)
+			_mm512_storeu_ps(out[3 * e + c], acc[e][c]);
 }
 
+/* Two groups at once, from the two halves of the rows: two streams in
+ * flight where one was found to wait on memory. */
 void cpu_w_gv(const char *a, int64_t m0, int64_t m1, int64_t k,
 	      const char *qb, int64_t n, const struct cpu_cols *out)
 {
 	size_t gb = CPU_W_ROWS * (size_t)(k / 32) *
 		    sizeof(struct loom_block_q4_0);
 	size_t cb = cpu_q8_col_bytes(k);
+	int64_t ng = (m1 - m0) / CPU_W_ROWS, half = ng / 2, t;
 	struct qcol cols[3];
-	int64_t m;
 	int c;
 
 	for (c = 0; c < n; c++)
 		cols[c] = col_at(qb + c * cb, k);
-	for (m = m0; m < m1; m += CPU_W_ROWS) {
-		const char *g = a + m / CPU_W_ROWS * gb;
-		float *o[3] = { NULL };
+	for (t = 0; t < ng - half; t++) {
+		int64_t r[2] = { m0 + t * CPU_W_ROWS,
+				 m0 + (half + t) * CPU_W_ROWS };
+		const char *gs[2];
+		float *o[6] = { NULL };
+		int e, two = t < half;
 
-		for (c = 0; c < n; c++)
-			o[c] = cpu_cols_at(out, c) + m;
-		if (n == 1)
-			w_group(g, k, cols, 1, o);
+		/* Odd counts: the middle group alone, last. */
+		if (t == ng - half - 1 && ng % 2) {
+			r[0] = m0 + half * 2 * CPU_W_ROWS;
+			two = 0;
+		}
+		for (e = 0; e < 2; e++) {
+			gs[e] = a + r[e] / CPU_W_ROWS * gb;
+			for (c = 0; c < n; c++)
+				o[3 * e + c] = cpu_cols_at(out, c) + r[e];
+		}
+		if (two && n == 1)
+			w_group(gs, 2, k, cols, 1, o);
+		else if (two && n == 2)
+			w_group(gs, 2, k, cols, 2, o);
+		else if (two)
+			w_group(gs, 2, k, cols, 3, o);
+		else if (n == 1)
+			w_group(gs, 1, k, cols, 1, o);
 		else if (n == 2)
-			w_group(g, k, cols, 2, o);
+			w_group(gs, 1, k, cols, 2, o);
 		else
-			w_group(g, k, cols, 3, o);
+			w_group(gs, 1, k, cols, 3, o);
 	}
 }
 #endif
