@@ -99,19 +99,42 @@ void cpu_w_pack(const char *rows, size_t arow, int64_t k, char *group)
 	}
 }
 
+/* Per block: the four chunks, 16 rows' 4 bytes each, transposed 4 x 4
+ * within each 128-bit lane, so that lane L of u[x] is row 4 L + x's 16
+ * quant bytes. */
 void cpu_w_unpack(const char *group, int64_t k, char *rows, size_t arow)
 {
 	for (int64_t j = 0; j < k / 32; j++) {
 		const char *g = group + j * GBLK;
+		const char *q = g + 2 * CPU_W_ROWS;
+		__m512i c0 = _mm512_loadu_si512(q);
+		__m512i c1 = _mm512_loadu_si512(q + 64);
+		__m512i c2 = _mm512_loadu_si512(q + 128);
+		__m512i c3 = _mm512_loadu_si512(q + 192);
+		__m512i t0 = _mm512_unpacklo_epi32(c0, c1);
+		__m512i t1 = _mm512_unpackhi_epi32(c0, c1);
+		__m512i t2 = _mm512_unpacklo_epi32(c2, c3);
+		__m512i t3 = _mm512_unpackhi_epi32(c2, c3);
+		__m512i u[4] = {
+			_mm512_unpacklo_epi64(t0, t2),
+			_mm512_unpackhi_epi64(t0, t2),
+			_mm512_unpacklo_epi64(t1, t3),
+			_mm512_unpackhi_epi64(t1, t3),
+		};
+		__m128i l[4];
 
-		for (int r = 0; r < CPU_W_ROWS; r++) {
-			char *x = rows + r * arow + j * BLK;
-
-			memcpy(x, g + 2 * r, 2);
-			for (int i = 0; i < 4; i++)
-				memcpy(x + 2 + 4 * i,
-				       g + 2 * CPU_W_ROWS + 64 * i + 4 * r, 4);
+		for (int x = 0; x < 4; x++) {
+			l[0] = _mm512_castsi512_si128(u[x]);
+			l[1] = _mm512_extracti32x4_epi32(u[x], 1);
+			l[2] = _mm512_extracti32x4_epi32(u[x], 2);
+			l[3] = _mm512_extracti32x4_epi32(u[x], 3);
+			for (int L = 0; L < 4; L++)
+				_mm_storeu_si128((__m128i *)(rows +
+					(4 * L + x) * arow + j * BLK + 2),
+					l[L]);
 		}
+		for (int r = 0; r < CPU_W_ROWS; r++)
+			memcpy(rows + r * arow + j * BLK, g + 2 * r, 2);
 	}
 }
 
