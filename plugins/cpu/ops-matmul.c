@@ -142,16 +142,6 @@ static size_t w_rows_size(const struct loom_tensor *a)
 	return 0;
 }
 
-/* This thread's rows for w_mm, from the nth that follow the cursor. */
-static inline char *take_w_rows(const struct cpu_task *task, char **cursor,
-			 const struct loom_tensor *a)
-{
-	char *p = *cursor + (size_t)task->ith * w_rows_size(a);
-
-	*cursor += (size_t)task->nth * w_rows_size(a);
-	return p;
-}
-
 /* The address of row i1 of batch (i2, i3) of t. */
 static inline const char *row_at(const struct loom_tensor *t, int64_t i1,
 				 int64_t i2, int64_t i3)
@@ -212,6 +202,16 @@ size_t cpu_mul_mat_work_size(const struct loom_tensor *dst, int nth)
 }
 
 #if defined(CPU_HAVE_Q8)
+/* This thread's rows for w_mm, from the nth that follow the cursor. */
+static char *take_w_rows(const struct cpu_task *task, char **cursor,
+			 const struct loom_tensor *a)
+{
+	char *p = *cursor + (size_t)task->ith * w_rows_size(a);
+
+	*cursor += (size_t)task->nth * w_rows_size(a);
+	return p;
+}
+
 /* The second phase of the products on packed columns: each thread takes
  * its run of batches x parts of the rows of a (parts rounded to align
  * rows) against all the columns of their batch, which lie bytes apart
