@@ -344,31 +344,32 @@ loom_buffer_type_t *loom_dev_buffer_type(loom_dev_t *dev)
 	return buft;
 }
 
-loom_buffer_type_t *loom_dev_host_buffer_type(loom_dev_t *dev)
+/* What the buffer-type entry point p (of loom_host_buffer_type_fn's
+ * signature) gives for dev, when it is a live buffer type; else NULL. */
+static loom_buffer_type_t *proc_buft(loom_dev_t *dev, enum loom__proc p)
 {
 	loom_host_buffer_type_fn f;
 	loom_buffer_type_t *buft;
 
 	if (!loom__dev_live(dev))
 		return NULL;
-	f = (loom_host_buffer_type_fn)loom__reg_proc(
-		dev->reg, LOOM__PROC_HOST_BUFFER_TYPE);
+	f = (loom_host_buffer_type_fn)loom__reg_proc(dev->reg, p);
 	buft = f ? f(dev) : NULL;
 	return loom__buft_live(buft) ? buft : NULL;
 }
 
+loom_buffer_type_t *loom_dev_host_buffer_type(loom_dev_t *dev)
+{
+	return proc_buft(dev, LOOM__PROC_HOST_BUFFER_TYPE);
+}
+
 loom_buffer_type_t *loom_dev_weight_buffer_type(loom_dev_t *dev)
 {
-	loom_weight_buffer_type_fn f;
-	loom_buffer_type_t *buft;
+	loom_buffer_type_t *buft = proc_buft(dev, LOOM__PROC_WEIGHT_BUFFER_TYPE);
 
 	if (!loom__dev_live(dev))
 		return NULL;
-	f = (loom_weight_buffer_type_fn)loom__reg_proc(
-		dev->reg, LOOM__PROC_WEIGHT_BUFFER_TYPE);
-	buft = f ? f(dev) : NULL;
-	if (buft && (!loom__buft_live(buft) ||
-		     loom_buffer_type_device(buft) != dev)) {
+	if (buft && loom_buffer_type_device(buft) != dev) {
 		loom_log(LOOM_LOG_WARN,
 			 "device '%s': weight_buffer_type returned a buffer "
 			 "type not of the device", loom_dev_name(dev));

@@ -36,9 +36,13 @@ void *cpu_host_base(loom_buffer_t *buf)
 	return loom_buffer_context(buf);
 }
 
+/* The weight buffers' interleaved matrices go through cpu-weights.c;
+ * everything else is plain memory. */
 static int buf_memset_tensor(loom_buffer_t *buf, struct loom_tensor *t,
 			     uint8_t value, size_t offset, size_t size)
 {
+	if (cpu_w_tensor(t))
+		return cpu_w_memset(t, value, offset, size);
 	memset((char *)t->data + offset, value, size);
 	return LOOM_OK;
 }
@@ -46,6 +50,8 @@ static int buf_memset_tensor(loom_buffer_t *buf, struct loom_tensor *t,
 static int buf_set_tensor(loom_buffer_t *buf, struct loom_tensor *t,
 			  const void *data, size_t offset, size_t size)
 {
+	if (cpu_w_tensor(t))
+		return cpu_w_set(t, data, offset, size);
 	memcpy((char *)t->data + offset, data, size);
 	return LOOM_OK;
 }
@@ -53,16 +59,20 @@ static int buf_set_tensor(loom_buffer_t *buf, struct loom_tensor *t,
 static int buf_get_tensor(loom_buffer_t *buf, const struct loom_tensor *t,
 			  void *data, size_t offset, size_t size)
 {
+	if (cpu_w_tensor(t))
+		return cpu_w_get(t, data, offset, size);
 	memcpy(data, (const char *)t->data + offset, size);
 	return LOOM_OK;
 }
 
-/* Copies from any host buffer; device memory is the core's to stage. */
+/* Copies from any host buffer; device memory, and the weight buffers'
+ * interleaved matrices, are the core's to stage. */
 static int buf_copy_tensor(loom_buffer_t *buf, const struct loom_tensor *src,
 			  struct loom_tensor *dst)
 {
 	if (!src->buffer || !src->data ||
-	    !loom_buffer_type_is_host(loom_buffer_get_type(src->buffer)))
+	    !loom_buffer_type_is_host(loom_buffer_get_type(src->buffer)) ||
+	    cpu_w_tensor(dst))
 		return LOOM_E_DECLINED;
 	memmove(dst->data, src->data, loom_tensor_n_bytes(src));
 	return LOOM_OK;
@@ -74,7 +84,7 @@ static int buf_clear(loom_buffer_t *buf, uint8_t value)
 	return LOOM_OK;
 }
 
-static const struct loom_buffer_iface cpu_buffer_iface = {
+const struct loom_buffer_iface cpu_buffer_iface = {
 	.size = sizeof(struct loom_buffer_iface),
 	.free_buffer = cpu_host_free,
 	.get_base = cpu_host_base,
@@ -203,7 +213,7 @@ static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 			      &cpu_buffer_iface, size, out);
 }
 
-static size_t buft_get_alignment(loom_buffer_type_t *buft)
+size_t cpu_buft_get_alignment(loom_buffer_type_t *buft)
 {
 	return CPU_BUFFER_ALIGN;
 }
@@ -217,7 +227,7 @@ static const struct loom_buffer_type_iface cpu_buft_iface = {
 	.size = sizeof(struct loom_buffer_type_iface),
 	.get_name = buft_get_name,
 	.alloc_buffer = buft_alloc_buffer,
-	.get_alignment = buft_get_alignment,
+	.get_alignment = cpu_buft_get_alignment,
 	.is_host = buft_is_host,
 };
 

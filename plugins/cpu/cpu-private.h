@@ -66,6 +66,10 @@ int cpu_host_alloc(struct cpu_device *cd, loom_buffer_type_t *buft,
 		   loom_buffer_t **out);
 void cpu_host_free(loom_buffer_t *buf);
 void *cpu_host_base(loom_buffer_t *buf);
+/* Host buffers' methods, the weight buffers' too; the alignment of both
+ * buffer types. */
+extern const struct loom_buffer_iface cpu_buffer_iface;
+size_t cpu_buft_get_alignment(loom_buffer_type_t *buft);
 int cpu_set_tensor_2d(loom_buffer_t *buf, struct loom_tensor *t,
 		      const void *data, size_t offset, size_t size,
 		      size_t n_copies, size_t stride_tensor,
@@ -88,6 +92,8 @@ int cpu_w_set(const struct loom_tensor *t, const void *data, size_t offset,
 	      size_t size);
 int cpu_w_get(const struct loom_tensor *t, void *data, size_t offset,
 	      size_t size);
+int cpu_w_memset(const struct loom_tensor *t, uint8_t value, size_t offset,
+		 size_t size);
 /* The interleaved matrix op would read other than as mul_mat's weights
  * (itself, a view of it, another source), or NULL. */
 const struct loom_tensor *cpu_w_misread(const struct loom_tensor *op);

@@ -198,62 +198,16 @@ int cpu_w_get(const struct loom_tensor *t, void *data, size_t offset,
 	return w_access(t, offset, size, W_GET, data, 0);
 }
 
+int cpu_w_memset(const struct loom_tensor *t, uint8_t value, size_t offset,
+		 size_t size)
+{
+	return w_access(t, offset, size, W_FILL, NULL, value);
+}
+
 bool cpu_w_tensor(const struct loom_tensor *t)
 {
 	return t && cpu_w_interleaved(root_of(t));
 }
-
-static int buf_memset_tensor(loom_buffer_t *buf, struct loom_tensor *t,
-			     uint8_t value, size_t offset, size_t size)
-{
-	if (cpu_w_tensor(t))
-		return w_access(t, offset, size, W_FILL, NULL, value);
-	memset((char *)t->data + offset, value, size);
-	return LOOM_OK;
-}
-
-static int buf_set_tensor(loom_buffer_t *buf, struct loom_tensor *t,
-			  const void *data, size_t offset, size_t size)
-{
-	if (cpu_w_tensor(t))
-		return cpu_w_set(t, data, offset, size);
-	memcpy((char *)t->data + offset, data, size);
-	return LOOM_OK;
-}
-
-static int buf_get_tensor(loom_buffer_t *buf, const struct loom_tensor *t,
-			  void *data, size_t offset, size_t size)
-{
-	if (cpu_w_tensor(t))
-		return cpu_w_get(t, data, offset, size);
-	memcpy(data, (const char *)t->data + offset, size);
-	return LOOM_OK;
-}
-
-/* Copies go through the core, which stages them through set and get. */
-static int buf_copy_tensor(loom_buffer_t *buf, const struct loom_tensor *src,
-			   struct loom_tensor *dst)
-{
-	return LOOM_E_DECLINED;
-}
-
-/* Every byte the same value is the same bytes in either layout. */
-static int buf_clear(loom_buffer_t *buf, uint8_t value)
-{
-	memset(cpu_host_base(buf), value, loom_buffer_size(buf));
-	return LOOM_OK;
-}
-
-static const struct loom_buffer_iface w_buffer_iface = {
-	.size = sizeof(struct loom_buffer_iface),
-	.free_buffer = cpu_host_free,
-	.get_base = cpu_host_base,
-	.memset_tensor = buf_memset_tensor,
-	.set_tensor = buf_set_tensor,
-	.get_tensor = buf_get_tensor,
-	.copy_tensor = buf_copy_tensor,
-	.clear = buf_clear,
-};
 
 static const char *buft_get_name(loom_buffer_type_t *buft)
 {
@@ -265,13 +219,11 @@ static const char *buft_get_name(loom_buffer_type_t *buft)
 static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 			     loom_buffer_t **out)
 {
+	/* The host buffers' methods: they take interleaved matrices
+	 * through w_access, and a clear is the same bytes in either
+	 * layout. */
 	return cpu_host_alloc(loom_buffer_type_context(buft), buft,
-			      &w_buffer_iface, size, out);
-}
-
-static size_t buft_get_alignment(loom_buffer_type_t *buft)
-{
-	return CPU_BUFFER_ALIGN;
+			      &cpu_buffer_iface, size, out);
 }
 
 /* Not host memory to anyone else: its bytes are not the usual ones. */
@@ -284,7 +236,7 @@ static const struct loom_buffer_type_iface w_buft_iface = {
 	.size = sizeof(struct loom_buffer_type_iface),
 	.get_name = buft_get_name,
 	.alloc_buffer = buft_alloc_buffer,
-	.get_alignment = buft_get_alignment,
+	.get_alignment = cpu_buft_get_alignment,
 	.is_host = buft_is_host,
 };
 
@@ -328,6 +280,12 @@ int cpu_w_set(const struct loom_tensor *t, const void *data, size_t offset,
 
 int cpu_w_get(const struct loom_tensor *t, void *data, size_t offset,
 	      size_t size)
+{
+	return LOOM_E_STATE;
+}
+
+int cpu_w_memset(const struct loom_tensor *t, uint8_t value, size_t offset,
+		 size_t size)
 {
 	return LOOM_E_STATE;
 }
