@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test-cpu-weights.c - the CPU plugin's weight buffer type: Q4_0 matrices
- * it stores interleaved read back as they were written, at any offset and
+/* test-cpu-weights.c - the CPU plugin's weight buffer type: the Q4_0,
+ * Q4_K, Q5_K and Q6_K matrices it stores interleaved read back as they were written, at any offset and
  * through every path (set, get, memset, 2D, async, copies); mul_mat on
  * them against a plain double product of the decoded blocks; every other
  * op that would read them refused with a message; tensors it does not
@@ -49,21 +49,39 @@ static void teardown(struct fixture *f)
 	loom_backend_free(f->be);
 }
 
-/* Random bytes, with F16 scales that are plain numbers. */
-static void random_q4_0(struct loom_test_rng *rng, uint8_t *p, size_t n)
+/* The types the buffer interleaves. */
+static const enum loom_type w_types[] = {
+	LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K,
+};
+
+/* Values per row of a test matrix: a few blocks of the type. */
+static int64_t row_values(enum loom_type type)
 {
-	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)loom_test_rng_next(rng);
-	for (size_t i = 0; i + 18 <= n; i += 18) {
-		p[i] = (uint8_t)loom_test_rng_next(rng);
-		p[i + 1] = (uint8_t)(0x20 + loom_test_rng_int(rng, 16));
-	}
+	return 3 * loom_type_block_size(type);
 }
 
-static struct loom_tensor *q4_matrix(struct fixture *f, int64_t k, int64_t m,
-				     const char *name)
+/* Random blocks of type, their halves (GGUF's d and dmin) plain
+ * numbers: the high byte's exponent between 2^-7 and 2^-2. */
+static void random_blocks(enum loom_type type, struct loom_test_rng *rng,
+			  uint8_t *p, size_t n)
 {
-	struct loom_tensor *t = loom_tensor_new_2d(f->ctx, LOOM_TYPE_Q4_0, k, m);
+	size_t bs = loom_type_size(type), half[2] = { 0, 2 };
+	int nh = type == LOOM_TYPE_Q4_K || type == LOOM_TYPE_Q5_K ? 2 : 1;
+
+	if (type == LOOM_TYPE_Q6_K)
+		half[0] = bs - 2;
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)loom_test_rng_next(rng);
+	for (size_t i = 0; i + bs <= n; i += bs)
+		for (int h = 0; h < nh; h++)
+			p[i + half[h] + 1] =
+				(uint8_t)(0x20 + loom_test_rng_int(rng, 16));
+}
+
+static struct loom_tensor *w_matrix(loom_ctx_t *ctx, enum loom_type type,
+				    int64_t k, int64_t m, const char *name)
+{
+	struct loom_tensor *t = loom_tensor_new_2d(ctx, type, k, m);
 
 	g_assert_nonnull(t);
 	loom_tensor_set_name(t, name);
@@ -85,8 +103,10 @@ static void test_type(void)
 }
 
 /* Every path in and out keeps the usual bytes; the stored ones differ. */
-static void test_bytes(void)
+static void test_bytes(const void *data)
 {
+	const enum loom_type type = *(const enum loom_type *)data;
+	const int64_t k = row_values(type);
 	struct loom_test_rng rng;
 	struct fixture f;
 	struct loom_tensor *t, *u, *h;
@@ -96,15 +116,15 @@ static void test_bytes(void)
 	if (!setup(&f))
 		return;
 	loom_test_rng_seed(&rng, 7);
-	t = q4_matrix(&f, 96, 48, "w");
-	u = loom_tensor_new_2d(f.ctx, LOOM_TYPE_Q4_0, 96, 24); /* not 16k rows */
+	t = w_matrix(f.ctx, type, k, 48, "w");
+	u = w_matrix(f.ctx, type, k, 24, "u"); /* not 16k rows */
 	g_assert_cmpint(loom_ctx_alloc_tensors(f.ctx, f.wbt, &f.wbuf), ==,
 			LOOM_OK);
 	n = loom_tensor_n_bytes(t);
 	want = g_malloc(n);
 	got = g_malloc(n);
 	tmp = g_malloc(n);
-	random_q4_0(&rng, want, n);
+	random_blocks(type, &rng, want, n);
 
 	g_assert_cmpint(loom_tensor_set(t, want, 0, n), ==, LOOM_OK);
 	g_assert_cmpint(loom_tensor_get(t, got, 0, n), ==, LOOM_OK);
@@ -122,7 +142,7 @@ static void test_bytes(void)
 		size_t len = 1 + (size_t)loom_test_rng_int(&rng,
 						(int64_t)(n - off));
 
-		random_q4_0(&rng, tmp, len);
+		random_blocks(type, &rng, tmp, len);
 		switch (i % 4) {
 		case 0:
 			g_assert_cmpint(loom_tensor_set(t, tmp, off, len), ==,
@@ -148,7 +168,7 @@ static void test_bytes(void)
 		}
 	}
 	/* Strided: every other row, 2D and async 2D, in and out. */
-	random_q4_0(&rng, tmp, n);
+	random_blocks(type, &rng, tmp, n);
 	g_assert_cmpint(loom_tensor_set_2d(t, tmp, 5, 50, 24, 2 * t->nb[1],
 					   t->nb[1]), ==, LOOM_OK);
 	for (i = 0; i < 24; i++)
@@ -164,13 +184,13 @@ static void test_bytes(void)
 	g_assert_cmpmem(got, n, want, n);
 
 	/* Copies to and from host memory go through the usual bytes. */
-	h = loom_tensor_new_2d(f.ctx, LOOM_TYPE_Q4_0, 96, 48);
+	h = w_matrix(f.ctx, type, k, 48, "h");
 	g_assert_cmpint(loom_ctx_alloc_tensors(f.ctx,
 					       loom_dev_buffer_type(f.dev),
 					       &f.hbuf), ==, LOOM_OK);
 	g_assert_cmpint(loom_tensor_copy(t, h), ==, LOOM_OK);
 	g_assert_cmpmem(h->data, n, want, n);
-	random_q4_0(&rng, h->data, n);
+	random_blocks(type, &rng, h->data, n);
 	memcpy(want, h->data, n);
 	g_assert_cmpint(loom_tensor_copy(h, t), ==, LOOM_OK);
 	g_assert_cmpint(loom_tensor_get(t, got, 0, n), ==, LOOM_OK);
@@ -188,8 +208,8 @@ static void test_bytes(void)
 
 /* mul_mat of w (k x m in the weight buffer) by n random columns, against
  * the decoded blocks times the columns in doubles. */
-static void check_product(struct fixture *f, int64_t k, int64_t m,
-			  int64_t n, struct loom_test_rng *rng)
+static void check_product(struct fixture *f, enum loom_type type, int64_t k,
+			  int64_t m, int64_t n, struct loom_test_rng *rng)
 {
 	loom_ctx_t *c;
 	loom_buffer_t *wb, *cb;
@@ -201,7 +221,7 @@ static void check_product(struct fixture *f, int64_t k, int64_t m,
 	size_t n_q;
 
 	g_assert_cmpint(loom_ctx_new(0, &c), ==, LOOM_OK);
-	w = loom_tensor_new_2d(c, LOOM_TYPE_Q4_0, k, m);
+	w = w_matrix(c, type, k, m, "w");
 	g_assert_cmpint(loom_ctx_alloc_tensors(c, f->wbt, &wb), ==, LOOM_OK);
 	x = loom_tensor_new_2d(c, LOOM_TYPE_F32, k, n);
 	y = loom_mul_mat(c, w, x);
@@ -211,7 +231,7 @@ static void check_product(struct fixture *f, int64_t k, int64_t m,
 					       &cb), ==, LOOM_OK);
 	n_q = loom_tensor_n_bytes(w);
 	q = g_malloc(n_q);
-	random_q4_0(rng, q, n_q);
+	random_blocks(type, rng, q, n_q);
 	g_assert_cmpint(loom_tensor_set(w, q, 0, n_q), ==, LOOM_OK);
 	g_assert_cmpint(loom_test_fill_uniform(x, rng, -1, 1), ==, LOOM_OK);
 	g_assert_cmpint(loom_graph_new(c, &g), ==, LOOM_OK);
@@ -219,7 +239,7 @@ static void check_product(struct fixture *f, int64_t k, int64_t m,
 	g_assert_cmpint(loom_backend_graph_compute(f->be, g), ==, LOOM_OK);
 
 	wd = g_new(double, k * m);
-	g_assert_cmpint(loom_test_decode_blocks(LOOM_TYPE_Q4_0, q, k * m, wd),
+	g_assert_cmpint(loom_test_decode_blocks(type, q, k * m, wd),
 			==, LOOM_OK);
 	xd = loom_test_get_doubles(x, &err);
 	g_assert_null(err);
@@ -231,7 +251,8 @@ static void check_product(struct fixture *f, int64_t k, int64_t m,
 			for (int64_t l = 0; l < k; l++)
 				ref[j * m + i] += wd[i * k + l] * xd[j * k + l];
 	if (loom_test_nmse(ref, yd, (size_t)(m * n)) > 2e-4)
-		g_error("k %lld m %lld n %lld: NMSE %g", (long long)k,
+		g_error("%s k %lld m %lld n %lld: NMSE %g",
+			loom_type_name(type), (long long)k,
 			(long long)m, (long long)n,
 			loom_test_nmse(ref, yd, (size_t)(m * n)));
 	g_free(ref);
@@ -244,8 +265,11 @@ static void check_product(struct fixture *f, int64_t k, int64_t m,
 	loom_ctx_free(c);
 }
 
-static void test_mul_mat(void)
+static void test_mul_mat(const void *data)
 {
+	const enum loom_type type = *(const enum loom_type *)data;
+	/* Rows of Q4_0's sizes, in the type's blocks. */
+	const int64_t kb = loom_type_block_size(type) / 32;
 	/* Decode (1-3 columns), the int8 tiles, AMX where present. */
 	static const int64_t kmn[][3] = {
 		{ 32, 16, 1 },   { 64, 48, 2 },  { 96, 32, 3 },
@@ -260,13 +284,16 @@ static void test_mul_mat(void)
 		return;
 	loom_test_rng_seed(&rng, 11);
 	for (size_t i = 0; i < G_N_ELEMENTS(kmn); i++)
-		check_product(&f, kmn[i][0], kmn[i][1], kmn[i][2], &rng);
+		check_product(&f, type, kb * kmn[i][0], kmn[i][1],
+			      kmn[i][2], &rng);
 	teardown(&f);
 }
 
 /* Ops that would read the interleaved bytes as the usual ones. */
-static void test_refused(void)
+static void test_refused(const void *data)
 {
+	const enum loom_type type = *(const enum loom_type *)data;
+	const int64_t k = row_values(type);
 	struct fixture f;
 	struct loom_tensor *w, *ids, *r, *v, *x;
 	struct loom_tensor *refused[4];
@@ -275,15 +302,15 @@ static void test_refused(void)
 
 	if (!setup(&f))
 		return;
-	w = q4_matrix(&f, 64, 32, "w");
+	w = w_matrix(f.ctx, type, k, 32, "w");
 	g_assert_cmpint(loom_ctx_alloc_tensors(f.ctx, f.wbt, &f.wbuf), ==,
 			LOOM_OK);
 	ids = loom_tensor_new_1d(f.ctx, LOOM_TYPE_I32, 2);
-	x = loom_tensor_new_2d(f.ctx, LOOM_TYPE_F32, 64, 1);
+	x = loom_tensor_new_2d(f.ctx, LOOM_TYPE_F32, k, 1);
 	refused[0] = loom_get_rows(f.ctx, w, ids);
 	refused[1] = loom_copy(f.ctx, w,
-			      loom_tensor_new_2d(f.ctx, LOOM_TYPE_F32, 64, 32));
-	v = loom_view_2d(f.ctx, w, 64, 16, w->nb[1], 16 * w->nb[1]);
+			      loom_tensor_new_2d(f.ctx, LOOM_TYPE_F32, k, 32));
+	v = loom_view_2d(f.ctx, w, k, 16, w->nb[1], 16 * w->nb[1]);
 	refused[2] = loom_mul_mat(f.ctx, v, x);
 	refused[3] = loom_cont(f.ctx, w);
 	g_assert_cmpint(loom_ctx_alloc_tensors(f.ctx,
@@ -331,9 +358,20 @@ int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/cpu-weights/type", test_type);
-	g_test_add_func("/cpu-weights/bytes", test_bytes);
-	g_test_add_func("/cpu-weights/mul-mat", test_mul_mat);
-	g_test_add_func("/cpu-weights/refused", test_refused);
+	for (size_t i = 0; i < G_N_ELEMENTS(w_types); i++) {
+		const char *t = loom_type_name(w_types[i]);
+		char *p[3] = {
+			g_strdup_printf("/cpu-weights/bytes/%s", t),
+			g_strdup_printf("/cpu-weights/mul-mat/%s", t),
+			g_strdup_printf("/cpu-weights/refused/%s", t),
+		};
+
+		g_test_add_data_func(p[0], &w_types[i], test_bytes);
+		g_test_add_data_func(p[1], &w_types[i], test_mul_mat);
+		g_test_add_data_func(p[2], &w_types[i], test_refused);
+		for (int j = 0; j < 3; j++)
+			g_free(p[j]);
+	}
 	g_test_add_func("/cpu-weights/off", test_off);
 	return g_test_run();
 }

@@ -174,7 +174,7 @@ cpu_rows_mm cpu_amx_mm;
 #if defined(CPU_HAVE_Q8) && defined(__AVX512BW__)
 #define CPU_HAVE_WEIGHTS 1
 
-/* The weight buffer's Q4_0 matrices (cpu-weights.c): rows per group, and
+/* The weight buffer's matrices (cpu-weights.c): rows per group, and
  * rows a wide product unpacks at a time for the kernels of the usual
  * layout. */
 #define CPU_W_ROWS 16
@@ -182,14 +182,18 @@ cpu_rows_mm cpu_amx_mm;
 
 /* Whether t is such a matrix (stored interleaved). */
 bool cpu_w_interleaved(const struct loom_tensor *t);
-/* 16 Q4_0 rows of k values (arow bytes apart) to one group, and back. */
-void cpu_w_pack(const char *rows, size_t arow, int64_t k, char *group);
-void cpu_w_unpack(const char *group, int64_t k, char *rows, size_t arow);
+/* 16 rows of k values (arow bytes apart) of type to one group, and
+ * back. */
+void cpu_w_pack(enum loom_type type, const char *rows, size_t arow,
+		int64_t k, char *group);
+void cpu_w_unpack(enum loom_type type, const char *group, int64_t k,
+		  char *rows, size_t arow);
 /* Rows [m0, m1) (multiples of 16) of the interleaved matrix at a, rows
- * of k values, against n <= 3 columns packed by cpu_q8_quantize at qb;
- * needs VNNI (matmul-q8v.c). */
-void cpu_w_gv(const char *a, int64_t m0, int64_t m1, int64_t k,
-	      const char *qb, int64_t n, const struct cpu_cols *out);
+ * of k values and arow bytes, against n <= 3 columns packed by
+ * cpu_q8_quantize at qb; needs VNNI (matmul-w.c). */
+void cpu_w_gv(enum loom_type type, const char *a, size_t arow, int64_t m0,
+	      int64_t m1, int64_t k, const char *qb, int64_t n,
+	      const struct cpu_cols *out);
 #endif
 
 #endif

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* cpu-weights.c - the weight buffer type ("weight_buffer_type"): host
- * memory whose Q4_0 matrices are stored 16 rows to a group, interleaved
- * block by block, so that the decode kernel (cpu_w_gv) reads 16 rows'
- * blocks as whole vectors: per block of 32 values, the 16 rows' F16
- * scales, then four 64-byte chunks, chunk i holding bytes 4i..4i+3 of
- * each row's 16 quant bytes, row after row.  Every other tensor is stored
- * as usual.  Set, get and memset take the usual layout at any offset,
+ * memory whose Q4_0, Q4_K, Q5_K and Q6_K matrices are stored 16 rows to
+ * a group, interleaved block by block, so that the decode kernels
+ * (matmul-w.c) read 16 rows' blocks as whole vectors.  A group's block
+ * holds each field of the 16 rows' blocks in turn: a half as 16 halves,
+ * any other field as 64-byte chunks, chunk i holding bytes 4i..4i+3 of
+ * each row's field, row after row.  Every other tensor is stored as
+ * usual.  Set, get and memset take the usual layout at any offset,
  * through the groups they touch; only mul_mat reads an interleaved
  * matrix (as its weights), every other op that would is refused.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +20,56 @@
 
 #if defined(CPU_HAVE_WEIGHTS)
 
-#define BLK ((size_t)sizeof(struct loom_block_q4_0))
-#define GBLK (CPU_W_ROWS * BLK)
+/* A field of a block: its offset and bytes.  In a group's block it
+ * starts 16 times as far in, element i (2 bytes for a half, else 4) of
+ * row r at 16 * i * w + r * w. */
+struct w_field {
+	uint8_t off, bytes;
+};
+
+#define FIELD(T, f) { offsetof(struct T, f), sizeof(((struct T *)0)->f) }
+
+/* The fields of each type the buffer interleaves, in their order; NULL
+ * for any other type. */
+static const struct w_field *fields_of(enum loom_type type)
+{
+	static const struct w_field q4_0[] = {
+		FIELD(loom_block_q4_0, d), FIELD(loom_block_q4_0, qs), { 0 },
+	};
+	static const struct w_field q4_k[] = {
+		FIELD(loom_block_q4_k, d), FIELD(loom_block_q4_k, dmin),
+		FIELD(loom_block_q4_k, scales), FIELD(loom_block_q4_k, qs),
+		{ 0 },
+	};
+	static const struct w_field q5_k[] = {
+		FIELD(loom_block_q5_k, d), FIELD(loom_block_q5_k, dmin),
+		FIELD(loom_block_q5_k, scales), FIELD(loom_block_q5_k, qh),
+		FIELD(loom_block_q5_k, qs), { 0 },
+	};
+	static const struct w_field q6_k[] = {
+		FIELD(loom_block_q6_k, ql), FIELD(loom_block_q6_k, qh),
+		FIELD(loom_block_q6_k, scales), FIELD(loom_block_q6_k, d),
+		{ 0 },
+	};
+
+	switch (type) {
+	case LOOM_TYPE_Q4_0:
+		return q4_0;
+	case LOOM_TYPE_Q4_K:
+		return q4_k;
+	case LOOM_TYPE_Q5_K:
+		return q5_k;
+	case LOOM_TYPE_Q6_K:
+		return q6_k;
+	default:
+		return NULL;
+	}
+}
+
+static size_t elem_bytes(const struct w_field *f)
+{
+	return f->bytes % 4 ? 2 : 4;
+}
 
 bool cpu_w_available(void)
 {
@@ -51,10 +101,12 @@ static bool cpu_w_buffer(loom_buffer_t *buf)
 bool cpu_w_interleaved(const struct loom_tensor *t)
 {
 	return t && !t->view_src && t->op == LOOM_OP_NONE &&
-	       t->type == LOOM_TYPE_Q4_0 && t->ne[0] % 32 == 0 &&
+	       fields_of(t->type) &&
+	       t->ne[0] % loom_type_block_size(t->type) == 0 &&
 	       t->ne[1] % CPU_W_ROWS == 0 && t->ne[1] > 0 &&
 	       t->ne[2] == 1 && t->ne[3] == 1 &&
-	       t->nb[1] == (size_t)t->ne[0] / 32 * BLK &&
+	       t->nb[1] == (size_t)(t->ne[0] / loom_type_block_size(t->type)) *
+				   loom_type_size(t->type) &&
 	       cpu_w_buffer(t->buffer);
 }
 
@@ -83,58 +135,88 @@ const struct loom_tensor *cpu_w_misread(const struct loom_tensor *op)
 	return NULL;
 }
 
-void cpu_w_pack(const char *rows, size_t arow, int64_t k, char *group)
+void cpu_w_pack(enum loom_type type, const char *rows, size_t arow,
+		int64_t k, char *group)
 {
-	for (int64_t j = 0; j < k / 32; j++) {
-		char *g = group + j * GBLK;
+	const struct w_field *f, *fs = fields_of(type);
+	size_t bs = loom_type_size(type);
 
-		for (int r = 0; r < CPU_W_ROWS; r++) {
-			const char *x = rows + r * arow + j * BLK;
+	for (int64_t j = 0; j < k / loom_type_block_size(type); j++) {
+		char *g = group + j * CPU_W_ROWS * bs;
 
-			memcpy(g + 2 * r, x, 2);
-			for (int i = 0; i < 4; i++)
-				memcpy(g + 2 * CPU_W_ROWS + 64 * i + 4 * r,
-				       x + 2 + 4 * i, 4);
+		for (f = fs; f->bytes; f++) {
+			size_t w = elem_bytes(f);
+
+			for (int r = 0; r < CPU_W_ROWS; r++)
+				for (size_t i = 0; i < f->bytes / w; i++)
+					memcpy(g + CPU_W_ROWS * (f->off + w * i) +
+						       w * r,
+					       rows + r * arow + j * bs +
+						       f->off + w * i,
+					       w);
 		}
 	}
 }
 
-/* Per block: the four chunks, 16 rows' 4 bytes each, transposed 4 x 4
- * within each 128-bit lane, so that lane L of u[x] is row 4 L + x's 16
- * quant bytes. */
-void cpu_w_unpack(const char *group, int64_t k, char *rows, size_t arow)
+/* Four chunks c of a field (16 bytes of every row) back to its rows x:
+ * transposed 4 x 4 within each 128-bit lane, lane L of u[v] is row
+ * 4 L + v's 16 bytes. */
+static void unpack16(const char *c, char *x, size_t arow)
 {
-	for (int64_t j = 0; j < k / 32; j++) {
-		const char *g = group + j * GBLK;
-		const char *q = g + 2 * CPU_W_ROWS;
-		__m512i c0 = _mm512_loadu_si512(q);
-		__m512i c1 = _mm512_loadu_si512(q + 64);
-		__m512i c2 = _mm512_loadu_si512(q + 128);
-		__m512i c3 = _mm512_loadu_si512(q + 192);
-		__m512i t0 = _mm512_unpacklo_epi32(c0, c1);
-		__m512i t1 = _mm512_unpackhi_epi32(c0, c1);
-		__m512i t2 = _mm512_unpacklo_epi32(c2, c3);
-		__m512i t3 = _mm512_unpackhi_epi32(c2, c3);
-		__m512i u[4] = {
-			_mm512_unpacklo_epi64(t0, t2),
-			_mm512_unpackhi_epi64(t0, t2),
-			_mm512_unpacklo_epi64(t1, t3),
-			_mm512_unpackhi_epi64(t1, t3),
-		};
-		__m128i l[4];
+	__m512i c0 = _mm512_loadu_si512(c);
+	__m512i c1 = _mm512_loadu_si512(c + 64);
+	__m512i c2 = _mm512_loadu_si512(c + 128);
+	__m512i c3 = _mm512_loadu_si512(c + 192);
+	__m512i t0 = _mm512_unpacklo_epi32(c0, c1);
+	__m512i t1 = _mm512_unpackhi_epi32(c0, c1);
+	__m512i t2 = _mm512_unpacklo_epi32(c2, c3);
+	__m512i t3 = _mm512_unpackhi_epi32(c2, c3);
+	__m512i u[4] = {
+		_mm512_unpacklo_epi64(t0, t2),
+		_mm512_unpackhi_epi64(t0, t2),
+		_mm512_unpacklo_epi64(t1, t3),
+		_mm512_unpackhi_epi64(t1, t3),
+	};
+	__m128i l[4];
 
-		for (int x = 0; x < 4; x++) {
-			l[0] = _mm512_castsi512_si128(u[x]);
-			l[1] = _mm512_extracti32x4_epi32(u[x], 1);
-			l[2] = _mm512_extracti32x4_epi32(u[x], 2);
-			l[3] = _mm512_extracti32x4_epi32(u[x], 3);
-			for (int L = 0; L < 4; L++)
-				_mm_storeu_si128((__m128i *)(rows +
-					(4 * L + x) * arow + j * BLK + 2),
-					l[L]);
+	for (int v = 0; v < 4; v++) {
+		l[0] = _mm512_castsi512_si128(u[v]);
+		l[1] = _mm512_extracti32x4_epi32(u[v], 1);
+		l[2] = _mm512_extracti32x4_epi32(u[v], 2);
+		l[3] = _mm512_extracti32x4_epi32(u[v], 3);
+		for (int L = 0; L < 4; L++)
+			_mm_storeu_si128((__m128i *)(x + (4 * L + v) * arow),
+					 l[L]);
+	}
+}
+
+/* Per block, per field: 16 bytes of every row at a time through
+ * unpack16, the rest (halves, Q4_K's 12 scale bytes) element by
+ * element. */
+void cpu_w_unpack(enum loom_type type, const char *group, int64_t k,
+		  char *rows, size_t arow)
+{
+	const struct w_field *f, *fs = fields_of(type);
+	size_t bs = loom_type_size(type);
+
+	for (int64_t j = 0; j < k / loom_type_block_size(type); j++) {
+		const char *g = group + j * CPU_W_ROWS * bs;
+		char *x = rows + j * bs;
+
+		for (f = fs; f->bytes; f++) {
+			size_t w = elem_bytes(f), i = 0;
+
+			if (w == 4)
+				for (; i + 16 <= f->bytes; i += 16)
+					unpack16(g + CPU_W_ROWS * (f->off + i),
+						 x + f->off + i, arow);
+			for (; i < f->bytes; i += w)
+				for (int r = 0; r < CPU_W_ROWS; r++)
+					memcpy(x + r * arow + f->off + i,
+					       g + CPU_W_ROWS * (f->off + i) +
+						       w * r,
+					       w);
 		}
-		for (int r = 0; r < CPU_W_ROWS; r++)
-			memcpy(rows + r * arow + j * BLK, g + 2 * r, 2);
 	}
 }
 
@@ -160,16 +242,18 @@ static int w_access(const struct loom_tensor *t, size_t offset, size_t size,
 
 		if (lo == g0 && hi == g0 + gb && how != W_FILL) {
 			if (how == W_SET)
-				cpu_w_pack(p, r->nb[1], r->ne[0], grp);
+				cpu_w_pack(r->type, p, r->nb[1], r->ne[0],
+					   grp);
 			else
-				cpu_w_unpack(grp, r->ne[0], p, r->nb[1]);
+				cpu_w_unpack(r->type, grp, r->ne[0], p,
+					     r->nb[1]);
 		} else {
 			if (!tmp && !(tmp = malloc(gb)))
 				return loom_error_set(LOOM_E_NOMEM,
 						      "cpu: no memory for a "
 						      "group of %s",
 						      r->name);
-			cpu_w_unpack(grp, r->ne[0], tmp, r->nb[1]);
+			cpu_w_unpack(r->type, grp, r->ne[0], tmp, r->nb[1]);
 			if (how == W_GET)
 				memcpy(p, tmp + (lo - g0), hi - lo);
 			else if (how == W_SET)
@@ -177,7 +261,8 @@ static int w_access(const struct loom_tensor *t, size_t offset, size_t size,
 			else
 				memset(tmp + (lo - g0), value, hi - lo);
 			if (how != W_GET)
-				cpu_w_pack(tmp, r->nb[1], r->ne[0], grp);
+				cpu_w_pack(r->type, tmp, r->nb[1], r->ne[0],
+					   grp);
 		}
 		if (p)
 			p += hi - lo;

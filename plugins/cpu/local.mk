@@ -33,6 +33,7 @@ CPU_PLUGIN_SOURCES = \
 	plugins/cpu/matmul-q8.h \
 	plugins/cpu/matmul-q8.c \
 	plugins/cpu/matmul-q8v.c \
+	plugins/cpu/matmul-w.c \
 	plugins/cpu/matmul-q8p.c \
 	plugins/cpu/matmul-amx.c
 

@@ -3,8 +3,8 @@
  * layout, the weights' blocks as unsigned bytes, and the byte dot
  * product.  matmul-q8.c quantizes activations, holds the generic tile
  * and chooses a kernel; matmul-q8v.c reads weights straight from their
- * blocks for decode; matmul-q8p.c repacks rows into panels for wide
- * products.
+ * blocks for decode, matmul-w.c from the weight buffer's groups;
+ * matmul-q8p.c repacks rows into panels for wide products.
  */
 #ifndef LOOM_CPU_MATMUL_Q8_H
 #define LOOM_CPU_MATMUL_Q8_H

@@ -267,7 +267,7 @@ static void w_mm(enum loom_type type, const char *a, size_t arow,
 	int64_t m, r;
 
 	if (n <= 3) {
-		cpu_w_gv(a, m0, m1, k, bp, n, out);
+		cpu_w_gv(type, a, arow, m0, m1, k, bp, n, out);
 		return;
 	}
 	for (m = m0; m < m1; m += CPU_W_CHUNK) {
@@ -276,7 +276,7 @@ static void w_mm(enum loom_type type, const char *a, size_t arow,
 
 		c.base += m * sizeof(float);
 		for (r = 0; r < rows; r += CPU_W_ROWS)
-			cpu_w_unpack(a + (m + r) * arow, k,
+			cpu_w_unpack(type, a + (m + r) * arow, k,
 				     ws->rows + r * arow, arow);
 		ws->mm(type, ws->rows, arow, 0, rows, k, bp, n, &c,
 		       ws->scratch);

@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: MIT */
+/* matmul-w.c - decode products on the weight buffer's groups
+ * (cpu-weights.c): 16 rows interleaved, a row per 32-bit lane of a
+ * 512-bit vector.  Each 64-byte chunk of quants is 4 bytes of every row,
+ * one dot product (VNNI) with 4 activations broadcast; the rows' scales
+ * come 16 to a vector.  High nibbles that stay in place are 16 times
+ * their value: their lanes' factor is a sixteenth, which is exact.
+ * Two groups run at once, from the two halves of the rows: two streams
+ * in flight where one was found to wait on memory.
+ */
+#include <stddef.h>
+
+#include "matmul-q8.h"
+
+#if defined(CPU_HAVE_WEIGHTS)
+
+/* How far ahead (bytes) a group is fetched, into L2. */
+#define W_PF 8192
+
+/* Offset of a field in a group's block (16 rows' blocks). */
+#define AT(T, f) (CPU_W_ROWS * offsetof(struct T, f))
+
+INLINE __m512i load(const char *p)
+{
+	return _mm512_loadu_si512(p);
+}
+
+/* 16 halves as floats. */
+INLINE __m512 halves(const char *p)
+{
+	return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+
+INLINE __m512i bytes(int v)
+{
+	return _mm512_set1_epi8((char)v);
+}
+
+/* Four activations (bytes) in every 32-bit lane. */
+INLINE __m512i bcast4(const int8_t *q)
+{
+	int32_t v;
+
+	memcpy(&v, q, 4);
+	return _mm512_set1_epi32(v);
+}
+
+INLINE __m512i dot(__m512i acc, __m512i u, const int8_t *q)
+{
+	return dot_u8s8(acc, u, bcast4(q), true);
+}
+
+INLINE __m512 fma_i(__m512i s, __m512 f, __m512 acc)
+{
+	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), f, acc);
+}
+
+/* Part `part` of `parts` of a group's block of `bytes` at b, W_PF on:
+ * the lines a step fetches, spread over its steps. */
+INLINE void fetch(const char *b, size_t bytes, int part, int parts)
+{
+	size_t i = bytes * part / parts / 64 * 64;
+	size_t end = bytes * (part + 1) / parts;
+
+	for (; i < end; i += 64)
+		__builtin_prefetch(b + W_PF + i, 0, 2);
+}
+
+/* Q4_0, block j of a group against nc columns: the high nibbles are
+ * summed apart and shifted back. */
+INLINE void g_q4_0(const char *g, int64_t j, const struct qcol *cols,
+		   const int nc, __m512 *acc)
+{
+	const char *b = g + j * CPU_W_ROWS * sizeof(struct loom_block_q4_0);
+	const char *qs = b + AT(loom_block_q4_0, qs);
+	__m512 dw = halves(b + AT(loom_block_q4_0, d));
+	__m512i lo[4], hi[4];
+	int c, i;
+
+	fetch(b, CPU_W_ROWS * sizeof(struct loom_block_q4_0), 0, 1);
+	UNROLL
+	for (i = 0; i < 4; i++) {
+		__m512i w = load(qs + 64 * i);
+
+		lo[i] = _mm512_and_si512(w, bytes(0x0f));
+		hi[i] = _mm512_and_si512(w, bytes(0xf0));
+	}
+	UNROLL
+	for (c = 0; c < nc; c++) {
+		const int8_t *q = cols[c].qs + 32 * j;
+		__m512i s = _mm512_set1_epi32(cols[c].o32[j]);
+		__m512i h = _mm512_setzero_si512();
+
+		UNROLL
+		for (i = 0; i < 4; i++) {
+			s = dot(s, lo[i], q + 4 * i);
+			h = dot(h, hi[i], q + 16 + 4 * i);
+		}
+		s = _mm512_add_epi32(s, _mm512_srai_epi32(h, 4));
+		acc[c] = fma_i(s, _mm512_mul_ps(dw, _mm512_set1_ps(
+			cols[c].d[j])), acc[c]);
+	}
+}
+
+/* Q4_K and Q5_K: scale (mins: 1) j of the 16 rows, a 6-bit field of
+ * their 12 bytes at sc, times d (dmin): for j < 4 the low 6 bits of
+ * byte j (4 + j); else the nibble of byte 8 + j - 4 (its high one) and
+ * the top 2 bits of byte j - 4 (j). */
+INLINE __m512 k_scale(const char *sc, __m512 d, const int mins, const int j)
+{
+	__m512i v;
+
+	if (j < 4) {
+		v = _mm512_and_si512(_mm512_srli_epi32(load(sc + 64 * mins),
+						       8 * j),
+				     _mm512_set1_epi32(63));
+	} else {
+		int i = j - 4;
+
+		v = _mm512_or_si512(
+			_mm512_and_si512(_mm512_srli_epi32(load(sc + 128),
+							   8 * i + 4 * mins),
+					 _mm512_set1_epi32(15)),
+			_mm512_and_si512(_mm512_srli_epi32(load(sc + 64 * mins),
+							   8 * i + 2),
+					 _mm512_set1_epi32(0x30)));
+	}
+	return _mm512_mul_ps(_mm512_cvtepi32_ps(v), d);
+}
+
+/* Bit `bit` of every byte of h moved to bit 4. */
+INLINE __m512i bit4(__m512i h, const int bit)
+{
+	__m512i v = bit < 4 ? _mm512_slli_epi32(h, 4 - bit) :
+		    bit > 4 ? _mm512_srli_epi32(h, bit - 4) : h;
+
+	return _mm512_and_si512(v, bytes(0x10));
+}
+
+/* Q4_K (five = false) and Q5_K, super-block b of a group against nc
+ * columns: per pair p of sub-blocks, the low nibbles are sub-block 2p,
+ * the high ones 2p + 1, with Q5_K's fifth bits from bits 2p and 2p + 1
+ * of qh.  The mins times each column's d * sum(q) per 32 leave the sum
+ * once per sub-block. */
+INLINE void g_qk(const bool five, const char *g, int64_t b,
+		 const struct qcol *cols, const int nc, __m512 *acc)
+{
+	const size_t bs = five ? sizeof(struct loom_block_q5_k) :
+			  sizeof(struct loom_block_q4_k);
+	const char *x = g + b * CPU_W_ROWS * bs;
+	const char *sc = x + (five ? AT(loom_block_q5_k, scales) :
+			      AT(loom_block_q4_k, scales));
+	const char *qs = x + (five ? AT(loom_block_q5_k, qs) :
+			      AT(loom_block_q4_k, qs));
+	const char *qh = x + AT(loom_block_q5_k, qh);
+	const __m512 d = halves(x), dmin = halves(x + 32);
+	int p, t, c;
+
+	UNROLL
+	for (p = 0; p < 4; p++) {
+		__m512i lo[3], hi[3];
+
+		fetch(x, CPU_W_ROWS * bs, p, 4);
+		for (c = 0; c < nc; c++) {
+			lo[c] = _mm512_setzero_si512();
+			hi[c] = _mm512_setzero_si512();
+		}
+		UNROLL
+		for (t = 0; t < 8; t++) {
+			__m512i w = load(qs + 512 * p + 64 * t), l, h;
+
+			if (five) {
+				__m512i bits = load(qh + 64 * t);
+
+				l = _mm512_ternarylogic_epi32(w, bytes(0x0f),
+					bit4(bits, 2 * p), 0xea);
+				h = _mm512_ternarylogic_epi32(
+					_mm512_srli_epi32(w, 4), bytes(0x0f),
+					bit4(bits, 2 * p + 1), 0xea);
+			} else {
+				l = _mm512_and_si512(w, bytes(0x0f));
+				h = _mm512_and_si512(w, bytes(0xf0));
+			}
+			UNROLL
+			for (c = 0; c < nc; c++) {
+				const int8_t *q = cols[c].qs + 256 * b +
+						  64 * p + 4 * t;
+
+				lo[c] = dot(lo[c], l, q);
+				hi[c] = dot(hi[c], h, q + 32);
+			}
+		}
+		{
+			__m512 s0 = k_scale(sc, d, 0, 2 * p);
+			__m512 s1 = k_scale(sc, d, 0, 2 * p + 1);
+			__m512 m0 = k_scale(sc, dmin, 1, 2 * p);
+			__m512 m1 = k_scale(sc, dmin, 1, 2 * p + 1);
+			const float h1 = five ? 1.0f : 0.0625f;
+
+			UNROLL
+			for (c = 0; c < nc; c++) {
+				int64_t i = 8 * b + 2 * p;
+
+				acc[c] = fma_i(lo[c], _mm512_mul_ps(s0,
+					_mm512_set1_ps(cols[c].d[i])), acc[c]);
+				acc[c] = fma_i(hi[c], _mm512_mul_ps(s1,
+					_mm512_set1_ps(cols[c].d[i + 1] * h1)),
+					acc[c]);
+				acc[c] = _mm512_fnmadd_ps(m0, _mm512_set1_ps(
+					cols[c].s32[i]), acc[c]);
+				acc[c] = _mm512_fnmadd_ps(m1, _mm512_set1_ps(
+					cols[c].s32[i + 1]), acc[c]);
+			}
+		}
+	}
+}
+
+/* Q6_K, super-block b of a group against nc columns.  Per half n of 128
+ * values and 4-value step t, chunks A and B of ql (bytes 64 n + 4 t and
+ * 64 n + 32 + 4 t) and H of qh (32 n + 4 t) give 4 values of each 32:
+ * A's and B's low nibbles, then their high ones, with bits 0-1, 2-3,
+ * 4-5 and 6-7 of H above them.  Steps 0-3 and 4-7 are the two 16s of
+ * each 32, 16 scales in all; the values' offset 32 times the scale and
+ * each column's d * sum(q) per 16 leaves the sum once per scale. */
+INLINE void g_q6_k(const char *g, int64_t b, const struct qcol *cols,
+		   const int nc, __m512 *acc)
+{
+	const size_t bs = sizeof(struct loom_block_q6_k);
+	const char *x = g + b * CPU_W_ROWS * bs;
+	const char *ql = x + AT(loom_block_q6_k, ql);
+	const char *qh = x + AT(loom_block_q6_k, qh);
+	const char *sc = x + AT(loom_block_q6_k, scales);
+	const __m512 d = halves(x + AT(loom_block_q6_k, d));
+	const __m512i m4 = bytes(0x0f), m2 = bytes(0x30);
+	int n, h, t, v, c;
+
+	UNROLL
+	for (n = 0; n < 2; n++) {
+		UNROLL
+		for (h = 0; h < 2; h++) {
+			__m512i s[4][3];
+
+			fetch(x, CPU_W_ROWS * bs, 2 * n + h, 4);
+			for (v = 0; v < 4; v++)
+				for (c = 0; c < nc; c++)
+					s[v][c] = _mm512_setzero_si512();
+			UNROLL
+			for (t = 4 * h; t < 4 * h + 4; t++) {
+				__m512i A = load(ql + 64 * (16 * n + t));
+				__m512i B = load(ql + 64 * (16 * n + 8 + t));
+				__m512i H = load(qh + 64 * (8 * n + t));
+				__m512i u[4] = {
+					_mm512_ternarylogic_epi32(A, m4,
+						_mm512_and_si512(
+						_mm512_slli_epi32(H, 4), m2),
+						0xea),
+					_mm512_ternarylogic_epi32(B, m4,
+						_mm512_and_si512(
+						_mm512_slli_epi32(H, 2), m2),
+						0xea),
+					_mm512_ternarylogic_epi32(
+						_mm512_srli_epi32(A, 4), m4,
+						_mm512_and_si512(H, m2), 0xea),
+					_mm512_ternarylogic_epi32(
+						_mm512_srli_epi32(B, 4), m4,
+						_mm512_and_si512(
+						_mm512_srli_epi32(H, 2), m2),
+						0xea),
+				};
+
+				UNROLL
+				for (c = 0; c < nc; c++) {
+					const int8_t *q = cols[c].qs +
+						256 * b + 128 * n + 4 * t;
+
+					UNROLL
+					for (v = 0; v < 4; v++)
+						s[v][c] = dot(s[v][c], u[v],
+							      q + 32 * v);
+				}
+			}
+			UNROLL
+			for (v = 0; v < 4; v++) {
+				/* Scale 8 n + 2 v + h: byte of its chunk,
+				 * signed. */
+				int k = 8 * n + 2 * v + h;
+				__m512 f = _mm512_mul_ps(d, _mm512_cvtepi32_ps(
+					_mm512_srai_epi32(_mm512_slli_epi32(
+						load(sc + 64 * (k / 4)),
+						24 - 8 * (k % 4)), 24)));
+
+				UNROLL
+				for (c = 0; c < nc; c++) {
+					acc[c] = fma_i(s[v][c], _mm512_mul_ps(
+						f, _mm512_set1_ps(cols[c].d[
+							8 * b + 4 * n + v])),
+						acc[c]);
+					acc[c] = _mm512_fnmadd_ps(f,
+						_mm512_set1_ps(32.0f *
+							cols[c].s[16 * b + k]),
+						acc[c]);
+				}
+			}
+		}
+	}
+}
+
+/* ng groups at gs (rows of k values) against nc columns, one row per
+ * lane of out. */
+INLINE void w_groups(const enum loom_type type, const char *const *gs,
+		     const int ng, int64_t k, const struct qcol *cols,
+		     const int nc, float *const *out)
+{
+	__m512 acc[2][3];
+	int64_t j;
+	int c, e;
+
+	for (e = 0; e < ng; e++)
+		for (c = 0; c < nc; c++)
+			acc[e][c] = _mm512_setzero_ps();
+	for (j = 0; j < k / loom_type_block_size(type); j++)
+		UNROLL
+		for (e = 0; e < ng; e++) {
+			if (type == LOOM_TYPE_Q4_0)
+				g_q4_0(gs[e], j, cols, nc, acc[e]);
+			else if (type == LOOM_TYPE_Q6_K)
+				g_q6_k(gs[e], j, cols, nc, acc[e]);
+			else
+				g_qk(type == LOOM_TYPE_Q5_K, gs[e], j, cols,
+				     nc, acc[e]);
+		}
+	for (e = 0; e < ng; e++)
+		for (c = 0; c < nc; c++)
+			_mm512_storeu_ps(out[3 * e + c], acc[e][c]);
+}
+
+/* One or two groups against n columns, each count its own kernel. */
+INLINE void w_pick(const enum loom_type type, const char *const *gs,
+		   const int ng, int64_t k, const struct qcol *cols, int64_t n,
+		   float *const *out)
+{
+	if (ng == 2 && n == 1)
+		w_groups(type, gs, 2, k, cols, 1, out);
+	else if (ng == 2 && n == 2)
+		w_groups(type, gs, 2, k, cols, 2, out);
+	else if (ng == 2)
+		w_groups(type, gs, 2, k, cols, 3, out);
+	else if (n == 1)
+		w_groups(type, gs, 1, k, cols, 1, out);
+	else if (n == 2)
+		w_groups(type, gs, 1, k, cols, 2, out);
+	else
+		w_groups(type, gs, 1, k, cols, 3, out);
+}
+
+/* Pairs of groups, one from each half of the rows; with an odd count
+ * the middle group goes alone, last. */
+INLINE void w_typed(const enum loom_type type, const char *a, size_t arow,
+		    int64_t m0, int64_t m1, int64_t k, const char *qb,
+		    int64_t n, const struct cpu_cols *out)
+{
+	size_t cb = cpu_q8_col_bytes(k);
+	int64_t ng = (m1 - m0) / CPU_W_ROWS, half = ng / 2, t;
+	struct qcol cols[3];
+	int c;
+
+	for (c = 0; c < n; c++)
+		cols[c] = col_at(qb + c * cb, k);
+	for (t = 0; t < ng - half; t++) {
+		int64_t r[2] = { m0 + t * CPU_W_ROWS,
+				 m0 + (half + t) * CPU_W_ROWS };
+		const char *gs[2];
+		float *o[6] = { NULL };
+		int e, two = t < half;
+
+		if (t == ng - half - 1 && ng % 2) {
+			r[0] = m0 + half * 2 * CPU_W_ROWS;
+			two = 0;
+		}
+		for (e = 0; e < 2; e++) {
+			gs[e] = a + r[e] * arow;
+			for (c = 0; c < n; c++)
+				o[3 * e + c] = cpu_cols_at(out, c) + r[e];
+		}
+		w_pick(type, gs, two ? 2 : 1, k, cols, n, o);
+	}
+}
+
+void cpu_w_gv(enum loom_type type, const char *a, size_t arow, int64_t m0,
+	      int64_t m1, int64_t k, const char *qb, int64_t n,
+	      const struct cpu_cols *out)
+{
+	switch (type) {
+	case LOOM_TYPE_Q4_0:
+		w_typed(LOOM_TYPE_Q4_0, a, arow, m0, m1, k, qb, n, out);
+		break;
+	case LOOM_TYPE_Q4_K:
+		w_typed(LOOM_TYPE_Q4_K, a, arow, m0, m1, k, qb, n, out);
+		break;
+	case LOOM_TYPE_Q5_K:
+		w_typed(LOOM_TYPE_Q5_K, a, arow, m0, m1, k, qb, n, out);
+		break;
+	case LOOM_TYPE_Q6_K:
+		w_typed(LOOM_TYPE_Q6_K, a, arow, m0, m1, k, qb, n, out);
+		break;
+	default:
+		break;
+	}
+}
+
+#endif
