@@ -14,7 +14,7 @@ trap 'rm -f "$out" "$out.err"' EXIT
 n=0
 failed=0
 
-echo "1..7"
+echo "1..8"
 
 # check NAME KEY... -- COMMAND...: COMMAND succeeds and its JSON has every
 # KEY.
@@ -79,6 +79,16 @@ if "$bench" gemm --size nonsense >"$out" 2>"$out.err" ||
 	failed=1
 else
 	echo "ok $n - a bad option fails with a message"
+fi
+
+# A number out of range names the option and its range.
+n=$((n + 1))
+if "$bench" gemv --reps 9999 >"$out" 2>"$out.err" ||
+   ! grep -q -- "--reps takes a whole number from 1 to 1000" "$out.err"; then
+	echo "not ok $n - a number out of range names its option and range"
+	failed=1
+else
+	echo "ok $n - a number out of range names its option and range"
 fi
 rm -f "$out.err"
 exit $failed

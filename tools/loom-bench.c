@@ -18,7 +18,9 @@
 
 #include "bench-util.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,14 +123,23 @@ static int parse_types(const char *s, struct bench_opts *o)
 	return 0;
 }
 
-static int parse_int(const char *s, long long lo, long long hi,
-		     long long *out)
+/* s as a whole number from lo to hi, or a message naming the option. */
+static int parse_int(const char *opt, const char *s, long long lo,
+		     long long hi, long long *out)
 {
 	char *end;
-	long long v = strtoll(s, &end, 10);
+	long long v;
 
-	if (*s == '\0' || *end != '\0' || v < lo || v > hi) {
-		fprintf(stderr, "loom-bench: bad number '%s'\n", s);
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (*s == '\0' || *end != '\0' || errno || v < lo || v > hi) {
+		if (hi == LLONG_MAX)
+			fprintf(stderr, "loom-bench: %s takes a whole number "
+					"from %lld on, not '%s'\n", opt, lo, s);
+		else
+			fprintf(stderr, "loom-bench: %s takes a whole number "
+					"from %lld to %lld, not '%s'\n", opt,
+				lo, hi, s);
 		return -1;
 	}
 	*out = v;
@@ -180,7 +191,7 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 		switch (c) {
 		case 't':
 		case OPT_THREADS:
-			if (parse_int(optarg, 1, 4096, &v))
+			if (parse_int("--threads", optarg, 1, 4096, &v))
 				return -1;
 			o->threads = (int)v;
 			break;
@@ -192,7 +203,7 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 			o->json = true;
 			break;
 		case OPT_REPS:
-			if (parse_int(optarg, 1, 1000, &v))
+			if (parse_int("--reps", optarg, 1, 1000, &v))
 				return -1;
 			o->reps = (int)v;
 			break;
@@ -218,32 +229,32 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 			o->gguf = optarg;
 			break;
 		case OPT_GPU_LAYERS:
-			if (parse_int(optarg, 0, 1 << 20, &v))
+			if (parse_int("--gpu-layers", optarg, 0, 1 << 20, &v))
 				return -1;
 			o->gpu_layers = (int)v;
 			break;
 		case OPT_PREFILL:
-			if (parse_int(optarg, 1, 1 << 20, &v))
+			if (parse_int("--prefill", optarg, 1, 1 << 20, &v))
 				return -1;
 			o->prefill = (int)v;
 			break;
 		case OPT_DECODE:
-			if (parse_int(optarg, 0, 1 << 20, &v))
+			if (parse_int("--decode", optarg, 0, 1 << 20, &v))
 				return -1;
 			o->decode = (int)v;
 			break;
 		case OPT_SIZE:
-			if (parse_int(optarg, 32, 1 << 20, &v))
+			if (parse_int("--size", optarg, 32, 1 << 20, &v))
 				return -1;
 			o->size = v;
 			break;
 		case OPT_ROWS:
-			if (parse_int(optarg, 1, INT64_MAX, &v))
+			if (parse_int("--rows", optarg, 1, LLONG_MAX, &v))
 				return -1;
 			o->rows = v;
 			break;
 		case OPT_PARTS:
-			if (parse_int(optarg, 2, 64, &v))
+			if (parse_int("--parts", optarg, 2, 64, &v))
 				return -1;
 			o->parts = (int)v;
 			break;
@@ -251,12 +262,12 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 			o->world = true;
 			break;
 		case OPT_MAX_BYTES:
-			if (parse_int(optarg, 16, 64 << 20, &v))
+			if (parse_int("--max-bytes", optarg, 16, 64 << 20, &v))
 				return -1;
 			o->max_bytes = (size_t)v;
 			break;
 		case OPT_SEED:
-			if (parse_int(optarg, 0, INT64_MAX, &v))
+			if (parse_int("--seed", optarg, 0, LLONG_MAX, &v))
 				return -1;
 			o->seed = (uint64_t)v;
 			break;
