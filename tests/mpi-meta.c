@@ -148,8 +148,7 @@ static size_t held(struct llama_model *m, loom_dev_t *dev)
 	size_t sizes[MAX_LOCAL] = { 0 }, sum = 0;
 
 	if (loom_dev_type(dev) != LOOM_DEV_TYPE_META)
-		return loom_buffer_size(buf) +
-		       loom_buffer_size(llama_model_matrix_buffer(m));
+		return llama_model_held_bytes(m, 0);
 	*(void **)&fn = loom_reg_proc_address(loom_dev_reg(dev),
 					      LOOM_PROC_META_BUFFER_DEV_SIZES);
 	if (!fn || fn(buf, sizes, MAX_LOCAL))

@@ -108,8 +108,7 @@ static void member_sizes(struct model_run *r, struct llama_model *m,
 	loom_buffer_t *cbuf = llama_model_compute_buffer(m);
 
 	r->n_members = 1;
-	r->dev_weights[0] = loom_buffer_size(llama_model_weight_buffer(m)) +
-			    loom_buffer_size(llama_model_matrix_buffer(m));
+	r->dev_weights[0] = llama_model_held_bytes(m, 0);
 	r->dev_compute[0] = r->compute_bytes;
 	if (!r->is_meta || !reg)
 		return;
@@ -173,8 +172,8 @@ static void placed_sizes(struct model_run *r, struct llama_model *m,
 			 const struct engine *e)
 {
 	r->n_members = 2;
-	r->dev_weights[0] = loom_buffer_size(llama_model_weight_buffer(m));
-	r->dev_weights[1] = loom_buffer_size(llama_model_rest_buffer(m));
+	r->dev_weights[0] = llama_model_held_bytes(m, 0);
+	r->dev_weights[1] = llama_model_held_bytes(m, 1);
 	r->dev_compute[0] = loom_sched_buffer_size(e->s, 0);
 	r->dev_compute[1] = loom_sched_buffer_size(e->s, 1);
 	r->compute_bytes = r->dev_compute[0] + r->dev_compute[1];

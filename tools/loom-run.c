@@ -540,8 +540,8 @@ static int member_sizes(struct llama_model *m, loom_dev_t *dev,
 	memset(c, 0, (size_t)n * sizeof(*c));
 	if (s) {
 		/* Split: the two devices' weights and compute memory. */
-		w[0] = loom_buffer_size(llama_model_weight_buffer(m));
-		w[1] = loom_buffer_size(llama_model_rest_buffer(m));
+		w[0] = llama_model_held_bytes(m, 0);
+		w[1] = llama_model_held_bytes(m, 1);
 		c[0] = loom_sched_buffer_size(s, 0);
 		c[1] = loom_sched_buffer_size(s, 1);
 		return 2;
@@ -550,8 +550,7 @@ static int member_sizes(struct llama_model *m, loom_dev_t *dev,
 		*(void **)&fn = loom_reg_proc_address(
 			loom_dev_reg(dev), LOOM_PROC_META_BUFFER_DEV_SIZES);
 	if (!fn) {
-		w[0] = loom_buffer_size(llama_model_weight_buffer(m)) +
-		       loom_buffer_size(llama_model_matrix_buffer(m));
+		w[0] = llama_model_held_bytes(m, 0);
 		c[0] = cb ? loom_buffer_size(cb) : 0;
 		return 1;
 	}

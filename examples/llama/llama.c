@@ -39,11 +39,11 @@ struct llama_model {
 	int64_t n_first;
 	loom_ctx_t *wctx_rest;
 	loom_buffer_t *wbuf_rest;
-	/* The weights only mul_mat reads, on dev alone: in the device's
-	 * weight buffer type when it has one of its own. */
-	struct loom_tensor **mats;
-	size_t n_mats;
-	loom_buffer_t *wbuf_mat;
+	/* The weights only mul_mat reads, on dev ([0]) and on rest ([1]):
+	 * in that device's weight buffer type when it has one of its own. */
+	struct loom_tensor **mats[2];
+	size_t n_mats[2];
+	loom_buffer_t *wbuf_mat[2];
 	loom_ctx_t *probe;      /* scratch descriptors while placing */
 	struct loom_tensor *tok_embd, *output_norm, *output;
 	struct loom_tensor *rope_freqs;
@@ -332,34 +332,35 @@ static struct loom_tensor *place_weight(struct llama_model *m,
 					const char *name, int64_t layer,
 					enum use u)
 {
-	struct loom_tensor *probe;
-	bool first;
+	struct loom_tensor *probe, *t, **mats;
+	bool first = true;
+	int part;
 
-	if (!m->rest) {
-		struct loom_tensor *t = new_weight(m->wctx, type, n_dims, ne0,
-						   ne1, ne2, name);
-		struct loom_tensor **mats;
-
-		if (!t || u != USE_MAT)
-			return t;
-		mats = realloc(m->mats, (m->n_mats + 1) * sizeof(*mats));
-		if (!mats) {
-			loom_error_set(LOOM_E_NOMEM, "llama: no memory");
-			return NULL;
+	if (m->rest) {
+		first = layer >= 0 ? layer < m->n_first :
+				     m->n_first >= m->hp.n_layer;
+		if (first && u != USE_EMBD && u != USE_HOST) {
+			probe = new_weight(m->probe, type, n_dims, ne0, ne1,
+					   ne2, name);
+			first = probe && dev_runs_use(m->probe, m->dev, probe,
+						      u);
+		} else {
+			first = false;
 		}
-		m->mats = mats;
-		m->mats[m->n_mats++] = t;
+	}
+	t = new_weight(first ? m->wctx : m->wctx_rest, type, n_dims, ne0, ne1,
+		       ne2, name);
+	if (!t || u != USE_MAT)
 		return t;
+	part = first ? 0 : 1;
+	mats = realloc(m->mats[part], (m->n_mats[part] + 1) * sizeof(*mats));
+	if (!mats) {
+		loom_error_set(LOOM_E_NOMEM, "llama: no memory");
+		return NULL;
 	}
-	first = layer >= 0 ? layer < m->n_first : m->n_first >= m->hp.n_layer;
-	if (first && u != USE_EMBD && u != USE_HOST) {
-		probe = new_weight(m->probe, type, n_dims, ne0, ne1, ne2, name);
-		first = probe && dev_runs_use(m->probe, m->dev, probe, u);
-	} else {
-		first = false;
-	}
-	return new_weight(first ? m->wctx : m->wctx_rest, type, n_dims, ne0,
-			  ne1, ne2, name);
+	m->mats[part] = mats;
+	m->mats[part][m->n_mats[part]++] = t;
+	return t;
 }
 
 static int create_tensors(struct llama_model *m)
@@ -559,28 +560,31 @@ static int read_freq_factors(struct llama_model *m)
 	return ret;
 }
 
-/* Places the matrices only mul_mat reads in one buffer of dev's weight
- * buffer type, where that is not dev's own buffer type. */
-static int alloc_mats(struct llama_model *m)
+/* Places the matrices of part (0: on dev, 1: on rest) that only mul_mat
+ * reads in one buffer of that device's weight buffer type, where that is
+ * not the device's own buffer type. */
+static int alloc_mats(struct llama_model *m, int part, loom_dev_t *dev)
 {
-	loom_buffer_type_t *wbt = loom_dev_weight_buffer_type(m->dev);
-	size_t align, size = 0, off = 0;
+	loom_buffer_type_t *wbt = loom_dev_weight_buffer_type(dev);
+	struct loom_tensor **mats = m->mats[part];
+	size_t n = m->n_mats[part], align, size = 0, off = 0;
 	int ret = LOOM_OK;
 
-	if (!m->n_mats || !wbt || wbt == loom_dev_buffer_type(m->dev))
+	if (!n || !wbt || wbt == loom_dev_buffer_type(dev))
 		return LOOM_OK;
 	align = loom_buffer_type_alignment(wbt);
-	for (size_t i = 0; i < m->n_mats; i++)
-		size += (loom_buffer_type_alloc_size(wbt, m->mats[i]) +
-			 align - 1) / align * align;
-	ret = loom_buffer_type_alloc_buffer(wbt, size, &m->wbuf_mat);
-	for (size_t i = 0; !ret && i < m->n_mats; i++) {
-		ret = loom_tensor_place(m->mats[i], m->wbuf_mat, off);
-		off += (loom_buffer_type_alloc_size(wbt, m->mats[i]) +
-			align - 1) / align * align;
+	for (size_t i = 0; i < n; i++)
+		size += (loom_buffer_type_alloc_size(wbt, mats[i]) + align -
+			 1) / align * align;
+	ret = loom_buffer_type_alloc_buffer(wbt, size, &m->wbuf_mat[part]);
+	for (size_t i = 0; !ret && i < n; i++) {
+		ret = loom_tensor_place(mats[i], m->wbuf_mat[part], off);
+		off += (loom_buffer_type_alloc_size(wbt, mats[i]) + align -
+			1) / align * align;
 	}
 	if (!ret)
-		loom_buffer_set_usage(m->wbuf_mat, LOOM_BUFFER_USAGE_WEIGHTS);
+		loom_buffer_set_usage(m->wbuf_mat[part],
+				      LOOM_BUFFER_USAGE_WEIGHTS);
 	return ret;
 }
 
@@ -652,7 +656,9 @@ static int model_new(const struct llama_hparams *hp,
 	m->probe = NULL;
 	if (ret)
 		goto err_free;
-	ret = alloc_mats(m);
+	ret = alloc_mats(m, 0, m->dev);
+	if (!ret && m->rest)
+		ret = alloc_mats(m, 1, m->rest);
 	if (!ret)
 		ret = alloc_weights(m->wctx, m->dev, &m->wbuf);
 	if (!ret && m->rest)
@@ -727,8 +733,10 @@ void llama_model_free(struct llama_model *m)
 	loom_galloc_free(m->galloc);
 	loom_buffer_free(m->wbuf);
 	loom_buffer_free(m->wbuf_rest);
-	loom_buffer_free(m->wbuf_mat);
-	free(m->mats);
+	for (int part = 0; part < 2; part++) {
+		loom_buffer_free(m->wbuf_mat[part]);
+		free(m->mats[part]);
+	}
 	loom_ctx_free(m->wctx);
 	loom_ctx_free(m->wctx_rest);
 	loom_ctx_free(m->probe);
@@ -780,9 +788,12 @@ loom_buffer_t *llama_model_weight_buffer(const struct llama_model *m)
 	return m->wbuf;
 }
 
-loom_buffer_t *llama_model_matrix_buffer(const struct llama_model *m)
+size_t llama_model_held_bytes(const struct llama_model *m, int part)
 {
-	return m->wbuf_mat;
+	if (part < 0 || part > 1)
+		return 0;
+	return loom_buffer_size(part ? m->wbuf_rest : m->wbuf) +
+	       loom_buffer_size(m->wbuf_mat[part]);
 }
 
 loom_dev_t *llama_model_rest_device(const struct llama_model *m)
@@ -1343,7 +1354,8 @@ bool llama_dev_runs(const struct llama_hparams *hp,
 	}
 	drop_graph(&m);
 	loom_ctx_free(m.wctx);
-	free(m.mats);
+	free(m.mats[0]);
+	free(m.mats[1]);
 	free(m.layers);
 	return ok;
 }

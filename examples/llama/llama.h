@@ -146,10 +146,12 @@ int64_t llama_model_n_params(const struct llama_model *m);
  * buffer (NULL before the first llama_eval or llama_model_reserve); both
  * owned by m. */
 loom_buffer_t *llama_model_weight_buffer(const struct llama_model *m);
-/* The matrices that only mul_mat reads, where the device's weight buffer
- * type is one of its own (loom_dev_weight_buffer_type): that buffer, owned
- * by m; NULL when they are in the weight buffer. */
-loom_buffer_t *llama_model_matrix_buffer(const struct llama_model *m);
+/* Bytes of weights and cache m holds on its device (part 0) or on its
+ * rest device (part 1; 0 for a model on one device): that weight buffer
+ * and, where the device's weight buffer type is one of its own
+ * (loom_dev_weight_buffer_type), the buffer of the matrices that only
+ * mul_mat reads, which are placed there. */
+size_t llama_model_held_bytes(const struct llama_model *m, int part);
 /* A placed model's rest device and the buffer of the weights and cache it
  * holds (NULL for a model on one device); owned by m. */
 loom_dev_t *llama_model_rest_device(const struct llama_model *m);

@@ -29,38 +29,36 @@ struct w_field {
 
 #define FIELD(T, f) { offsetof(struct T, f), sizeof(((struct T *)0)->f) }
 
-/* The fields of each type the buffer interleaves, in their order; NULL
- * for any other type. */
+/* The fields of each type the buffer interleaves, in their order. */
+static const struct w_field q4_0_fields[] = {
+	FIELD(loom_block_q4_0, d), FIELD(loom_block_q4_0, qs), { 0 },
+};
+static const struct w_field q4_k_fields[] = {
+	FIELD(loom_block_q4_k, d), FIELD(loom_block_q4_k, dmin),
+	FIELD(loom_block_q4_k, scales), FIELD(loom_block_q4_k, qs), { 0 },
+};
+static const struct w_field q5_k_fields[] = {
+	FIELD(loom_block_q5_k, d), FIELD(loom_block_q5_k, dmin),
+	FIELD(loom_block_q5_k, scales), FIELD(loom_block_q5_k, qh),
+	FIELD(loom_block_q5_k, qs), { 0 },
+};
+static const struct w_field q6_k_fields[] = {
+	FIELD(loom_block_q6_k, ql), FIELD(loom_block_q6_k, qh),
+	FIELD(loom_block_q6_k, scales), FIELD(loom_block_q6_k, d), { 0 },
+};
+
+/* NULL for a type the buffer stores as it is. */
 static const struct w_field *fields_of(enum loom_type type)
 {
-	static const struct w_field q4_0[] = {
-		FIELD(loom_block_q4_0, d), FIELD(loom_block_q4_0, qs), { 0 },
-	};
-	static const struct w_field q4_k[] = {
-		FIELD(loom_block_q4_k, d), FIELD(loom_block_q4_k, dmin),
-		FIELD(loom_block_q4_k, scales), FIELD(loom_block_q4_k, qs),
-		{ 0 },
-	};
-	static const struct w_field q5_k[] = {
-		FIELD(loom_block_q5_k, d), FIELD(loom_block_q5_k, dmin),
-		FIELD(loom_block_q5_k, scales), FIELD(loom_block_q5_k, qh),
-		FIELD(loom_block_q5_k, qs), { 0 },
-	};
-	static const struct w_field q6_k[] = {
-		FIELD(loom_block_q6_k, ql), FIELD(loom_block_q6_k, qh),
-		FIELD(loom_block_q6_k, scales), FIELD(loom_block_q6_k, d),
-		{ 0 },
-	};
-
 	switch (type) {
 	case LOOM_TYPE_Q4_0:
-		return q4_0;
+		return q4_0_fields;
 	case LOOM_TYPE_Q4_K:
-		return q4_k;
+		return q4_k_fields;
 	case LOOM_TYPE_Q5_K:
-		return q5_k;
+		return q5_k_fields;
 	case LOOM_TYPE_Q6_K:
-		return q6_k;
+		return q6_k_fields;
 	default:
 		return NULL;
 	}
@@ -69,6 +67,15 @@ static const struct w_field *fields_of(enum loom_type type)
 static size_t elem_bytes(const struct w_field *f)
 {
 	return f->bytes % 4 ? 2 : 4;
+}
+
+/* An element of w bytes (2 or 4), copied by a constant-size move. */
+static inline void move_elem(char *dst, const char *src, size_t w)
+{
+	if (w == 2)
+		memcpy(dst, src, 2);
+	else
+		memcpy(dst, src, 4);
 }
 
 bool cpu_w_available(void)
@@ -149,11 +156,12 @@ void cpu_w_pack(enum loom_type type, const char *rows, size_t arow,
 
 			for (int r = 0; r < CPU_W_ROWS; r++)
 				for (size_t i = 0; i < f->bytes / w; i++)
-					memcpy(g + CPU_W_ROWS * (f->off + w * i) +
-						       w * r,
-					       rows + r * arow + j * bs +
-						       f->off + w * i,
-					       w);
+					move_elem(g + CPU_W_ROWS *
+							  (f->off + w * i) +
+						  w * r,
+						  rows + r * arow + j * bs +
+							  f->off + w * i,
+						  w);
 		}
 	}
 }
@@ -161,7 +169,8 @@ void cpu_w_pack(enum loom_type type, const char *rows, size_t arow,
 /* Four chunks c of a field (16 bytes of every row) back to its rows x:
  * transposed 4 x 4 within each 128-bit lane, lane L of u[v] is row
  * 4 L + v's 16 bytes. */
-static void unpack16(const char *c, char *x, size_t arow)
+static inline __attribute__((always_inline)) void
+unpack16(const char *c, char *x, size_t arow)
 {
 	__m512i c0 = _mm512_loadu_si512(c);
 	__m512i c1 = _mm512_loadu_si512(c + 64);
@@ -192,14 +201,14 @@ static void unpack16(const char *c, char *x, size_t arow)
 
 /* Per block, per field: 16 bytes of every row at a time through
  * unpack16, the rest (halves, Q4_K's 12 scale bytes) element by
- * element. */
-void cpu_w_unpack(enum loom_type type, const char *group, int64_t k,
-		  char *rows, size_t arow)
+ * element.  Inlined per type, so that the fields are constants. */
+static inline __attribute__((always_inline)) void
+unpack_fields(const struct w_field *fs, size_t bs, int64_t nb,
+	      const char *group, char *rows, size_t arow)
 {
-	const struct w_field *f, *fs = fields_of(type);
-	size_t bs = loom_type_size(type);
+	const struct w_field *f;
 
-	for (int64_t j = 0; j < k / loom_type_block_size(type); j++) {
+	for (int64_t j = 0; j < nb; j++) {
 		const char *g = group + j * CPU_W_ROWS * bs;
 		char *x = rows + j * bs;
 
@@ -212,11 +221,35 @@ void cpu_w_unpack(enum loom_type type, const char *group, int64_t k,
 						 x + f->off + i, arow);
 			for (; i < f->bytes; i += w)
 				for (int r = 0; r < CPU_W_ROWS; r++)
-					memcpy(x + r * arow + f->off + i,
-					       g + CPU_W_ROWS * (f->off + i) +
-						       w * r,
-					       w);
+					move_elem(x + r * arow + f->off + i,
+						  g + CPU_W_ROWS * (f->off + i) +
+							  w * r,
+						  w);
 		}
+	}
+}
+
+void cpu_w_unpack(enum loom_type type, const char *group, int64_t k,
+		  char *rows, size_t arow)
+{
+	int64_t nb = k / loom_type_block_size(type);
+	size_t bs = loom_type_size(type);
+
+	switch (type) {
+	case LOOM_TYPE_Q4_0:
+		unpack_fields(q4_0_fields, bs, nb, group, rows, arow);
+		break;
+	case LOOM_TYPE_Q4_K:
+		unpack_fields(q4_k_fields, bs, nb, group, rows, arow);
+		break;
+	case LOOM_TYPE_Q5_K:
+		unpack_fields(q5_k_fields, bs, nb, group, rows, arow);
+		break;
+	case LOOM_TYPE_Q6_K:
+		unpack_fields(q6_k_fields, bs, nb, group, rows, arow);
+		break;
+	default:
+		break;
 	}
 }
 
