@@ -180,6 +180,11 @@ cpu_rows_mm cpu_amx_mm;
 #define CPU_W_ROWS 16
 #define CPU_W_CHUNK 128
 
+/* X(type) for every type it interleaves. */
+#define CPU_W_TYPES(X)                                                   \
+	X(LOOM_TYPE_Q4_0) X(LOOM_TYPE_Q4_K) X(LOOM_TYPE_Q5_K)            \
+	X(LOOM_TYPE_Q6_K)
+
 /* Whether t is such a matrix (stored interleaved). */
 bool cpu_w_interleaved(const struct loom_tensor *t);
 /* 16 rows of k values (arow bytes apart) of type to one group, and

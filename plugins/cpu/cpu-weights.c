@@ -236,18 +236,12 @@ void cpu_w_unpack(enum loom_type type, const char *group, int64_t k,
 	size_t bs = loom_type_size(type);
 
 	switch (type) {
-	case LOOM_TYPE_Q4_0:
-		unpack_fields(q4_0_fields, bs, nb, group, rows, arow);
+#define CASE(T)                                                      \
+	case T:                                                      \
+		unpack_fields(fields_of(T), bs, nb, group, rows, arow); \
 		break;
-	case LOOM_TYPE_Q4_K:
-		unpack_fields(q4_k_fields, bs, nb, group, rows, arow);
-		break;
-	case LOOM_TYPE_Q5_K:
-		unpack_fields(q5_k_fields, bs, nb, group, rows, arow);
-		break;
-	case LOOM_TYPE_Q6_K:
-		unpack_fields(q6_k_fields, bs, nb, group, rows, arow);
-		break;
+	CPU_W_TYPES(CASE)
+#undef CASE
 	default:
 		break;
 	}

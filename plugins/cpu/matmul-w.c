@@ -391,18 +391,12 @@ void cpu_w_gv(enum loom_type type, const char *a, size_t arow, int64_t m0,
 	      const struct cpu_cols *out)
 {
 	switch (type) {
-	case LOOM_TYPE_Q4_0:
-		w_typed(LOOM_TYPE_Q4_0, a, arow, m0, m1, k, qb, n, out);
+#define CASE(T)                                                 \
+	case T:                                                 \
+		w_typed(T, a, arow, m0, m1, k, qb, n, out);     \
 		break;
-	case LOOM_TYPE_Q4_K:
-		w_typed(LOOM_TYPE_Q4_K, a, arow, m0, m1, k, qb, n, out);
-		break;
-	case LOOM_TYPE_Q5_K:
-		w_typed(LOOM_TYPE_Q5_K, a, arow, m0, m1, k, qb, n, out);
-		break;
-	case LOOM_TYPE_Q6_K:
-		w_typed(LOOM_TYPE_Q6_K, a, arow, m0, m1, k, qb, n, out);
-		break;
+	CPU_W_TYPES(CASE)
+#undef CASE
 	default:
 		break;
 	}
