@@ -976,8 +976,14 @@ static struct loom_tensor *ffn_moe(struct build *b, struct llama_layer *l,
 {
 	const struct llama_hparams *hp = &b->m->hp;
 	loom_ctx_t *c = b->c;
-	int64_t t = b->n_tokens, k = hp->n_expert_used;
+	int64_t t, k = hp->n_expert_used;
 	struct loom_tensor *probs, *sel, *w, *gate, *up, *down, *sum;
+
+	if (!cur)
+		return NULL;
+	/* The tokens of cur: the last layer's may be fewer than the
+	 * batch's. */
+	t = cur->ne[1];
 
 	probs = loom_soft_max(c, loom_mul_mat(c, l->ffn_gate_inp, cur), NULL,
 			      1.0f);
@@ -1060,14 +1066,16 @@ static int build_graph(struct llama_model *m, int n_tokens, int n_kv,
 
 		cur = attention(&b, l, rms(&b, x, l->attn_norm));
 		x = loom_add(c, x, cur);
+		/* Past the last layer's attention only the tokens whose
+		 * logits are asked for matter: its FFN runs on them alone. */
+		if (x && !all_logits && n_tokens > 1 && i == hp->n_layer - 1)
+			x = loom_view_2d(c, x, hp->n_embd, 1, x->nb[1],
+					 (size_t)(n_tokens - 1) * x->nb[1]);
 		cur = rms(&b, x, l->ffn_norm);
 		cur = is_moe(hp) ? ffn_moe(&b, l, cur) : ffn_dense(&b, l, cur);
 		x = loom_add(c, x, cur);
 	}
 	x = rms(&b, x, m->output_norm);
-	if (x && !all_logits && n_tokens > 1)
-		x = loom_view_2d(c, x, hp->n_embd, 1, x->nb[1],
-				 (size_t)(n_tokens - 1) * x->nb[1]);
 	x = loom_mul_mat(c, m->output, x);
 	if (!x) {
 		ret = loom_error_set(LOOM_E_INVAL, "llama: graph: %s",
