@@ -13,7 +13,8 @@
 /* ---- status, log, env (status.c, log.c, env.c) ---- */
 
 /* loom_error_set() with a va_list; returns status. */
-int loom__vset_error(int status, const char *fmt, va_list ap);
+int loom__vset_error(int status, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
 /* Forgets this thread's last error message. */
 void loom__clear_error(void);
 /* loom_env_get() without logging (for the log level itself). */
