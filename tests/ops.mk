@@ -10,3 +10,6 @@ tests_test_ops_LDADD = tests/libopsuite.la $(TEST_LIBS)
 
 TESTS += tests/test-ops-no-amx.sh
 EXTRA_DIST += tests/test-ops-no-amx.sh
+
+TESTS += tests/test-ops-meta.sh
+EXTRA_DIST += tests/test-ops-meta.sh

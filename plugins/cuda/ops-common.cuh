@@ -53,14 +53,23 @@ static inline int64_t view_nrows(const tview &v)
 }
 
 /* True when v's elements are packed in logical order, so element i of
- * the flattened tensor is element i of a row starting at v.data. */
+ * the flattened tensor is element i of a row starting at v.data.  The
+ * stride of a dimension of one element never moves an index, so it may be
+ * anything (a transposed row vector is flat). */
 static inline bool view_is_flat(const tview &v)
 {
 	int64_t blck = loom_type_block_size((enum loom_type)v.type);
-	int64_t size = (int64_t)loom_type_size((enum loom_type)v.type);
+	int64_t want = (int64_t)loom_type_size((enum loom_type)v.type);
 
-	return v.nb[0] == size && v.nb[1] == size * (v.ne[0] / blck) &&
-	       v.nb[2] == v.nb[1] * v.ne[1] && v.nb[3] == v.nb[2] * v.ne[2];
+	if (v.nb[0] != want)
+		return false;
+	want *= v.ne[0] / blck;
+	for (int d = 1; d < 4; d++) {
+		if (v.ne[d] != 1 && v.nb[d] != want)
+			return false;
+		want *= v.ne[d];
+	}
+	return true;
 }
 
 static inline unsigned int grid_for(int64_t n, int block = OPS_BLOCK)
