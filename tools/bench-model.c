@@ -58,6 +58,7 @@ struct model_run {
 	int64_t n_first;
 	struct loom_sched_stats sched; /* of the decode steps alone */
 	double copy_share;             /* of the decode time */
+	double limit_gbps; /* what its decode GB/s is a share of, or 0 */
 };
 
 struct model_bench {
@@ -79,6 +80,10 @@ struct model_bench {
 	 * per token beyond one process). */
 	struct app_world world;
 	double world_allreduce_us;
+	/* Devices other than the CPU: each one's own copy bandwidth. */
+	loom_dev_t *copy_dev[MODEL_MAX_RUNS];
+	double copy_gbps[MODEL_MAX_RUNS];
+	int n_copy;
 };
 
 static void add_note(struct model_bench *mb, const char *fmt, ...)
@@ -802,9 +807,9 @@ static void print_json(struct model_bench *mb)
 			   1e3 / r->decode_tok_s : 0);
 		bj_num(&j, "decode_ms_median", r->decode_ms_median);
 		bj_num(&j, "decode_gbps", r->gbps);
-		if (mb->st.read_gbps > 0)
+		if (r->limit_gbps > 0)
 			bj_num(&j, "share_of_stream",
-			       r->gbps / mb->st.read_gbps);
+			       r->gbps / r->limit_gbps);
 		bj_int(&j, "compute_bytes", (int64_t)r->compute_bytes);
 		if (r->has_nmse)
 			bj_num(&j, "nmse_vs_single", r->nmse);
@@ -836,6 +841,62 @@ static void fmt_mib_list(char *out, size_t size, const size_t *v, int n)
 					i ? " + " : "", v[i] / 1048576.0);
 }
 
+/* The copy bandwidth of dev (not a CPU), measured once; 0 when that
+ * fails. */
+static double dev_copy_gbps(struct model_bench *mb, loom_dev_t *dev)
+{
+	struct bench_device d;
+
+	for (int i = 0; i < mb->n_copy; i++)
+		if (mb->copy_dev[i] == dev)
+			return mb->copy_gbps[i];
+	if (mb->n_copy == MODEL_MAX_RUNS ||
+	    bench_device_limits(dev, mb->o, &d))
+		return 0;
+	mb->copy_dev[mb->n_copy] = dev;
+	mb->copy_gbps[mb->n_copy++] = d.copy_gbps;
+	return d.copy_gbps;
+}
+
+/* The bandwidth a run's decode is a share of: STREAM read on the CPU and
+ * on a meta device over CPU partitions (which share that memory), a
+ * device's own copy otherwise, summed over the distinct members of a meta
+ * device ("meta(cuda0,cuda1)"); 0 (no share) for a split run. */
+static double run_limit(struct model_bench *mb, const struct model_run *r)
+{
+	char names[sizeof(r->desc)], *save = NULL, *open;
+	loom_dev_t *seen[MODEL_MAX_MEMBERS];
+	int n_seen = 0;
+	double sum = 0;
+
+	if (r->rest || bench_dev_is_cpu(r->dev))
+		return r->rest ? 0 : mb->st.read_gbps;
+	if (loom_dev_type(r->dev) != LOOM_DEV_TYPE_META)
+		return dev_copy_gbps(mb, r->dev);
+	snprintf(names, sizeof(names), "%s", r->desc);
+	open = strchr(names, '(');
+	if (!open || !strchr(open, ')'))
+		return 0;
+	*strchr(open, ')') = '\0';
+	for (char *n = strtok_r(open + 1, ",", &save); n;
+	     n = strtok_r(NULL, ",", &save)) {
+		loom_dev_t *m = loom_dev_by_name(n);
+		bool dup = false;
+
+		if (!m)
+			return 0;
+		if (bench_dev_is_cpu(m))
+			return mb->st.read_gbps;
+		for (int i = 0; i < n_seen; i++)
+			dup = dup || seen[i] == m;
+		if (dup || n_seen == MODEL_MAX_MEMBERS)
+			continue;
+		seen[n_seen++] = m;
+		sum += dev_copy_gbps(mb, m);
+	}
+	return sum;
+}
+
 static void print_table(struct model_bench *mb)
 {
 	static const char *const heads[] = {
@@ -854,9 +915,9 @@ static void print_table(struct model_bench *mb)
 		const struct model_run *r = &mb->runs[i];
 		char share[16] = "-", nm[24] = "-", w[96], c[96], name[128];
 
-		if (mb->st.read_gbps > 0 && o->decode)
+		if (r->limit_gbps > 0 && o->decode)
 			snprintf(share, sizeof(share), "%.0f%%",
-				 100 * r->gbps / mb->st.read_gbps);
+				 100 * r->gbps / r->limit_gbps);
 		if (r->has_nmse)
 			snprintf(nm, sizeof(nm), "%.2e", r->nmse);
 		else if (i == 0 && !r->is_meta && mb->n_runs > 1)
@@ -892,6 +953,10 @@ static void print_table(struct model_bench *mb)
 		       "STREAM read %.1f GB/s (%d threads, same run)\n",
 		       mb->decode_bytes / 1048576.0, mb->st.read_gbps,
 		       mb->st.threads);
+	for (int i = 0; i < mb->n_copy; i++)
+		printf("%s: its own copy %.0f GB/s (read + write) stands for "
+		       "STREAM\n", loom_dev_name(mb->copy_dev[i]),
+		       mb->copy_gbps[i]);
 	if (meta && (whole || ref)) {
 		const struct model_run *base = whole ? whole : ref;
 
@@ -1106,6 +1171,9 @@ int bench_cmd_model(const struct bench_opts *o)
 		}
 	}
 
+	if (!o->no_limits)
+		for (int i = 0; i < mb->n_runs; i++)
+			mb->runs[i].limit_gbps = run_limit(mb, &mb->runs[i]);
 	/* Under mpirun every rank measured; rank 0 reports. */
 	if (app_world_prints(&mb->world) && o->json)
 		print_json(mb);

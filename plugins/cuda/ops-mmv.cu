@@ -110,12 +110,15 @@ __device__ __forceinline__ void mmv_store(const mmv_args &p,
  * Quantized weights.
  */
 
-/* Blocks staged per step: a multiple of 16 bytes, and 32 sub-units of 32
- * values (64 for Q6_K), so that each lane takes one (two). */
+/* Blocks staged per step, a multiple of 16 bytes: 64 for Q8_0 and Q4_0
+ * (2176 and 1152 bytes, 64 units of 32 values), 16 for the K-quants
+ * (2304-3360 bytes, 128 units); each lane takes several units.  What a
+ * warp has in flight sets the bandwidth: on an H200, 576-byte steps
+ * (Q4_0, Q4_K) read 37-40% of the copy bandwidth, these 54-79%; twice as
+ * many blocks gave no more. */
 template <int T> struct qstage {
 	enum {
-		blocks = T == LOOM_TYPE_Q8_0 || T == LOOM_TYPE_Q4_0 ? 32 :
-			 T == LOOM_TYPE_Q6_K ? 8 : 4,
+		blocks = T == LOOM_TYPE_Q8_0 || T == LOOM_TYPE_Q4_0 ? 64 : 16,
 		bytes = blocks * qtraits<T>::size,
 	};
 };
