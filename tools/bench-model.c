@@ -422,12 +422,35 @@ static void fall_back(struct model_bench *mb)
 	}
 }
 
+/* The model's shape, for the meta devices the runs make. */
+static struct loom_meta_model *model_shape(struct model_bench *mb)
+{
+	/* A meta device keeps the pointer: it must outlive the run. */
+	static struct loom_meta_model shape;
+
+	llama_meta_model(&mb->hp, &shape);
+	return &shape;
+}
+
+/* A composed meta device (LOOM_META_DEVICES) splits without knowing the
+ * heads, and guesses them wrong where head_dim is not 64 or 128: a meta
+ * device over the same members with the model's shape in its place, or
+ * meta itself when that cannot be made. */
+static loom_dev_t *meta_with_shape(struct model_bench *mb, loom_dev_t *meta)
+{
+	loom_dev_t *devs[MODEL_MAX_MEMBERS], *own;
+	size_t n = meta_members(meta, devs, MODEL_MAX_MEMBERS);
+
+	if (n >= 1 && !loom_meta_dev_new(devs, n, model_split,
+					 model_shape(mb), NULL, &own))
+		return own;
+	return meta;
+}
+
 /* The devices to run: --devices, else the best single device plus a meta
  * device (the registered one, or one made over the CPU partitions). */
 static int plan_devices(struct model_bench *mb)
 {
-	/* The meta device keeps the pointer: it must outlive the run. */
-	static struct loom_meta_model shape;
 	const struct bench_opts *o = mb->o;
 	loom_dev_t *single, *meta;
 	loom_reg_t *cpu;
@@ -446,6 +469,8 @@ static int plan_devices(struct model_bench *mb)
 				return loom_error_set(LOOM_E_NOT_FOUND,
 						      "no device '%s' (see "
 						      "loom-info)", p);
+			if (loom_dev_type(dev) == LOOM_DEV_TYPE_META)
+				dev = meta_with_shape(mb, dev);
 			add_run(mb, dev);
 		}
 		return LOOM_OK;
@@ -460,16 +485,8 @@ static int plan_devices(struct model_bench *mb)
 
 	meta = loom_dev_by_type(LOOM_DEV_TYPE_META);
 	cpu = loom_reg_by_name("cpu");
-	llama_meta_model(&mb->hp, &shape);
 	if (meta) {
-		/* The composed device splits without knowing the heads; the
-		 * same members with the model's shape split by whole heads. */
-		loom_dev_t *devs[MODEL_MAX_MEMBERS], *own;
-		size_t n = meta_members(meta, devs, MODEL_MAX_MEMBERS);
-
-		if (n >= 1 && !loom_meta_dev_new(devs, n, model_split, &shape,
-						 NULL, &own))
-			meta = own;
+		meta = meta_with_shape(mb, meta);
 	} else if (cpu && loom_reg_dev_count(cpu) >=
 				  (mb->world.meta ? 1u : 2u)) {
 		loom_dev_t *devs[MODEL_MAX_MEMBERS];
@@ -480,8 +497,8 @@ static int plan_devices(struct model_bench *mb)
 			n = MODEL_MAX_MEMBERS;
 		for (size_t i = 0; i < n; i++)
 			devs[i] = loom_reg_dev(cpu, i);
-		ret = loom_meta_dev_new(devs, n, model_split, &shape, NULL,
-					&meta);
+		ret = loom_meta_dev_new(devs, n, model_split, model_shape(mb),
+					NULL, &meta);
 		if (ret) {
 			add_note(mb, "meta run skipped: %s", loom_error_message());
 			meta = NULL;
@@ -861,38 +878,29 @@ static double dev_copy_gbps(struct model_bench *mb, loom_dev_t *dev)
 /* The bandwidth a run's decode is a share of: STREAM read on the CPU and
  * on a meta device over CPU partitions (which share that memory), a
  * device's own copy otherwise, summed over the distinct members of a meta
- * device ("meta(cuda0,cuda1)"); 0 (no share) for a split run. */
+ * device; 0 (no share) for a split run. */
 static double run_limit(struct model_bench *mb, const struct model_run *r)
 {
-	char names[sizeof(r->desc)], *save = NULL, *open;
-	loom_dev_t *seen[MODEL_MAX_MEMBERS];
-	int n_seen = 0;
+	loom_dev_t *devs[MODEL_MAX_MEMBERS];
+	size_t n;
 	double sum = 0;
 
-	if (r->rest || bench_dev_is_cpu(r->dev))
-		return r->rest ? 0 : mb->st.read_gbps;
+	if (r->rest)
+		return 0;
+	if (bench_dev_is_cpu(r->dev))
+		return mb->st.read_gbps;
 	if (loom_dev_type(r->dev) != LOOM_DEV_TYPE_META)
 		return dev_copy_gbps(mb, r->dev);
-	snprintf(names, sizeof(names), "%s", r->desc);
-	open = strchr(names, '(');
-	if (!open || !strchr(open, ')'))
-		return 0;
-	*strchr(open, ')') = '\0';
-	for (char *n = strtok_r(open + 1, ",", &save); n;
-	     n = strtok_r(NULL, ",", &save)) {
-		loom_dev_t *m = loom_dev_by_name(n);
+	n = meta_members(r->dev, devs, MODEL_MAX_MEMBERS);
+	for (size_t i = 0; i < n; i++) {
 		bool dup = false;
 
-		if (!m)
-			return 0;
-		if (bench_dev_is_cpu(m))
+		if (bench_dev_is_cpu(devs[i]))
 			return mb->st.read_gbps;
-		for (int i = 0; i < n_seen; i++)
-			dup = dup || seen[i] == m;
-		if (dup || n_seen == MODEL_MAX_MEMBERS)
-			continue;
-		seen[n_seen++] = m;
-		sum += dev_copy_gbps(mb, m);
+		for (size_t k = 0; k < i; k++)
+			dup = dup || devs[k] == devs[i];
+		if (!dup)
+			sum += dev_copy_gbps(mb, devs[i]);
 	}
 	return sum;
 }
