@@ -14,7 +14,7 @@ trap 'rm -f "$out" "$out.err"' EXIT
 n=0
 failed=0
 
-echo "1..9"
+echo "1..11"
 
 # check NAME KEY... -- COMMAND...: COMMAND succeeds and its JSON has every
 # KEY.
@@ -73,6 +73,16 @@ check "model on a named meta device" devices decode_tok_s -- \
 
 check "gemm" gflops peak_gflops -- \
 	"$bench" gemm --size 128 --reps 1 --no-limits --json
+check "gemm of a given shape" gflops m n k -- \
+	"$bench" gemm --shape 96x40x64 --reps 1 --no-limits --json
+n=$((n + 1))
+if grep -q '"m": *96,' "$out" && grep -q '"n": *40,' "$out" &&
+   grep -q '"k": *64,' "$out"; then
+	echo "ok $n - gemm ran m, n and k as given"
+else
+	echo "not ok $n - gemm --shape 96x40x64: $(tr -d '\n' <"$out")"
+	failed=1
+fi
 check "gemv, every type" gbps stream_gbps -- \
 	"$bench" gemv --size 256 --rows 512 --reps 1 --no-limits --json
 # The allreduce run checks every sum it times and fails on a wrong one.
@@ -82,7 +92,9 @@ check "dispatch" us_per_op -- "$bench" dispatch --reps 1 --json
 
 n=$((n + 1))
 if "$bench" gemm --size nonsense >"$out" 2>"$out.err" ||
-   ! [ -s "$out.err" ]; then
+   ! [ -s "$out.err" ] ||
+   "$bench" gemm --shape 96x40 >"$out" 2>"$out.err" ||
+   ! grep -q -- "--shape takes MxNxK" "$out.err"; then
 	echo "not ok $n - a bad option fails with a message"
 	failed=1
 else

@@ -55,11 +55,15 @@ out:
 
 int bench_cmd_gemm(const struct bench_opts *o)
 {
-	static const char *const heads[] = { "GEMM", "type", "m=n=k",
-					     "ms", "GFLOP/s", "of peak",
-					     "vs OpenBLAS" };
+	const bool shaped = o->shape[0] > 0;
+	const char *const heads[] = { "GEMM", "type",
+				      shaped ? "m x n x k" : "m=n=k", "ms",
+				      "GFLOP/s", "of peak", "vs OpenBLAS" };
 	int64_t s = o->size ? o->size : 2048;
-	double flops = 2.0 * (double)s * (double)s * (double)s;
+	int64_t m = shaped ? o->shape[0] : s, n = shaped ? o->shape[1] : s;
+	int64_t k = shaped ? o->shape[2] : s;
+	double flops = 2.0 * (double)m * (double)n * (double)k;
+	char dims[64];
 	struct bench_opts oo = *o;
 	struct bench_peak peak = { 0 };
 	struct bench_device devlim = { 0 };
@@ -75,10 +79,18 @@ int bench_cmd_gemm(const struct bench_opts *o)
 		oo.types[0] = LOOM_TYPE_F32;
 	}
 	for (int i = 0; i < oo.n_types; i++)
-		if (s % loom_type_block_size(oo.types[i]))
-			return bench_fail("--size must be a multiple of every "
+		if (k % loom_type_block_size(oo.types[i]))
+			return bench_fail(shaped ? "--shape: k must be a "
+					  "multiple of every type's block "
+					  "(256 for K-quants)" :
+					  "--size must be a multiple of every "
 					  "type's block (256 for K-quants)",
 					  LOOM_E_INVAL);
+	if (shaped)
+		snprintf(dims, sizeof(dims), "%lldx%lldx%lld", (long long)m,
+			 (long long)n, (long long)k);
+	else
+		snprintf(dims, sizeof(dims), "%lld", (long long)s);
 	dev = bench_open_device(&oo);
 	if (!dev)
 		return 1;
@@ -100,7 +112,7 @@ int bench_cmd_gemm(const struct bench_opts *o)
 	}
 	for (int i = 0; i < oo.n_types; i++) {
 		bench_progress("gemm", i, oo.n_types);
-		ret = bench_mm_time(dev, &oo, oo.types[i], s, s, s, &t, NULL);
+		ret = bench_mm_time(dev, &oo, oo.types[i], m, n, k, &t, NULL);
 		if (ret)
 			return bench_fail(loom_type_name(oo.types[i]), ret);
 		gflops[i] = flops / t * 1e-9;
@@ -109,7 +121,7 @@ int bench_cmd_gemm(const struct bench_opts *o)
 		bench_progress("openblas", 0, 1);
 		ret = bench_openblas_load(bench_limit_threads(&oo), &ob);
 		if (!ret)
-			ret = bench_openblas_sgemm(&ob, s, s, s, oo.reps, &t);
+			ret = bench_openblas_sgemm(&ob, m, n, k, oo.reps, &t);
 		if (ret) {
 			bench_warn_last_error();
 		} else {
@@ -123,9 +135,9 @@ int bench_cmd_gemm(const struct bench_opts *o)
 		struct bench_json j;
 
 		bj_begin_run(&j, dev, bench_limit_threads(&oo));
-		bj_int(&j, "m", s);
-		bj_int(&j, "n", s);
-		bj_int(&j, "k", s);
+		bj_int(&j, "m", m);
+		bj_int(&j, "n", n);
+		bj_int(&j, "k", k);
 		bj_str(&j, "type", loom_type_name(oo.types[0]));
 		bj_num(&j, "gflops", gflops[0]);
 		if (devlim.boost_tflops > 0)
@@ -176,9 +188,9 @@ int bench_cmd_gemm(const struct bench_opts *o)
 		if (have_ob)
 			snprintf(vs, sizeof(vs), "%.2fx",
 				 gflops[i] / ob_gflops);
-		bench_table_row(tab, "loom %s\t%s\t%lld\t%.1f\t%.1f\t%s\t%s",
+		bench_table_row(tab, "loom %s\t%s\t%s\t%.1f\t%.1f\t%s\t%s",
 				loom_dev_name(dev), loom_type_name(oo.types[i]),
-				(long long)s, flops / gflops[i] * 1e-6,
+				dims, flops / gflops[i] * 1e-6,
 				gflops[i], share, vs);
 	}
 	if (have_ob) {
@@ -186,10 +198,10 @@ int bench_cmd_gemm(const struct bench_opts *o)
 
 		bench_fmt_share(share, sizeof(share), ob_gflops, peak.gflops);
 		bench_table_row(tab,
-				"OpenBLAS (%s%s)\tf32\t%lld\t%.1f\t%.1f\t%s"
+				"OpenBLAS (%s%s)\tf32\t%s\t%.1f\t%.1f\t%s"
 				"\t1.00x", ob.core,
 				ob.forced[0] ? ", forced" : "",
-				(long long)s, flops / ob_gflops * 1e-6,
+				dims, flops / ob_gflops * 1e-6,
 				ob_gflops, share);
 	}
 	bench_table_print(tab, stdout, NULL);

@@ -29,6 +29,7 @@ struct bench_opts {
 	int prefill;          /* --prefill */
 	int decode;           /* --decode */
 	int64_t size;         /* --size: GEMM m = n = k, GEMV k */
+	int64_t shape[3];     /* --shape MxNxK: GEMM m, n, k; 0: not given */
 	int64_t rows;         /* --rows: GEMV m (default: 4x the LLC) */
 	int parts;            /* --parts: allreduce partitions */
 	bool world;           /* --world: allreduce across MPI ranks */

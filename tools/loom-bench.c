@@ -82,6 +82,8 @@ static void usage(FILE *f)
 		"                      against the second device alone\n"
 		"  --size N            gemm: m = n = k (default 2048); "
 		"gemv: k\n"
+		"  --shape MxNxK       gemm: m, n and k apart (a model's "
+		"shapes)\n"
 		"  --rows M            gemv: m (default: matrices of 4x the "
 		"last-level cache)\n"
 		"  --parts N           allreduce: CPU partitions (default 2)\n"
@@ -151,8 +153,30 @@ enum {
 	OPT_COMPARE, OPT_PRESET, OPT_PREFILL, OPT_DECODE, OPT_SIZE,
 	OPT_PARTS, OPT_WORLD, OPT_MAX_BYTES, OPT_SEED, OPT_QUICK,
 	OPT_NO_LIMITS, OPT_INTERNAL, OPT_ROWS, OPT_SAVE, OPT_GGUF, OPT_HELP,
-	OPT_VERSION, OPT_GPU_LAYERS,
+	OPT_VERSION, OPT_GPU_LAYERS, OPT_SHAPE,
 };
+
+/* "MxNxK" as three whole numbers from 1 to 2^20, or a message. */
+static int parse_shape(const char *s, int64_t out[3])
+{
+	char buf[64], *p, *save = NULL;
+	int i = 0;
+	long long v;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (p = strtok_r(buf, "x", &save); p; p = strtok_r(NULL, "x", &save)) {
+		if (i == 3 || parse_int("--shape", p, 1, 1 << 20, &v))
+			break;
+		out[i++] = v;
+	}
+	if (p || i != 3) {
+		if (!p || i == 3)
+			fprintf(stderr, "loom-bench: --shape takes MxNxK, "
+					"three whole numbers (got '%s')\n", s);
+		return -1;
+	}
+	return 0;
+}
 
 static const struct option long_opts[] = {
 	{ "threads", required_argument, NULL, OPT_THREADS },
@@ -166,6 +190,7 @@ static const struct option long_opts[] = {
 	{ "prefill", required_argument, NULL, OPT_PREFILL },
 	{ "decode", required_argument, NULL, OPT_DECODE },
 	{ "size", required_argument, NULL, OPT_SIZE },
+	{ "shape", required_argument, NULL, OPT_SHAPE },
 	{ "parts", required_argument, NULL, OPT_PARTS },
 	{ "world", no_argument, NULL, OPT_WORLD },
 	{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
@@ -247,6 +272,10 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 			if (parse_int("--size", optarg, 32, 1 << 20, &v))
 				return -1;
 			o->size = v;
+			break;
+		case OPT_SHAPE:
+			if (parse_shape(optarg, o->shape))
+				return -1;
 			break;
 		case OPT_ROWS:
 			if (parse_int("--rows", optarg, 1, LLONG_MAX, &v))
