@@ -126,8 +126,16 @@ static bool is_noop(const struct loom_tensor *node)
 
 size_t cpu_op_work_size(const struct loom_tensor *node, int nth)
 {
+	size_t w;
+
 	switch (node->op) {
 	case LOOM_OP_MUL_MAT:
+		/* Room for the attention kernel, should the plan fuse. */
+		w = cpu_mul_mat_work_size(node, nth);
+		if (cpu_attn_shape_ok(node) &&
+		    cpu_attn_work_size(node, nth) > w)
+			w = cpu_attn_work_size(node, nth);
+		return w;
 	case LOOM_OP_MUL_MAT_ID:
 		return cpu_mul_mat_work_size(node, nth);
 	default:
@@ -203,11 +211,14 @@ void cpu_graph_run(struct cpu_bar *bar, const struct cpu_plan *plan,
 		.wsize = wsize,
 		.bar = bar,
 	};
-	struct loom_tensor *const *nodes = plan->nodes;
+	const struct cpu_step *steps = plan->steps;
 	size_t i, n = plan->n;
 
 	for (i = 0; i < n; i++) {
-		compute_node(&task, nodes[i]);
+		if (steps[i].attn)
+			cpu_op_attn(&task, steps[i].node);
+		else
+			compute_node(&task, steps[i].node);
 		/* The next node may read anything this one wrote. */
 		if (nth > 1)
 			cpu_bar_wait(bar);
@@ -234,15 +245,53 @@ static double node_work(const struct loom_tensor *node)
 	return v;
 }
 
-/* The nodes of g that a kernel runs for; NULL when out of memory.  The
- * caller frees it (or the pool, once the job has run). */
+/* Nodes of g that read t (as a source or as the tensor they view). */
+static int readers(loom_graph_t *g, const struct loom_tensor *t)
+{
+	size_t i, n = loom_graph_n_nodes(g);
+	int count = 0, j;
+
+	for (i = 0; i < n; i++) {
+		const struct loom_tensor *node = loom_graph_node(g, i);
+
+		count += node->view_src == t;
+		for (j = 0; j < LOOM_MAX_SRC; j++)
+			count += node->src[j] == t;
+	}
+	return count;
+}
+
+/* Whether node i of g (out = mul_mat(v, sm)) and the two steps before it
+ * in the plan (kq = mul_mat(k, q), sm = soft_max(kq, ...)) run as one
+ * attention kernel: the shapes suit it, and kq and sm are read by nothing
+ * else and are not outputs, so that leaving them unwritten loses nothing. */
+static bool attn_fuses(loom_graph_t *g, size_t i, const struct cpu_plan *plan)
+{
+	const struct loom_tensor *out = loom_graph_node(g, i);
+	const struct loom_tensor *sm, *kq;
+
+	if (plan->n < 2 || !cpu_attn_shape_ok(out))
+		return false;
+	sm = out->src[1];
+	kq = sm->src[0];
+	if (plan->steps[plan->n - 1].node != sm ||
+	    plan->steps[plan->n - 2].node != kq ||
+	    plan->steps[plan->n - 2].attn ||
+	    (sm->flags | kq->flags) & LOOM_TENSOR_OUTPUT)
+		return false;
+	return readers(g, kq) == 1 && readers(g, sm) == 1;
+}
+
+/* The steps of g: the nodes a kernel runs for, attention fused where it
+ * can be; NULL when out of memory.  The caller frees it (or the pool,
+ * once the job has run). */
 static struct cpu_plan *plan_new(loom_graph_t *g)
 {
 	size_t i, n = loom_graph_n_nodes(g);
 	struct cpu_plan *plan;
 	double work = 0;
 
-	plan = malloc(sizeof(*plan) + n * sizeof(plan->nodes[0]));
+	plan = malloc(sizeof(*plan) + n * sizeof(plan->steps[0]));
 	if (!plan) {
 		loom_error_set(LOOM_E_NOMEM,
 			       "cpu: out of memory for a graph of %zu nodes",
@@ -253,10 +302,19 @@ static struct cpu_plan *plan_new(loom_graph_t *g)
 	for (i = 0; i < n; i++) {
 		struct loom_tensor *node = loom_graph_node(g, i);
 
-		if (!is_noop(node)) {
-			plan->nodes[plan->n++] = node;
-			work += node_work(node);
+		if (is_noop(node))
+			continue;
+		work += node_work(node);
+		if (node->op == LOOM_OP_MUL_MAT && attn_fuses(g, i, plan)) {
+			plan->n -= 2;
+			plan->steps[plan->n++] = (struct cpu_step){ node, true };
+			loom_log(LOOM_LOG_DEBUG, "cpu: mul_mat, soft_max and "
+				 "mul_mat into '%s' run as one attention "
+				 "kernel", *node->name ? node->name :
+				 "(unnamed)");
+			continue;
 		}
+		plan->steps[plan->n++] = (struct cpu_step){ node, false };
 	}
 	plan->fine = work < (double)CPU_FINE_NODE_WORK * (double)plan->n;
 	return plan;

@@ -203,6 +203,12 @@ void cpu_op_binary(const struct cpu_task *task, struct loom_tensor *dst);
 void cpu_op_unary(const struct cpu_task *task, struct loom_tensor *dst);
 void cpu_op_norm(const struct cpu_task *task, struct loom_tensor *dst);
 void cpu_op_soft_max(const struct cpu_task *task, struct loom_tensor *dst);
+/* out = mul_mat(v, soft_max(mul_mat(k, q), mask, scale)) in one pass
+ * (ops-attn.c): whether this variant runs out's shapes and types so, and
+ * the kernel, which writes out alone. */
+bool cpu_attn_shape_ok(const struct loom_tensor *out);
+size_t cpu_attn_work_size(const struct loom_tensor *out, int nth);
+void cpu_op_attn(const struct cpu_task *task, struct loom_tensor *out);
 void cpu_op_rope(const struct cpu_task *task, struct loom_tensor *dst);
 void cpu_op_get_rows(const struct cpu_task *task, struct loom_tensor *dst);
 void cpu_op_set_rows(const struct cpu_task *task, struct loom_tensor *dst);

@@ -133,10 +133,17 @@ struct cpu_copy {
 /* The nodes of a graph that a kernel runs for, in order, copied when the
  * graph is queued: workers walk this list and never the caller's graph,
  * which may be freed as soon as compute or synchronize has returned. */
+/* A step of a plan: a node's kernel, or with attn the attention kernel
+ * for node and the two nodes before it (cpu_op_attn). */
+struct cpu_step {
+	struct loom_tensor *node;
+	bool attn;
+};
+
 struct cpu_plan {
 	size_t n;
 	bool fine; /* little work per node: a barrier every few microseconds */
-	struct loom_tensor *nodes[];
+	struct cpu_step steps[];
 };
 
 struct cpu_job {

@@ -21,6 +21,7 @@ CPU_PLUGIN_SOURCES = \
 	plugins/cpu/ops-unary.c \
 	plugins/cpu/ops-norm.c \
 	plugins/cpu/ops-softmax.c \
+	plugins/cpu/ops-attn.c \
 	plugins/cpu/ops-rope.c \
 	plugins/cpu/ops-rows.c \
 	plugins/cpu/ops-copy.c \
