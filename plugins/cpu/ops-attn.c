@@ -68,8 +68,10 @@ bool cpu_attn_shape_ok(const struct loom_tensor *out)
 }
 
 #if defined(ATTN_FUSED)
+#define ATTN_INLINE static inline __attribute__((always_inline))
+
 /* r[i] = the sum of a[i]'s lanes, for eight vectors. */
-static inline __m256 sum8(const VF *a)
+ATTN_INLINE __m256 sum8(const VF *a)
 {
 	__m256 h[8], s01, s23, s45, s67, lo, hi;
 	int i;
@@ -95,13 +97,13 @@ static inline __m256 sum8(const VF *a)
 }
 
 /* VLEN values of a row of type t (F32 or F16) at p. */
-static inline VF load_row(enum loom_type t, const char *p)
+ATTN_INLINE VF load_row(enum loom_type t, const char *p)
 {
 	return t == LOOM_TYPE_F32 ? vload((const float *)p) :
 				    vload_f16((const uint16_t *)p);
 }
 
-static inline float load_one(enum loom_type t, const char *p)
+ATTN_INLINE float load_one(enum loom_type t, const char *p)
 {
 	uint16_t h;
 
@@ -111,37 +113,81 @@ static inline float load_one(enum loom_type t, const char *p)
 	return cpu_f16_to_f32(h);
 }
 
-/* dot(x[0..n), row of type t at p) for eight rows p[0..7]. */
-static inline __m256 dot8(enum loom_type t, const char *const *p,
-			  const float *x, int64_t n)
+/* dot(x[0..n), row of type t at p) for eight rows p[0..7]; t is a
+ * constant where it is called, so that the loads take no branch.  The
+ * sums stay in named registers (an array of them went to memory). */
+ATTN_INLINE __m256 dot8(enum loom_type t, const char *const *p,
+			const float *x, int64_t n)
 {
-	size_t es = t == LOOM_TYPE_F32 ? 4 : 2;
-	VF acc[8];
+	const size_t es = t == LOOM_TYPE_F32 ? 4 : 2;
+	const char *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
+	const char *p4 = p[4], *p5 = p[5], *p6 = p[6], *p7 = p[7];
+	VF a0 = vzero(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
+	   a6 = a0, a7 = a0;
 	__m256 r;
-	float tail[8];
 	int64_t i = 0;
-	int j;
 
-	for (j = 0; j < 8; j++)
-		acc[j] = vzero();
 	for (; i + VLEN <= n; i += VLEN) {
-		VF xv = vload(x + i);
+		const VF xv = vload(x + i);
+		const size_t o = (size_t)i * es;
 
-		for (j = 0; j < 8; j++)
-			acc[j] = vfma(load_row(t, p[j] + i * es), xv, acc[j]);
+		a0 = vfma(load_row(t, p0 + o), xv, a0);
+		a1 = vfma(load_row(t, p1 + o), xv, a1);
+		a2 = vfma(load_row(t, p2 + o), xv, a2);
+		a3 = vfma(load_row(t, p3 + o), xv, a3);
+		a4 = vfma(load_row(t, p4 + o), xv, a4);
+		a5 = vfma(load_row(t, p5 + o), xv, a5);
+		a6 = vfma(load_row(t, p6 + o), xv, a6);
+		a7 = vfma(load_row(t, p7 + o), xv, a7);
 	}
-	r = sum8(acc);
-	if (i == n)
-		return r;
-	for (j = 0; j < 8; j++) {
-		tail[j] = 0.0f;
-		for (int64_t m = i; m < n; m++)
-			tail[j] += load_one(t, p[j] + m * es) * x[m];
+	{
+		const VF acc[8] = { a0, a1, a2, a3, a4, a5, a6, a7 };
+
+		r = sum8(acc);
 	}
-	return _mm256_add_ps(r, _mm256_loadu_ps(tail));
+	if (i < n) {
+		float tail[8];
+
+		for (int j = 0; j < 8; j++) {
+			tail[j] = 0.0f;
+			for (int64_t m = i; m < n; m++)
+				tail[j] += load_one(t, p[j] + m * es) * x[m];
+		}
+		r = _mm256_add_ps(r, _mm256_loadu_ps(tail));
+	}
+	return r;
 }
 
-static inline float dot1(enum loom_type t, const char *p, const float *x,
+/* cpu_expf on eight lanes, step for step. */
+ATTN_INLINE __m256 exp8(__m256 x)
+{
+	const __m256 magic = _mm256_set1_ps(0x1.8p23f);
+	__m256 c, k, r, p;
+	__m256i ki;
+
+	c = _mm256_min_ps(x, _mm256_set1_ps(88.3f));
+	c = _mm256_max_ps(c, _mm256_set1_ps(-87.0f));
+	k = _mm256_sub_ps(_mm256_fmadd_ps(c, _mm256_set1_ps(
+		1.44269504088896341f), magic), magic);
+	r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693145751953125f), c);
+	r = _mm256_fnmadd_ps(k, _mm256_set1_ps(1.428606765330187e-06f), r);
+	p = _mm256_set1_ps(1.0f / 720.0f);
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+	ki = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(k),
+						_mm256_set1_epi32(127)), 23);
+	p = _mm256_mul_ps(p, _mm256_castsi256_ps(ki));
+	p = _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_set1_ps(-87.0f),
+					   _CMP_LT_OQ), p);
+	/* A NaN passes through. */
+	return _mm256_blendv_ps(p, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+ATTN_INLINE float dot1(enum loom_type t, const char *p, const float *x,
 			 int64_t n)
 {
 	size_t es = t == LOOM_TYPE_F32 ? 4 : 2;
@@ -170,8 +216,10 @@ static inline const char *bcast_row(const struct loom_tensor *t, int64_t i1,
 
 /* One row of q into y: softmax(scale * k q + mask) over the span
  * [lo, hi), times v. */
-static void attn_row(const struct loom_tensor *out, int64_t i1, int64_t i2,
-		     int64_t i3, float *s, float *m, float scale, float *y)
+ATTN_INLINE void attn_row_t(const enum loom_type kt, const enum loom_type vt,
+			    const struct loom_tensor *out, int64_t i1,
+			    int64_t i2, int64_t i3, float *s, float *m,
+			    float scale, float *y)
 {
 	const struct loom_tensor *v = out->src[0], *sm = out->src[1];
 	const struct loom_tensor *kq = sm->src[0], *mask = sm->src[1];
@@ -184,7 +232,7 @@ static void attn_row(const struct loom_tensor *out, int64_t i1, int64_t i2,
 	const char *kb = bcast_row(k, 0, i2, i3, n2, n3);
 	const char *vb = bcast_row(v, 0, i2, i3, n2, n3);
 	int64_t lo = 0, hi = n, j, c;
-	float max = -INFINITY, sum = 0.0f;
+	float max, sum;
 
 	if (mask) {
 		cpu_load_f32(mask->type, (const char *)mask->data +
@@ -204,26 +252,26 @@ static void attn_row(const struct loom_tensor *out, int64_t i1, int64_t i2,
 
 		for (c = 0; c < 8; c++)
 			p[c] = kb + (j + c) * k->nb[1];
-		r = _mm256_mul_ps(dot8(k->type, p, x, d), _mm256_set1_ps(scale));
+		r = _mm256_mul_ps(dot8(kt, p, x, d), _mm256_set1_ps(scale));
 		if (mask)
 			r = _mm256_add_ps(r, _mm256_loadu_ps(m + j));
 		_mm256_storeu_ps(s + j, r);
 	}
 	for (; j < hi; j++)
-		s[j] = dot1(k->type, kb + j * k->nb[1], x, d) * scale +
+		s[j] = dot1(kt, kb + j * k->nb[1], x, d) * scale +
 		       (mask ? m[j] : 0.0f);
-	for (j = lo; j < hi; j++)
-		max = s[j] > max ? s[j] : max;
+	max = cpu_vec_max(s + lo, hi - lo);
 	if (max == -INFINITY) {
 		/* Everything masked: no weight anywhere, as soft_max. */
 		memset(y, 0, (size_t)dv * sizeof(float));
 		return;
 	}
-	for (j = lo; j < hi; j++) {
+	for (j = lo; j + 8 <= hi; j += 8)
+		_mm256_storeu_ps(s + j, exp8(_mm256_sub_ps(
+			_mm256_loadu_ps(s + j), _mm256_set1_ps(max))));
+	for (; j < hi; j++)
 		s[j] = cpu_expf(s[j] - max);
-		sum += s[j];
-	}
-	sum = 1.0f / sum;
+	sum = 1.0f / cpu_vec_sum(s + lo, hi - lo);
 	/* Each output value: v's row over the span times the weights. */
 	for (c = 0; c + 8 <= dv; c += 8) {
 		const char *p[8];
@@ -231,15 +279,36 @@ static void attn_row(const struct loom_tensor *out, int64_t i1, int64_t i2,
 
 		for (e = 0; e < 8; e++)
 			p[e] = vb + (c + e) * v->nb[1] +
-			       lo * loom_type_size(v->type);
+			       lo * loom_type_size(vt);
 		_mm256_storeu_ps(y + c, _mm256_mul_ps(
-			dot8(v->type, p, s + lo, hi - lo),
+			dot8(vt, p, s + lo, hi - lo),
 			_mm256_set1_ps(sum)));
 	}
 	for (; c < dv; c++)
-		y[c] = dot1(v->type, vb + c * v->nb[1] +
-			    lo * loom_type_size(v->type), s + lo, hi - lo) *
+		y[c] = dot1(vt, vb + c * v->nb[1] +
+			    lo * loom_type_size(vt), s + lo, hi - lo) *
 		       sum;
+}
+
+/* attn_row_t for k's and v's types, each one compiled apart. */
+static void attn_row(const struct loom_tensor *out, int64_t i1, int64_t i2,
+		     int64_t i3, float *s, float *m, float scale, float *y)
+{
+	const enum loom_type kt = out->src[1]->src[0]->src[0]->type;
+	const enum loom_type vt = out->src[0]->type;
+
+	if (kt == LOOM_TYPE_F32 && vt == LOOM_TYPE_F32)
+		attn_row_t(LOOM_TYPE_F32, LOOM_TYPE_F32, out, i1, i2, i3, s, m,
+			   scale, y);
+	else if (kt == LOOM_TYPE_F16 && vt == LOOM_TYPE_F16)
+		attn_row_t(LOOM_TYPE_F16, LOOM_TYPE_F16, out, i1, i2, i3, s, m,
+			   scale, y);
+	else if (kt == LOOM_TYPE_F32)
+		attn_row_t(LOOM_TYPE_F32, LOOM_TYPE_F16, out, i1, i2, i3, s, m,
+			   scale, y);
+	else
+		attn_row_t(LOOM_TYPE_F16, LOOM_TYPE_F32, out, i1, i2, i3, s, m,
+			   scale, y);
 }
 #endif
 
