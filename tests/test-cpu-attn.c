@@ -204,36 +204,31 @@ static void check(const struct shape *s)
 	loom_backend_free(be);
 }
 
-static void test_f32(void)
+/* The cases: eight positions at a time with tails (f32), fewer positions
+ * than a vector (short), F16 k and v under a permuted q, and the two
+ * where the nodes stay apart. */
+static const struct {
+	const char *path;
+	struct shape s;
+} cases[] = {
+	{ "/cpu-attn/f32", { .kv = LOOM_TYPE_F32, .d = 64, .dv = 64,
+			     .nkv = 37, .nq = 9, .hq = 4, .hk = 2 } },
+	{ "/cpu-attn/short", { .kv = LOOM_TYPE_F32, .d = 32, .dv = 32,
+			       .nkv = 7, .nq = 6, .hq = 4, .hk = 2 } },
+	{ "/cpu-attn/f16", { .kv = LOOM_TYPE_F16, .d = 40, .dv = 24,
+			     .nkv = 70, .nq = 12, .hq = 6, .hk = 3,
+			     .q_view = true } },
+	{ "/cpu-attn/softmax-output", { .kv = LOOM_TYPE_F32, .d = 32,
+					.dv = 32, .nkv = 21, .nq = 7, .hq = 2,
+					.hk = 2, .sm_output = true } },
+	{ "/cpu-attn/scores-read", { .kv = LOOM_TYPE_F32, .d = 32, .dv = 16,
+				     .nkv = 21, .nq = 7, .hq = 2, .hk = 1,
+				     .kq_read = true } },
+};
+
+static void run_case(const void *data)
 {
-	const struct shape s = { LOOM_TYPE_F32, 32, 32, 7, 6, 4, 2, false,
-				 false, false };
-
-	check(&s);
-}
-
-static void test_f16(void)
-{
-	const struct shape s = { LOOM_TYPE_F16, 40, 24, 70, 12, 6, 3, false,
-				 false, true };
-
-	check(&s);
-}
-
-static void test_softmax_output(void)
-{
-	const struct shape s = { LOOM_TYPE_F32, 32, 32, 7, 6, 4, 2, true,
-				 false, false };
-
-	check(&s);
-}
-
-static void test_scores_read(void)
-{
-	const struct shape s = { LOOM_TYPE_F32, 32, 16, 21, 7, 2, 1, false,
-				 true, false };
-
-	check(&s);
+	check(data);
 }
 
 int main(int argc, char **argv)
@@ -245,10 +240,8 @@ int main(int argc, char **argv)
 	loom_log_set_callback(collect, NULL);
 	loom_log_set_level(LOOM_LOG_DEBUG);
 	g_assert_cmpint(loom_test_load_plugins(), ==, LOOM_OK);
-	g_test_add_func("/cpu-attn/f32", test_f32);
-	g_test_add_func("/cpu-attn/f16", test_f16);
-	g_test_add_func("/cpu-attn/softmax-output", test_softmax_output);
-	g_test_add_func("/cpu-attn/scores-read", test_scores_read);
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++)
+		g_test_add_data_func(cases[i].path, &cases[i].s, run_case);
 	ret = g_test_run();
 	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
 	g_string_free(log_text, TRUE);
