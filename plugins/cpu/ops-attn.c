@@ -12,8 +12,9 @@
  * layout attention reads from a transposed cache).  Where the mask is
  * causal this skips the half of the products the separate nodes compute
  * only to have the softmax zero them.  The backend fuses the nodes only
- * where nothing else reads kq or sm and neither is a graph output
- * (cpu_attn_fuses), so no result the caller can see goes missing.
+ * where nothing else reads kq or sm and neither is marked as an output
+ * (attn_fuses in cpu-backend.c), so no result the caller may read goes
+ * missing.
  */
 #include "cpu-ops.h"
 #include "cpu-simd.h"
