@@ -159,35 +159,6 @@ ATTN_INLINE __m256 dot8(enum loom_type t, const char *const *p,
 	return r;
 }
 
-/* cpu_expf on eight lanes, step for step. */
-ATTN_INLINE __m256 exp8(__m256 x)
-{
-	const __m256 magic = _mm256_set1_ps(0x1.8p23f);
-	__m256 c, k, r, p;
-	__m256i ki;
-
-	c = _mm256_min_ps(x, _mm256_set1_ps(88.3f));
-	c = _mm256_max_ps(c, _mm256_set1_ps(-87.0f));
-	k = _mm256_sub_ps(_mm256_fmadd_ps(c, _mm256_set1_ps(
-		1.44269504088896341f), magic), magic);
-	r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693145751953125f), c);
-	r = _mm256_fnmadd_ps(k, _mm256_set1_ps(1.428606765330187e-06f), r);
-	p = _mm256_set1_ps(1.0f / 720.0f);
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-	ki = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(k),
-						_mm256_set1_epi32(127)), 23);
-	p = _mm256_mul_ps(p, _mm256_castsi256_ps(ki));
-	p = _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_set1_ps(-87.0f),
-					   _CMP_LT_OQ), p);
-	/* A NaN passes through. */
-	return _mm256_blendv_ps(p, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-}
-
 ATTN_INLINE float dot1(enum loom_type t, const char *p, const float *x,
 			 int64_t n)
 {
@@ -268,7 +239,7 @@ ATTN_INLINE void attn_row_t(const enum loom_type kt, const enum loom_type vt,
 		return;
 	}
 	for (j = lo; j + 8 <= hi; j += 8)
-		_mm256_storeu_ps(s + j, exp8(_mm256_sub_ps(
+		_mm256_storeu_ps(s + j, cpu_exp256(_mm256_sub_ps(
 			_mm256_loadu_ps(s + j), _mm256_set1_ps(max))));
 	for (; j < hi; j++)
 		s[j] = cpu_expf(s[j] - max);

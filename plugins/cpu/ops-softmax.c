@@ -3,6 +3,7 @@
  * broadcast over dimensions 2 and 3.
  */
 #include "cpu-ops.h"
+#include "cpu-simd.h"
 
 void cpu_op_soft_max(const struct cpu_task *task, struct loom_tensor *dst)
 {
@@ -39,7 +40,14 @@ void cpu_op_soft_max(const struct cpu_task *task, struct loom_tensor *dst)
 			/* Everything masked: no weight anywhere. */
 			memset(d, 0, n * sizeof(float));
 		} else {
-			for (i = 0; i < n; i++)
+			i = 0;
+#if defined(CPU_HAVE_EXP256)
+			for (; i + 8 <= n; i += 8)
+				_mm256_storeu_ps(d + i, cpu_exp256(_mm256_sub_ps(
+					_mm256_loadu_ps(d + i),
+					_mm256_set1_ps(max))));
+#endif
+			for (; i < n; i++)
 				d[i] = cpu_expf(d[i] - max);
 			sum = cpu_vec_sum(d, n);
 			sum = 1.0f / sum;

@@ -4,6 +4,7 @@
  * and storage types go row by row through F32 scratch.
  */
 #include "cpu-ops.h"
+#include "cpu-simd.h"
 
 static void vec_unary(const struct loom_tensor *dst, float *d, const float *x,
 		      int64_t n)
@@ -19,14 +20,38 @@ static void vec_unary(const struct loom_tensor *dst, float *d, const float *x,
 		break;
 	}
 	case LOOM_OP_SILU:
-		for (i = 0; i < n; i++)
+		i = 0;
+#if defined(CPU_HAVE_EXP256)
+		for (; i + 8 <= n; i += 8) {
+			__m256 v = _mm256_loadu_ps(x + i);
+
+			_mm256_storeu_ps(d + i, _mm256_div_ps(v, _mm256_add_ps(
+				_mm256_set1_ps(1.0f), cpu_exp256(_mm256_sub_ps(
+					_mm256_setzero_ps(), v)))));
+		}
+#endif
+		for (; i < n; i++)
 			d[i] = x[i] / (1.0f + cpu_expf(-x[i]));
 		break;
 	case LOOM_OP_GELU:
 		/* 0.5 (1 + tanh(u)) = 1 / (1 + e^(-2u)), so gelu is
 		 * x / (1 + e^(-2u)), silu's form: an infinite x gives an
 		 * infinity of its sign, never inf - inf. */
-		for (i = 0; i < n; i++) {
+		i = 0;
+#if defined(CPU_HAVE_EXP256)
+		for (; i + 8 <= n; i += 8) {
+			__m256 v = _mm256_loadu_ps(x + i);
+			__m256 u = _mm256_mul_ps(_mm256_set1_ps(
+				0.7978845608028654f), _mm256_add_ps(v,
+				_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(
+					0.044715f), v), _mm256_mul_ps(v, v))));
+
+			_mm256_storeu_ps(d + i, _mm256_div_ps(v, _mm256_add_ps(
+				_mm256_set1_ps(1.0f), cpu_exp256(_mm256_mul_ps(
+					_mm256_set1_ps(-2.0f), u)))));
+		}
+#endif
+		for (; i < n; i++) {
 			float v = x[i];
 			float u = 0.7978845608028654f *
 				  (v + 0.044715f * v * v * v);
