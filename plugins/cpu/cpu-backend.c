@@ -245,20 +245,25 @@ static double node_work(const struct loom_tensor *node)
 	return v;
 }
 
-/* Nodes of g that read t (as a source or as the tensor they view). */
-static int readers(loom_graph_t *g, const struct loom_tensor *t)
+/* Whether a and b each have one reader in g (a node that has it as a
+ * source or views it), found in one pass over the nodes. */
+static bool read_once(loom_graph_t *g, const struct loom_tensor *a,
+		      const struct loom_tensor *b)
 {
 	size_t i, n = loom_graph_n_nodes(g);
-	int count = 0, j;
+	int na = 0, nb = 0, j;
 
 	for (i = 0; i < n; i++) {
 		const struct loom_tensor *node = loom_graph_node(g, i);
 
-		count += node->view_src == t;
-		for (j = 0; j < LOOM_MAX_SRC; j++)
-			count += node->src[j] == t;
+		na += node->view_src == a;
+		nb += node->view_src == b;
+		for (j = 0; j < LOOM_MAX_SRC; j++) {
+			na += node->src[j] == a;
+			nb += node->src[j] == b;
+		}
 	}
-	return count;
+	return na == 1 && nb == 1;
 }
 
 /* Whether node i of g (out = mul_mat(v, sm)) and the two steps before it
@@ -279,7 +284,7 @@ static bool attn_fuses(loom_graph_t *g, size_t i, const struct cpu_plan *plan)
 	    plan->steps[plan->n - 2].attn ||
 	    (sm->flags | kq->flags) & LOOM_TENSOR_OUTPUT)
 		return false;
-	return readers(g, kq) == 1 && readers(g, sm) == 1;
+	return read_once(g, kq, sm);
 }
 
 /* The steps of g: the nodes a kernel runs for, attention fused where it
