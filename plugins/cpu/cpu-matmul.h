@@ -128,9 +128,12 @@ bool cpu_q8_supports(enum loom_type type);
 /* Bytes of one activation row of k values (k a multiple of 32) once
  * quantized by cpu_q8_quantize. */
 size_t cpu_q8_col_bytes(int64_t k);
-/* Quantizes k floats to 8 bits per value, a scale per 32, into out
- * (cpu_q8_col_bytes(k) bytes). */
-void cpu_q8_quantize(const float *x, int64_t k, char *out);
+/* Quantizes k floats to 8 bits per value into out (cpu_q8_col_bytes(k)
+ * bytes): a scale per 32 values, the same for each group of values (32
+ * or 256, k a multiple of it).  Products with K-quant weights take
+ * groups of 256, their super-block, which the integer sums of their
+ * decode kernel need. */
+void cpu_q8_quantize(const float *x, int64_t k, int64_t group, char *out);
 /* Floats of scratch cpu_q8_mm needs for rows of k values. */
 size_t cpu_q8_tmp_floats(int64_t k);
 /* The kernels on packed columns: columns [0, n), rows [m0, m1) of out =

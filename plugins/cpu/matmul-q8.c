@@ -82,15 +82,29 @@ static inline int32_t hsum_epi32(__m256i v)
 }
 
 /* q = round(x / d) to nearest even, as lrintf would, 8 at a time. */
-void cpu_q8_quantize(const float *x, int64_t k, char *out)
+void cpu_q8_quantize(const float *x, int64_t k, int64_t group, char *out)
 {
 	int8_t *qs = (int8_t *)out;
 	float *d = (float *)(out + k), *s = d + k / 32, *s32 = s + k / 16;
 	int32_t *o32 = (int32_t *)(s32 + k / 32);
+	int64_t per = group / 32, b;
 
-	for (int64_t b = 0; b < k / 32; b++) {
+	/* The largest magnitude of each group, in d of its blocks. */
+	for (b = 0; b < k / 32; b += per) {
+		float amax = 0.0f;
+		int64_t i;
+
+		for (i = 0; i < per; i++) {
+			float a = amax32(x + 32 * (b + i));
+
+			amax = a > amax ? a : amax;
+		}
+		for (i = 0; i < per; i++)
+			d[b + i] = amax;
+	}
+	for (b = 0; b < k / 32; b++) {
 		const float *xb = x + 32 * b;
-		float amax = amax32(xb);
+		float amax = d[b];
 		__m256 id = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
 		__m256i q[4], p;
 		int sum0, sum1;

@@ -96,13 +96,14 @@ INLINE __m256i block_u8(const enum loom_type type, const char *row,
 	if (type == LOOM_TYPE_Q4_0) {
 		const struct loom_block_q4_0 *x =
 			(const struct loom_block_q4_0 *)row + j;
-		/* The 16 bytes in both halves, the upper shifted by 4: a
-		 * broadcast load and a shift, no shuffle. */
-		__m256i w = _mm256_broadcastsi128_si256(
-			_mm_loadu_si128((const __m128i *)x->qs));
+		/* The 16 bytes in the lower half, shifted by 4 in the
+		 * upper: a variable shift across halves costs Zen 1 more
+		 * than the 128-bit shift and the insert. */
+		__m128i w = _mm_loadu_si128((const __m128i *)x->qs);
 
-		return _mm256_and_si256(_mm256_srlv_epi64(
-			w, _mm256_setr_epi64x(0, 0, 4, 4)), m4);
+		return _mm256_and_si256(_mm256_inserti128_si256(
+			_mm256_castsi128_si256(w), _mm_srli_epi16(w, 4), 1),
+			m4);
 	}
 	if (type == LOOM_TYPE_Q4_K) {
 		const struct loom_block_q4_k *x =

@@ -7,7 +7,10 @@
  * of unsigned weight bytes u by signed activations (dot_u8s8_256: the
  * signs moved to the activations for Q8_0), 8 sums of 4 values each;
  * lanes 0-3 hold the block's first 16 values, lanes 4-7 the last 16.
- * The block's scales multiply them as floats.  Offsets: Q4_0's nibbles
+ * The block's scales multiply them as floats, except for K-quants
+ * without VNNI (vk_step_int), where the second of the two multiplies
+ * the dot product takes there brings the integer scale in, and the sums
+ * stay integers over the super-block.  Offsets: Q4_0's nibbles
  * are 8 above their values, so 8 * sum(q) of the column's block leaves
  * lane 0; a K-quant's mins times the column's d * sum(q) per 32 leave
  * the sum once per super-block; Q6_K's 32 likewise, per 16.  (512-bit
@@ -58,7 +61,7 @@ INLINE void v0_step(const enum loom_type type, const bool vnni,
 		uint16_t h;
 		__m256 dw;
 
-		__builtin_prefetch(blk + ahead);
+		if (j % 3 == 0) __builtin_prefetch(blk + ahead);
 		memcpy(&h, blk, 2);
 		dw = _mm256_broadcast_ss(f16 + h);
 		if (type == LOOM_TYPE_Q8_0)
@@ -207,6 +210,125 @@ INLINE void vk_step(const enum loom_type type, const bool vnni,
 	}
 }
 
+/* The 8 6-bit scales of a Q4_K/Q5_K super-block at x as 16-bit lanes,
+ * in both halves (as k_scales reads them), and its mins times dmin. */
+INLINE __m256i k_scales_i16(const char *x, __m256 *m)
+{
+	__m128i v = _mm_loadu_si128((const __m128i *)(x + 4));
+	__m128i lo = _mm_and_si128(v, _mm_set1_epi8(63));
+	__m128i w2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0xaa),
+				    _mm_setr_epi32(0, 4, 0, 0));
+	__m128i top = _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(v, 6),
+						   _mm_set1_epi8(3)), 4);
+	__m128i hi = _mm_or_si128(_mm_and_si128(w2, _mm_set1_epi8(15)), top);
+	__m128i b = _mm_unpacklo_epi32(lo, hi);
+	uint16_t dmin;
+
+	memcpy(&dmin, x + 2, 2);
+	*m = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+		_mm_srli_si128(b, 8))), bcast(cpu_f16_to_f32(dmin)));
+	return _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(b));
+}
+
+/* 16-bit lanes: word a of v in the lower half, word b in the upper
+ * (v's halves alike). */
+INLINE __m256i words(__m256i v, const int a, const int b)
+{
+	const char a0 = (char)(2 * a), a1 = (char)(2 * a + 1);
+	const char b0 = (char)(2 * b), b1 = (char)(2 * b + 1);
+
+	return _mm256_shuffle_epi8(v, _mm256_setr_epi8(
+		a0, a1, a0, a1, a0, a1, a0, a1, a0, a1, a0, a1, a0, a1, a0, a1,
+		b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1));
+}
+
+/* vk_step without VNNI, where each dot product costs two multiplies:
+ * the second multiplies by the 32 (Q6_K: 16) values' integer scale
+ * instead of by ones, the sums stay integers over the super-block, and
+ * one conversion and one FMA per super-block take the product of the
+ * weights' d and the column's, the column quantized with one scale per
+ * 256 values (cpu_q8_quantize's group). */
+INLINE void vk_step_int(const enum loom_type type, const char *const *rows,
+			const int nr, const struct qcol *cols, const int nc,
+			int64_t b, size_t ahead, __m256 acc[VR][3])
+{
+	const size_t bs = type == LOOM_TYPE_Q4_K ?
+		sizeof(struct loom_block_q4_k) : type == LOOM_TYPE_Q5_K ?
+		sizeof(struct loom_block_q5_k) : sizeof(struct loom_block_q6_k);
+	int r, c, i;
+
+	UNROLL
+	for (r = 0; r < nr; r++) {
+		const char *blk = rows[r] + (size_t)b * bs;
+		__m256i sum[3], sc, sc2 = _mm256_setzero_si256();
+		uint16_t dh;
+
+		for (i = 0; i < (int)bs; i += 64)
+			__builtin_prefetch(blk + ahead + i);
+		if (type == LOOM_TYPE_Q6_K) {
+			const struct loom_block_q6_k *x =
+				(const struct loom_block_q6_k *)blk;
+			__m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(
+				(const __m128i *)x->scales));
+			float d = cpu_f16_to_f32(x->d);
+			__m256 s0 = bytes_ps(x->scales, 32.0f * d, true);
+			__m256 s1 = bytes_ps(x->scales + 8, 32.0f * d, true);
+
+			/* Scales 0-7 in both halves, then 8-15. */
+			sc = _mm256_permute2x128_si256(s16, s16, 0x00);
+			sc2 = _mm256_permute2x128_si256(s16, s16, 0x11);
+			memcpy(&dh, &x->d, 2);
+			UNROLL
+			for (c = 0; c < nc; c++) {
+				/* The offset 32 of every value. */
+				const float *o = cols[c].s + 16 * b;
+
+				acc[r][c] = _mm256_fnmadd_ps(s0,
+					_mm256_loadu_ps(o), acc[r][c]);
+				acc[r][c] = _mm256_fnmadd_ps(s1,
+					_mm256_loadu_ps(o + 8), acc[r][c]);
+			}
+		} else {
+			__m256 m;
+
+			sc = k_scales_i16(blk, &m);
+			memcpy(&dh, blk, 2);
+			UNROLL
+			for (c = 0; c < nc; c++)
+				acc[r][c] = _mm256_fnmadd_ps(m,
+					_mm256_loadu_ps(cols[c].s32 + 8 * b),
+					acc[r][c]);
+		}
+		UNROLL
+		for (c = 0; c < nc; c++)
+			sum[c] = _mm256_setzero_si256();
+		UNROLL
+		for (i = 0; i < 8; i++) {
+			__m256i u = block_u8(type, rows[r], 8 * b + i);
+			/* Block i's scale in every lane; Q6_K's two, one
+			 * per 16 values. */
+			__m256i f = type == LOOM_TYPE_Q6_K ?
+				words(i < 4 ? sc : sc2, 2 * (i % 4),
+				      2 * (i % 4) + 1) : words(sc, i, i);
+
+			UNROLL
+			for (c = 0; c < nc; c++) {
+				__m256i p = _mm256_maddubs_epi16(u,
+					_mm256_loadu_si256((const __m256i *)(
+						cols[c].qs + 256 * b + 32 * i)));
+
+				sum[c] = _mm256_add_epi32(sum[c],
+					_mm256_madd_epi16(p, f));
+			}
+		}
+		UNROLL
+		for (c = 0; c < nc; c++)
+			acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[c]),
+				bcast(cpu_f16_to_f32(dh) * cols[c].d[8 * b]),
+				acc[r][c]);
+	}
+}
+
 /* res[r][c] = dot(row r of a, column c) for nr rows and nc columns;
  * the same bytes of the next nr rows, ahead bytes on, are fetched into
  * the caches meanwhile. */
@@ -228,6 +350,9 @@ INLINE void v_rows(const enum loom_type type, const bool vnni,
 		for (j = 0; j < k / 32; j++)
 			v0_step(type, vnni, rows, nr, cols, nc, j, ahead, f16,
 				acc);
+	else if (!vnni)
+		for (j = 0; j < k / 256; j++)
+			vk_step_int(type, rows, nr, cols, nc, j, ahead, acc);
 	else
 		for (j = 0; j < k / 256; j++)
 			vk_step(type, vnni, rows, nr, cols, nc, j, ahead, acc);

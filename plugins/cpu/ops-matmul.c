@@ -303,10 +303,11 @@ static void mm_rows(const struct cpu_task *task, struct loom_tensor *dst,
 	mm_packed_rows(task, dst, mm, align, bp, bytes, scratch);
 }
 
-/* Row i1 of batch (i2, i3) of b quantized into q; tmp holds a row in
- * conversion. */
-static void quantize_b_row(const struct loom_tensor *b, int64_t i1,
-			   int64_t i2, int64_t i3, char *q, float *tmp)
+/* Row i1 of batch (i2, i3) of b quantized into q in groups of the
+ * weights' block (type's); tmp holds a row in conversion. */
+static void quantize_b_row(enum loom_type type, const struct loom_tensor *b,
+			   int64_t i1, int64_t i2, int64_t i3, char *q,
+			   float *tmp)
 {
 	const float *x = (const float *)row_at(b, i1, i2, i3);
 
@@ -314,7 +315,7 @@ static void quantize_b_row(const struct loom_tensor *b, int64_t i1,
 		to_f32(b->type, (const char *)x, b->nb[0], tmp, b->ne[0]);
 		x = tmp;
 	}
-	cpu_q8_quantize(x, b->ne[0], q);
+	cpu_q8_quantize(x, b->ne[0], loom_type_block_size(type), q);
 }
 #endif
 
@@ -338,8 +339,8 @@ static void mul_mat_q8(const struct cpu_task *task, struct loom_tensor *dst,
 	take_scratch(task, &cursor, k, &s);
 	w_rows = take_w_rows(task, &cursor, a);
 	for (r = task->ith; r < batches * n; r += task->nth)
-		quantize_b_row(b, r % n, r / n % b2, r / n / b2, qb + r * cb,
-			       s.tmp);
+		quantize_b_row(a->type, b, r % n, r / n % b2, r / n / b2,
+			       qb + r * cb, s.tmp);
 	cpu_barrier(task);
 	mm_rows(task, dst, cpu_q8_mm, 4, qb, n * cb, s.tmp, w_rows);
 #else
@@ -573,8 +574,8 @@ static void mul_mat_id_q8(const struct cpu_task *task,
 	for (i = task->ith; i < total; i += task->nth) {
 		int64_t p = l->pairs[i];
 
-		quantize_b_row(b, p % n_used % b->ne[1], p / n_used, 0,
-			       qb + i * cb, s.tmp);
+		quantize_b_row(as->type, b, p % n_used % b->ne[1],
+			       p / n_used, 0, qb + i * cb, s.tmp);
 	}
 	cpu_barrier(task);
 	for (x = 0; x < n_expert; x++) {
