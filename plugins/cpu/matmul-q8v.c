@@ -61,7 +61,7 @@ INLINE void v0_step(const enum loom_type type, const bool vnni,
 		uint16_t h;
 		__m256 dw;
 
-		if (j % 3 == 0) __builtin_prefetch(blk + ahead);
+		__builtin_prefetch(blk + ahead);
 		memcpy(&h, blk, 2);
 		dw = _mm256_broadcast_ss(f16 + h);
 		if (type == LOOM_TYPE_Q8_0)
