@@ -81,6 +81,13 @@ static inline void scale_min_k(const uint8_t *q, int s, int *sc, int *m)
 void cpu_q8_row_scales(enum loom_type type, const char *row, int64_t k,
 		       float *sc, float *o);
 
+/* v's bits moved up (by > 0) or down by |by| within 16-bit lanes. */
+INLINE __m256i shift16(__m256i v, const int by)
+{
+	return by > 0 ? _mm256_slli_epi16(v, by) :
+	       by < 0 ? _mm256_srli_epi16(v, -by) : v;
+}
+
 /* The 32 values of block j as bytes (see above). */
 INLINE __m256i block_u8(const enum loom_type type, const char *row,
 			int64_t j)
@@ -122,12 +129,11 @@ INLINE __m256i block_u8(const enum loom_type type, const char *row,
 		__m256i q = _mm256_loadu_si256(
 			(const __m256i *)(x->qs + 32 * (s / 2)));
 		__m256i h = _mm256_loadu_si256((const __m256i *)x->qh);
-		__m256i bit = _mm256_set1_epi8((char)(1 << s));
 
+		/* Bit s of each byte of qh to bit 4, the fifth bit. */
 		q = _mm256_and_si256(s & 1 ? _mm256_srli_epi16(q, 4) : q, m4);
-		h = _mm256_cmpeq_epi8(_mm256_and_si256(h, bit), bit);
 		return _mm256_or_si256(q, _mm256_and_si256(
-			h, _mm256_set1_epi8(16)));
+			shift16(h, 4 - s), _mm256_set1_epi8(16)));
 	}
 	/* Q6_K */
 	{
@@ -141,9 +147,9 @@ INLINE __m256i block_u8(const enum loom_type type, const char *row,
 
 		lo = _mm256_and_si256(g >> 1 ? _mm256_srli_epi16(lo, 4) : lo,
 				      m4);
-		hi = _mm256_and_si256(_mm256_srli_epi16(hi, 2 * g),
-				      _mm256_set1_epi8(3));
-		return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+		/* Bits 2g, 2g + 1 of each byte of qh to bits 4, 5. */
+		return _mm256_or_si256(lo, _mm256_and_si256(
+			shift16(hi, 4 - 2 * g), _mm256_set1_epi8(0x30)));
 	}
 }
 
