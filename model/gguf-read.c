@@ -659,12 +659,26 @@ void gguf_free(struct gguf *g)
 void gguf_drop_pages(const struct gguf *g, const void *p, size_t n)
 {
 	long page = sysconf(_SC_PAGESIZE);
-	uintptr_t a = (uintptr_t)p, b = a + n;
+	uintptr_t base = (uintptr_t)g->base, end = base + g->size;
+	uintptr_t a = (uintptr_t)p, b, mask;
 
-	if (!g->mapped || page <= 0)
+	/* Only the file's own mapping: pages beyond it may belong to other
+	 * memory, which MADV_DONTNEED would zero.  The mapping's last page
+	 * is its own to its end. */
+	if (!g->mapped || page <= 0 || a >= end)
 		return;
-	a = (a + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
-	b &= ~((uintptr_t)page - 1);
+	if (a < base) {
+		if (n <= base - a)
+			return;
+		n -= base - a;
+		a = base;
+	}
+	mask = (uintptr_t)page - 1;
+	b = n < end - a ? a + n : end;
+	if (b == end)
+		b = (end + mask) & ~mask;
+	a = (a + mask) & ~mask;
+	b &= ~mask;
 	if (b > a)
 		madvise((void *)a, b - a, MADV_DONTNEED);
 }

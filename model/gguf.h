@@ -101,7 +101,8 @@ void gguf_free(struct gguf *g);
 /* Tells the system the mapped pages of [p, p + n) are no longer needed,
  * once their bytes have been copied to a device, so that the weights are
  * not held in memory twice; a no-op for a file not mapped.  The bytes
- * read the same afterwards (the file is read again). */
+ * read the same afterwards (the file is read again).  Only the part of
+ * the range inside the file counts: memory beside it is never touched. */
 void gguf_drop_pages(const struct gguf *g, const void *p, size_t n);
 
 uint32_t gguf_version(const struct gguf *g);

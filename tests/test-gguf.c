@@ -7,6 +7,8 @@
 #include <glib/gstdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../model/gguf.h"
 
@@ -189,6 +191,45 @@ static void test_round_trip(void)
 	}
 }
 
+/* A range that runs past the file (or starts before it) drops only the
+ * file's pages: memory mapped right beside the file keeps its bytes. */
+static void drop_beside(struct gguf *g)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), size;
+	const uint8_t *base = gguf_bytes(g, &size);
+	uint8_t *next = (uint8_t *)base + (size + page - 1) / page * page;
+	uint8_t *prev = (uint8_t *)base - page;
+	uint8_t *got[2] = { next, prev };
+
+	for (int i = 0; i < 2; i++) {
+		void *m = mmap(got[i], page, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS |
+			       MAP_FIXED_NOREPLACE, -1, 0);
+
+		if (m == MAP_FAILED || m != got[i]) {
+			/* Something else lives there; this part can't run. */
+			if (m != MAP_FAILED)
+				munmap(m, page);
+			got[i] = NULL;
+			continue;
+		}
+		memset(m, 0xa5, page);
+	}
+	gguf_drop_pages(g, base, 1 << 20);
+	gguf_drop_pages(g, base - page, 2 * page + size);
+	gguf_drop_pages(g, base + size, page);
+	for (int i = 0; i < 2; i++) {
+		if (!got[i])
+			continue;
+		for (size_t j = 0; j < page; j++)
+			g_assert_cmpuint(got[i][j], ==, 0xa5);
+		munmap(got[i], page);
+	}
+	if (!got[0] && !got[1])
+		g_test_message("no free page beside the mapping");
+	check_small(g, 32);
+}
+
 static void test_open(void)
 {
 	struct gguf_writer *w = small_writer(0);
@@ -204,6 +245,7 @@ static void test_open(void)
 	/* Dropped pages read back from the file. */
 	gguf_drop_pages(g, gguf_bytes(g, NULL), 1 << 16);
 	check_small(g, 32);
+	drop_beside(g);
 	gguf_free(g);
 	g_unlink(path);
 	g_assert_cmpint(gguf_open(path, &g), ==, LOOM_E_IO);
