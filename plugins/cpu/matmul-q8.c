@@ -158,9 +158,7 @@ void cpu_q8_row_scales(enum loom_type type, const char *row, int64_t k,
 	case LOOM_TYPE_Q5_K:
 		for (b = 0; b < k / 256; b++) {
 			const uint8_t *p = (const uint8_t *)row + b *
-				(type == LOOM_TYPE_Q4_K ?
-				 sizeof(struct loom_block_q4_k) :
-				 sizeof(struct loom_block_q5_k));
+				block_bytes(type);
 			uint16_t dh, mh;
 			float d, dmin;
 

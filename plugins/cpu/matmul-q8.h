@@ -153,21 +153,29 @@ INLINE __m256i block_u8(const enum loom_type type, const char *row,
 	}
 }
 
-/* Bytes of a row before its 32-value block j, for prefetching. */
-INLINE size_t block_offset(const enum loom_type type, int64_t j)
+/* Bytes of one block: 32 values, a K-quant's super-block 256. */
+INLINE size_t block_bytes(const enum loom_type type)
 {
 	switch (type) {
 	case LOOM_TYPE_Q8_0:
-		return (size_t)j * sizeof(struct loom_block_q8_0);
+		return sizeof(struct loom_block_q8_0);
 	case LOOM_TYPE_Q4_0:
-		return (size_t)j * sizeof(struct loom_block_q4_0);
+		return sizeof(struct loom_block_q4_0);
 	case LOOM_TYPE_Q4_K:
-		return (size_t)j * sizeof(struct loom_block_q4_k) / 8;
+		return sizeof(struct loom_block_q4_k);
 	case LOOM_TYPE_Q5_K:
-		return (size_t)j * sizeof(struct loom_block_q5_k) / 8;
+		return sizeof(struct loom_block_q5_k);
 	default:
-		return (size_t)j * sizeof(struct loom_block_q6_k) / 8;
+		return sizeof(struct loom_block_q6_k);
 	}
+}
+
+/* Bytes of a row before its 32-value block j, for prefetching. */
+INLINE size_t block_offset(const enum loom_type type, int64_t j)
+{
+	if (type == LOOM_TYPE_Q8_0 || type == LOOM_TYPE_Q4_0)
+		return (size_t)j * block_bytes(type);
+	return (size_t)j * block_bytes(type) / 8;
 }
 
 /* ------------------------------------------------------------------------

@@ -118,15 +118,20 @@ INLINE __m256 bytes_ps(const void *p, float f, bool is_signed)
 		_mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b)), bcast(f));
 }
 
+/* Fetches the cache lines of [p, p + n) ahead. */
+INLINE void prefetch_lines(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i += 64)
+		__builtin_prefetch(p + i);
+}
+
 /* Q4_K, Q5_K, Q6_K: super-block b of nr rows against nc columns. */
 INLINE void vk_step(const enum loom_type type, const bool vnni,
 		    const char *const *rows,
 		    const int nr, const struct qcol *cols, const int nc,
 		    int64_t b, size_t ahead, __m256 acc[VR][3])
 {
-	const size_t bs = type == LOOM_TYPE_Q4_K ?
-		sizeof(struct loom_block_q4_k) : type == LOOM_TYPE_Q5_K ?
-		sizeof(struct loom_block_q5_k) : sizeof(struct loom_block_q6_k);
+	const size_t bs = block_bytes(type);
 	int r, c, i;
 
 	UNROLL
@@ -135,8 +140,7 @@ INLINE void vk_step(const enum loom_type type, const bool vnni,
 		/* Scales per 32 (per 16 for Q6_K) times each column's d. */
 		float sd[3][16] __attribute__((aligned(32)));
 
-		for (i = 0; i < (int)bs; i += 64)
-			__builtin_prefetch(blk + ahead + i);
+		prefetch_lines(blk + ahead, bs);
 		if (type == LOOM_TYPE_Q6_K) {
 			const struct loom_block_q6_k *x =
 				(const struct loom_block_q6_k *)blk;
@@ -252,9 +256,7 @@ INLINE void vk_step_int(const enum loom_type type, const char *const *rows,
 			const int nr, const struct qcol *cols, const int nc,
 			int64_t b, size_t ahead, __m256 acc[VR][3])
 {
-	const size_t bs = type == LOOM_TYPE_Q4_K ?
-		sizeof(struct loom_block_q4_k) : type == LOOM_TYPE_Q5_K ?
-		sizeof(struct loom_block_q5_k) : sizeof(struct loom_block_q6_k);
+	const size_t bs = block_bytes(type);
 	int r, c, i;
 
 	UNROLL
@@ -263,8 +265,7 @@ INLINE void vk_step_int(const enum loom_type type, const char *const *rows,
 		__m256i sum[3], sc, sc2 = _mm256_setzero_si256();
 		uint16_t dh;
 
-		for (i = 0; i < (int)bs; i += 64)
-			__builtin_prefetch(blk + ahead + i);
+		prefetch_lines(blk + ahead, bs);
 		if (type == LOOM_TYPE_Q6_K) {
 			const struct loom_block_q6_k *x =
 				(const struct loom_block_q6_k *)blk;
