@@ -90,17 +90,25 @@ static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The ranks of an MPI job this process is one of (alone: 0 of 1). */
 static struct app_world world;
 
+/* The message goes out as one line in one write, so that the lines of
+ * other ranks and of the MPI runtime sharing the terminal or pipe fall
+ * between lines, not inside one. */
 static int fail(const char *fmt, ...)
 {
+	char line[1024];
 	va_list ap;
+	int len = snprintf(line, sizeof line, "loom-run: ");
 
-	fputs("loom-run: ", stderr);
 	if (world.n_ranks > 1)
-		fprintf(stderr, "rank %d: ", world.rank);
+		len += snprintf(line + len, sizeof line - (size_t)len,
+				"rank %d: ", world.rank);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	len += vsnprintf(line + len, sizeof line - (size_t)len, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (len > (int)sizeof line - 2)
+		len = (int)sizeof line - 2;
+	line[len++] = '\n';
+	fwrite(line, 1, (size_t)len, stderr);
 	return 1;
 }
 
