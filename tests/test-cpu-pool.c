@@ -585,7 +585,8 @@ static void test_non_finite(void)
 /* ------------------------------------------------------------------------
  * Contended cores: with busy threads on every core the pool must notice
  * (it logs so) and run a fine-grained graph (a decode step's: products of
- * a few columns) on half its threads, with the same results.
+ * a few columns) on half its threads, or on the caller's where that is
+ * one, with the same results.
  */
 
 #define CK 512
@@ -684,9 +685,11 @@ static void run_contended(loom_dev_t *dev, int n_threads)
 		if (g_atomic_int_get(&saw_contended))
 			after++;
 	}
-	/* More small copies than the pool's queue holds, each thread 0's
-	 * alone: the other threads pass them by, however far behind the
-	 * busy threads leave them, and no job is lost or run twice. */
+	/* More small copies than the pool's queue holds, each one
+	 * thread's: the caller's when nothing is queued before it, else
+	 * thread 0's while the other threads pass it by, however far
+	 * behind the busy threads leave them; no job is lost or run
+	 * twice, and none overtakes another. */
 	for (i = 0; i < CK * CN; i++) {
 		tmp[i] = (double)i;
 		xv[i] = (float)i;
@@ -728,8 +731,8 @@ static void test_contended(void)
 	g_atomic_int_set(&busy_stop, 0);
 	for (i = 0; i < n_busy; i++)
 		busy[i] = g_thread_new("busy", busy_loop, NULL);
-	/* 2 threads: graphs on one, without barriers; 4: on two of them,
-	 * meeting at their own barrier. */
+	/* 2 threads: graphs on one, the caller's own, without barriers;
+	 * 4: on two of the workers, meeting at their own barrier. */
 	for (n = 2; n <= 4; n += 2) {
 		/* Past the pool's hold of the last verdict, so that it
 		 * finds (and says) the cores contended anew. */

@@ -3,7 +3,8 @@
  * partition's cores that take jobs from a queue, spinning a while before
  * they sleep, and the barrier the kernels meet at.  While other work
  * contends for the cores, waits hardly spin and fine-grained graphs run
- * on half the threads (see watch_end).
+ * on half the threads (see watch_end), or, where that is one, on the
+ * thread that posts them (see run_here_locked).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -559,10 +560,53 @@ static int copy_threads(const struct cpu_pool *pool, const struct cpu_copy *c)
 	return pool->n_threads;
 }
 
+/* The caller's own look at its time, for the jobs it runs itself. */
+static _Thread_local struct time_watch caller_watch;
+
+/* Runs a graph or copy job that would take one thread on the thread that
+ * posts it, while the cores are contended, nothing is queued before it
+ * and no other pool has workers (their work may overlap this one's).
+ * Under contention a worker woken for the job often waits for a core,
+ * and so does the caller woken when it is done: a decode step pays both
+ * waits on every graph.  Running it here pays neither; the caller's time
+ * is watched as a worker's is, so that the cores stay contended while
+ * this goes on and stop counting so once the other work is gone. */
+static bool run_here_locked(struct cpu_pool *pool, const struct cpu_job *job,
+			    int nth)
+{
+	const struct cpu_pool *saved = current_pool;
+
+	if (nth != 1 || !contended() || current_pool == pool ||
+	    atomic_load(&live_threads) != pool->n_threads ||
+	    !cpu_pool_idle_locked(pool))
+		return false;
+	/* Calls the job makes into this backend run inline, as a worker's
+	 * do. */
+	current_pool = pool;
+	watch_begin(&caller_watch);
+	if (job->kind == CPU_JOB_GRAPH) {
+		cpu_graph_run(NULL, job->plan, 0, 1, pool->wdata, pool->wsize);
+		free(job->plan);
+	} else {
+		cpu_copy_run(&job->copy, 0, 1);
+	}
+	watch_end(&caller_watch);
+	current_pool = saved;
+	return true;
+}
+
 void cpu_pool_post_locked(struct cpu_pool *pool, const struct cpu_job *job)
 {
 	uint32_t head = atomic_load_explicit(&pool->head,
 					     memory_order_relaxed);
+	int nth = 0;
+
+	if (job->kind == CPU_JOB_GRAPH)
+		nth = graph_threads(pool, job->plan);
+	else if (job->kind == CPU_JOB_COPY)
+		nth = copy_threads(pool, &job->copy);
+	if (run_here_locked(pool, job, nth))
+		return;
 
 	for (;;) {
 		uint32_t done = atomic_load(&pool->done);
@@ -580,12 +624,8 @@ void cpu_pool_post_locked(struct cpu_pool *pool, const struct cpu_job *job)
 		nanosleep(&ts, NULL);
 	}
 	pool->jobs[head % CPU_POOL_QUEUE] = *job;
-	if (job->kind == CPU_JOB_GRAPH)
-		pool->jobs[head % CPU_POOL_QUEUE].nth =
-			graph_threads(pool, job->plan);
-	else if (job->kind == CPU_JOB_COPY)
-		pool->jobs[head % CPU_POOL_QUEUE].nth =
-			copy_threads(pool, &job->copy);
+	if (nth)
+		pool->jobs[head % CPU_POOL_QUEUE].nth = nth;
 	atomic_store(&pool->head, head + 1);
 	wake(&pool->head, &pool->head_sleepers);
 }
