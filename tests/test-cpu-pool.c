@@ -597,6 +597,7 @@ static void test_non_finite(void)
 
 static volatile gint busy_stop;
 static volatile gint saw_contended;
+static volatile gint saw_here;
 
 static gpointer busy_loop(gpointer data)
 {
@@ -615,6 +616,8 @@ static void contention_log(enum loom_log_level level, const char *msg,
 	(void)userdata;
 	if (strstr(msg, "contends for the cores"))
 		g_atomic_int_set(&saw_contended, 1);
+	if (strstr(msg, "run on the thread that posts them"))
+		g_atomic_int_set(&saw_here, 1);
 }
 
 /* x_{l+1} = w_l x_l for CLAYERS square layers, on n_threads, against
@@ -685,6 +688,9 @@ static void run_contended(loom_dev_t *dev, int n_threads)
 		if (g_atomic_int_get(&saw_contended))
 			after++;
 	}
+	/* On two threads a contended graph takes one: the caller's. */
+	if (n_threads == 2)
+		g_assert_true(g_atomic_int_get(&saw_here));
 	/* More small copies than the pool's queue holds, each one
 	 * thread's: the caller's when nothing is queued before it, else
 	 * thread 0's while the other threads pass it by, however far
@@ -738,6 +744,7 @@ static void test_contended(void)
 		 * finds (and says) the cores contended anew. */
 		g_usleep(1200 * 1000);
 		g_atomic_int_set(&saw_contended, 0);
+		g_atomic_int_set(&saw_here, 0);
 		run_contended(loom_reg_dev(reg, 0), n);
 	}
 	g_atomic_int_set(&busy_stop, 1);

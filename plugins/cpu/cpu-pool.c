@@ -60,6 +60,10 @@ static _Atomic int n_cores = 1;
 static _Atomic int64_t contended_until;
 static _Atomic bool was_contended;
 
+/* Whether a job ran on the thread that posted it since the cores last
+ * became contended (for the log). */
+static _Atomic bool ran_here;
+
 void cpu_set_core_count(int n)
 {
 	atomic_store(&n_cores, n > 0 ? n : 1);
@@ -154,9 +158,11 @@ static int graph_threads(const struct cpu_pool *pool,
 		return plan->fine && pool->n_threads > 1 ?
 		       pool->n_threads / 2 : pool->n_threads;
 	if (atomic_load_explicit(&was_contended, memory_order_relaxed) &&
-	    atomic_exchange(&was_contended, false))
+	    atomic_exchange(&was_contended, false)) {
+		atomic_store(&ran_here, false);
 		loom_log(LOOM_LOG_DEBUG, "cpu: the cores are no longer "
 			 "contended");
+	}
 	return pool->n_threads;
 }
 
@@ -580,6 +586,9 @@ static bool run_here_locked(struct cpu_pool *pool, const struct cpu_job *job,
 	    atomic_load(&live_threads) != pool->n_threads ||
 	    !cpu_pool_idle_locked(pool))
 		return false;
+	if (!atomic_exchange(&ran_here, true))
+		loom_log(LOOM_LOG_DEBUG, "cpu: graphs and copies of one "
+			 "thread run on the thread that posts them");
 	/* Calls the job makes into this backend run inline, as a worker's
 	 * do. */
 	current_pool = pool;
