@@ -614,7 +614,7 @@ static void contention_log(enum loom_log_level level, const char *msg,
 {
 	(void)level;
 	(void)userdata;
-	if (strstr(msg, "contends for the cores"))
+	if (strstr(msg, "the cores are contended"))
 		g_atomic_int_set(&saw_contended, 1);
 	if (strstr(msg, "run on the thread that posts them"))
 		g_atomic_int_set(&saw_here, 1);

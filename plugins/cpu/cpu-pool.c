@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* cpu-pool.c - the CPU plugin's thread pool: workers pinned to a
  * partition's cores that take jobs from a queue, spinning a while before
- * they sleep, and the barrier the kernels meet at.  While other work
- * contends for the cores, waits hardly spin and fine-grained graphs run
+ * they sleep, and the barrier the kernels meet at.  While the cores are
+ * contended (other work, or more threads than cores), waits hardly spin and fine-grained graphs run
  * on half the threads (see watch_end), or, where that is one, on the
  * thread that posts them (see run_here_locked).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -35,7 +37,8 @@
 
 /* The cores count as contended for CPU_CONTENDED_HOLD_NS once a worker
  * has spent more than 1 / CPU_OFF_SHARE of CPU_WINDOW_NS of jobs neither
- * running nor asleep: runnable, with its core taken by other work.  Jobs
+ * running nor asleep: runnable, with its core taken by other work or by
+ * another of our threads.  Jobs
  * shorter than CPU_CHECK_JOB_NS are not worth the look.  The hold is
  * long: on half the threads a graph often finds a core to itself and
  * sees no contention, and each look on all of them costs a window of
@@ -95,18 +98,67 @@ static int64_t thread_cpu_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* A worker's look at its own time: where its job began (wall clock, CPU
- * time, time slept), and the sums over the jobs since its last verdict. */
+/* The kernel's scheduler statistics of the calling thread: CPU time,
+ * time runnable but waiting for a core, time slices. */
+#define CPU_SCHEDSTAT "/proc/thread-self/schedstat"
+
+/* Nanoseconds the calling thread has waited for a core while runnable,
+ * as the kernel counts them, read through fd or, where fd < 0, through
+ * the file opened for this look; -1 where the kernel does not say. */
+static int64_t run_delay_ns(int fd)
+{
+	unsigned long long cpu, delay;
+	char buf[128];
+	bool own = fd < 0;
+	ssize_t n;
+
+	if (own)
+		fd = open(CPU_SCHEDSTAT, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (own)
+		close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu", &cpu, &delay) != 2 ||
+	    delay > INT64_MAX)
+		return -1;
+	return (int64_t)delay;
+}
+
+/* A thread's look at its own time: where its job began (wall clock, time
+ * waiting for a core, and for where the kernel does not count that, CPU
+ * time and time slept), and the sums over the jobs since its last
+ * verdict.  fd reads the thread's scheduler statistics (a worker keeps
+ * it open; -1 opens them at each look). */
 struct time_watch {
-	int64_t t0, cpu0, slept0;
+	int fd;
+	int64_t t0, delay0, cpu0, slept0;
 	int64_t wall, off;
 };
 
 static void watch_begin(struct time_watch *w)
 {
 	w->t0 = cpu_now_ns();
+	w->delay0 = run_delay_ns(w->fd);
 	w->cpu0 = thread_cpu_ns();
 	w->slept0 = slept_ns;
+}
+
+/* The time a job spent waiting for a core.  The kernel's count sees
+ * every wait; without it, the wall time neither run nor slept misses
+ * the wait of a thread woken from sleep for its core, which is most of
+ * the wait of threads that sleep at the barriers (more threads than
+ * cores). */
+static int64_t watch_off(const struct time_watch *w, int64_t wall)
+{
+	int64_t delay = w->delay0 < 0 ? -1 : run_delay_ns(w->fd);
+
+	if (delay >= 0)
+		return delay - w->delay0;
+	return wall - (thread_cpu_ns() - w->cpu0) - (slept_ns - w->slept0);
 }
 
 /* Called by a worker at the end of a job (before it says the job is
@@ -130,7 +182,7 @@ static void watch_end(struct time_watch *w)
 	if (wall < CPU_CHECK_JOB_NS)
 		return;
 	w->wall += wall;
-	w->off += wall - (thread_cpu_ns() - w->cpu0) - (slept_ns - w->slept0);
+	w->off += watch_off(w, wall);
 	if (w->wall < CPU_WINDOW_NS)
 		return;
 	if (w->off * CPU_OFF_SHARE > w->wall) {
@@ -138,8 +190,9 @@ static void watch_end(struct time_watch *w)
 				      now + CPU_CONTENDED_HOLD_NS,
 				      memory_order_relaxed);
 		if (!atomic_exchange(&was_contended, true))
-			loom_log(LOOM_LOG_DEBUG, "cpu: other work contends "
-				 "for the cores: short waits, fine-grained "
+			loom_log(LOOM_LOG_DEBUG, "cpu: the cores are "
+				 "contended (by other work, or by more threads "
+				 "than cores): short waits, fine-grained "
 				 "graphs on half the threads");
 	}
 	w->wall = w->off = 0;
@@ -358,13 +411,14 @@ static void *worker_main(void *p)
 	int ith = arg.ith;
 	int nth = pool->n_threads;
 	uint32_t next;
-	struct time_watch watch = { 0 };
+	struct time_watch watch = { .fd = -1 };
 	bool behind = false; /* passed jobs by since the last one it ran */
 
 	free(p);
 	current_pool = pool;
 	atomic_fetch_add(&live_threads, 1);
 	pin(pool, ith);
+	watch.fd = open(CPU_SCHEDSTAT, O_RDONLY | O_CLOEXEC);
 	next = atomic_load(&pool->done);
 	for (;;) {
 		const struct cpu_job *job;
@@ -425,6 +479,8 @@ static void *worker_main(void *p)
 		case CPU_JOB_STOP:
 			cpu_bar_wait(&pool->bar);
 			atomic_fetch_sub(&live_threads, 1);
+			if (watch.fd >= 0)
+				close(watch.fd);
 			if (ith == 0)
 				finish_job(pool, next + 1);
 			return NULL;
@@ -567,7 +623,7 @@ static int copy_threads(const struct cpu_pool *pool, const struct cpu_copy *c)
 }
 
 /* The caller's own look at its time, for the jobs it runs itself. */
-static _Thread_local struct time_watch caller_watch;
+static _Thread_local struct time_watch caller_watch = { .fd = -1 };
 
 /* Runs a graph or copy job that would take one thread on the thread that
  * posts it, while the cores are contended, nothing is queued before it
