@@ -51,7 +51,8 @@ static void teardown(struct fixture *f)
 
 /* The types the buffer interleaves. */
 static const enum loom_type w_types[] = {
-	LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K,
+	LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K,
+	LOOM_TYPE_Q6_K,
 };
 
 /* Values per row of a test matrix: a few blocks of the type. */

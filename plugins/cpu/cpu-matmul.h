@@ -185,8 +185,8 @@ cpu_rows_mm cpu_amx_mm;
 
 /* X(type) for every type it interleaves. */
 #define CPU_W_TYPES(X)                                                   \
-	X(LOOM_TYPE_Q4_0) X(LOOM_TYPE_Q4_K) X(LOOM_TYPE_Q5_K)            \
-	X(LOOM_TYPE_Q6_K)
+	X(LOOM_TYPE_Q8_0) X(LOOM_TYPE_Q4_0) X(LOOM_TYPE_Q4_K)            \
+	X(LOOM_TYPE_Q5_K) X(LOOM_TYPE_Q6_K)
 
 /* Whether t is such a matrix (stored interleaved). */
 bool cpu_w_interleaved(const struct loom_tensor *t);

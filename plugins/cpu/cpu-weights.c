@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cpu-weights.c - the weight buffer type ("weight_buffer_type"): host
- * memory whose Q4_0, Q4_K, Q5_K and Q6_K matrices are stored 16 rows to
- * a group, interleaved block by block, so that the decode kernels
+ * memory whose Q8_0, Q4_0, Q4_K, Q5_K and Q6_K matrices are stored 16
+ * rows to a group, interleaved block by block, so that the decode kernels
  * (matmul-w.c) read 16 rows' blocks as whole vectors.  A group's block
  * holds each field of the 16 rows' blocks in turn: a half as 16 halves,
  * any other field as 64-byte chunks, chunk i holding bytes 4i..4i+3 of
@@ -33,6 +33,9 @@ struct w_field {
 static const struct w_field q4_0_fields[] = {
 	FIELD(loom_block_q4_0, d), FIELD(loom_block_q4_0, qs), { 0 },
 };
+static const struct w_field q8_0_fields[] = {
+	FIELD(loom_block_q8_0, d), FIELD(loom_block_q8_0, qs), { 0 },
+};
 static const struct w_field q4_k_fields[] = {
 	FIELD(loom_block_q4_k, d), FIELD(loom_block_q4_k, dmin),
 	FIELD(loom_block_q4_k, scales), FIELD(loom_block_q4_k, qs), { 0 },
@@ -53,6 +56,8 @@ static const struct w_field *fields_of(enum loom_type type)
 	switch (type) {
 	case LOOM_TYPE_Q4_0:
 		return q4_0_fields;
+	case LOOM_TYPE_Q8_0:
+		return q8_0_fields;
 	case LOOM_TYPE_Q4_K:
 		return q4_k_fields;
 	case LOOM_TYPE_Q5_K:

@@ -109,6 +109,36 @@ INLINE void g_q4_0(const char *g, int64_t j, const struct qcol *cols,
 	}
 }
 
+/* Q8_0, block j of a group against nc columns: the weights' bytes
+ * taken as unsigned, their sign bits flipped (128 more), and each
+ * column's -128 * sum(q) (16 times Q4_0's offset) starting the sum. */
+INLINE void g_q8_0(const char *g, int64_t j, const struct qcol *cols,
+		   const int nc, __m512 *acc)
+{
+	const char *b = g + j * CPU_W_ROWS * sizeof(struct loom_block_q8_0);
+	const char *qs = b + AT(loom_block_q8_0, qs);
+	__m512 dw = halves(b + AT(loom_block_q8_0, d));
+	__m512i u[8];
+	int c, i;
+
+	UNROLL
+	for (i = 0; i < 8; i++) {
+		fetch(b, CPU_W_ROWS * sizeof(struct loom_block_q8_0), i, 8);
+		u[i] = _mm512_xor_si512(load(qs + 64 * i), bytes(0x80));
+	}
+	UNROLL
+	for (c = 0; c < nc; c++) {
+		const int8_t *q = cols[c].qs + 32 * j;
+		__m512i s = _mm512_set1_epi32(16 * cols[c].o32[j]);
+
+		UNROLL
+		for (i = 0; i < 8; i++)
+			s = dot(s, u[i], q + 4 * i);
+		acc[c] = fma_i(s, _mm512_mul_ps(dw, _mm512_set1_ps(
+			cols[c].d[j])), acc[c]);
+	}
+}
+
 /* Q4_K and Q5_K: scale (mins: 1) j of the 16 rows, a 6-bit field of
  * their 12 bytes at sc, times d (dmin): for j < 4 the low 6 bits of
  * byte j (4 + j); else the nibble of byte 8 + j - 4 (its high one) and
@@ -329,7 +359,9 @@ INLINE void w_groups(const enum loom_type type, const char *const *gs,
 	for (j = 0; j < k / loom_type_block_size(type); j++)
 		UNROLL
 		for (e = 0; e < ng; e++) {
-			if (type == LOOM_TYPE_Q4_0)
+			if (type == LOOM_TYPE_Q8_0)
+				g_q8_0(gs[e], j, cols, nc, acc[e]);
+			else if (type == LOOM_TYPE_Q4_0)
 				g_q4_0(gs[e], j, cols, nc, acc[e]);
 			else if (type == LOOM_TYPE_Q6_K)
 				g_q6_k(gs[e], j, cols, nc, acc[e]);
