@@ -56,18 +56,23 @@ INLINE __m512 fma_i(__m512i s, __m512 f, __m512 acc)
 }
 
 /* Part `part` of `parts` of a group's block of `bytes` at b, W_PF on:
- * the lines one step of 64 bytes fetches, so that the fetches spread
- * evenly over the block.  Written as volatile assembly, each stays at
- * its step: as __builtin_prefetch the compiler's scheduler bunched a
+ * the lines one step fetches, so that the fetches spread evenly over
+ * the block's steps.  Pinned (volatile assembly), each stays at its
+ * step: as __builtin_prefetch the compiler's scheduler bunched a
  * super-block's fetches together, and two threads streamed Q4_K, Q5_K
- * and Q6_K at 23-26 GB/s where they stream at 27-31 spread out. */
-INLINE void fetch(const char *b, size_t bytes, int part, int parts)
+ * and Q6_K at 23-26 GB/s where they stream at 27-31 spread out.  Q4_0's
+ * block of 4.5 lines, fetched at once, streamed no faster pinned. */
+INLINE void fetch(const char *b, size_t bytes, int part, int parts,
+		  const bool pin)
 {
 	size_t i = bytes * part / parts / 64 * 64;
 	size_t end = bytes * (part + 1) / parts;
 
 	for (; i < end; i += 64)
-		__asm__ volatile("prefetcht1 %0" : : "m"(b[W_PF + i]));
+		if (pin)
+			__asm__ volatile("prefetcht1 %0" : : "m"(b[W_PF + i]));
+		else
+			__builtin_prefetch(b + W_PF + i, 0, 2);
 }
 
 /* Q4_0, block j of a group against nc columns: the high nibbles are
@@ -81,10 +86,7 @@ INLINE void g_q4_0(const char *g, int64_t j, const struct qcol *cols,
 	__m512i lo[4], hi[4];
 	int c, i;
 
-	/* The block's 4.5 lines at once, where the compiler likes: pinned
-	 * as the K-quants' fetches are, Q4_0 streamed no faster. */
-	for (i = 0; i < 5; i++)
-		__builtin_prefetch(b + W_PF + 64 * i, 0, 2);
+	fetch(b, CPU_W_ROWS * sizeof(struct loom_block_q4_0), 0, 1, false);
 	UNROLL
 	for (i = 0; i < 4; i++) {
 		__m512i w = load(qs + 64 * i);
@@ -123,7 +125,8 @@ INLINE void g_q8_0(const char *g, int64_t j, const struct qcol *cols,
 
 	UNROLL
 	for (i = 0; i < 8; i++) {
-		fetch(b, CPU_W_ROWS * sizeof(struct loom_block_q8_0), i, 8);
+		fetch(b, CPU_W_ROWS * sizeof(struct loom_block_q8_0), i, 8,
+		      true);
 		u[i] = _mm512_xor_si512(load(qs + 64 * i), bytes(0x80));
 	}
 	UNROLL
@@ -205,7 +208,7 @@ INLINE void g_qk(const bool five, const char *g, int64_t b,
 		for (t = 0; t < 8; t++) {
 			__m512i w = load(qs + 512 * p + 64 * t), l, h;
 
-			fetch(x, CPU_W_ROWS * bs, 8 * p + t, 32);
+			fetch(x, CPU_W_ROWS * bs, 8 * p + t, 32, true);
 
 			if (five) {
 				__m512i bits = load(qh + 64 * t);
@@ -305,7 +308,7 @@ INLINE void g_q6_k(const char *g, int64_t b, const struct qcol *cols,
 						0xea),
 				};
 
-				fetch(x, CPU_W_ROWS * bs, 8 * n + t, 16);
+				fetch(x, CPU_W_ROWS * bs, 8 * n + t, 16, true);
 				UNROLL
 				for (c = 0; c < nc; c++) {
 					const int8_t *q = cols[c].qs +
