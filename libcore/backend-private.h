@@ -218,7 +218,9 @@ typedef bool (*loom__elf_read_fn)(void *ctx, uint64_t off, void *buf,
 				  size_t n);
 /* Checks that a file of size bytes, read through read(ctx, ...), is a
  * shared object for this process whose headers and segments lie within
- * it, before dlopen maps it (a truncated file would fault there).
+ * it and whose program headers and dynamic section hold what dlopen
+ * trusts, before dlopen maps it (a truncated file, or a segment with
+ * less memory than file bytes, would fault there).
  * Returns LOOM_OK, or LOOM_E_PLUGIN with the reason written into why
  * (n bytes, caller's buffer) (elf-check.c). */
 int loom__elf_check(loom__elf_read_fn read, void *ctx, uint64_t size,

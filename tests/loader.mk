@@ -209,6 +209,8 @@ check_PROGRAMS += tests/fuzz-elf
 TESTS += tests/fuzz-elf
 tests_fuzz_elf_SOURCES = tests/fuzz-elf.c libcore/elf-check.c
 tests_fuzz_elf_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libcore
+tests_fuzz_elf_CFLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS)
+tests_fuzz_elf_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/corpus/elf
 
 # Plugins that call back into the loader (from init, from a thread init

@@ -1404,6 +1404,275 @@ static void test_elf(struct fixture *f, gconstpointer data)
 	g_free(cpu);
 }
 
+/* One field of a whole plugin's headers changed, each as dlopen would
+ * trust it; the file is otherwise good.  Worked out from the plugin's
+ * own headers (the build decides its layout). */
+struct elf_image {
+	guint8 *data;
+	gsize len;
+	ElfW(Ehdr) *eh;
+};
+
+/* Program header i, or the first of type (and with flag, when not 0):
+ * its index into *index. */
+static ElfW(Phdr) *elf_phdr(const struct elf_image *im, uint32_t type,
+			    uint32_t flag, unsigned *index)
+{
+	for (unsigned i = 0; i < im->eh->e_phnum; i++) {
+		ElfW(Phdr) *ph = (ElfW(Phdr) *)(im->data + im->eh->e_phoff) + i;
+
+		if (ph->p_type == type && (!flag || (ph->p_flags & flag))) {
+			*index = i;
+			return ph;
+		}
+	}
+	g_error("the CPU plugin has no segment of type %u", type);
+	return NULL;
+}
+
+/* The dynamic entry of tag (the first), found in the file. */
+static ElfW(Dyn) *elf_dyn(const struct elf_image *im, int64_t tag)
+{
+	unsigned i;
+	ElfW(Phdr) *dyn = elf_phdr(im, PT_DYNAMIC, 0, &i);
+	ElfW(Dyn) *d = (ElfW(Dyn) *)(im->data + dyn->p_offset);
+
+	for (gsize k = 0; k < dyn->p_filesz / sizeof(*d); k++)
+		if (d[k].d_tag == tag)
+			return &d[k];
+	g_error("the CPU plugin has no dynamic entry %lld", (long long)tag);
+	return NULL;
+}
+
+/* Changes one field of im (a copy of the plugin) and returns the reason
+ * the loader must give (the caller frees it). */
+typedef char *(*elf_break_fn)(struct elf_image *im);
+
+static char *break_memsz(struct elf_image *im)
+{
+	unsigned i;
+	ElfW(Phdr) *ph = elf_phdr(im, PT_LOAD, PF_W, &i);
+
+	ph->p_memsz = 1;
+	return g_strdup_printf("malformed: segment %u (PT_LOAD) holds 0x%llx "
+			       "bytes of the file in 0x1 bytes of memory", i,
+			       (unsigned long long)ph->p_filesz);
+}
+
+static char *break_align(struct elf_image *im)
+{
+	unsigned i;
+	ElfW(Phdr) *ph = elf_phdr(im, PT_LOAD, PF_W, &i);
+
+	ph->p_align = 3 * (uint64_t)sysconf(_SC_PAGESIZE);
+	return g_strdup_printf("malformed: segment %u (PT_LOAD) is aligned to "
+			       "0x%llx, not a power of two that is a multiple "
+			       "of the page (0x%llx)", i,
+			       (unsigned long long)ph->p_align,
+			       (unsigned long long)sysconf(_SC_PAGESIZE));
+}
+
+static char *break_congruence(struct elf_image *im)
+{
+	unsigned i;
+	ElfW(Phdr) *ph = elf_phdr(im, PT_LOAD, PF_X, &i);
+
+	ph->p_offset += 8;
+	return g_strdup_printf("malformed: segment %u (PT_LOAD) at address "
+			       "0x%llx and file offset 0x%llx: they differ "
+			       "modulo its alignment 0x%llx", i,
+			       (unsigned long long)ph->p_vaddr,
+			       (unsigned long long)ph->p_offset,
+			       (unsigned long long)ph->p_align);
+}
+
+/* The writable segment moved onto the one before it. */
+static char *break_overlap(struct elf_image *im)
+{
+	unsigned i;
+	ElfW(Phdr) *w = elf_phdr(im, PT_LOAD, PF_W, &i), *prev = w - 1;
+
+	g_assert_cmpuint(prev->p_type, ==, PT_LOAD);
+	w->p_vaddr = prev->p_vaddr + prev->p_memsz - 0x10;
+	w->p_offset = w->p_vaddr % w->p_align +
+		      w->p_offset / w->p_align * w->p_align;
+	return g_strdup_printf("malformed: segment %u (PT_LOAD) at 0x%llx "
+			       "starts before the loadable segment before it "
+			       "ends (0x%llx)", i,
+			       (unsigned long long)w->p_vaddr,
+			       (unsigned long long)(prev->p_vaddr +
+						    prev->p_memsz));
+}
+
+static char *break_dynamic_outside(struct elf_image *im)
+{
+	unsigned i;
+	ElfW(Phdr) *ph = elf_phdr(im, PT_DYNAMIC, 0, &i);
+
+	ph->p_vaddr = 0x40000000;
+	return g_strdup_printf("malformed: segment %u (PT_DYNAMIC) at "
+			       "0x40000000 (0x%llx bytes) lies outside the "
+			       "loadable segments", i,
+			       (unsigned long long)ph->p_memsz);
+}
+
+static char *break_dynamic_size(struct elf_image *im)
+{
+	unsigned i;
+	ElfW(Phdr) *ph = elf_phdr(im, PT_DYNAMIC, 0, &i);
+
+	ph->p_filesz -= 4;
+	ph->p_memsz -= 4;
+	return g_strdup_printf("malformed: the dynamic section is 0x%llx "
+			       "bytes, not whole entries of %zu",
+			       (unsigned long long)ph->p_filesz,
+			       sizeof(ElfW(Dyn)));
+}
+
+static char *break_tls(struct elf_image *im)
+{
+	unsigned i;
+	ElfW(Phdr) *ph = elf_phdr(im, PT_TLS, 0, &i);
+
+	ph->p_memsz = ph->p_filesz - 1;
+	return g_strdup_printf("malformed: segment %u (PT_TLS) holds 0x%llx "
+			       "bytes of the file in 0x%llx bytes of memory",
+			       i, (unsigned long long)ph->p_filesz,
+			       (unsigned long long)ph->p_memsz);
+}
+
+static char *break_note(struct elf_image *im)
+{
+	unsigned i;
+	ElfW(Phdr) *ph = elf_phdr(im, PT_NOTE, 0, &i);
+
+	ph->p_vaddr += 0x40000000;
+	return g_strdup_printf("malformed: segment %u (PT_NOTE) at 0x%llx "
+			       "(0x%llx bytes) lies outside the loadable "
+			       "segments", i, (unsigned long long)ph->p_vaddr,
+			       (unsigned long long)ph->p_memsz);
+}
+
+/* Every DT_NULL of the section (it is padded with them) made another
+ * entry. */
+static char *break_dt_null(struct elf_image *im)
+{
+	unsigned i;
+	ElfW(Phdr) *dyn = elf_phdr(im, PT_DYNAMIC, 0, &i);
+	ElfW(Dyn) *d = (ElfW(Dyn) *)(im->data + dyn->p_offset);
+
+	for (gsize k = 0; k < dyn->p_filesz / sizeof(*d); k++)
+		if (d[k].d_tag == DT_NULL)
+			d[k].d_tag = DT_DEBUG;
+	return g_strdup("malformed: the dynamic section has no DT_NULL at "
+			"its end");
+}
+
+static char *break_strtab(struct elf_image *im)
+{
+	ElfW(Dyn) *d = elf_dyn(im, DT_STRTAB);
+
+	d->d_un.d_ptr = 0x40000000;
+	return g_strdup_printf("malformed: DT_STRTAB at 0x40000000 (%llu "
+			       "bytes) lies outside the loadable segments",
+			       (unsigned long long)
+				       elf_dyn(im, DT_STRSZ)->d_un.d_val);
+}
+
+static char *break_relaent(struct elf_image *im)
+{
+	elf_dyn(im, DT_RELAENT)->d_un.d_val = 0;
+	return g_strdup_printf("malformed: DT_RELAENT is 0, not %zu",
+			       sizeof(ElfW(Rela)));
+}
+
+static char *break_pltrel(struct elf_image *im)
+{
+	elf_dyn(im, DT_PLTREL)->d_un.d_val = DT_STRTAB;
+	return g_strdup_printf("malformed: DT_PLTREL is %d, neither DT_REL "
+			       "nor DT_RELA", DT_STRTAB);
+}
+
+static char *break_needed(struct elf_image *im)
+{
+	uint64_t strsz = elf_dyn(im, DT_STRSZ)->d_un.d_val;
+
+	elf_dyn(im, DT_NEEDED)->d_un.d_val = strsz;
+	return g_strdup_printf("malformed: DT_NEEDED names the string at "
+			       "%llu, past the string table's %llu bytes",
+			       (unsigned long long)strsz,
+			       (unsigned long long)strsz);
+}
+
+static char *break_strsz(struct elf_image *im)
+{
+	uint64_t *strsz = &elf_dyn(im, DT_STRSZ)->d_un.d_val;
+
+	/* The table's last byte is then the last of its last name. */
+	*strsz -= 1;
+	return g_strdup_printf("malformed: the string table (%llu bytes) "
+			       "does not end with a NUL",
+			       (unsigned long long)*strsz);
+}
+
+static void test_elf_fields(struct fixture *f, gconstpointer data)
+{
+	static const struct {
+		const char *name;
+		elf_break_fn fn;
+	} cases[] = {
+		{ "memsz", break_memsz },
+		{ "align", break_align },
+		{ "congruence", break_congruence },
+		{ "overlap", break_overlap },
+		{ "dynamic-outside", break_dynamic_outside },
+		{ "dynamic-size", break_dynamic_size },
+		{ "tls", break_tls },
+		{ "note", break_note },
+		{ "dt-null", break_dt_null },
+		{ "strtab", break_strtab },
+		{ "relaent", break_relaent },
+		{ "pltrel", break_pltrel },
+		{ "needed", break_needed },
+		{ "strsz", break_strsz },
+	};
+	char *reasons[G_N_ELEMENTS(cases)];
+	gsize len;
+	guint8 *cpu = cpu_plugin(&len);
+	char *out, *err;
+
+	if (!cpu) {
+		g_test_skip("the CPU plugin is not built");
+		return;
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		struct elf_image im = { g_memdup2(cpu, len), len, NULL };
+
+		im.eh = (ElfW(Ehdr) *)im.data;
+		reasons[i] = cases[i].fn(&im);
+		write_plugin(f->dir, cases[i].name, im.data, len);
+		g_free(im.data);
+	}
+	write_plugin(f->dir, "cpu", cpu, len);
+
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_record(f->dir, "cpu", LOOM_PLUGIN_LOADED, "");
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++)
+		assert_record(f->dir, cases[i].name, LOOM_PLUGIN_FAILED,
+			      reasons[i]);
+	loom_unload_all();
+
+	/* loom-info lives through them all and shows why. */
+	g_assert_cmpint(run_info(NULL, &out, &err), ==, 0);
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_assert_nonnull(strstr(out, reasons[i]));
+		g_free(reasons[i]);
+	}
+	g_free(out);
+	g_free(err);
+	g_free(cpu);
+}
+
 /* Entries named like plugins that are no files, and search directories
  * that cannot be read: each has a record with its reason. */
 static void test_entries(struct fixture *f, gconstpointer data)
@@ -1990,6 +2259,7 @@ int main(int argc, char **argv)
 	F("/loader/variant-fallback", test_variant_fallback);
 	F("/loader/override-fallback", test_override_fallback);
 	F("/loader/elf", test_elf);
+	F("/loader/elf-fields", test_elf_fields);
 	F("/loader/entries", test_entries);
 	F("/loader/unreadable", test_unreadable);
 	F("/loader/template", test_template);
