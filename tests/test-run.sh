@@ -4,7 +4,8 @@
 # CPU partition and on a meta device over two with the same greedy
 # tokens, dumps one row of logits per prompt position, and fails with one
 # line and a non-zero status on a missing file, a file that is not GGUF,
-# an unknown device and a token out of range.  TAP output.
+# an unknown device, a token out of range and an empty token id.  TAP
+# output.
 
 run="$LOOM_TEST_BUILDDIR/tools/loom-run"
 bench="$LOOM_TEST_BUILDDIR/tools/loom-bench"
@@ -22,7 +23,7 @@ trap 'rm -rf "$dir"' EXIT
 n=0
 failed=0
 
-echo "1..10"
+echo "1..11"
 
 result() {
 	n=$((n + 1))
@@ -90,4 +91,6 @@ fails "an unknown device" "no device 'nope0'" -m "$dir/tiny.gguf" \
 	--tokens 1 --devices nope0
 fails "a token out of range" "'256' is not a token id below 256" \
 	-m "$dir/tiny.gguf" --tokens 1,256
+fails "an empty token id" "'1,,2' has an empty id" \
+	-m "$dir/tiny.gguf" --tokens 1,,2
 exit $failed
