@@ -430,8 +430,36 @@ static int parse_tensor(struct rd *r, struct gguf *g, size_t i)
 	return LOOM_OK;
 }
 
+/* The data section is the tensors' data back to back, each padded to
+ * the alignment (as every writer lays it out): a run of an alignment or
+ * more that no tensor holds means the infos are not those of the data,
+ * for example a header that declares one tensor too few, whose data
+ * section then starts early and every tensor's data is shifted.  v is
+ * sorted by offset and overlaps none. */
+static int check_covered(const struct gguf *g, struct gguf_tensor *const *v,
+			 size_t data_size)
+{
+	uint64_t end = 0;
+
+	for (size_t i = 0; i <= g->n_tensors; i++) {
+		uint64_t next = i < g->n_tensors ? v[i]->offset : data_size;
+
+		if (next - end >= g->alignment)
+			return loom_error_set(LOOM_E_INVAL,
+					      "gguf: bytes [%llu, %llu) of the "
+					      "data section belong to no "
+					      "tensor (does the header declare "
+					      "too few tensors?)",
+					      (unsigned long long)end,
+					      (unsigned long long)next);
+		if (i < g->n_tensors)
+			end = v[i]->offset + v[i]->size;
+	}
+	return LOOM_OK;
+}
+
 /* Offsets on the alignment, data inside the file, no two tensors sharing
- * a byte. */
+ * a byte, no data that is no tensor's. */
 static int check_tensor_data(struct gguf *g)
 {
 	size_t data_size = g->size - g->data_offset;
@@ -460,9 +488,7 @@ static int check_tensor_data(struct gguf *g)
 					      data_size);
 		t->data = g->base + g->data_offset + t->offset;
 	}
-	if (g->n_tensors < 2)
-		return LOOM_OK;
-	v = malloc(g->n_tensors * sizeof(*v));
+	v = malloc((g->n_tensors ? g->n_tensors : 1) * sizeof(*v));
 	if (!v)
 		return loom_error_set(LOOM_E_NOMEM, "gguf: no memory");
 	for (size_t i = 0; i < g->n_tensors; i++)
@@ -485,6 +511,8 @@ static int check_tensor_data(struct gguf *g)
 								  v[i - 1]->size),
 					     v[i]->name,
 					     (unsigned long long)v[i]->offset);
+	if (!ret)
+		ret = check_covered(g, v, data_size);
 	free(v);
 	return ret;
 }

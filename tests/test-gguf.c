@@ -427,6 +427,12 @@ static void test_corrupt(void)
 	put64(p + tensor_field(p, size, "t.f16", F_OFFSET), 0);
 	refused(p, size, "tensor 't.f16': data [0, 12) overlaps tensor "
 		"'t.f32' at 0");
+	/* A header that declares one tensor too few: the data section
+	 * then starts early and holds bytes no tensor accounts for. */
+	RESET();
+	put64(p + 8, 1);
+	refused(p, size, "of the data section belong to no tensor (does the "
+		"header declare too few tensors?)");
 	/* Duplicates. */
 	RESET();
 	memcpy(p + find(p, size, "t.f16"), "t.f32", 5);
