@@ -200,6 +200,13 @@ struct loom__plugin *loom__plugin_loaded(const char *name);
  * versions, written into why (n bytes) (abi.c). */
 int loom__abi_check(uint32_t major, uint32_t minor, uint32_t core_major,
 		    uint32_t core_minor, char *why, size_t n);
+/* Checks that a descriptor of size bytes (its symbol's size) holds what
+ * the ABI version it declares promises, reading no byte past size: its
+ * version first, then the fields of that version, then its own size
+ * field (ABI 1.2).  A version other than this core's passes (the version
+ * rule refuses it).  Returns LOOM_OK or LOOM_E_PLUGIN with the reason in
+ * why (n bytes, caller's buffer) (abi.c). */
+int loom__desc_size_check(const void *desc, size_t size, char *why, size_t n);
 /* Checks a descriptor (ABI, name, init) and records it on p; on failure
  * sets p's state and reason and returns the status. */
 int loom__plugin_check_desc(struct loom__plugin *p,

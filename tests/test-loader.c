@@ -288,7 +288,7 @@ static void test_broken(struct fixture *f, gconstpointer data)
 	static const char *const names[] = {
 		"good",     "nodesc", "major", "minor",   "nomethod",
 		"initfail", "score0", "undef", "nodep",   "newer",
-		"misnamed",
+		"misnamed", "shortdesc",
 	};
 	char *junk = path_in(f->dir, "junk");
 
@@ -305,9 +305,12 @@ static void test_broken(struct fixture *f, gconstpointer data)
 	assert_record(f->dir, "nodesc", LOOM_PLUGIN_FAILED,
 		      "not a loom plugin: no loom_plugin_descriptor symbol");
 	assert_record(f->dir, "major", LOOM_PLUGIN_FAILED,
-		      "ABI mismatch: plugin ABI 2.1, libloom ABI 1.1");
+		      "ABI mismatch: plugin ABI 2.2, libloom ABI 1.2");
+	assert_record(f->dir, "shortdesc", LOOM_PLUGIN_FAILED,
+		      "descriptor of 2 bytes cannot hold its ABI version (8 "
+		      "bytes)");
 	assert_record(f->dir, "minor", LOOM_PLUGIN_FAILED,
-		      "ABI mismatch: plugin ABI 1.2, libloom ABI 1.1 (the "
+		      "ABI mismatch: plugin ABI 1.3, libloom ABI 1.2 (the "
 		      "plugin needs a newer libloom)");
 	assert_record(f->dir, "nomethod", LOOM_PLUGIN_FAILED,
 		      "device 'nomethod0': missing required method "
@@ -583,11 +586,15 @@ static void test_abi_rule(void)
 		{ 1, 0, 2, 5, "ABI mismatch: plugin ABI 1.0, libloom ABI 2.5" },
 	};
 
-	/* This core is 1.1: ranks are the first slot appended to 1.0. */
+	/* This core is 1.2: ranks are the first slot appended to 1.0, the
+	 * descriptor's size the first field appended to it. */
 	g_assert_cmpuint(LOOM_ABI_MAJOR, ==, 1);
-	g_assert_cmpuint(LOOM_ABI_MINOR, ==, 1);
+	g_assert_cmpuint(LOOM_ABI_MINOR, ==, 2);
 	g_assert_cmpuint(offsetof(struct loom_dev_iface, get_rank), ==,
 			 offsetof(struct loom_dev_iface, event_synchronize) +
+				 sizeof(void *));
+	g_assert_cmpuint(offsetof(struct loom_plugin_desc, size), ==,
+			 offsetof(struct loom_plugin_desc, score) +
 				 sizeof(void *));
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
 		char why[160] = "";
@@ -598,6 +605,60 @@ static void test_abi_rule(void)
 
 		g_assert_cmpint(st, ==, cases[i].why ? LOOM_E_ABI : LOOM_OK);
 		g_assert_cmpstr(why, ==, cases[i].why ? cases[i].why : "");
+	}
+}
+
+/* A descriptor's bytes against what its version declares: the check
+ * reads no byte past the size it is given. */
+enum { SIZE_V1_0 = -1, SIZE_V1_2 = -2, SIZE_WHOLE = -3 };
+
+static void test_abi_desc_size(void)
+{
+	static const struct {
+		uint32_t major, minor;
+		int size_field; /* SIZE_WHOLE: sizeof */
+		int size;       /* bytes given, or one of SIZE_* */
+		const char *why; /* NULL: passes */
+	} cases[] = {
+		{ 1, 0, 0, SIZE_V1_0, NULL },
+		{ 1, 1, 0, SIZE_V1_0, NULL },
+		{ 1, 2, SIZE_WHOLE, SIZE_WHOLE, NULL },
+		{ 1, 2, SIZE_V1_2, SIZE_V1_2, NULL },
+		{ 1, 2, 0, SIZE_WHOLE, "descriptor says it is 0 bytes" },
+		{ 1, 2, 4096, SIZE_WHOLE, "descriptor says it is 4096 bytes" },
+		{ 1, 2, 0, SIZE_V1_0, "is shorter than plugin ABI 1.2's" },
+		{ 2, 0, 0, 8, NULL }, /* the version rule refuses these */
+		{ 1, 3, 0, 8, NULL },
+		{ 1, 1, 0, 16, "descriptor of 16 bytes is shorter than plugin "
+			       "ABI 1.1's" },
+		{ 1, 1, 0, 2, "descriptor of 2 bytes cannot hold its ABI "
+			      "version (8 bytes)" },
+	};
+	const size_t v1_0 = offsetof(struct loom_plugin_desc, size);
+	const size_t v1_2 = v1_0 + sizeof(uint32_t);
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		struct loom_plugin_desc d = { 0 };
+		int sz = cases[i].size, zf = cases[i].size_field;
+		size_t size = sz == SIZE_V1_0 ? v1_0 : sz == SIZE_V1_2 ? v1_2 :
+			      sz == SIZE_WHOLE ? sizeof(d) : (size_t)sz;
+		char why[160] = "";
+		guint8 *bytes;
+		int st;
+
+		d.abi_major = cases[i].major;
+		d.abi_minor = cases[i].minor;
+		d.size = zf == SIZE_WHOLE ? sizeof(d) :
+			 zf == SIZE_V1_2 ? v1_2 : (uint32_t)zf;
+		/* Exactly size bytes, so that a read past them is one for
+		 * ASan and valgrind. */
+		bytes = g_memdup2(&d, size);
+		st = loom__desc_size_check(bytes, size, why, sizeof(why));
+		g_assert_cmpint(st, ==, cases[i].why ? LOOM_E_PLUGIN : LOOM_OK);
+		if (cases[i].why && !strstr(why, cases[i].why))
+			g_error("case %zu: '%s' lacks '%s'", i, why,
+				cases[i].why);
+		g_free(bytes);
 	}
 }
 
@@ -2267,6 +2328,7 @@ int main(int argc, char **argv)
 	F("/loader/backends/exclude", test_exclude);
 	F("/loader/backends/requested", test_requested);
 	g_test_add_func("/loader/abi/rule", test_abi_rule);
+	g_test_add_func("/loader/abi/desc-size", test_abi_desc_size);
 	F("/loader/abi/static", test_abi_static);
 	F("/loader/abi/old-plugin", test_abi_old_plugin);
 	F("/loader/ranks/order", test_rank_order);

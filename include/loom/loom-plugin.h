@@ -110,7 +110,7 @@ extern "C" {
 #endif
 
 #define LOOM_ABI_MAJOR 1
-#define LOOM_ABI_MINOR 1
+#define LOOM_ABI_MINOR 2
 
 /* ------------------------------------------------------------------------
  * Buffer type.
@@ -260,7 +260,14 @@ struct loom_reg_iface {
 
 /* ------------------------------------------------------------------------
  * The descriptor: the one symbol a plugin exports, read with dlsym before
- * any plugin function runs.
+ * any plugin function runs.  It grows at the end like the tables; since
+ * ABI 1.2 its last field says its size.  The core reads no byte past the
+ * symbol's size in the plugin's symbol table: first the ABI version
+ * (8 bytes), then the fields that version has (through score before
+ * 1.2, through size since), then none past size.  A descriptor too short
+ * for what it declares is refused ("descriptor of 2 bytes cannot hold
+ * its ABI version").  A descriptor given to loom_load_static() has no
+ * symbol: it is read as the version it declares.
  */
 #define LOOM_PLUGIN_SYMBOL "loom_plugin_descriptor"
 
@@ -279,6 +286,10 @@ struct loom_plugin_desc {
 	/* optional: 0 when the plugin cannot run here (then *why says so);
 	 * among variants of one name the highest wins.  NULL means 1. */
 	int (*score)(const char **why);
+	/* Fields above are valid for ABI 1.0. */
+	/* sizeof(struct loom_plugin_desc) as the plugin was built. */
+	uint32_t size;
+	/* Fields above are valid for ABI 1.2. */
 };
 
 /* Defines and exports the descriptor.  Use once per plugin. */
@@ -291,6 +302,7 @@ struct loom_plugin_desc {
 			.version = (version_),                               \
 			.init = (init_),                                     \
 			.score = (score_),                                   \
+			.size = sizeof(struct loom_plugin_desc),             \
 		}
 
 /* ------------------------------------------------------------------------
