@@ -327,6 +327,10 @@ static int src_fill(void *user, struct loom_tensor *t)
 	if (f->size != loom_tensor_n_bytes(t))
 		return loom_error_set(LOOM_E_INVAL, "gguf: tensor '%s': size "
 				      "mismatch", t->name);
+	ret = gguf_check_read(s->g, f->data, (size_t)f->size);
+	if (ret)
+		return loom_error_set(ret, "tensor '%s': %s", t->name,
+				      loom_error_message());
 	ret = loom_tensor_set(t, f->data, 0, (size_t)f->size);
 	if (ret)
 		return loom_error_set(ret, "tensor '%s': %s", t->name,

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <loom/loom-backend.h>
 
@@ -451,6 +452,32 @@ static void test_refused(void)
 	g_free(src);
 }
 
+/* A model file cut short after it was opened: its weights' pages are
+ * gone, and loading says so instead of dying of SIGBUS. */
+static void test_changed(void)
+{
+	struct llama_hparams hp, h;
+	struct llama_model *m = NULL;
+	struct gguf *g;
+	char *path;
+
+	shape(LLAMA, LOOM_TYPE_F32, false, &hp);
+	path = save_model(&hp, "changed.gguf");
+	g_assert_cmpint(gguf_open(path, &g), ==, LOOM_OK);
+	g_assert_cmpint(model_hparams(g, 16, LOOM_TYPE_F32, &h, NULL), ==,
+			LOOM_OK);
+	g_assert_cmpint(truncate(path, (off_t)gguf_data_offset(g)), ==, 0);
+	g_assert_cmpint(model_load(g, &h, loom_dev_by_name("cpu0"), &m), ==,
+			LOOM_E_IO);
+	g_assert_null(m);
+	g_assert_true(g_str_has_suffix(loom_error_message(),
+				       "changed.gguf: the file changed while "
+				       "in use"));
+	gguf_free(g);
+	g_unlink(path);
+	g_free(path);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct config refs[] = {
@@ -541,6 +568,7 @@ int main(int argc, char **argv)
 		g_free(name);
 	}
 	g_test_add_func("/model/refused", test_refused);
+	g_test_add_func("/model/changed", test_changed);
 	ret = g_test_run();
 	g_rmdir(tmpdir);
 	g_free(tmpdir);
