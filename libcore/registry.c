@@ -207,6 +207,10 @@ void loom__plugin_set(struct loom__plugin *p, enum loom_plugin_state state,
 	if (state == LOOM_PLUGIN_LOADED)
 		loom_log(LOOM_LOG_INFO, "plugin %s: loaded from %s", p->name,
 			 p->file);
+	else if (!*p->name) /* a directory of the search path */
+		loom_log(state == LOOM_PLUGIN_FAILED ? LOOM_LOG_WARN
+						     : LOOM_LOG_INFO,
+			 "%s: %s", p->file, p->reason);
 	else
 		loom_log(state == LOOM_PLUGIN_FAILED ? LOOM_LOG_WARN
 						     : LOOM_LOG_INFO,

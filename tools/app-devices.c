@@ -97,14 +97,13 @@ loom_dev_t *app_devices_second(loom_dev_t *first, loom_dev_t *named)
 	if (rest)
 		return rest;
 	if (loom_dev_type(first) == LOOM_DEV_TYPE_CPU)
-		loom_error_set(LOOM_E_NOT_FOUND, "no second device besides"
-			       "  %s (LOOM_CPU_DEVICES=2 splits "
-			       "the CPU: --devices cpu0,cpu1)",
+		loom_error_set(LOOM_E_NOT_FOUND, "no second device besides "
+			       "%s (LOOM_CPU_DEVICES=2 splits the CPU: "
+			       "--devices cpu0,cpu1)",
 			       loom_dev_name(first));
 	else
-		loom_error_set(LOOM_E_NOT_FOUND, "no second device besides"
-			       "  %s (name one: --devices %s,"
-			       "cpu0)", loom_dev_name(first),
+		loom_error_set(LOOM_E_NOT_FOUND, "no second device besides "
+			       "%s (name one: --devices %s,cpu0)", loom_dev_name(first),
 			       loom_dev_name(first));
 	return NULL;
 }

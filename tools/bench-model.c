@@ -1014,15 +1014,14 @@ static void print_table(struct model_bench *mb)
 				nm);
 	}
 	snprintf(title, sizeof(title),
-		 "model %s: %s, %lld layers, n_embd %lld, heads %lld/%lld kv, "
-		 "n_ff %lld%s, %.1f M params (%.1f MiB); prefill %d, "
-		 "decode %d tokens", o->gguf ? o->gguf : o->preset,
-		 loom_type_name(hp->wtype),
+		 "model %s: %s, %.1f M params (%.1f MiB); prefill %d, "
+		 "decode %d tokens\n%lld layers, n_embd %lld, heads %lld/%lld "
+		 "kv, n_ff %lld%s", o->gguf ? o->gguf : o->preset,
+		 loom_type_name(hp->wtype), mb->n_params * 1e-6,
+		 mb->weight_bytes / 1048576.0, o->prefill, o->decode,
 		 (long long)hp->n_layer, (long long)hp->n_embd,
 		 (long long)hp->n_head, (long long)hp->n_head_kv,
-		 (long long)hp->n_ff, hp->n_expert ? ", MoE" : "",
-		 mb->n_params * 1e-6, mb->weight_bytes / 1048576.0,
-		 o->prefill, o->decode);
+		 (long long)hp->n_ff, hp->n_expert ? ", MoE" : "");
 	bench_table_print(t, stdout, title);
 	bench_table_free(t);
 	for (int i = 0; i < mb->n_runs; i++) {
