@@ -143,31 +143,36 @@ else
 	echo "ok $n - a bad option fails with a message"
 fi
 
+# refused NAME STATUS LINE COMMAND...: COMMAND exits with STATUS, having
+# printed LINE alone on stderr.
+refused() {
+	name=$1
+	status=$2
+	line=$3
+	shift 3
+	n=$((n + 1))
+	"$@" >"$out" 2>"$out.err"
+	rc=$?
+	if [ $rc = "$status" ] && [ "$(cat "$out.err")" = "$line" ]; then
+		echo "ok $n - $name"
+	else
+		echo "not ok $n - $name: status $rc"
+		sed 's/^/# /' "$out.err"
+		failed=1
+	fi
+}
+
 # An unknown preset lists them, with the status of a bad option.
-n=$((n + 1))
-"$bench" model --preset huge >"$out" 2>"$out.err"
-rc=$?
-if [ $rc = 2 ] && [ "$(cat "$out.err")" = "loom-bench: --preset: no preset 'huge' (tiny, tiny-moe, small, small-moe, 7b-layer)" ]; then
-	echo "ok $n - an unknown preset lists the presets"
-else
-	echo "not ok $n - an unknown preset: status $rc"
-	sed 's/^/# /' "$out.err"
-	failed=1
-fi
+refused "an unknown preset lists the presets" 2 \
+	"loom-bench: --preset: no preset 'huge' (tiny, tiny-moe, small, small-moe, 7b-layer)" \
+	"$bench" model --preset huge
 
 # A model file of another architecture: one message naming the file.
-n=$((n + 1))
-"$bench" model --preset tiny --save "$out.gguf" 2>"$out.err" &&
-	LC_ALL=C sed 's/llama/gpt_x/g' "$out.gguf" >"$out.x.gguf" &&
-	"$bench" model --gguf "$out.x.gguf" --no-limits >"$out" 2>"$out.err"
-rc=$?
-if [ $rc = 1 ] && [ "$(cat "$out.err")" = "loom-bench: $out.x.gguf: architecture 'gpt_x' is not supported (llama, qwen2, qwen3, qwen3moe are)" ]; then
-	echo "ok $n - another architecture: one message naming the file"
-else
-	echo "not ok $n - another architecture: status $rc"
-	sed 's/^/# /' "$out.err"
-	failed=1
-fi
+"$bench" model --preset tiny --save "$out.gguf" 2>"$out.err"
+LC_ALL=C sed 's/llama/gpt_x/g' "$out.gguf" >"$out.x.gguf"
+refused "another architecture: one message naming the file" 1 \
+	"loom-bench: $out.x.gguf: architecture 'gpt_x' is not supported (llama, qwen2, qwen3, qwen3moe are)" \
+	"$bench" model --gguf "$out.x.gguf" --no-limits
 rm -f "$out.gguf" "$out.x.gguf"
 
 # A number out of range names the option and its range.
