@@ -20,8 +20,10 @@ static int no_device(const char *name)
 	char *end;
 	long idx;
 
+	/* LOOM_CPU_DEVICES makes at most 1024. */
 	if (!cpu || strncmp(name, "cpu", 3) || name[3] < '0' ||
-	    name[3] > '9' || (idx = strtol(name + 3, &end, 10)) < 0 || *end)
+	    name[3] > '9' || (idx = strtol(name + 3, &end, 10)) > 1023 ||
+	    *end)
 		return loom_error_set(LOOM_E_NOT_FOUND, "no device '%s' (see "
 				      "loom-info)", name);
 	if (!env || !*env)
