@@ -557,6 +557,8 @@ static int plan_devices(struct model_bench *mb)
 		}
 		meta = loom_dev_by_type(LOOM_DEV_TYPE_META);
 	}
+	/* A registered meta device gets the model's shape; a list's has
+	 * it. */
 	if (meta && n < 2) {
 		meta = meta_with_shape(mb, meta);
 	} else if (!meta && cpu && loom_reg_dev_count(cpu) >=
@@ -977,6 +979,12 @@ static double run_limit(struct model_bench *mb, const struct model_run *r)
 	return sum;
 }
 
+/* A run's name in the table: the separate run on all cores is marked. */
+static void run_label(const struct model_run *r, char *out, size_t size)
+{
+	snprintf(out, size, "%s%s", r->name, r->separate ? " (all)" : "");
+}
+
 static void print_table(struct model_bench *mb)
 {
 	static const char *const heads[] = {
@@ -1006,8 +1014,7 @@ static void print_table(struct model_bench *mb)
 			w += r->dev_weights[k];
 			c += r->dev_compute[k];
 		}
-		snprintf(name, sizeof(name), "%s%s", r->name,
-			 r->separate ? " (all)" : "");
+		run_label(r, name, sizeof(name));
 		bench_table_row(t, "%s\t%.1f\t%.2f\t%.1f\t%s\t%.1f\t%.1f\t%s",
 				name, r->prefill_tok_s, r->decode_tok_s,
 				r->gbps, share, w / 1048576.0, c / 1048576.0,
@@ -1026,14 +1033,15 @@ static void print_table(struct model_bench *mb)
 	bench_table_free(t);
 	for (int i = 0; i < mb->n_runs; i++) {
 		const struct model_run *r = &mb->runs[i];
-		char w[96], c[96];
+		char w[96], c[96], name[128];
 
-		printf("  %-8s %s\n", r->name, r->desc);
+		run_label(r, name, sizeof(name));
+		printf("  %-10s %s\n", name, r->desc);
 		if (r->n_members < 2)
 			continue;
 		fmt_mib_list(w, sizeof(w), r->dev_weights, r->n_members);
 		fmt_mib_list(c, sizeof(c), r->dev_compute, r->n_members);
-		printf("  %-8s per device: weights %s MiB, compute %s MiB\n",
+		printf("  %-10s per device: weights %s MiB, compute %s MiB\n",
 		       "", w, c);
 	}
 	if (mb->st.read_gbps > 0)
