@@ -281,6 +281,33 @@ struct loom_plugin_desc {
 	int (*score)(const char **why);
 };
 
+/* ------------------------------------------------------------------------
+ * Split rules: how a device that holds a tensor in slices (the meta
+ * device's split states, loom-backend.h) carries an op's sources' states
+ * to its result.  Each op names one in the core's table of ops; the
+ * device implements each rule once.  The op's LOOM_OPF_ADDITIVE and
+ * LINEAR flags (loom.h) say where PARTIAL values pass.
+ */
+enum loom_split_rule {
+	LOOM_SPLIT_RULE_NONE,     /* no rule: the device refuses the op */
+	LOOM_SPLIT_RULE_ELEMENTWISE, /* a op b, b broadcast over a */
+	LOOM_SPLIT_RULE_MAP,      /* each value alone: the state passes */
+	LOOM_SPLIT_RULE_ROWS,     /* each row of dimension 0 whole */
+	LOOM_SPLIT_RULE_ARGMAX,   /* rows whole; the result's dimension 0 is
+				     the source's dimension 1 */
+	LOOM_SPLIT_RULE_SOFT_MAX, /* rows whole; the mask meets the source */
+	LOOM_SPLIT_RULE_ROPE,     /* rotation pairs whole; positions whole */
+	LOOM_SPLIT_RULE_MUL_MAT,  /* products over dimension 0 */
+	LOOM_SPLIT_RULE_GET_ROWS, /* rows of a table picked by whole ids */
+	LOOM_SPLIT_RULE_WRITE,    /* the written source's state */
+	LOOM_SPLIT_RULE_CONCAT,   /* not along the split dimension */
+	LOOM_SPLIT_RULE_VIEW,     /* the split mapped through the view */
+	LOOM_SPLIT_RULE_COUNT
+};
+
+/* The split rule of op; LOOM_SPLIT_RULE_NONE for an invalid op. */
+LOOM_API enum loom_split_rule loom_op_split_rule(enum loom_op op);
+
 /* Defines and exports the descriptor.  Use once per plugin. */
 #define LOOM_PLUGIN_DEFINE(name_, version_, init_, score_)                   \
 	__attribute__((visibility("default"))) const struct loom_plugin_desc \
