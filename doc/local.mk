@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # doc/local.mk - the plugin author's guide and the plugin template it
 # builds on, installed with the headers (in docdir).
-dist_doc_DATA = doc/plugin-guide.md
+dist_doc_DATA = doc/plugin-guide.md doc/ops.md
 plugintemplatedir = $(docdir)/plugin-template
 dist_plugintemplate_DATA = \
 	examples/plugin-template/Makefile \
