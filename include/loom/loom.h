@@ -79,6 +79,20 @@ typedef void (*loom_log_fn)(enum loom_log_level level, const char *msg,
 LOOM_API void loom_log_set_callback(loom_log_fn fn, void *userdata);
 LOOM_API void loom_log_set_level(enum loom_log_level level);
 LOOM_API enum loom_log_level loom_log_get_level(void);
+/* Logs through the application's callback (as the library and its
+ * plugins do), when level is at or above the set level. */
+LOOM_API void loom_log(enum loom_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Records an error message for loom_error_message() and returns status:
+ * for code built on loom (plugins, model libraries, applications) that
+ * reports its own mistakes the way the library does. */
+LOOM_API int loom_error_set(int status, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Reads a LOOM_* variable (NULL when unset, and in secure-execution
+ * processes, where every LOOM_* variable is ignored). */
+LOOM_API const char *loom_env_get(const char *name);
 
 /* ------------------------------------------------------------------------
  * Types.  X(NAME, "name", block size in elements, bytes per block)
