@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # doc/local.mk - the documentation beyond the README and the manual
-# pages (NEWS with its API renames, the API walk-through, the meta device's rules, several devices
+# pages (NEWS with its API renames, the API walk-through, the meta device's rules, the
+# table of ops, several devices
 # and processes, benchmarks, accuracy, the GPU check, fuzzing), and the
 # plugin author's guide with the plugin template it builds on, all
 # installed in docdir.
@@ -12,6 +13,7 @@ dist_doc_DATA = \
 	doc/fuzzing.md \
 	doc/gpu.md \
 	doc/meta.md \
+	doc/ops.md \
 	doc/plugin-guide.md \
 	doc/scale-out.md
 plugintemplatedir = $(docdir)/plugin-template

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* abi.c - the rule that says whether a plugin built against one ABI
- * version loads into a core of another.  Which slots a plugin filled is
+ * version loads into a core of another, and which descriptor fields a
+ * plugin of its version has.  Which slots a plugin filled is
  * its tables' sizes' business (buffer.c), not this one's. */
 #include "config.h"
 
@@ -25,4 +26,9 @@ int loom__abi_check(uint32_t major, uint32_t minor, uint32_t core_major,
 			 (unsigned)major, (unsigned)minor,
 			 (unsigned)core_major, (unsigned)core_minor);
 	return LOOM_E_ABI;
+}
+
+uint32_t loom__desc_flags(const struct loom_plugin_desc *desc)
+{
+	return desc && desc->abi_minor >= 2 ? desc->flags : 0;
 }

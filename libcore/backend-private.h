@@ -169,6 +169,7 @@ struct loom__plugin {
 	int score;
 	void *dl;      /* dlopen handle, while open */
 	const struct loom_plugin_desc *desc;
+	uint32_t flags;  /* the descriptor's LOOM_PLUGIN_* flags */
 	loom_reg_t *reg; /* when loaded */
 	int priority;  /* index in LOOM_BACKENDS, or -1 */
 	size_t seq;    /* record order */
@@ -194,6 +195,11 @@ void loom__plugin_set(struct loom__plugin *p, enum loom_plugin_state state,
 struct loom__plugin *loom__plugin_by_index(size_t i);
 /* The loaded record of that plugin name, or NULL. */
 struct loom__plugin *loom__plugin_loaded(const char *name);
+/* desc's LOOM_PLUGIN_* flags: 0 from a plugin older than ABI 1.2, whose
+ * descriptor ends before them (abi.c). */
+uint32_t loom__desc_flags(const struct loom_plugin_desc *desc);
+/* Whether plugin p declares it composes other plugins' devices. */
+#define loom__plugin_composes(p) (((p)->flags & LOOM_PLUGIN_COMPOSES) != 0)
 /* Whether a plugin of ABI major.minor loads into a core of ABI
  * core_major.core_minor: the majors equal, the plugin's minor not above
  * the core's.  Returns LOOM_OK, or LOOM_E_ABI with the reason, naming both

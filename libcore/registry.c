@@ -47,6 +47,7 @@ static const char *const proc_names[LOOM__PROC_COUNT] = {
 	[LOOM__PROC_GET_FEATURES] = LOOM_PROC_GET_FEATURES,
 	[LOOM__PROC_META_DEVICE_NEW] = LOOM_PROC_META_DEVICE_NEW,
 	[LOOM__PROC_META_CHECK] = LOOM_PROC_META_CHECK,
+	[LOOM__PROC_SPLIT_DEFAULT] = LOOM_PROC_SPLIT_DEFAULT,
 };
 
 const char *loom__proc_name(enum loom__proc p)
@@ -306,6 +307,7 @@ int loom__plugin_check_desc(struct loom__plugin *p,
 		return p->status;
 	}
 	p->desc = desc;
+	p->flags = loom__desc_flags(desc);
 	return LOOM_OK;
 }
 
@@ -860,8 +862,8 @@ int loom_unload_all(void)
 				    busy, total == 1 ? "is" : "are");
 		goto out_unlock;
 	}
-	/* Latest init first: the meta plugin, which uses the others, goes
-	 * before them. */
+	/* Latest init first: a plugin that composes the others' devices
+	 * goes before them. */
 	for (;;) {
 		struct loom__plugin *last = NULL;
 

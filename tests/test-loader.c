@@ -305,9 +305,9 @@ static void test_broken(struct fixture *f, gconstpointer data)
 	assert_record(f->dir, "nodesc", LOOM_PLUGIN_FAILED,
 		      "not a loom plugin: no loom_plugin_descriptor symbol");
 	assert_record(f->dir, "major", LOOM_PLUGIN_FAILED,
-		      "ABI mismatch: plugin ABI 2.1, libloom ABI 1.1");
+		      "ABI mismatch: plugin ABI 2.2, libloom ABI 1.2");
 	assert_record(f->dir, "minor", LOOM_PLUGIN_FAILED,
-		      "ABI mismatch: plugin ABI 1.2, libloom ABI 1.1 (the "
+		      "ABI mismatch: plugin ABI 1.3, libloom ABI 1.2 (the "
 		      "plugin needs a newer libloom)");
 	assert_record(f->dir, "nomethod", LOOM_PLUGIN_FAILED,
 		      "device 'nomethod0': missing required method "
@@ -583,9 +583,9 @@ static void test_abi_rule(void)
 		{ 1, 0, 2, 5, "ABI mismatch: plugin ABI 1.0, libloom ABI 2.5" },
 	};
 
-	/* This core is 1.1: ranks are the first slot appended to 1.0. */
+	/* This core is 1.2: ranks are the first slot appended to 1.0. */
 	g_assert_cmpuint(LOOM_ABI_MAJOR, ==, 1);
-	g_assert_cmpuint(LOOM_ABI_MINOR, ==, 1);
+	g_assert_cmpuint(LOOM_ABI_MINOR, ==, 2);
 	g_assert_cmpuint(offsetof(struct loom_dev_iface, get_rank), ==,
 			 offsetof(struct loom_dev_iface, event_synchronize) +
 				 sizeof(void *));
