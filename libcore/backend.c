@@ -289,12 +289,14 @@ int loom_event_new(loom_dev_t *dev, loom_event_t **out)
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_event_new: out is NULL");
 	*out = NULL;
-	if (!loom__dev_live(dev))
+	if (!loom__dev_enter(dev))
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_event_new: no device");
 	ev = calloc(1, sizeof(*ev));
-	if (!ev)
-		return loom_error_set(LOOM_E_NOMEM, "out of memory");
+	if (!ev) {
+		st = loom_error_set(LOOM_E_NOMEM, "out of memory");
+		goto out_end;
+	}
 	ev->dev = dev;
 	st = loom__handle_add(ev, LOOM__KIND_EVENT);
 	if (st)
@@ -307,10 +309,12 @@ int loom_event_new(loom_dev_t *dev, loom_event_t **out)
 	}
 	loom__reg_ref(dev->reg, LOOM__REF_EVENT);
 	*out = ev;
-	return LOOM_OK;
+	goto out_end;
 
 err_free:
 	free(ev);
+out_end:
+	loom__call_end();
 	return st;
 }
 

@@ -9,6 +9,7 @@ libcore_libloom_la_SOURCES = \
 	libcore/log.c \
 	libcore/env.c \
 	libcore/handle.c \
+	libcore/inflight.c \
 	libcore/types.c \
 	libcore/quant.c \
 	libcore/tensor.c \

@@ -187,6 +187,26 @@ enum loom__proc {
 	LOOM__PROC_COUNT
 };
 
+/* Calls in flight (inflight.c).  A call through a device, reg or buffer
+ * type starts with loom__call_begin (false: the handle is not live, or an
+ * unload is under way) and ends with loom__call_end; between the two the
+ * plugin stays loaded and the handle alive, since loom_unload_all waits
+ * for every call in flight before it frees anything.  Calls nest (one
+ * plugin asking the core about another's device). */
+bool loom__call_begin(const void *h, enum loom__kind kind);
+void loom__call_end(void);
+/* A call not through one handle (walking the registry's devices): false
+ * while an unload is under way. */
+bool loom__calls_hold(void);
+/* True while this thread is inside a call into a plugin. */
+bool loom__in_call(void);
+/* For loom_unload_all, holding the load lock and not inside a call:
+ * refuses new calls and waits until none is in flight.  This thread's
+ * own calls (a plugin's free method asking the core something) still go
+ * through until loom__calls_open. */
+void loom__calls_close(void);
+void loom__calls_open(void);
+
 /* The entry-point name of p ("set_tensor_2d"). */
 const char *loom__proc_name(enum loom__proc p);
 /* reg's cached entry point p, or NULL when its plugin has none. */

@@ -8,14 +8,15 @@
 
 #include <string.h>
 
-/* The meta plugin's entry point p, or NULL with a message when the meta
+/* The meta plugin's entry point p, inside a call the caller ends
+ * (loom__call_end); NULL with a message, and no call, when the meta
  * plugin is not loaded or lacks it. */
 static void *meta_proc(enum loom__proc p, const char *who)
 {
 	loom_reg_t *reg = loom__reg_find("meta");
 	void *fn;
 
-	if (!reg) {
+	if (!loom__call_begin(reg, LOOM__KIND_REG)) {
 		loom_error_set(LOOM_E_NOT_FOUND,
 			       "%s: the meta plugin is not loaded (install "
 			       "loom-meta, or check LOOM_BACKENDS and "
@@ -23,10 +24,12 @@ static void *meta_proc(enum loom__proc p, const char *who)
 		return NULL;
 	}
 	fn = loom__reg_proc(reg, p);
-	if (!fn)
+	if (!fn) {
+		loom__call_end();
 		loom_error_set(LOOM_E_NOT_FOUND,
 			       "%s: the meta plugin has no '%s' entry point",
 			       who, loom__proc_name(p));
+	}
 	return fn;
 }
 
@@ -35,6 +38,7 @@ int loom_meta_dev_new(loom_dev_t *const *devs, size_t n, loom_split_fn split,
 		      loom_dev_t **out)
 {
 	loom_meta_device_new_fn fn;
+	int st;
 
 	if (out)
 		*out = NULL;
@@ -45,18 +49,23 @@ int loom_meta_dev_new(loom_dev_t *const *devs, size_t n, loom_split_fn split,
 						 "loom_meta_dev_new");
 	if (!fn)
 		return LOOM_E_NOT_FOUND;
-	return fn(devs, n, split, userdata, opts, out);
+	st = fn(devs, n, split, userdata, opts, out);
+	loom__call_end();
+	return st;
 }
 
 int loom_meta_check(loom_dev_t *dev, loom_graph_t *g)
 {
 	loom_meta_check_fn fn;
+	int st;
 
 	fn = (loom_meta_check_fn)meta_proc(LOOM__PROC_META_CHECK,
 					    "loom_meta_check");
 	if (!fn)
 		return LOOM_E_NOT_FOUND;
-	return fn(dev, g);
+	st = fn(dev, g);
+	loom__call_end();
+	return st;
 }
 
 static bool has(const char *name, const char *part)
