@@ -89,6 +89,7 @@ struct loom_backend {
 	struct loom_backend_iface iface;
 	void *context;
 	loom_dev_t *dev;
+	bool busy; /* a call on it is under way (atomic; backend.c) */
 };
 
 struct loom_event {

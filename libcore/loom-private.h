@@ -147,6 +147,19 @@ bool loom__handle_take(const void *h, enum loom__kind kind);
 /* True while h is a live handle of that kind. */
 bool loom__handle_live(const void *h, enum loom__kind kind);
 
+/* Calls on one backend must not overlap: each call
+ * claims the object's busy flag and is refused (LOOM_E_BUSY) while
+ * another holds it.  False when it is held. */
+static inline bool loom__claim(bool *busy)
+{
+	return !__atomic_exchange_n(busy, true, __ATOMIC_ACQUIRE);
+}
+
+static inline void loom__unclaim(bool *busy)
+{
+	__atomic_store_n(busy, false, __ATOMIC_RELEASE);
+}
+
 /* Rounds x up to a multiple of a (a power of two) into *out; false when
  * that does not fit in a size_t. */
 static inline bool loom__align_up(size_t x, size_t a, size_t *out)

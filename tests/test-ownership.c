@@ -162,6 +162,107 @@ static void test_freed_ctx_galloc(struct fixture *f, gconstpointer unused)
 	g_assert_null(loom_galloc_buffer(ga));
 }
 
+/* A graph y = x + x of the test's context, placed in a buffer of the
+ * fake plugin (freed by the caller). */
+static loom_graph_t *add_graph(struct fixture *f, loom_buffer_t **buf)
+{
+	struct loom_tensor *x = new_f32(f->ctx, 16, "x");
+	loom_graph_t *g;
+
+	g_assert_cmpint(loom_graph_new(f->ctx, &g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, loom_add(f->ctx, x, x)), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_ctx_alloc_tensors(f->ctx, f->buft, buf), ==,
+			LOOM_OK);
+	return g;
+}
+
+/* ------------------------------------------------------------------------
+ * Calls on one backend do not overlap: made while another
+ * is under way (the fake backend's compute calls back into the test),
+ * from another thread or the same one, they are refused as busy.
+ */
+struct overlap {
+	loom_backend_t *be;
+	loom_graph_t *g;
+	struct loom_tensor *t;
+	loom_event_t *ev;
+	int n_busy;
+};
+
+static void expect_busy(struct overlap *o, int st, const char *who)
+{
+	g_assert_cmpint(st, ==, LOOM_E_BUSY);
+	if (!strstr(loom_error_message(), who) ||
+	    !strstr(loom_error_message(), "is busy"))
+		g_error("'%s' is not %s's busy message", loom_error_message(),
+			who);
+	o->n_busy++;
+}
+
+static gpointer overlapping_calls(gpointer data)
+{
+	struct overlap *o = data;
+	float v[4] = { 0 };
+
+	expect_busy(o, loom_backend_graph_compute(o->be, o->g),
+		    "loom_backend_graph_compute");
+	expect_busy(o, loom_backend_graph_compute_async(o->be, o->g),
+		    "loom_backend_graph_compute");
+	expect_busy(o, loom_backend_synchronize(o->be),
+		    "loom_backend_synchronize");
+	expect_busy(o, loom_backend_tensor_set_async(o->be, o->t, v, 0,
+						     sizeof(v)),
+		    "loom_backend_tensor_set_async");
+	expect_busy(o, loom_backend_tensor_get_2d_async(o->be, o->t, v, 0, 4,
+							4, 4, 4),
+		    "loom_backend_tensor_get_2d_async");
+	expect_busy(o, loom_backend_tensor_copy_async(o->be, o->be, o->t,
+						      o->t),
+		    "loom_backend_tensor_copy_async");
+	expect_busy(o, loom_event_record(o->ev, o->be), "loom_event_record");
+	expect_busy(o, loom_event_wait(o->be, o->ev), "loom_event_wait");
+	loom_backend_free(o->be);
+	expect_busy(o, LOOM_E_BUSY, "loom_backend_free");
+	return NULL;
+}
+
+static void on_compute(loom_backend_t *be, loom_graph_t *g, void *data)
+{
+	struct overlap *o = data;
+
+	g_thread_join(g_thread_new("overlap", overlapping_calls, o));
+	/* Re-entered on this thread. */
+	expect_busy(o, loom_backend_synchronize(be),
+		    "loom_backend_synchronize");
+}
+
+static void test_backend_busy(struct fixture *f, gconstpointer unused)
+{
+	loom_buffer_t *buf;
+	struct overlap o = { .g = add_graph(f, &buf) };
+
+	o.t = loom_graph_node(o.g, 0);
+	f->ctl->claim_all = 1;
+	g_assert_cmpint(loom_dev_init_backend(f->dev, NULL, &o.be), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_event_new(f->dev, &o.ev), ==, LOOM_OK);
+	f->ctl->on_compute = on_compute;
+	f->ctl->on_compute_data = &o;
+
+	g_assert_cmpint(loom_backend_graph_compute(o.be, o.g), ==, LOOM_OK);
+	g_assert_cmpint(o.n_busy, ==, 10);
+
+	/* Once the call ends, the backend is free again. */
+	f->ctl->on_compute = NULL;
+	g_assert_cmpint(loom_backend_graph_compute(o.be, o.g), ==, LOOM_OK);
+	g_assert_cmpint(loom_backend_synchronize(o.be), ==, LOOM_OK);
+	loom_event_free(o.ev);
+	loom_backend_free(o.be);
+	g_assert_cmpstr(loom_backend_name(o.be), ==, "(null)");
+	loom_buffer_free(buf);
+}
+
 /* Devices, regs and buffer types die with their plugin at unload. */
 static void test_unloaded_handles(void)
 {
@@ -605,6 +706,7 @@ int main(int argc, char **argv)
 	S("freed-buffer", test_freed_buffer);
 	S("freed-backend-event", test_freed_backend_event);
 	S("freed-ctx-galloc", test_freed_ctx_galloc);
+	S("backend-busy", test_backend_busy);
 	g_test_add_func("/ownership/unloaded-handles", test_unloaded_handles);
 	S("unload-busy", test_unload_busy);
 	D("init-load-all", test_init_load_all);

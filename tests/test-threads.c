@@ -208,6 +208,13 @@ static void test_own_backends(gconstpointer name)
 	unload();
 }
 
+static void test_one_backend(gconstpointer name)
+{
+	load();
+	run_jobs(loom_dev_by_name(name), 2, true, 60);
+	unload();
+}
+
 /* ------------------------------------------------------------------------
  * Loading and unloading while other threads enumerate and query devices.
  */
@@ -339,6 +346,10 @@ int main(int argc, char **argv)
 			     test_own_backends);
 	g_test_add_data_func("/threads/own-backends/meta", "meta0",
 			     test_own_backends);
+	g_test_add_data_func("/threads/one-backend/cpu", "cpu0",
+			     test_one_backend);
+	g_test_add_data_func("/threads/one-backend/meta", "meta0",
+			     test_one_backend);
 	g_test_add_func("/threads/unload-while-querying",
 			test_unload_while_querying);
 	return g_test_run();
