@@ -137,6 +137,7 @@ enum loom__kind {
 	LOOM__KIND_REG,
 	LOOM__KIND_CTX,
 	LOOM__KIND_GALLOC,
+	LOOM__KIND_SCHED,
 };
 
 /* Adds h as a live handle of that kind (LOOM_E_NOMEM with a message). */
@@ -147,7 +148,7 @@ bool loom__handle_take(const void *h, enum loom__kind kind);
 /* True while h is a live handle of that kind. */
 bool loom__handle_live(const void *h, enum loom__kind kind);
 
-/* Calls on one backend must not overlap: each call
+/* Calls on one backend, or one scheduler, must not overlap: each call
  * claims the object's busy flag and is refused (LOOM_E_BUSY) while
  * another holds it.  False when it is held. */
 static inline bool loom__claim(bool *busy)

@@ -177,13 +177,47 @@ static loom_graph_t *add_graph(struct fixture *f, loom_buffer_t **buf)
 	return g;
 }
 
+static void test_freed_sched(struct fixture *f, gconstpointer unused)
+{
+	struct loom_sched_stats stats = { .size = sizeof(stats) };
+	loom_buffer_t *buf;
+	loom_graph_t *g = add_graph(f, &buf);
+	loom_backend_t *be;
+	loom_sched_t *s;
+
+	f->ctl->claim_all = 1;
+	g_assert_cmpint(loom_dev_init_backend(f->dev, NULL, &be), ==, LOOM_OK);
+	g_assert_cmpint(loom_sched_new(&be, 1, &s), ==, LOOM_OK);
+	g_assert_cmpint(loom_sched_compute(s, g), ==, LOOM_OK);
+	g_assert_cmpuint(loom_sched_n_pieces(s), ==, 1);
+	loom_sched_free(s);
+
+	loom_sched_free(s);
+	assert_error_has("is not a live scheduler (freed already?)");
+	g_assert_cmpuint(loom_sched_n_pieces(s), ==, 0);
+	g_assert_cmpuint(loom_sched_n_copies(s), ==, 0);
+	g_assert_cmpuint(loom_sched_n_plans(s), ==, 0);
+	g_assert_cmpuint(loom_sched_buffer_size(s, 0), ==, 0);
+	g_assert_null(loom_sched_node_backend(s, loom_graph_node(g, 0)));
+	g_assert_cmpint(loom_sched_get_stats(s, &stats), ==, LOOM_E_INVAL);
+	g_assert_cmpint(loom_sched_reserve(s, g), ==, LOOM_E_INVAL);
+	g_assert_cmpint(loom_sched_alloc_graph(s, g), ==, LOOM_E_INVAL);
+	g_assert_cmpint(loom_sched_compute(s, g), ==, LOOM_E_INVAL);
+	g_assert_cmpstr(loom_error_message(), ==,
+			"loom_sched_compute: no live scheduler, or the graph "
+			"is NULL");
+	loom_backend_free(be);
+	loom_buffer_free(buf);
+}
+
 /* ------------------------------------------------------------------------
- * Calls on one backend do not overlap: made while another
+ * Calls on one backend or scheduler do not overlap: made while another
  * is under way (the fake backend's compute calls back into the test),
  * from another thread or the same one, they are refused as busy.
  */
 struct overlap {
 	loom_backend_t *be;
+	loom_sched_t *sched;
 	loom_graph_t *g;
 	struct loom_tensor *t;
 	loom_event_t *ev;
@@ -205,6 +239,14 @@ static gpointer overlapping_calls(gpointer data)
 	struct overlap *o = data;
 	float v[4] = { 0 };
 
+	if (o->sched) {
+		expect_busy(o, loom_sched_compute(o->sched, o->g),
+			    "loom_sched_compute");
+		expect_busy(o, loom_sched_alloc_graph(o->sched, o->g),
+			    "loom_sched_alloc_graph");
+		loom_sched_free(o->sched);
+		expect_busy(o, LOOM_E_BUSY, "loom_sched_free");
+	}
 	expect_busy(o, loom_backend_graph_compute(o->be, o->g),
 		    "loom_backend_graph_compute");
 	expect_busy(o, loom_backend_graph_compute_async(o->be, o->g),
@@ -252,11 +294,17 @@ static void test_backend_busy(struct fixture *f, gconstpointer unused)
 
 	g_assert_cmpint(loom_backend_graph_compute(o.be, o.g), ==, LOOM_OK);
 	g_assert_cmpint(o.n_busy, ==, 10);
+	/* The scheduler's own calls are claimed the same way. */
+	g_assert_cmpint(loom_sched_new(&o.be, 1, &o.sched), ==, LOOM_OK);
+	g_assert_cmpint(loom_sched_compute(o.sched, o.g), ==, LOOM_OK);
+	g_assert_cmpint(o.n_busy, ==, 23);
 
-	/* Once the call ends, the backend is free again. */
+	/* Once the calls end, the backend and scheduler are free again. */
 	f->ctl->on_compute = NULL;
+	g_assert_cmpint(loom_sched_compute(o.sched, o.g), ==, LOOM_OK);
 	g_assert_cmpint(loom_backend_graph_compute(o.be, o.g), ==, LOOM_OK);
 	g_assert_cmpint(loom_backend_synchronize(o.be), ==, LOOM_OK);
+	loom_sched_free(o.sched);
 	loom_event_free(o.ev);
 	loom_backend_free(o.be);
 	g_assert_cmpstr(loom_backend_name(o.be), ==, "(null)");
@@ -706,6 +754,7 @@ int main(int argc, char **argv)
 	S("freed-buffer", test_freed_buffer);
 	S("freed-backend-event", test_freed_backend_event);
 	S("freed-ctx-galloc", test_freed_ctx_galloc);
+	S("freed-sched", test_freed_sched);
 	S("backend-busy", test_backend_busy);
 	g_test_add_func("/ownership/unloaded-handles", test_unloaded_handles);
 	S("unload-busy", test_unload_busy);
