@@ -37,6 +37,7 @@ if HAVE_GLIB
 include tests/core.mk
 include tests/loader.mk
 include tests/ownership.mk
+include tests/threads.mk
 include tests/ops.mk
 include tests/cpu.mk
 include tests/meta.mk
