@@ -4,7 +4,8 @@
 # CPU partition and on a meta device over two with the same greedy
 # tokens, dumps one row of logits per prompt position, and fails with one
 # line and a non-zero status on a missing file, a file that is not GGUF,
-# an unknown device and a token out of range.  TAP output.
+# an unknown device, a token out of range, an empty token id and a FIFO
+# given as the model (without waiting for a writer).  TAP output.
 
 run="$LOOM_TEST_BUILDDIR/tools/loom-run"
 bench="$LOOM_TEST_BUILDDIR/tools/loom-bench"
@@ -22,7 +23,7 @@ trap 'rm -rf "$dir"' EXIT
 n=0
 failed=0
 
-echo "1..10"
+echo "1..12"
 
 result() {
 	n=$((n + 1))
@@ -90,4 +91,15 @@ fails "an unknown device" "no device 'nope0'" -m "$dir/tiny.gguf" \
 	--tokens 1 --devices nope0
 fails "a token out of range" "'256' is not a token id below 256" \
 	-m "$dir/tiny.gguf" --tokens 1,256
+fails "an empty token id" "'1,,2' has an empty id" \
+	-m "$dir/tiny.gguf" --tokens 1,,2
+# A FIFO with no writer: opening it must not wait for one.
+mkfifo "$dir/fifo"
+timeout 20 "$run" -m "$dir/fifo" --tokens 1 >/dev/null 2>"$dir/err"
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] &&
+	grep -q "fifo: a FIFO, not a regular file" "$dir/err"
+ok=$?
+[ $ok = 0 ] || { echo "# rc $rc:"; sed 's/^/# /' "$dir/err"; }
+result $ok "a FIFO as the model fails at once"
 exit $failed
