@@ -5,9 +5,10 @@
 # tokens, dumps one row of logits per prompt position, and fails with one
 # line and a non-zero status on a missing file, a file that is not GGUF,
 # an unknown device (saying how LOOM_CPU_DEVICES makes a cpuN), a device
-# named twice, a split with no second device and a token out of range;
-# it warns of a --ctx longer than the model's, a plugin directory that is
-# not there and a LOOM_CPU_THREADS that is no count.  TAP output.
+# named twice, a split with no second device, a token out of range, an
+# empty token id and a FIFO given as the model (without waiting for a
+# writer); it warns of a --ctx longer than the model's, a plugin directory
+# that is not there and a LOOM_CPU_THREADS that is no count.  TAP output.
 
 run="$LOOM_TEST_BUILDDIR/tools/loom-run"
 bench="$LOOM_TEST_BUILDDIR/tools/loom-bench"
@@ -25,7 +26,7 @@ trap 'rm -rf "$dir"' EXIT
 n=0
 failed=0
 
-echo "1..16"
+echo "1..18"
 
 result() {
 	n=$((n + 1))
@@ -93,6 +94,17 @@ fails "an unknown device" "no device 'nope0'" -m "$dir/tiny.gguf" \
 	--tokens 1 --devices nope0
 fails "a token out of range" "'256' is not a token id below 256" \
 	-m "$dir/tiny.gguf" --tokens 1,256
+fails "an empty token id" "'1,,2' has an empty id" \
+	-m "$dir/tiny.gguf" --tokens 1,,2
+# A FIFO with no writer: opening it must not wait for one.
+mkfifo "$dir/fifo"
+timeout 20 "$run" -m "$dir/fifo" --tokens 1 >/dev/null 2>"$dir/err"
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] &&
+	grep -q "fifo: a FIFO, not a regular file" "$dir/err"
+ok=$?
+[ $ok = 0 ] || { echo "# rc $rc:"; sed 's/^/# /' "$dir/err"; }
+result $ok "a FIFO as the model fails at once"
 fails "a device named twice" \
 	"^loom-run: --devices: cpu0 is named twice: each device takes its own part of the model (LOOM_CPU_DEVICES=2 splits the CPU into cpu0 and cpu1)$" \
 	-m "$dir/tiny.gguf" --tokens 1 --devices cpu0,cpu0

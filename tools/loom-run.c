@@ -266,6 +266,11 @@ static int parse_tokens(const char *s, int64_t n_vocab, int32_t **out,
 	*n = 0;
 	if (!copy)
 		return fail("no memory");
+	/* strtok_r would pass over an empty id. */
+	if (*s == ',' || strstr(s, ",,") || (*s && s[strlen(s) - 1] == ',')) {
+		free(copy);
+		return fail("--tokens: '%s' has an empty id", s);
+	}
 	for (tok = strtok_r(copy, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		long long v;
