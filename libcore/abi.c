@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* abi.c - the rule that says whether a plugin built against one ABI
- * version loads into a core of another, and whether its descriptor holds
- * what its version promises.  Which slots a plugin filled is its tables'
- * sizes' business (buffer.c), not this one's. */
+ * version loads into a core of another, whether its descriptor holds
+ * what its version promises, and which descriptor fields a plugin of its
+ * version has.  Which slots a plugin filled is its tables' sizes'
+ * business (buffer.c), not this one's. */
 #include "config.h"
 
 #include <stddef.h>
@@ -30,11 +31,17 @@ int loom__abi_check(uint32_t major, uint32_t minor, uint32_t core_major,
 	return LOOM_E_ABI;
 }
 
+uint32_t loom__desc_flags(const struct loom_plugin_desc *desc)
+{
+	return desc && desc->abi_minor >= 2 ? desc->flags : 0;
+}
+
 int loom__desc_size_check(const void *desc, size_t size, char *why, size_t n)
 {
 	const size_t version = offsetof(struct loom_plugin_desc, name);
 	const size_t v1_0 = offsetof(struct loom_plugin_desc, size);
-	const size_t v1_2 = v1_0 + sizeof(uint32_t);
+	const size_t v1_2 = offsetof(struct loom_plugin_desc, flags) +
+			    sizeof(uint32_t);
 	struct loom_plugin_desc d;
 	size_t need;
 

@@ -948,13 +948,13 @@ int loom_load_all(void)
 		strv_free(&seen);
 		strv_free(&files);
 	}
-	/* Initialise the winners; the meta plugin last, since its init looks
-	 * up the other plugins' devices. */
+	/* Initialise the winners; plugins that compose other plugins'
+	 * devices last, since their init looks those devices up. */
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < n_pending; i++) {
-			bool meta = strcmp(pending[i].v[0]->name, "meta") == 0;
+			bool composes = loom__plugin_composes(pending[i].v[0]);
 
-			if (meta == (pass == 1))
+			if (composes == (pass == 1))
 				init_group(&pending[i]);
 		}
 	}

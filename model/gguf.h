@@ -7,7 +7,6 @@
 #define LOOM_MODEL_GGUF_H
 
 #include <loom/loom.h>
-#include <loom/loom-plugin.h> /* loom_error_set */
 
 #include <stdbool.h>
 #include <stddef.h>

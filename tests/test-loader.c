@@ -587,7 +587,7 @@ static void test_abi_rule(void)
 	};
 
 	/* This core is 1.2: ranks are the first slot appended to 1.0, the
-	 * descriptor's size the first field appended to it. */
+	 * descriptor's size and flags the fields appended to it. */
 	g_assert_cmpuint(LOOM_ABI_MAJOR, ==, 1);
 	g_assert_cmpuint(LOOM_ABI_MINOR, ==, 2);
 	g_assert_cmpuint(offsetof(struct loom_dev_iface, get_rank), ==,
@@ -635,7 +635,8 @@ static void test_abi_desc_size(void)
 			      "version (8 bytes)" },
 	};
 	const size_t v1_0 = offsetof(struct loom_plugin_desc, size);
-	const size_t v1_2 = v1_0 + sizeof(uint32_t);
+	const size_t v1_2 = offsetof(struct loom_plugin_desc, flags) +
+			    sizeof(uint32_t);
 
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
 		struct loom_plugin_desc d = { 0 };

@@ -110,8 +110,13 @@ static bool *warnings_shown(void)
 
 		if (loom_plugin_info(i, &p) || p.state != LOOM_PLUGIN_FAILED)
 			continue;
-		snprintf(buf, sizeof(buf), "plugin %s (%s): %s: %s", p.name,
-			 p.file, loom_plugin_state_name(p.state), p.reason);
+		if (*p.name)
+			snprintf(buf, sizeof(buf), "plugin %s (%s): %s: %s",
+				 p.name, p.file,
+				 loom_plugin_state_name(p.state), p.reason);
+		else /* a directory of the search path */
+			snprintf(buf, sizeof(buf), "%s: %s", p.file,
+				 p.reason);
 		failed[n_failed] = strdup(buf);
 		if (!failed[n_failed++])
 			goto err;
