@@ -14,7 +14,7 @@ n=0
 failed=0
 ncpu=$(nproc)
 
-echo "1..10"
+echo "1..11"
 
 # check NAME LINE [VAR=VALUE...]: loom-info, run with the plugins of the
 # build and those variables, prints LINE (exactly, as a whole line) and
