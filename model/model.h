@@ -112,6 +112,38 @@ const char *model_pretok_names(size_t i);
 int model_pretokenize(enum model_pretok kind, const char *text, size_t len,
 		      size_t **ends, size_t *n);
 
+/* Chat template families, recognised by their markers in a file's
+ * tokenizer.chat_template (not executed). */
+enum model_chat {
+	MODEL_CHAT_GPT_OSS,
+	MODEL_CHAT_CHATML,
+	MODEL_CHAT_LLAMA3,
+	MODEL_CHAT_GEMMA,
+	MODEL_CHAT_PHI3,
+	MODEL_CHAT_MISTRAL,
+};
+/* The family of g's template into *kind; LOOM_E_NOT_FOUND when the file
+ * has none, LOOM_E_UNSUPPORTED when it is of no family known, each with
+ * a message. */
+int model_chat_detect(const struct gguf *g, enum model_chat *kind);
+/* The family named name (chatml, llama3, ...); else LOOM_E_UNSUPPORTED
+ * with a message listing them. */
+int model_chat_by_name(const char *name, enum model_chat *kind);
+/* The name of a family (static), NULL for none. */
+const char *model_chat_name(enum model_chat kind);
+/* The text of one turn of a conversation in kind's format, to tokenize
+ * with the special tokens' texts parsed: the end of the previous reply
+ * (unless first), system (when first and not NULL or empty) and user's
+ * text, then the start of the reply.  *out (malloc'ed, the caller frees)
+ * is NUL-terminated. */
+int model_chat_turn(enum model_chat kind, const char *system,
+		    const char *user, bool first, char **out);
+/* The tokens that end a reply: the file's EOS, EOT and EOM ids and the
+ * tokens of the texts that end a turn in the families above
+ * (<|im_end|>, <end_of_turn>, <|eot_id|>, <|end|>, <|return|>, ...).
+ * *ids (malloc'ed, the caller frees) receives *n of them. */
+int model_eog_tokens(const struct gguf *g, int32_t **ids, int *n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,16 @@ check_PROGRAMS += tests/test-gguf tests/fuzz-gguf tests/test-model \
 TESTS += tests/test-gguf tests/fuzz-gguf tests/test-model \
 	tests/test-tokenizer tests/test-vocab
 
+# loom-run's replies, templates, conversations and SIGINT on a model
+# whose next token is a function of the last (see the files).
+check_PROGRAMS += tests/chat-model
+TESTS += tests/test-run-chat.sh
+EXTRA_DIST += tests/test-run-chat.sh
+tests_chat_model_SOURCES = tests/chat-model.c
+tests_chat_model_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_chat_model_LDFLAGS = -no-install
+tests_chat_model_LDADD = model/libmodel.la libcore/libloom.la
+
 # llama.cpp's vocabulary files and their expected ids, when
 # LOOM_VOCAB_DIR names them (skipped otherwise; see the file).
 tests_test_vocab_SOURCES = tests/test-vocab.c
