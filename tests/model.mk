@@ -4,9 +4,9 @@
 # architecture loaded from a generated file against the reference and on
 # meta devices; the tokenizer.
 check_PROGRAMS += tests/test-gguf tests/fuzz-gguf tests/test-model \
-	tests/test-tokenizer tests/test-vocab
+	tests/test-tokenizer tests/test-vocab tests/test-chat
 TESTS += tests/test-gguf tests/fuzz-gguf tests/test-model \
-	tests/test-tokenizer tests/test-vocab
+	tests/test-tokenizer tests/test-vocab tests/test-chat
 
 # loom-run's replies, templates, conversations and SIGINT on a model
 # whose next token is a function of the last (see the files).
@@ -24,6 +24,11 @@ tests_test_vocab_SOURCES = tests/test-vocab.c
 tests_test_vocab_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/examples/llama
 tests_test_vocab_LDFLAGS = -no-install
 tests_test_vocab_LDADD = model/libmodel.la $(TEST_LIBS)
+
+tests_test_chat_SOURCES = tests/test-chat.c
+tests_test_chat_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/examples/llama
+tests_test_chat_LDFLAGS = -no-install
+tests_test_chat_LDADD = model/libmodel.la $(TEST_LIBS)
 
 tests_test_tokenizer_SOURCES = tests/test-tokenizer.c
 tests_test_tokenizer_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/examples/llama
