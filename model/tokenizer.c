@@ -513,6 +513,23 @@ static int tokenize_text(const struct model_tokenizer *t, const char *text,
 	return ret;
 }
 
+/* text[0..len) into buf (3 * len bytes) with each space as U+2581, the
+ * word mark of SentencePiece and Gemma 4; returns the length. */
+static size_t mark_spaces(const char *text, size_t len, char *buf)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (text[i] == ' ') {
+			memcpy(buf + n, "\xe2\x96\x81", 3);
+			n += 3;
+		} else {
+			buf[n++] = text[i];
+		}
+	}
+	return n;
+}
+
 /* BPE: each pre-tokenizer word's bytes as code points (byte-level) or
  * its spaces as U+2581 (Gemma 4), then merged; a word that is a token as
  * a whole is taken as it is when the vocabulary says so, and so is a run
@@ -520,7 +537,7 @@ static int tokenize_text(const struct model_tokenizer *t, const char *text,
 static int tokenize_bpe(const struct model_tokenizer *t, const char *text,
 			size_t len, struct out *o)
 {
-	size_t *ends = NULL, n_words, start = 0, n_esc = 0;
+	size_t *ends = NULL, n_words, start = 0;
 	char *buf, *esc = NULL;
 	int ret = LOOM_OK;
 
@@ -533,16 +550,8 @@ static int tokenize_bpe(const struct model_tokenizer *t, const char *text,
 			free(buf);
 			return LOOM_E_NOMEM;
 		}
-		for (size_t i = 0; i < len; i++) {
-			if (text[i] == ' ') {
-				memcpy(esc + n_esc, "\xe2\x96\x81", 3);
-				n_esc += 3;
-			} else {
-				esc[n_esc++] = text[i];
-			}
-		}
+		len = mark_spaces(text, len, esc);
 		text = esc;
-		len = n_esc;
 	}
 	ret = model_pretokenize(t->pre, text, len, &ends, &n_words);
 	for (size_t w = 0; w < n_words && !ret; w++) {
@@ -650,14 +659,7 @@ static int tokenize_spm(const struct model_tokenizer *t, const char *text,
 		memcpy(buf, "\xe2\x96\x81", 3);
 		n = 3;
 	}
-	for (size_t i = 0; i < len; i++) {
-		if (text[i] == ' ') {
-			memcpy(buf + n, "\xe2\x96\x81", 3);
-			n += 3;
-		} else {
-			buf[n++] = text[i];
-		}
-	}
+	n += mark_spaces(text, len, buf + n);
 	return tokenize_text(t, buf, n, o);
 }
 

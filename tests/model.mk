@@ -8,11 +8,9 @@ check_PROGRAMS += tests/test-gguf tests/fuzz-gguf tests/test-model \
 TESTS += tests/test-gguf tests/fuzz-gguf tests/test-model \
 	tests/test-tokenizer tests/test-vocab tests/test-chat
 
-# loom-run's replies, templates, conversations and SIGINT on a model
-# whose next token is a function of the last (see the files).
+# The model tests/test-run.sh talks to: its next token is a function of
+# the last (see the file).
 check_PROGRAMS += tests/chat-model
-TESTS += tests/test-run-chat.sh
-EXTRA_DIST += tests/test-run-chat.sh
 tests_chat_model_SOURCES = tests/chat-model.c
 tests_chat_model_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_chat_model_LDFLAGS = -no-install

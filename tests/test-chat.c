@@ -76,45 +76,50 @@ static void test_detect(void)
 			"known)");
 }
 
-static void expect_turn(const char *family, const char *system,
-			const char *user, bool first, const char *want)
-{
-	enum model_chat kind;
-	char *text;
-
-	g_assert_cmpint(model_chat_by_name(family, &kind), ==, 0);
-	g_assert_cmpint(model_chat_turn(kind, system, user, first, &text), ==,
-			0);
-	g_assert_cmpstr(text, ==, want);
-	free(text);
-}
-
 static void test_turns(void)
 {
-	expect_turn("chatml", "Be brief.", "Hi", true,
-		    "<|im_start|>system\nBe brief.<|im_end|>\n"
-		    "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
-	expect_turn("chatml", "Be brief.", "Again", false,
-		    "<|im_end|>\n<|im_start|>user\nAgain<|im_end|>\n"
-		    "<|im_start|>assistant\n");
-	expect_turn("llama3", NULL, "Hi", true,
-		    "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
-		    "<|start_header_id|>assistant<|end_header_id|>\n\n");
-	expect_turn("gemma", "Be brief.", "Hi", true,
-		    "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n"
-		    "<start_of_turn>model\n");
-	expect_turn("gemma", "", "Again", false,
-		    "<end_of_turn>\n<start_of_turn>user\nAgain<end_of_turn>\n"
-		    "<start_of_turn>model\n");
-	expect_turn("phi3", "S", "Hi", true,
-		    "<|system|>\nS<|end|>\n<|user|>\nHi<|end|>\n"
-		    "<|assistant|>\n");
-	expect_turn("mistral", NULL, "Hi", true, "[INST] Hi [/INST]");
-	expect_turn("mistral", NULL, "Again", false,
-		    "</s>[INST] Again [/INST]");
-	expect_turn("gpt-oss", "S", "Hi", true,
-		    "<|start|>system<|message|>S<|end|>"
-		    "<|start|>user<|message|>Hi<|end|><|start|>assistant");
+	static const struct {
+		const char *family, *system, *user;
+		bool first;
+		const char *want;
+	} cases[] = {
+		{ "chatml", "Be brief.", "Hi", true,
+		  "<|im_start|>system\nBe brief.<|im_end|>\n"
+		  "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n" },
+		{ "chatml", "Be brief.", "Again", false,
+		  "<|im_end|>\n<|im_start|>user\nAgain<|im_end|>\n"
+		  "<|im_start|>assistant\n" },
+		{ "llama3", NULL, "Hi", true,
+		  "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+		  "<|start_header_id|>assistant<|end_header_id|>\n\n" },
+		{ "gemma", "Be brief.", "Hi", true,
+		  "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n"
+		  "<start_of_turn>model\n" },
+		{ "gemma", "", "Again", false,
+		  "<end_of_turn>\n<start_of_turn>user\nAgain<end_of_turn>\n"
+		  "<start_of_turn>model\n" },
+		{ "phi3", "S", "Hi", true,
+		  "<|system|>\nS<|end|>\n<|user|>\nHi<|end|>\n"
+		  "<|assistant|>\n" },
+		{ "mistral", NULL, "Hi", true, "[INST] Hi [/INST]" },
+		{ "mistral", NULL, "Again", false, "</s>[INST] Again [/INST]" },
+		{ "gpt-oss", "S", "Hi", true,
+		  "<|start|>system<|message|>S<|end|>"
+		  "<|start|>user<|message|>Hi<|end|><|start|>assistant" },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		enum model_chat kind;
+		char *text;
+
+		g_assert_cmpint(model_chat_by_name(cases[i].family, &kind), ==,
+				0);
+		g_assert_cmpint(model_chat_turn(kind, cases[i].system,
+						cases[i].user, cases[i].first,
+						&text), ==, 0);
+		g_assert_cmpstr(text, ==, cases[i].want);
+		free(text);
+	}
 }
 
 static void expect_eog(const char *const *tok, int n, const int32_t *want,
