@@ -56,12 +56,17 @@ static bool newline(uint32_t cp)
 	return cp == '\r' || cp == '\n';
 }
 
+/* A letter, or a mark when marks count as letters (qwen35). */
+static bool wordish(uint32_t cp, bool marks)
+{
+	return letter(cp) || (marks && mark(cp));
+}
+
 /* Neither space, letter nor number (nor mark, when marks count as
  * letters): what the expressions write [^\s\p{L}\p{N}]. */
 static bool other(uint32_t cp, bool marks)
 {
-	return cp != NONE && !space(cp) && !letter(cp) && !number(cp) &&
-	       !(marks && mark(cp));
+	return cp != NONE && !space(cp) && !number(cp) && !wordish(cp, marks);
 }
 
 static uint32_t lower(uint32_t cp)
@@ -114,16 +119,14 @@ static size_t llama3_like(const struct seg *s, size_t pos, size_t max_digits,
 	uint32_t cp = at(s, pos);
 	size_t i, k = contraction(s, pos, true);
 
-#define WORDISH(c) (letter(c) || (marks && mark(c)))
 	if (k)
 		return k;
 	if (!newline(cp) && !number(cp) &&
-	    (WORDISH(cp) || WORDISH(at(s, pos + 1)))) {
-		for (i = pos + 1; WORDISH(at(s, i)); i++)
+	    (wordish(cp, marks) || wordish(at(s, pos + 1), marks))) {
+		for (i = pos + 1; wordish(at(s, i), marks); i++)
 			;
 		return i - pos;
 	}
-#undef WORDISH
 	if (number(cp)) {
 		for (i = pos; i - pos < max_digits && number(at(s, i)); i++)
 			;
