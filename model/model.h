@@ -95,8 +95,10 @@ enum model_pretok {
 	MODEL_PRETOK_QWEN35,    /* Qwen 2's, marks (\p{M}) as letters */
 	MODEL_PRETOK_GPT2,      /* GPT-2's expression */
 	MODEL_PRETOK_STARCODER, /* each number alone, then GPT-2's */
-	MODEL_PRETOK_DEFAULT,   /* punctuation runs, GPT-2's, number runs */
-	MODEL_PRETOK_FALCON,    /* as DEFAULT, ASCII digits by three */
+	MODEL_PRETOK_DEFAULT,   /* punctuation runs, GPT-2's, number runs,
+				 * ASCII digits by three */
+	MODEL_PRETOK_FALCON,    /* as DEFAULT, ` among the punctuation,
+				 * without number runs */
 	MODEL_PRETOK_DEEPSEEK_CODER,
 	MODEL_PRETOK_DEEPSEEK_LLM,
 	MODEL_PRETOK_GEMMA4,
