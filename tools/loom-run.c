@@ -45,8 +45,8 @@ struct opts {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: loom-run -m FILE.gguf (-p TEXT | --tokens 1,2,3) "
-		"[OPTIONS]\n\n"
+		"Usage: loom-run -m FILE.gguf (-p TEXT | --tokens 1,2,3 | "
+		"--chat) [OPTIONS]\n\n"
 		"  -m, --model FILE      the GGUF model file\n"
 		"  -p, --prompt TEXT     the prompt, tokenized with the "
 		"file's vocabulary\n"
@@ -62,11 +62,13 @@ static void usage(FILE *f)
 		"      --system TEXT     the system message of --chat\n"
 		"      --chat-template NAME  chatml, llama3, gemma, phi3, "
 		"mistral or gpt-oss,\n"
-		"                        whatever the file says (implies a "
-		"reply to -p)\n"
+		"                        not the file's (with -p alone, a "
+		"reply to it)\n"
 		"      --ignore-eos      go on past the tokens that end a "
 		"reply\n"
-		"  -n, --n-predict N     tokens to generate (default 32)\n"
+		"  -n, --n-predict N     tokens to generate (default 32; a chat's "
+		"reply: until\n"
+		"                        its end or the context's)\n"
 		"      --devices LIST    a device (cpu0, cuda0) or several, "
 		"which make a\n"
 		"                        meta device (cpu0,cpu1); default: "
@@ -189,7 +191,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	long long v;
 	int c;
 
-	*o = (struct opts){ .n_gen = 32, .n_ctx = 2048,
+	*o = (struct opts){ .n_gen = -1, .n_ctx = 2048,
 			    .cache = LOOM_TYPE_F16, .top_k = 40,
 			    .top_p = 0.95f, .seed = 1, .gpu_layers = -1 };
 	/* llama.cpp's spelling of --chat. */
@@ -273,6 +275,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	}
 	if (optind < argc)
 		return fail("unexpected argument '%s'", argv[optind]);
+	/* A chat's reply ends by itself (or with the context). */
+	if (o->n_gen < 0)
+		o->n_gen = o->chat || o->chat_template ? INT32_MAX : 32;
 	if (!o->model)
 		return fail("no model: pass -m FILE.gguf");
 	if (o->tokens && (o->chat || o->chat_template))
