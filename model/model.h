@@ -102,6 +102,8 @@ enum model_pretok {
 	MODEL_PRETOK_DEEPSEEK_CODER,
 	MODEL_PRETOK_DEEPSEEK_LLM,
 	MODEL_PRETOK_GEMMA4,
+	MODEL_PRETOK_TEKKEN,    /* Mistral's: words split at case changes */
+	MODEL_PRETOK_DEEPSEEK3,
 };
 /* The pre-tokenizer of tokenizer.ggml.pre's name into *kind; else
  * LOOM_E_UNSUPPORTED (no message). */

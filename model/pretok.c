@@ -69,9 +69,25 @@ static bool other(uint32_t cp, bool marks)
 	return cp != NONE && !space(cp) && !number(cp) && !wordish(cp, marks);
 }
 
+/* Neither space, letter nor number, marks included. */
+static bool symbolish(uint32_t cp)
+{
+	return other(cp, false);
+}
+
 static uint32_t lower(uint32_t cp)
 {
 	return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;
+}
+
+/* The length of the run of code points in the class at pos. */
+static size_t run(const struct seg *s, size_t pos, bool (*in)(uint32_t))
+{
+	size_t i = pos;
+
+	while (in(at(s, i)))
+		i++;
+	return i - pos;
 }
 
 /* 's 't 're 've 'm 'll 'd at pos (any case when fold): their length. */
@@ -163,26 +179,68 @@ static size_t m_qwen35(const struct seg *s, size_t pos)
 static size_t m_gpt2(const struct seg *s, size_t pos)
 {
 	uint32_t cp = at(s, pos), c2 = cp == ' ' ? at(s, pos + 1) : cp;
-	size_t i = pos + (cp == ' '), k = contraction(s, pos, false);
+	size_t lead = cp == ' ', k = contraction(s, pos, false);
 
 	if (k)
 		return k;
-	if (letter(c2)) {
-		while (letter(at(s, i)))
-			i++;
-		return i - pos;
-	}
-	if (number(c2)) {
-		while (number(at(s, i)))
-			i++;
-		return i - pos;
-	}
-	if (other(c2, false)) {
-		while (other(at(s, i), false))
-			i++;
-		return i - pos;
-	}
+	if (letter(c2))
+		return lead + run(s, pos + lead, letter);
+	if (number(c2))
+		return lead + run(s, pos + lead, number);
+	if (other(c2, false))
+		return lead + run(s, pos + lead, symbolish);
 	return spaces(s, pos, false);
+}
+
+/* Tekken (Mistral):
+ *   [^\r\n\p{L}\p{N}]?U*L+ | [^\r\n\p{L}\p{N}]?U+L* | \p{N}
+ *   | ' '?[^\s\p{L}\p{N}]+[\r\n/]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * where U is a letter but a-z and L a letter but A-Z (llama.cpp's
+ * expression; letters beyond ASCII are both).  Every code point falls in
+ * a word. */
+static bool upper_ish(uint32_t cp)
+{
+	return letter(cp) && !(cp >= 'a' && cp <= 'z');
+}
+
+static bool lower_ish(uint32_t cp)
+{
+	return letter(cp) && !(cp >= 'A' && cp <= 'Z');
+}
+
+static size_t m_tekken(const struct seg *s, size_t pos)
+{
+	uint32_t cp = at(s, pos);
+	size_t q = pos, u = 0, i;
+
+	if (cp != NONE && !newline(cp) && !letter(cp) && !number(cp) &&
+	    letter(at(s, pos + 1)))
+		q++;
+	while (upper_ish(at(s, q + u)))
+		u++;
+	/* U* gives back what L+ needs, the longest U* first. */
+	for (size_t k = u + 1; k-- > 0;) {
+		if (lower_ish(at(s, q + k))) {
+			for (i = q + k; lower_ish(at(s, i)); i++)
+				;
+			return i - pos;
+		}
+	}
+	if (u) {
+		for (i = q + u; lower_ish(at(s, i)); i++)
+			;
+		return i - pos;
+	}
+	if (number(cp))
+		return 1;
+	if (other(cp == ' ' ? at(s, pos + 1) : cp, false)) {
+		for (i = pos + (cp == ' '); other(at(s, i), false); i++)
+			;
+		while (newline(at(s, i)) || at(s, i) == '/')
+			i++;
+		return i - pos;
+	}
+	return spaces(s, pos, true);
 }
 
 /* \p{N}: a number alone. */
@@ -191,14 +249,20 @@ static size_t m_number(const struct seg *s, size_t pos)
 	return number(at(s, pos));
 }
 
-/* \p{N}+ */
-static size_t m_numbers(const struct seg *s, size_t pos)
+/* \p{N}{1,3} */
+static size_t m_numbers3(const struct seg *s, size_t pos)
 {
 	size_t i = pos;
 
-	while (number(at(s, i)))
+	while (i - pos < 3 && number(at(s, i)))
 		i++;
 	return i - pos;
+}
+
+/* \p{N}+ */
+static size_t m_numbers(const struct seg *s, size_t pos)
+{
+	return run(s, pos, number);
 }
 
 /* [0-9][0-9][0-9] */
@@ -241,13 +305,10 @@ static size_t m_newline(const struct seg *s, size_t pos)
 static size_t space_then(const struct seg *s, size_t pos,
 			 bool (*in)(uint32_t))
 {
-	size_t i = pos + (space(at(s, pos)) && in(at(s, pos + 1)));
+	size_t lead = space(at(s, pos)) && in(at(s, pos + 1));
+	size_t n = run(s, pos + lead, in);
 
-	if (!in(at(s, i)))
-		return 0;
-	while (in(at(s, i)))
-		i++;
-	return i - pos;
+	return n ? lead + n : 0;
 }
 
 static size_t m_space_letters(const struct seg *s, size_t pos)
@@ -270,11 +331,65 @@ static bool cjk(uint32_t cp)
 
 static size_t m_cjk(const struct seg *s, size_t pos)
 {
-	size_t i = pos;
+	return run(s, pos, cjk);
+}
 
-	while (cjk(at(s, i)))
-		i++;
-	return i - pos;
+/* [一-龥぀-ゟ゠-ヿ]+: CJK ideographs, hiragana and katakana (DeepSeek V3). */
+static bool cjk_kana(uint32_t cp)
+{
+	return (cp >= 0x4e00 && cp <= 0x9fa5) || (cp >= 0x3040 && cp <= 0x30ff);
+}
+
+static size_t m_cjk_kana(const struct seg *s, size_t pos)
+{
+	return run(s, pos, cjk_kana);
+}
+
+/* \p{P} or \p{S} as llama.cpp's expressions see them: below 128, its
+ * own lists (where ~ is neither). */
+static bool punct_symbol(uint32_t cp)
+{
+	if (cp < 128)
+		return cp && strchr("!\"#%&'()*,-./:;?@[\\]_{}$+<=>^`|",
+				    (int)cp);
+	return cp != NONE &&
+	       (model_unicode_is_punct(cp) || model_unicode_is_symbol(cp));
+}
+
+static bool ascii_letter(uint32_t cp)
+{
+	return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z');
+}
+
+/* DeepSeek V3's words:
+ *   [!-/:-@[-`{-~][A-Za-z]+ | [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+
+ *   | ' '?[\p{P}\p{S}]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+ */
+static size_t m_deepseek3(const struct seg *s, size_t pos)
+{
+	uint32_t cp = at(s, pos), c2 = cp == ' ' ? at(s, pos + 1) : cp;
+	size_t i;
+
+	if (cp > ' ' && cp < 127 && !ascii_letter(cp) &&
+	    !(cp >= '0' && cp <= '9') && ascii_letter(at(s, pos + 1))) {
+		for (i = pos + 1; ascii_letter(at(s, i)); i++)
+			;
+		return i - pos;
+	}
+	if (wordish(cp, true) ||
+	    (cp != NONE && !newline(cp) && !letter(cp) && !punct_symbol(cp) &&
+	     wordish(at(s, pos + 1), true))) {
+		for (i = pos + 1; wordish(at(s, i), true); i++)
+			;
+		return i - pos;
+	}
+	if (punct_symbol(c2)) {
+		for (i = pos + (cp == ' '); punct_symbol(at(s, i)); i++)
+			;
+		while (newline(at(s, i)))
+			i++;
+		return i - pos;
+	}
+	return space(cp) ? spaces(s, pos, true) : 0;
 }
 
 /* DeepSeek LLM's letters: the Latin, Greek, Cyrillic, Armenian, Georgian,
@@ -396,6 +511,8 @@ static const struct pretok {
 					  m_trailing_space, m_cjk,
 					  m_numbers } },
 	[MODEL_PRETOK_GEMMA4] = { { m_lines } },
+	[MODEL_PRETOK_TEKKEN] = { { m_tekken } },
+	[MODEL_PRETOK_DEEPSEEK3] = { { m_numbers3, m_cjk_kana, m_deepseek3 } },
 };
 
 /* The names of tokenizer.ggml.pre, and which pre-tokenizer each is. */
@@ -431,6 +548,8 @@ static const struct {
 	{ "deepseek-coder", MODEL_PRETOK_DEEPSEEK_CODER },
 	{ "deepseek-llm", MODEL_PRETOK_DEEPSEEK_LLM },
 	{ "gemma4", MODEL_PRETOK_GEMMA4 },
+	{ "tekken", MODEL_PRETOK_TEKKEN },
+	{ "deepseek-v3", MODEL_PRETOK_DEEPSEEK3 },
 };
 
 int model_pretok_by_name(const char *name, enum model_pretok *kind)

@@ -162,9 +162,11 @@ static int kind(const struct gguf *g, struct model_tokenizer *t)
 	if (!strcmp(model, "gpt2") && !model_pretok_by_name(pre, &t->pre)) {
 		t->bpe = true;
 		t->byte_level = t->pre != MODEL_PRETOK_GEMMA4;
-		t->ignore_merges = t->pre == MODEL_PRETOK_LLAMA3;
+		t->ignore_merges = t->pre == MODEL_PRETOK_LLAMA3 ||
+				   t->pre == MODEL_PRETOK_TEKKEN;
 		t->add_bos = t->pre == MODEL_PRETOK_LLAMA3 ||
-			     t->pre == MODEL_PRETOK_GEMMA4;
+			     t->pre == MODEL_PRETOK_GEMMA4 ||
+			     t->pre == MODEL_PRETOK_TEKKEN;
 		t->bos = t->eos = 11;
 		return LOOM_OK;
 	}
