@@ -613,21 +613,15 @@ static bool slices_differ(struct meta_tensor *const *s, int n_src,
 	return false;
 }
 
-static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
+/* The records of t's sources into s (by position), their states as
+ * first seen into seen, and one past the last source into *n_src. */
+static int gather_sources(struct meta_plan *pl, const struct loom_tensor *t,
+			  struct meta_tensor **s, enum loom_split_state *seen,
+			  int *n_src)
 {
-	struct meta_tensor *s[LOOM_MAX_SRC] = { 0 }, *mt;
-	enum loom_split_state seen[LOOM_MAX_SRC] = { 0 };
-	int n = pl->md->n, n_src = 0, rc;
-	struct meta_rule r;
+	int rc;
 
-	mt = new_record(pl);
-	if (!mt)
-		return loom_error_set(LOOM_E_NOMEM, "meta: no memory");
-
-	if (loom_op_is_view(t->op)) {
-		rc = plan_view(pl, t, mt);
-		goto done;
-	}
+	*n_src = 0;
 	for (int i = 0; i < LOOM_MAX_SRC; i++) {
 		if (!t->src[i])
 			continue;
@@ -635,118 +629,174 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 		if (rc)
 			return rc;
 		seen[i] = s[i]->synced.state;
-		n_src = i + 1;
+		*n_src = i + 1;
 	}
 	if (!s[0])
 		return loom_error_set(LOOM_E_INVAL, "meta: node %s has no "
 				      "source", t->name);
+	return LOOM_OK;
+}
 
-	if (!meta_rule_find(t, s, &r, pl->md)) {
-		bool any_p = false;
+/* Step 1: t's split state.  The rule of its op on its sources' states;
+ * where none holds, the PARTIAL sources are made whole (their allreduces
+ * queued) and the rule asked again. */
+static int decide_state(struct meta_plan *pl, const struct loom_tensor *t,
+			struct meta_tensor **s, const enum loom_split_state *seen,
+			int n_src, struct meta_rule *r)
+{
+	bool any_p = false;
+	int rc;
 
-		/* No rule on the raw states: try the synced view. */
-		for (int i = 0; i < n_src; i++) {
-			if (s[i] && s[i]->synced.state == LOOM_SPLIT_PARTIAL) {
-				rc = sync_src(pl, t->src[i], s[i]);
-				if (rc)
-					return rc;
-				any_p = true;
-			}
-		}
-		if (!any_p || !meta_rule_find(t, s, &r, pl->md))
-			return no_rule(t, s, seen, n_src,
-				       slices_differ(s, n_src, pl->md)
-					       ? "the sources are cut at "
-						 "different places (see the "
-						 "split callback's "
-						 "granularities)"
-					       : NULL);
-	}
-	mt->raw = r.out;
-	mt->synced = r.out;
-
-	for (int j = 0; j < n; j++) {
-		struct loom_tensor *ds[LOOM_MAX_SRC] = { 0 }, *dt;
-		bool empty = false;
-
-		for (int i = 0; i < n_src; i++) {
-			if (!s[i])
-				continue;
-			ds[i] = s[i]->zero[j] ? NULL : s[i]->dev_t[j];
-			if (ds[i] && r.slice_dim[i] >= 0) {
-				rc = slice_src(pl, j, t, ds[i],
-					       r.slice_dim[i],
-					       r.slice_ref[i], &ds[i]);
-				if (rc)
-					return rc;
-			}
-			if (!ds[i])
-				empty = true;
-		}
-		if (empty) {
-			rc = build_with_empty(pl, t, mt, j, ds, &dt);
+	if (meta_rule_find(t, s, r, pl->md))
+		return LOOM_OK;
+	for (int i = 0; i < n_src; i++) {
+		if (s[i] && s[i]->synced.state == LOOM_SPLIT_PARTIAL) {
+			rc = sync_src(pl, t->src[i], s[i]);
 			if (rc)
 				return rc;
-		} else if (meta_is_split(mt->raw.state) &&
-			   meta_state_dev_len(&mt->raw, pl->md, j) == 0) {
-			dt = NULL;
-		} else {
-			if (t->op == LOOM_OP_ROPE &&
-			    mt->raw.state == LOOM_SPLIT_DIM0) {
-				int64_t o = meta_state_dev_start(&mt->raw,
-								 pl->md, 0, j);
-
-				dt = rope_part(pl->ctx[j], t, ds, o,
-					       mt->raw.len[0][pl->md->first +
-							      j]);
-			} else {
-				dt = loom_op_new(pl->ctx[j], t->op, ds,
-						 t->op_params);
-			}
-			if (!dt)
-				return loom_error_set(
-					LOOM_E_INVAL,
-					"meta: %s '%s' on device %d: %s",
-					loom_op_name(t->op), t->name, j,
-					loom_ctx_error(pl->ctx[j]));
-			if (meta_is_split(mt->raw.state) &&
-			    dt->ne[mt->raw.state] !=
-				    meta_state_dev_len(&mt->raw, pl->md, j))
-				return loom_error_set(
-					LOOM_E_INVAL,
-					"meta: %s '%s': device %d has %lld "
-					"along dimension %d, the split says "
-					"%lld", loom_op_name(t->op), t->name,
-					j, (long long)dt->ne[mt->raw.state],
-					(int)mt->raw.state,
-					(long long)meta_state_dev_len(
-						&mt->raw, pl->md, j));
+			any_p = true;
 		}
-		mt->dev_t[j] = dt;
+	}
+	if (any_p && meta_rule_find(t, s, r, pl->md))
+		return LOOM_OK;
+	return no_rule(t, s, seen, n_src,
+		       slices_differ(s, n_src, pl->md)
+			       ? "the sources are cut at different places "
+				 "(see the split callback's granularities)"
+			       : NULL);
+}
+
+/* Device j's sources of t, cut where the rule says; *empty when one of
+ * them is empty there. */
+static int dev_sources(struct meta_plan *pl, const struct loom_tensor *t,
+		       struct meta_tensor **s, int n_src,
+		       const struct meta_rule *r, int j,
+		       struct loom_tensor **ds, bool *empty)
+{
+	int rc;
+
+	*empty = false;
+	for (int i = 0; i < n_src; i++) {
+		if (!s[i])
+			continue;
+		ds[i] = s[i]->zero[j] ? NULL : s[i]->dev_t[j];
+		if (ds[i] && r->slice_dim[i] >= 0) {
+			rc = slice_src(pl, j, t, ds[i], r->slice_dim[i],
+				       r->slice_ref[i], &ds[i]);
+			if (rc)
+				return rc;
+		}
+		if (!ds[i])
+			*empty = true;
+	}
+	return LOOM_OK;
+}
+
+/* Device j's node of t from its sources ds, checked against the length
+ * the split gives device j. */
+static int build_dev_node(struct meta_plan *pl, const struct loom_tensor *t,
+			  const struct meta_state *st, int j,
+			  struct loom_tensor **ds, struct loom_tensor **out)
+{
+	loom_ctx_t *c = pl->ctx[j];
+	struct loom_tensor *dt;
+
+	if (t->op == LOOM_OP_ROPE && st->state == LOOM_SPLIT_DIM0)
+		dt = rope_part(c, t, ds, meta_state_dev_start(st, pl->md, 0, j),
+			       st->len[0][pl->md->first + j]);
+	else
+		dt = loom_op_new(c, t->op, ds, t->op_params);
+	if (!dt)
+		return loom_error_set(LOOM_E_INVAL,
+				      "meta: %s '%s' on device %d: %s",
+				      loom_op_name(t->op), t->name, j,
+				      loom_ctx_error(c));
+	if (meta_is_split(st->state) &&
+	    dt->ne[st->state] != meta_state_dev_len(st, pl->md, j))
+		return loom_error_set(
+			LOOM_E_INVAL,
+			"meta: %s '%s': device %d has %lld along dimension "
+			"%d, the split says %lld", loom_op_name(t->op), t->name,
+			j, (long long)dt->ne[st->state], (int)st->state,
+			(long long)meta_state_dev_len(st, pl->md, j));
+	*out = dt;
+	return LOOM_OK;
+}
+
+/* Step 2: device j's node of t (NULL where device j has nothing of it). */
+static int plan_dev_node(struct meta_plan *pl, const struct loom_tensor *t,
+			 struct meta_tensor *mt, struct meta_tensor **s,
+			 int n_src, const struct meta_rule *r, int j,
+			 struct loom_tensor **out)
+{
+	struct loom_tensor *ds[LOOM_MAX_SRC] = { 0 };
+	bool empty;
+	int rc;
+
+	*out = NULL;
+	rc = dev_sources(pl, t, s, n_src, r, j, ds, &empty);
+	if (rc)
+		return rc;
+	if (empty)
+		return build_with_empty(pl, t, mt, j, ds, out);
+	if (meta_is_split(mt->raw.state) &&
+	    meta_state_dev_len(&mt->raw, pl->md, j) == 0)
+		return LOOM_OK;
+	return build_dev_node(pl, t, &mt->raw, j, ds, out);
+}
+
+/* Step 3: hands every device's node of t to the emitter, named as t and
+ * an output where t is one. */
+static int emit_all(struct meta_plan *pl, const struct loom_tensor *t,
+		    struct meta_tensor *mt)
+{
+	int rc;
+
+	for (int j = 0; j < pl->md->n; j++) {
+		struct loom_tensor *dt = mt->dev_t[j];
+
 		if (!dt)
 			continue;
-		loom_tensor_set_name(dt, t->name);
+		if (!loom_op_is_view(t->op))
+			loom_tensor_set_name(dt, t->name);
 		dt->flags |= t->flags & LOOM_TENSOR_OUTPUT;
 		rc = emit(pl, j, dt);
 		if (rc)
 			return rc;
 	}
-	rc = LOOM_OK;
-done:
-	if (rc)
-		return rc;
-	if (loom_op_is_view(t->op)) {
-		for (int j = 0; j < n; j++) {
-			if (!mt->dev_t[j])
-				continue;
-			mt->dev_t[j]->flags |= t->flags & LOOM_TENSOR_OUTPUT;
-			rc = emit(pl, j, mt->dev_t[j]);
-			if (rc)
-				return rc;
-		}
-	}
-	map_put(pl, t, mt);
 	return LOOM_OK;
+}
+
+/* Plans node t: its split state, every device's node, their emission. */
+static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
+{
+	struct meta_tensor *s[LOOM_MAX_SRC] = { 0 }, *mt;
+	enum loom_split_state seen[LOOM_MAX_SRC] = { 0 };
+	struct meta_rule r;
+	int n_src, rc;
+
+	mt = new_record(pl);
+	if (!mt)
+		return loom_error_set(LOOM_E_NOMEM, "meta: no memory");
+	if (loom_op_is_view(t->op)) {
+		rc = plan_view(pl, t, mt);
+	} else {
+		rc = gather_sources(pl, t, s, seen, &n_src);
+		if (!rc)
+			rc = decide_state(pl, t, s, seen, n_src, &r);
+		if (!rc) {
+			mt->raw = r.out;
+			mt->synced = r.out;
+		}
+		for (int j = 0; !rc && j < pl->md->n; j++)
+			rc = plan_dev_node(pl, t, mt, s, n_src, &r, j,
+					   &mt->dev_t[j]);
+	}
+	if (!rc)
+		rc = emit_all(pl, t, mt);
+	if (!rc)
+		map_put(pl, t, mt);
+	return rc;
 }
 
 /* ---- emitters ---- */
