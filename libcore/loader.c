@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -403,6 +404,29 @@ static int check_file(struct loom__plugin *p)
 	return st;
 }
 
+/* Checks that the descriptor's symbol is as large as the fields its ABI
+ * version has, by its size in the symbol table; a symbol whose size is
+ * not known is read as declared. */
+static int check_desc_size(struct loom__plugin *p, const void *desc)
+{
+#ifdef __GLIBC__ /* dladdr1 */
+	const ElfW(Sym) *sym = NULL;
+	Dl_info info;
+	char why[160];
+
+	if (!dladdr1(desc, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
+	    info.dli_saddr != desc)
+		return LOOM_OK;
+	if (loom__desc_size_check(desc, (size_t)sym->st_size, why,
+				  sizeof(why))) {
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN, "%s",
+				 why);
+		return p->status;
+	}
+#endif
+	return LOOM_OK;
+}
+
 /* Opens p->file and reads its descriptor; no plugin code runs except the
  * object's own constructors. */
 static int open_plugin(struct loom__plugin *p, bool name_from_file)
@@ -425,6 +449,8 @@ static int open_plugin(struct loom__plugin *p, bool name_from_file)
 				 LOOM_PLUGIN_SYMBOL);
 		goto err_close;
 	}
+	if (check_desc_size(p, desc))
+		goto err_close;
 	st = loom__plugin_check_desc(p, desc, name_from_file);
 	if (!st)
 		st = loom__plugin_score(p);

@@ -23,13 +23,14 @@ static loom_reg_t *find_composer(void)
 }
 
 /* Entry point p of the first loaded plugin that declares it composes
- * devices, or NULL with a message when none is loaded or it lacks p. */
+ * devices, inside a call the caller ends (loom__call_end); NULL with a
+ * message, and no call, when none is loaded or it lacks p. */
 static void *composer_proc(enum loom__proc p, const char *who)
 {
 	loom_reg_t *reg = find_composer();
 	void *fn;
 
-	if (!reg) {
+	if (!loom__call_begin(reg, LOOM__KIND_REG)) {
 		loom_error_set(LOOM_E_NOT_FOUND,
 			       "%s: no meta plugin (one that composes devices) "
 			       "is loaded (check LOOM_BACKENDS and loom-info)",
@@ -37,10 +38,12 @@ static void *composer_proc(enum loom__proc p, const char *who)
 		return NULL;
 	}
 	fn = loom__reg_proc(reg, p);
-	if (!fn)
+	if (!fn) {
+		loom__call_end();
 		loom_error_set(LOOM_E_NOT_FOUND,
 			       "%s: plugin %s has no '%s' entry point", who,
 			       loom_reg_name(reg), loom__proc_name(p));
+	}
 	return fn;
 }
 
@@ -49,6 +52,7 @@ int loom_meta_dev_new(loom_dev_t *const *devs, size_t n, loom_split_fn split,
 		      loom_dev_t **out)
 {
 	loom_meta_device_new_fn fn;
+	int st;
 
 	if (out)
 		*out = NULL;
@@ -59,28 +63,36 @@ int loom_meta_dev_new(loom_dev_t *const *devs, size_t n, loom_split_fn split,
 						 "loom_meta_dev_new");
 	if (!fn)
 		return LOOM_E_NOT_FOUND;
-	return fn(devs, n, split, userdata, opts, out);
+	st = fn(devs, n, split, userdata, opts, out);
+	loom__call_end();
+	return st;
 }
 
 int loom_meta_check(loom_dev_t *dev, loom_graph_t *g)
 {
 	loom_meta_check_fn fn;
+	int st;
 
 	fn = (loom_meta_check_fn)composer_proc(LOOM__PROC_META_CHECK,
 					    "loom_meta_check");
 	if (!fn)
 		return LOOM_E_NOT_FOUND;
-	return fn(dev, g);
+	st = fn(dev, g);
+	loom__call_end();
+	return st;
 }
 
 int loom_meta_split_default(const struct loom_tensor *t,
 			    struct loom_split *out, void *userdata)
 {
 	loom_split_fn fn;
+	int st;
 
 	fn = (loom_split_fn)composer_proc(LOOM__PROC_SPLIT_DEFAULT,
 				      "loom_meta_split_default");
 	if (!fn)
 		return LOOM_E_NOT_FOUND;
-	return fn(t, out, userdata);
+	st = fn(t, out, userdata);
+	loom__call_end();
+	return st;
 }

@@ -265,7 +265,14 @@ struct loom_reg_iface {
 
 /* ------------------------------------------------------------------------
  * The descriptor: the one symbol a plugin exports, read with dlsym before
- * any plugin function runs.
+ * any plugin function runs.  It grows at the end like the tables; since
+ * ABI 1.2 its last field says its size.  The core reads no byte past the
+ * symbol's size in the plugin's symbol table: first the ABI version
+ * (8 bytes), then the fields that version has (through score before
+ * 1.2, through size since), then none past size.  A descriptor too short
+ * for what it declares is refused ("descriptor of 2 bytes cannot hold
+ * its ABI version").  A descriptor given to loom_load_static() has no
+ * symbol: it is read as the version it declares.
  */
 #define LOOM_PLUGIN_SYMBOL "loom_plugin_descriptor"
 
@@ -284,9 +291,12 @@ struct loom_plugin_desc {
 	/* optional: 0 when the plugin cannot run here (then *why says so);
 	 * among variants of one name the highest wins.  NULL means 1. */
 	int (*score)(const char **why);
-	/* Fields above are valid for ABI 1.0; the core reads the ones below
-	 * only from plugins of ABI 1.2 or later. */
+	/* Fields above are valid for ABI 1.0. */
+	/* sizeof(struct loom_plugin_desc) as the plugin was built. */
+	uint32_t size;
 	uint32_t flags; /* LOOM_PLUGIN_* */
+	/* Fields above are valid for ABI 1.2; the core reads them only from
+	 * plugins of ABI 1.2 or later. */
 };
 
 /* Descriptor flags: what a plugin declares of itself. */
@@ -339,6 +349,7 @@ LOOM_API enum loom_split_rule loom_op_split_rule(enum loom_op op);
 			.init = (init_),                                     \
 			.score = (score_),                                   \
 			.flags = (flags_),                                   \
+			.size = sizeof(struct loom_plugin_desc),             \
 		}
 
 /* ------------------------------------------------------------------------

@@ -645,18 +645,23 @@ static int parse_threads(const char *s)
 	return (int)v;
 }
 
-int cpu_default_threads(const struct cpu_device *cd)
+int cpu_env_threads(void)
 {
 	const char *env = loom_env_get("LOOM_CPU_THREADS");
 	int n = parse_threads(env);
 
-	/* One thread per physical core: SMT siblings share the FMA units
-	 * and the caches the kernels are blocked for. */
 	if (env && *env && !n)
 		loom_log(LOOM_LOG_WARN,
-			 "cpu: LOOM_CPU_THREADS=%s is not a thread count; "
-			 "using %d", env, cd->n_cores);
-	return n ? n : cd->n_cores;
+			 "cpu: LOOM_CPU_THREADS=%s is not a thread count (1 "
+			 "to 4096); using one thread per core", env);
+	return n;
+}
+
+int cpu_default_threads(const struct cpu_device *cd)
+{
+	/* One thread per physical core: SMT siblings share the FMA units
+	 * and the caches the kernels are blocked for. */
+	return cd->cr->env_threads ? cd->cr->env_threads : cd->n_cores;
 }
 
 /* params: NULL, "" or "threads=N". */

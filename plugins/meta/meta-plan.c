@@ -528,7 +528,7 @@ static int view_on_dev(const struct meta_dev *md, const struct loom_tensor *t,
 
 /* Maps a view of a split tensor onto the devices: which dimension of the
  * view carries the split, and each device's shape, strides and offset
- * into its part of the root.  See META.md: the axis is mapped through the
+ * into its part of the root.  See doc/meta.md: the axis is mapped through the
  * shape change, and a view may select whole segments. */
 static int map_view(struct meta_plan *pl, const struct loom_tensor *t,
 		    const struct loom_tensor *root,
