@@ -52,55 +52,55 @@ static void largest_remainder(int64_t units, const float *w, int n,
 	}
 }
 
-/* Turns a callback's answer for t into a state with slice sizes. */
-static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
-			    const struct loom_split *sp, struct meta_state *out)
+/* The segments of t along axis the callback's answer sp gives: its own,
+ * which must add up to the dimension, or the whole dimension as one. */
+static int split_segments(const struct loom_tensor *t, int axis,
+			  const struct loom_split *sp, int64_t *seg,
+			  int *n_seg)
 {
-	int64_t seg[META_MAX_SEG], g, blck, sum = 0;
-	int n_seg, axis;
+	int64_t sum = 0;
 
-	if ((int)sp->state < LOOM_SPLIT_DIM0 || sp->state > LOOM_SPLIT_PARTIAL)
-		return loom_error_set(LOOM_E_INVAL,
-				      "split callback gave an unknown state %d "
-				      "for %s", (int)sp->state, t->name);
-	meta_state_whole(out, sp->state);
-	if (sp->state > LOOM_SPLIT_DIM3)
-		return LOOM_OK;
-
-	axis = (int)sp->state;
-	n_seg = sp->n_segments;
-	if (n_seg < 0 || n_seg > META_MAX_SEG)
+	*n_seg = sp->n_segments;
+	if (*n_seg < 0 || *n_seg > META_MAX_SEG)
 		return loom_error_set(LOOM_E_INVAL,
 				      "split callback gave %d segments for %s "
-				      "(at most %d)", n_seg, t->name,
+				      "(at most %d)", *n_seg, t->name,
 				      META_MAX_SEG);
-	if (n_seg == 0) {
-		n_seg = 1;
+	if (*n_seg == 0) {
+		*n_seg = 1;
 		seg[0] = t->ne[axis];
-	} else {
-		for (int s = 0; s < n_seg; s++) {
-			seg[s] = sp->segments[s];
-			if (seg[s] < 0)
-				return loom_error_set(LOOM_E_INVAL,
-						      "split callback gave a "
-						      "negative segment for %s",
-						      t->name);
-			if (seg[s] > t->ne[axis] - sum)
-				return loom_error_set(LOOM_E_INVAL,
-						      "segments of %s add up to "
-						      "more than its dimension "
-						      "%d (%lld)", t->name,
-						      axis,
-						      (long long)t->ne[axis]);
-			sum += seg[s];
-		}
-		if (sum != t->ne[axis])
-			return loom_error_set(LOOM_E_INVAL,
-					      "segments of %s add up to %lld, "
-					      "not its dimension %d (%lld)",
-					      t->name, (long long)sum, axis,
-					      (long long)t->ne[axis]);
+		return LOOM_OK;
 	}
+	for (int s = 0; s < *n_seg; s++) {
+		seg[s] = sp->segments[s];
+		if (seg[s] < 0)
+			return loom_error_set(LOOM_E_INVAL,
+					      "split callback gave a negative "
+					      "segment for %s", t->name);
+		if (seg[s] > t->ne[axis] - sum)
+			return loom_error_set(LOOM_E_INVAL,
+					      "segments of %s add up to more "
+					      "than its dimension %d (%lld)",
+					      t->name, axis,
+					      (long long)t->ne[axis]);
+		sum += seg[s];
+	}
+	if (sum != t->ne[axis])
+		return loom_error_set(LOOM_E_INVAL,
+				      "segments of %s add up to %lld, not its "
+				      "dimension %d (%lld)", t->name,
+				      (long long)sum, axis,
+				      (long long)t->ne[axis]);
+	return LOOM_OK;
+}
+
+/* The unit every slice of t along axis is a multiple of: the callback's
+ * granularity, and along dimension 0 the type's block too. */
+static int slice_granule(const struct loom_tensor *t, int axis,
+			 const struct loom_split *sp, int64_t *g_out,
+			 int64_t *blck_out)
+{
+	int64_t g, blck;
 
 	if (sp->granularity < 0)
 		return loom_error_set(LOOM_E_INVAL,
@@ -121,7 +121,32 @@ static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
 		if (g < blck)
 			g = blck;
 	}
+	*g_out = g;
+	*blck_out = blck;
+	return LOOM_OK;
+}
 
+/* Turns a callback's answer for t into a state with slice sizes. */
+static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
+			    const struct loom_split *sp, struct meta_state *out)
+{
+	int64_t seg[META_MAX_SEG], g = 1, blck = 1;
+	int n_seg, axis, rc;
+
+	if ((int)sp->state < LOOM_SPLIT_DIM0 || sp->state > LOOM_SPLIT_PARTIAL)
+		return loom_error_set(LOOM_E_INVAL,
+				      "split callback gave an unknown state %d "
+				      "for %s", (int)sp->state, t->name);
+	meta_state_whole(out, sp->state);
+	if (sp->state > LOOM_SPLIT_DIM3)
+		return LOOM_OK;
+
+	axis = (int)sp->state;
+	rc = split_segments(t, axis, sp, seg, &n_seg);
+	if (!rc)
+		rc = slice_granule(t, axis, sp, &g, &blck);
+	if (rc)
+		return rc;
 	out->n_seg = n_seg;
 	for (int s = 0; s < n_seg; s++) {
 		if (seg[s] % g != 0)
