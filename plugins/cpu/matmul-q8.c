@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* matmul-q8.c - products of quantized weights (Q8_0, Q4_0, Q4_K, Q5_K,
- * Q6_K) with activations quantized on the fly to 8 bits: int8 x int8 dot
+/* matmul-q8.c - products of quantized weights (every type of
+ * CPU_Q8_TYPES) with activations quantized on the fly to 8 bits: int8 x int8 dot
  * products (VNNI where the CPU has it, else AVX2's pair multiplies).  The
  * float kernels and the work division live in ops-matmul.c.
  */
@@ -189,6 +189,87 @@ void cpu_q8_row_scales(enum loom_type type, const char *row, int64_t k,
 			}
 		}
 		break;
+	case LOOM_TYPE_Q4_1:
+	case LOOM_TYPE_Q5_1:
+		/* d and the min m lead both blocks: v = d * q + m. */
+		for (b = 0; b < k / 32; b++) {
+			const uint8_t *p = (const uint8_t *)row + b *
+				block_bytes(type);
+			uint16_t dh, mh;
+
+			memcpy(&dh, p, 2);
+			memcpy(&mh, p + 2, 2);
+			sc[2 * b] = sc[2 * b + 1] = cpu_f16_to_f32(dh);
+			o[2 * b] = o[2 * b + 1] = -cpu_f16_to_f32(mh);
+		}
+		break;
+	case LOOM_TYPE_Q5_0:
+	case LOOM_TYPE_IQ4_NL:
+		for (b = 0; b < k / 32; b++) {
+			uint16_t dh;
+			float d;
+
+			memcpy(&dh, row + b * block_bytes(type), 2);
+			d = cpu_f16_to_f32(dh);
+			sc[2 * b] = sc[2 * b + 1] = d;
+			o[2 * b] = o[2 * b + 1] = type == LOOM_TYPE_Q5_0 ?
+				16.0f * d : 0.0f;
+		}
+		break;
+	case LOOM_TYPE_MXFP4:
+		for (b = 0; b < k / 32; b++) {
+			const struct loom_block_mxfp4 *x =
+				(const struct loom_block_mxfp4 *)row + b;
+
+			sc[2 * b] = sc[2 * b + 1] = ldexpf(1.0f, x->e - 128);
+			o[2 * b] = o[2 * b + 1] = 0.0f;
+		}
+		break;
+	case LOOM_TYPE_Q3_K:
+		for (b = 0; b < k / 256; b++) {
+			const struct loom_block_q3_k *x =
+				(const struct loom_block_q3_k *)row + b;
+			float d = cpu_f16_to_f32(x->d);
+
+			for (i = 0; i < 16; i++) {
+				int lo = i < 8 ? x->scales[i] & 15 :
+						 x->scales[i - 8] >> 4;
+				int hi = x->scales[8 + i % 4] >> (2 * (i / 4)) & 3;
+
+				sc[16 * b + i] = d * (float)((lo | hi << 4) - 32);
+				o[16 * b + i] = 4.0f * sc[16 * b + i];
+			}
+		}
+		break;
+	case LOOM_TYPE_Q2_K:
+		for (b = 0; b < k / 256; b++) {
+			const struct loom_block_q2_k *x =
+				(const struct loom_block_q2_k *)row + b;
+			float d = cpu_f16_to_f32(x->d);
+			float dmin = cpu_f16_to_f32(x->dmin);
+
+			for (i = 0; i < 16; i++) {
+				sc[16 * b + i] = d * (float)(x->scales[i] & 15);
+				o[16 * b + i] = dmin * (float)(x->scales[i] >> 4);
+			}
+		}
+		break;
+	case LOOM_TYPE_IQ4_XS:
+		for (b = 0; b < k / 256; b++) {
+			const struct loom_block_iq4_xs *x =
+				(const struct loom_block_iq4_xs *)row + b;
+			float d = cpu_f16_to_f32(x->d);
+
+			for (i = 0; i < 8; i++) {
+				int ls = (x->scales_l[i / 2] >> (4 * (i % 2)) &
+					  15) | (x->scales_h >> (2 * i) & 3) << 4;
+
+				sc[16 * b + 2 * i] = sc[16 * b + 2 * i + 1] =
+					d * (float)(ls - 32);
+				o[16 * b + 2 * i] = o[16 * b + 2 * i + 1] = 0.0f;
+			}
+		}
+		break;
 	default:
 		break;
 	}
@@ -296,7 +377,7 @@ INLINE void tile_step(const enum loom_type type, const bool vnni,
 
 		__builtin_prefetch(rows[r] + block_offset(type, j) + 1024);
 		w = q_weights(type, rows[r], j, half);
-		if (type == LOOM_TYPE_Q8_0) {
+		if (cpu_types[type].is_signed) {
 			neg[r] = q_signs(w);
 			u[r] = q_abs(w);
 		} else {
@@ -311,7 +392,8 @@ INLINE void tile_step(const enum loom_type type, const bool vnni,
 
 		UNROLL
 		for (r = 0; r < nr; r++) {
-			QI t = dot_u8s8(q_zero(), u[r], type == LOOM_TYPE_Q8_0 ?
+			QI t = dot_u8s8(q_zero(), u[r],
+					cpu_types[type].is_signed ?
 					q_signed(a, neg[r]) : a, vnni);
 
 			acc[r][c] = vfma(q_float(t), vmul(s[r], d),
@@ -350,7 +432,7 @@ INLINE void tile(const enum loom_type type, const bool vnni,
 		for (c = 0; c < nc; c++) {
 			float off = 0.0f;
 
-			if (type != LOOM_TYPE_Q8_0) {
+			if (!cpu_types[type].is_signed) {
 				const float *orow = o + r * n16;
 				VF v = vzero();
 				int64_t i = 0;
@@ -450,9 +532,7 @@ static void mm(enum loom_type type, bool vnni, const char *a, size_t arow,
 
 bool cpu_q8_supports(enum loom_type type)
 {
-	return type == LOOM_TYPE_Q8_0 || type == LOOM_TYPE_Q4_0 ||
-	       type == LOOM_TYPE_Q4_K || type == LOOM_TYPE_Q5_K ||
-	       type == LOOM_TYPE_Q6_K;
+	return cpu_type_of(type)->bytes != 0;
 }
 
 size_t cpu_q8_tmp_floats(int64_t k)
