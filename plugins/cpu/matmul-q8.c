@@ -9,6 +9,7 @@
 #if defined(CPU_HAVE_Q8)
 
 #include <cpuid.h>
+#include <float.h>
 #include <pthread.h>
 
 /* Rows of a and columns (rows of b) a tile computes: as many
@@ -54,20 +55,24 @@ size_t cpu_q8_col_bytes(int64_t k)
 	return ((size_t)k + (3 * n32 + n16) * 4 + 63) & ~(size_t)63;
 }
 
-/* The largest |x| of 32 floats. */
+/* The largest |x| of 32 floats, compared as integers, so that an
+ * infinity or a NaN among them is what comes back (a NaN's bits are
+ * above infinity's; max_ps would drop a NaN depending on its place). */
 static inline float amax32(const float *x)
 {
-	const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-	__m256 m = _mm256_setzero_ps();
-	__m128 h;
+	const __m256i abs = _mm256_set1_epi32(0x7fffffff);
+	__m256i m = _mm256_setzero_si256();
+	__m128i h;
 	int i;
 
 	for (i = 0; i < 32; i += 8)
-		m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + i), abs));
-	h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-	h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-	h = _mm_max_ss(h, _mm_movehdup_ps(h));
-	return _mm_cvtss_f32(h);
+		m = _mm256_max_epi32(m, _mm256_and_si256(_mm256_loadu_si256(
+			(const __m256i *)(x + i)), abs));
+	h = _mm_max_epi32(_mm256_castsi256_si128(m),
+			  _mm256_extracti128_si256(m, 1));
+	h = _mm_max_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+	h = _mm_max_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+	return _mm_cvtss_f32(_mm_castsi128_ps(h));
 }
 
 /* The sum of the 8 32-bit lanes of v. */
@@ -81,7 +86,12 @@ static inline int32_t hsum_epi32(__m256i v)
 	return _mm_cvtsi128_si32(h);
 }
 
-/* q = round(x / d) to nearest even, as lrintf would, 8 at a time. */
+/* q = round(x / d) to nearest even, as lrintf would, 8 at a time.  A
+ * group holding an infinity or a NaN has no such d: its blocks get q = 0
+ * and d = NaN (their sums too), so that every product with them is NaN,
+ * as the float product would be NaN or infinite.  A group whose values
+ * are all below 2^-120 in magnitude, where 127 / d would overflow, gets
+ * q = 0 and d = 0. */
 void cpu_q8_quantize(const float *x, int64_t k, int64_t group, char *out)
 {
 	int8_t *qs = (int8_t *)out;
@@ -97,7 +107,8 @@ void cpu_q8_quantize(const float *x, int64_t k, int64_t group, char *out)
 		for (i = 0; i < per; i++) {
 			float a = amax32(x + 32 * (b + i));
 
-			amax = a > amax ? a : amax;
+			/* A NaN, once there, stays. */
+			amax = isnan(amax) || a <= amax ? amax : a;
 		}
 		for (i = 0; i < per; i++)
 			d[b + i] = amax;
@@ -105,11 +116,18 @@ void cpu_q8_quantize(const float *x, int64_t k, int64_t group, char *out)
 	for (b = 0; b < k / 32; b++) {
 		const float *xb = x + 32 * b;
 		float amax = d[b];
-		__m256 id = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+		__m256 id = _mm256_set1_ps(amax >= 0x1p-120f ? 127.0f / amax :
+					   0.0f);
 		__m256i q[4], p;
 		int sum0, sum1;
 
-		d[b] = amax / 127.0f;
+		if (!(amax <= FLT_MAX)) {
+			memset(qs + 32 * b, 0, 32);
+			d[b] = s[2 * b] = s[2 * b + 1] = s32[b] = NAN;
+			o32[b] = 0;
+			continue;
+		}
+		d[b] = amax >= 0x1p-120f ? amax / 127.0f : 0.0f;
 		for (int i = 0; i < 4; i++)
 			q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(
 				_mm256_loadu_ps(xb + 8 * i), id));
