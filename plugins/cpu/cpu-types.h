@@ -32,7 +32,8 @@
 	X(LOOM_TYPE_Q5_K) X(LOOM_TYPE_Q6_K)
 
 /* The decode kernel of a type (matmul-q8v.c): a 32-value block with its
- * half step first (CPU_GV_BLOCK); a Q4_K/Q5_K/Q6_K super-block
+ * step first, a half or an E8M0 exponent (CPU_GV_BLOCK); a Q4_K/Q5_K/Q6_K
+ * super-block
  * (CPU_GV_SUPER); or the generic tile on the row's scales (matmul-q8.c). */
 enum cpu_gv { CPU_GV_TILE, CPU_GV_BLOCK, CPU_GV_SUPER };
 
@@ -58,6 +59,8 @@ struct cpu_type {
 	uint8_t gv;	 /* enum cpu_gv */
 	uint8_t off;	 /* enum cpu_off, for CPU_GV_BLOCK */
 	int8_t off_int;	 /* the integer offset of CPU_OFF_INT */
+	bool e8m0;	 /* the step is an E8M0 byte (2^(e - 128) here), not
+			    a half */
 	const struct w_field *w; /* the weight buffer's fields in order, or
 				    NULL: the buffer stores it as it is */
 };
@@ -88,47 +91,79 @@ static const struct w_field cpu_w_q6_k[] = {
 
 /* Constant, so that kernels compiled per type fold their entry. */
 static const struct cpu_type cpu_types[LOOM_TYPE_COUNT] = {
-	[LOOM_TYPE_Q8_0] = { .bytes = sizeof(struct loom_block_q8_0), .block = 32, .group = 32,
-			     .span = 32, .umax = 128, .is_signed = true,
-			     .gv = CPU_GV_BLOCK, .w = cpu_w_q8_0 },
-	[LOOM_TYPE_Q4_0] = { .bytes = sizeof(struct loom_block_q4_0), .block = 32, .group = 32,
-			     .span = 32, .umax = 15, .gv = CPU_GV_BLOCK,
-			     .off = CPU_OFF_INT, .off_int = -8,
-			     .w = cpu_w_q4_0 },
+	[LOOM_TYPE_Q8_0] = {
+		.bytes = sizeof(struct loom_block_q8_0), .block = 32,
+		.group = 32, .span = 32, .umax = 128, .is_signed = true,
+		.gv = CPU_GV_BLOCK, .w = cpu_w_q8_0,
+	},
+	[LOOM_TYPE_Q4_0] = {
+		.bytes = sizeof(struct loom_block_q4_0), .block = 32,
+		.group = 32, .span = 32, .umax = 15, .gv = CPU_GV_BLOCK,
+		.off = CPU_OFF_INT, .off_int = -8, .w = cpu_w_q4_0,
+	},
 	/* The super-block kernels without VNNI keep integer sums over the
 	 * super-block, so want one activation scale per 256. */
-	[LOOM_TYPE_Q4_K] = { .bytes = sizeof(struct loom_block_q4_k), .block = 256, .group = 256,
-			     .span = 32, .umax = 15, .gv = CPU_GV_SUPER,
-			     .w = cpu_w_q4_k },
-	[LOOM_TYPE_Q5_K] = { .bytes = sizeof(struct loom_block_q5_k), .block = 256, .group = 256,
-			     .span = 32, .umax = 31, .gv = CPU_GV_SUPER,
-			     .w = cpu_w_q5_k },
-	[LOOM_TYPE_Q6_K] = { .bytes = sizeof(struct loom_block_q6_k), .block = 256, .group = 256,
-			     .span = 16, .umax = 63, .gv = CPU_GV_SUPER,
-			     .w = cpu_w_q6_k },
-	[LOOM_TYPE_Q4_1] = { .bytes = sizeof(struct loom_block_q4_1), .block = 32, .group = 32,
-			     .span = 32, .umax = 15, .gv = CPU_GV_BLOCK,
-			     .off = CPU_OFF_MIN },
-	[LOOM_TYPE_Q5_0] = { .bytes = sizeof(struct loom_block_q5_0), .block = 32, .group = 32,
-			     .span = 32, .umax = 31, .gv = CPU_GV_BLOCK,
-			     .off = CPU_OFF_INT, .off_int = -16 },
-	[LOOM_TYPE_Q5_1] = { .bytes = sizeof(struct loom_block_q5_1), .block = 32, .group = 32,
-			     .span = 32, .umax = 31, .gv = CPU_GV_BLOCK,
-			     .off = CPU_OFF_MIN },
-	[LOOM_TYPE_Q3_K] = { .bytes = sizeof(struct loom_block_q3_k), .block = 256, .group = 32,
-			     .span = 16, .umax = 7, .gv = CPU_GV_TILE },
-	[LOOM_TYPE_Q2_K] = { .bytes = sizeof(struct loom_block_q2_k), .block = 256, .group = 32,
-			     .span = 16, .umax = 3, .gv = CPU_GV_TILE },
-	[LOOM_TYPE_IQ4_NL] = { .bytes = sizeof(struct loom_block_iq4_nl), .block = 32, .group = 32,
-			       .span = 32, .umax = 127, .is_signed = true,
-			       .gv = CPU_GV_BLOCK },
-	[LOOM_TYPE_IQ4_XS] = { .bytes = sizeof(struct loom_block_iq4_xs), .block = 256, .group = 32,
-			       .span = 32, .umax = 127, .is_signed = true,
-			       .gv = CPU_GV_TILE },
-	[LOOM_TYPE_MXFP4] = { .bytes = sizeof(struct loom_block_mxfp4), .block = 32, .group = 32,
-			      .span = 32, .umax = 12, .is_signed = true,
-			      .gv = CPU_GV_TILE },
+	[LOOM_TYPE_Q4_K] = {
+		.bytes = sizeof(struct loom_block_q4_k), .block = 256,
+		.group = 256, .span = 32, .umax = 15, .gv = CPU_GV_SUPER,
+		.w = cpu_w_q4_k,
+	},
+	[LOOM_TYPE_Q5_K] = {
+		.bytes = sizeof(struct loom_block_q5_k), .block = 256,
+		.group = 256, .span = 32, .umax = 31, .gv = CPU_GV_SUPER,
+		.w = cpu_w_q5_k,
+	},
+	[LOOM_TYPE_Q6_K] = {
+		.bytes = sizeof(struct loom_block_q6_k), .block = 256,
+		.group = 256, .span = 16, .umax = 63, .gv = CPU_GV_SUPER,
+		.w = cpu_w_q6_k,
+	},
+	[LOOM_TYPE_Q4_1] = {
+		.bytes = sizeof(struct loom_block_q4_1), .block = 32,
+		.group = 32, .span = 32, .umax = 15, .gv = CPU_GV_BLOCK,
+		.off = CPU_OFF_MIN,
+	},
+	[LOOM_TYPE_Q5_0] = {
+		.bytes = sizeof(struct loom_block_q5_0), .block = 32,
+		.group = 32, .span = 32, .umax = 31, .gv = CPU_GV_BLOCK,
+		.off = CPU_OFF_INT, .off_int = -16,
+	},
+	[LOOM_TYPE_Q5_1] = {
+		.bytes = sizeof(struct loom_block_q5_1), .block = 32,
+		.group = 32, .span = 32, .umax = 31, .gv = CPU_GV_BLOCK,
+		.off = CPU_OFF_MIN,
+	},
+	[LOOM_TYPE_Q3_K] = {
+		.bytes = sizeof(struct loom_block_q3_k), .block = 256,
+		.group = 32, .span = 16, .umax = 7, .gv = CPU_GV_TILE,
+	},
+	[LOOM_TYPE_Q2_K] = {
+		.bytes = sizeof(struct loom_block_q2_k), .block = 256,
+		.group = 32, .span = 16, .umax = 3, .gv = CPU_GV_TILE,
+	},
+	[LOOM_TYPE_IQ4_NL] = {
+		.bytes = sizeof(struct loom_block_iq4_nl), .block = 32,
+		.group = 32, .span = 32, .umax = 127, .is_signed = true,
+		.gv = CPU_GV_BLOCK,
+	},
+	[LOOM_TYPE_IQ4_XS] = {
+		.bytes = sizeof(struct loom_block_iq4_xs), .block = 256,
+		.group = 32, .span = 32, .umax = 127, .is_signed = true,
+		.gv = CPU_GV_TILE,
+	},
+	[LOOM_TYPE_MXFP4] = {
+		.bytes = sizeof(struct loom_block_mxfp4), .block = 32,
+		.group = 32, .span = 32, .umax = 12, .is_signed = true,
+		.gv = CPU_GV_BLOCK, .e8m0 = true,
+	},
 };
+
+/* The bits of the float 2^(e - 128): MXFP4's step, half its exponent's
+ * (its codes are doubled). */
+static inline uint32_t cpu_e8m0_half_bits(uint8_t e)
+{
+	return e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+}
 
 /* type's entry (zeros for a type the int8 kernels do not take). */
 static inline const struct cpu_type *cpu_type_of(enum loom_type type)

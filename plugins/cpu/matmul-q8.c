@@ -239,7 +239,11 @@ void cpu_q8_row_scales(enum loom_type type, const char *row, int64_t k,
 			const struct loom_block_mxfp4 *x =
 				(const struct loom_block_mxfp4 *)row + b;
 
-			sc[2 * b] = sc[2 * b + 1] = ldexpf(1.0f, x->e - 128);
+			uint32_t bits = cpu_e8m0_half_bits(x->e);
+			float d;
+
+			memcpy(&d, &bits, 4);
+			sc[2 * b] = sc[2 * b + 1] = d;
 			o[2 * b] = o[2 * b + 1] = 0.0f;
 		}
 		break;

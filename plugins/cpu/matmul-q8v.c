@@ -30,10 +30,11 @@ INLINE __m256 bcast(float x)
 	return _mm256_set1_ps(x);
 }
 
-/* 32-value blocks (CPU_GV_BLOCK: Q4_0, Q8_0, Q4_1, Q5_0, Q5_1, IQ4_NL):
- * block j of nr rows against nc columns.  The product of the two scales
- * multiplies in vector lanes, each scale broadcast straight from memory
- * (the weights' F16 through f16), so that a block takes no shuffle but
+/* 32-value blocks (CPU_GV_BLOCK: Q4_0, Q8_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
+ * MXFP4): block j of nr rows against nc columns.  The product of the two
+ * scales multiplies in vector lanes, each scale broadcast straight from
+ * memory (the weights' F16 through f16, MXFP4's exponent as a float's
+ * bits), so that a block takes no shuffle but
  * the activations' for signed weights.  An integer offset (Q4_0's 8,
  * Q5_0's 16) times the column's sum starts the dot product; a min (Q4_1,
  * Q5_1) multiplies the column's d * sum(q). */
@@ -71,8 +72,13 @@ INLINE void v0_step(const enum loom_type type, const bool vnni,
 		__m256 dw, mw = _mm256_setzero_ps();
 
 		__builtin_prefetch(blk + ahead);
-		memcpy(&h, blk, 2);
-		dw = _mm256_broadcast_ss(f16 + h);
+		if (ct->e8m0) {
+			dw = _mm256_castsi256_ps(_mm256_set1_epi32(
+				(int)cpu_e8m0_half_bits((uint8_t)blk[0])));
+		} else {
+			memcpy(&h, blk, 2);
+			dw = _mm256_broadcast_ss(f16 + h);
+		}
 		if (ct->off == CPU_OFF_MIN) {
 			memcpy(&h, blk + 2, 2);
 			mw = _mm256_broadcast_ss(f16 + h);
