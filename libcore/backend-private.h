@@ -52,6 +52,22 @@ static inline bool loom__reg_live(const loom_reg_t *reg)
 	return loom__handle_live(reg, LOOM__KIND_REG);
 }
 
+/* Calls through a device, reg or buffer type (loom-private.h). */
+static inline bool loom__dev_enter(const loom_dev_t *dev)
+{
+	return loom__call_begin(dev, LOOM__KIND_DEV);
+}
+
+static inline bool loom__reg_enter(const loom_reg_t *reg)
+{
+	return loom__call_begin(reg, LOOM__KIND_REG);
+}
+
+static inline bool loom__buft_enter(const loom_buffer_type_t *buft)
+{
+	return loom__call_begin(buft, LOOM__KIND_BUFT);
+}
+
 struct loom_buffer_type {
 	struct loom_buffer_type_iface iface; /* zeroed copy, size-limited */
 	void *context;
@@ -73,6 +89,7 @@ struct loom_backend {
 	struct loom_backend_iface iface;
 	void *context;
 	loom_dev_t *dev;
+	bool busy; /* a call on it is under way (atomic; backend.c) */
 };
 
 struct loom_event {
@@ -126,6 +143,33 @@ struct loom__wrap {
 /* Whether rank is one of enum loom_dev_rank's values (device.c). */
 bool loom__dev_rank_valid(int rank);
 
+/* Pushes obj on a reg's list of devices or buffer types: plugins may
+ * make them on any thread (a meta device, a buffer type on first use). */
+#define LOOM__LIST_PUSH(head, obj)                                          \
+	do {                                                                \
+		(obj)->next = __atomic_load_n(&(head), __ATOMIC_RELAXED);    \
+		while (!__atomic_compare_exchange_n(&(head), &(obj)->next,  \
+						    (obj), true,            \
+						    __ATOMIC_RELEASE,       \
+						    __ATOMIC_RELAXED))      \
+			;                                                   \
+	} while (0)
+
+/* More devices than this from one plugin is a plugin bug. */
+#define LOOM__MAX_DEVS 4096
+
+/* What a plugin says, unchecked (device.c, where each of these methods is
+ * called, and only there).  The public getters clamp what is out of
+ * range; registration refuses the plugin instead.  The caller is inside
+ * a call (loom__call_begin). */
+const char *loom__reg_plugin_name(loom_reg_t *reg);
+size_t loom__reg_plugin_dev_count(loom_reg_t *reg);
+loom_dev_t *loom__reg_plugin_dev(loom_reg_t *reg, size_t i);
+const char *loom__dev_plugin_name(loom_dev_t *dev);
+unsigned loom__dev_plugin_type(loom_dev_t *dev);
+int loom__dev_plugin_rank(loom_dev_t *dev);
+loom_buffer_type_t *loom__dev_plugin_buffer_type(loom_dev_t *dev);
+
 /* Frees the wrappers a reg owns (devices, buffer types) and the reg,
  * after calling its plugin's free method (registry.c). */
 void loom__reg_destroy(loom_reg_t *reg);
@@ -169,6 +213,7 @@ struct loom__plugin {
 	int score;
 	void *dl;      /* dlopen handle, while open */
 	const struct loom_plugin_desc *desc;
+	uint32_t flags;  /* the descriptor's LOOM_PLUGIN_* flags */
 	loom_reg_t *reg; /* when loaded */
 	int priority;  /* index in LOOM_BACKENDS, or -1 */
 	size_t seq;    /* record order */
@@ -194,12 +239,24 @@ void loom__plugin_set(struct loom__plugin *p, enum loom_plugin_state state,
 struct loom__plugin *loom__plugin_by_index(size_t i);
 /* The loaded record of that plugin name, or NULL. */
 struct loom__plugin *loom__plugin_loaded(const char *name);
+/* desc's LOOM_PLUGIN_* flags: 0 from a plugin older than ABI 1.2, whose
+ * descriptor ends before them (abi.c). */
+uint32_t loom__desc_flags(const struct loom_plugin_desc *desc);
+/* Whether plugin p declares it composes other plugins' devices. */
+#define loom__plugin_composes(p) (((p)->flags & LOOM_PLUGIN_COMPOSES) != 0)
 /* Whether a plugin of ABI major.minor loads into a core of ABI
  * core_major.core_minor: the majors equal, the plugin's minor not above
  * the core's.  Returns LOOM_OK, or LOOM_E_ABI with the reason, naming both
  * versions, written into why (n bytes) (abi.c). */
 int loom__abi_check(uint32_t major, uint32_t minor, uint32_t core_major,
 		    uint32_t core_minor, char *why, size_t n);
+/* Checks that a descriptor of size bytes (its symbol's size) holds what
+ * the ABI version it declares promises, reading no byte past size: its
+ * version first, then the fields of that version, then its own size
+ * field (ABI 1.2).  A version other than this core's passes (the version
+ * rule refuses it).  Returns LOOM_OK or LOOM_E_PLUGIN with the reason in
+ * why (n bytes, caller's buffer) (abi.c). */
+int loom__desc_size_check(const void *desc, size_t size, char *why, size_t n);
 /* Checks a descriptor (ABI, name, init) and records it on p; on failure
  * sets p's state and reason and returns the status. */
 int loom__plugin_check_desc(struct loom__plugin *p,
@@ -218,7 +275,9 @@ typedef bool (*loom__elf_read_fn)(void *ctx, uint64_t off, void *buf,
 				  size_t n);
 /* Checks that a file of size bytes, read through read(ctx, ...), is a
  * shared object for this process whose headers and segments lie within
- * it, before dlopen maps it (a truncated file would fault there).
+ * it and whose program headers and dynamic section hold what dlopen
+ * trusts, before dlopen maps it (a truncated file, or a segment with
+ * less memory than file bytes, would fault there).
  * Returns LOOM_OK, or LOOM_E_PLUGIN with the reason written into why
  * (n bytes, caller's buffer) (elf-check.c). */
 int loom__elf_check(loom__elf_read_fn read, void *ctx, uint64_t size,

@@ -65,15 +65,50 @@ loom_dev_t *loom_backend_device(loom_backend_t *be)
 	return loom__backend_live(be) ? be->dev : NULL;
 }
 
+/* ------------------------------------------------------------------------
+ * Calls on one backend do not overlap: each public call that reaches the
+ * plugin claims the backend first, and a call made while another is under
+ * way (from another thread, or re-entered) returns LOOM_E_BUSY.  The
+ * static functions below run claimed.
+ */
+
+/* LOOM_E_INVAL (who names the call) when be is not live, LOOM_E_BUSY
+ * while another call on it is under way; else be is claimed until
+ * release(be). */
+static int claim(loom_backend_t *be, const char *who)
+{
+	if (!loom__backend_live(be))
+		return loom_error_set(LOOM_E_INVAL, "%s: no backend", who);
+	if (!loom__claim(&be->busy))
+		return loom_error_set(LOOM_E_BUSY,
+				      "%s: the backend of '%s' is busy with "
+				      "a call on another thread (calls on "
+				      "one backend must not overlap)",
+				      who, loom_dev_name(be->dev));
+	return LOOM_OK;
+}
+
+static void release(loom_backend_t *be)
+{
+	loom__unclaim(&be->busy);
+}
+
+static int synchronize(loom_backend_t *be)
+{
+	int (*f)(loom_backend_t *) = be->iface.synchronize;
+
+	return f ? f(be) : LOOM_OK;
+}
+
 int loom_backend_synchronize(loom_backend_t *be)
 {
-	int (*f)(loom_backend_t *);
+	int st = claim(be, "loom_backend_synchronize");
 
-	if (!loom__backend_live(be))
-		return loom_error_set(LOOM_E_INVAL,
-				      "loom_backend_synchronize: no backend");
-	f = be->iface.synchronize;
-	return f ? f(be) : LOOM_OK;
+	if (st)
+		return st;
+	st = synchronize(be);
+	release(be);
+	return st;
 }
 
 void loom_backend_free(loom_backend_t *be)
@@ -87,7 +122,10 @@ void loom_backend_free(loom_backend_t *be)
 			       (void *)be);
 		return;
 	}
-	loom_backend_synchronize(be);
+	/* Claimed for good: a call on another thread refuses the free. */
+	if (claim(be, "loom_backend_free"))
+		return;
+	synchronize(be);
 	/* The plugin frees its part while be is live, then be goes. */
 	be->iface.free(be);
 	if (loom__handle_take(be, LOOM__KIND_BACKEND))
@@ -111,8 +149,6 @@ static int tensor_async(loom_backend_t *be, struct loom_tensor *t,
 {
 	int st;
 
-	if (!loom__backend_live(be))
-		return loom_error_set(LOOM_E_INVAL, "%s: no backend", what);
 	st = loom__check_range(t, offset, size, what);
 	if (st || size == 0)
 		return st;
@@ -122,27 +158,41 @@ static int tensor_async(loom_backend_t *be, struct loom_tensor *t,
 		return be->iface.get_tensor_async(be, t, data, offset, size);
 	if (!get && be->iface.set_tensor_async && device_owns(be, t))
 		return be->iface.set_tensor_async(be, t, data, offset, size);
-	st = loom_backend_synchronize(be);
+	st = synchronize(be);
 	if (st)
 		return st;
 	return get ? loom_tensor_get(t, data, offset, size)
 		   : loom_tensor_set(t, data, offset, size);
 }
 
+static int claimed_tensor_async(loom_backend_t *be, struct loom_tensor *t,
+				void *data, size_t offset, size_t size,
+				bool get, const char *what)
+{
+	int st = claim(be, what);
+
+	if (st)
+		return st;
+	st = tensor_async(be, t, data, offset, size, get, what);
+	release(be);
+	return st;
+}
+
 int loom_backend_tensor_set_async(loom_backend_t *be, struct loom_tensor *t,
 				  const void *data, size_t offset,
 				  size_t size)
 {
-	return tensor_async(be, t, (void *)data, offset, size, false,
-			    "loom_backend_tensor_set_async");
+	return claimed_tensor_async(be, t, (void *)data, offset, size, false,
+				    "loom_backend_tensor_set_async");
 }
 
 int loom_backend_tensor_get_async(loom_backend_t *be,
 				  const struct loom_tensor *t, void *data,
 				  size_t offset, size_t size)
 {
-	return tensor_async(be, (struct loom_tensor *)t, data, offset, size,
-			    true, "loom_backend_tensor_get_async");
+	return claimed_tensor_async(be, (struct loom_tensor *)t, data, offset,
+				    size, true,
+				    "loom_backend_tensor_get_async");
 }
 
 static void *backend_proc(loom_backend_t *be, enum loom__proc p)
@@ -160,8 +210,6 @@ static int tensor_2d_async(loom_backend_t *be, struct loom_tensor *t,
 	void *f;
 	int st;
 
-	if (!loom__backend_live(be))
-		return loom_error_set(LOOM_E_INVAL, "%s: no backend", what);
 	st = loom__check_range_2d(t, offset, size, n_copies, stride_tensor,
 				  stride_data, get, what);
 	if (st || !n_copies || !size)
@@ -184,15 +232,32 @@ static int tensor_2d_async(loom_backend_t *be, struct loom_tensor *t,
 	return st;
 }
 
+static int claimed_tensor_2d_async(loom_backend_t *be, struct loom_tensor *t,
+				   void *data, size_t offset, size_t size,
+				   size_t n_copies, size_t stride_tensor,
+				   size_t stride_data, bool get,
+				   const char *what)
+{
+	int st = claim(be, what);
+
+	if (st)
+		return st;
+	st = tensor_2d_async(be, t, data, offset, size, n_copies,
+			     stride_tensor, stride_data, get, what);
+	release(be);
+	return st;
+}
+
 int loom_backend_tensor_set_2d_async(loom_backend_t *be,
 				     struct loom_tensor *t, const void *data,
 				     size_t offset, size_t size,
 				     size_t n_copies, size_t stride_tensor,
 				     size_t stride_data)
 {
-	return tensor_2d_async(be, t, (void *)data, offset, size, n_copies,
-			       stride_tensor, stride_data, false,
-			       "loom_backend_tensor_set_2d_async");
+	return claimed_tensor_2d_async(be, t, (void *)data, offset, size,
+				       n_copies, stride_tensor, stride_data,
+				       false,
+				       "loom_backend_tensor_set_2d_async");
 }
 
 int loom_backend_tensor_get_2d_async(loom_backend_t *be,
@@ -201,23 +266,18 @@ int loom_backend_tensor_get_2d_async(loom_backend_t *be,
 				     size_t n_copies, size_t stride_tensor,
 				     size_t stride_data)
 {
-	return tensor_2d_async(be, (struct loom_tensor *)t, data, offset,
-			       size, n_copies, stride_tensor, stride_data,
-			       true, "loom_backend_tensor_get_2d_async");
+	return claimed_tensor_2d_async(be, (struct loom_tensor *)t, data,
+				       offset, size, n_copies, stride_tensor,
+				       stride_data, true,
+				       "loom_backend_tensor_get_2d_async");
 }
 
-int loom_backend_tensor_copy_async(loom_backend_t *be_src,
-				   loom_backend_t *be_dst,
-				   const struct loom_tensor *src,
-				   struct loom_tensor *dst)
+static int tensor_copy_async(loom_backend_t *be_src, loom_backend_t *be_dst,
+			     const struct loom_tensor *src,
+			     struct loom_tensor *dst)
 {
-	int st;
+	int st = loom__check_copy(src, dst, "loom_backend_tensor_copy_async");
 
-	if (!loom__backend_live(be_src) || !loom__backend_live(be_dst))
-		return loom_error_set(LOOM_E_INVAL,
-				      "loom_backend_tensor_copy_async: no "
-				      "backend");
-	st = loom__check_copy(src, dst, "loom_backend_tensor_copy_async");
 	if (st)
 		return st;
 	if (be_dst->iface.copy_tensor_async && device_owns(be_dst, dst)) {
@@ -226,29 +286,65 @@ int loom_backend_tensor_copy_async(loom_backend_t *be_src,
 			return st;
 	}
 	/* Declined: finish both streams, then copy blocking. */
-	st = loom_backend_synchronize(be_src);
+	st = synchronize(be_src);
 	if (!st && be_dst != be_src)
-		st = loom_backend_synchronize(be_dst);
+		st = synchronize(be_dst);
 	return st ? st : loom_tensor_copy(src, dst);
+}
+
+int loom_backend_tensor_copy_async(loom_backend_t *be_src,
+				   loom_backend_t *be_dst,
+				   const struct loom_tensor *src,
+				   struct loom_tensor *dst)
+{
+	static const char who[] = "loom_backend_tensor_copy_async";
+	int st;
+
+	if (!loom__backend_live(be_src))
+		return loom_error_set(LOOM_E_INVAL, "%s: no backend", who);
+	st = claim(be_dst, who);
+	if (st)
+		return st;
+	if (be_src != be_dst && (st = claim(be_src, who))) {
+		release(be_dst);
+		return st;
+	}
+	st = tensor_copy_async(be_src, be_dst, src, dst);
+	if (be_src != be_dst)
+		release(be_src);
+	release(be_dst);
+	return st;
+}
+
+/* Checks g and hands it to the plugin; with wait, synchronizes too, in
+ * the same claim. */
+static int graph_compute(loom_backend_t *be, loom_graph_t *g, bool wait)
+{
+	static const char who[] = "loom_backend_graph_compute";
+	int st;
+
+	if (!g)
+		return loom_error_set(LOOM_E_INVAL, "%s: graph is NULL", who);
+	st = claim(be, who);
+	if (st)
+		return st;
+	st = loom__graph_validate(g, loom_backend_name(be));
+	if (!st)
+		st = be->iface.graph_compute(be, g);
+	if (!st && wait)
+		st = synchronize(be);
+	release(be);
+	return st;
 }
 
 int loom_backend_graph_compute_async(loom_backend_t *be, loom_graph_t *g)
 {
-	int st;
-
-	if (!loom__backend_live(be) || !g)
-		return loom_error_set(LOOM_E_INVAL,
-				      "loom_backend_graph_compute: backend or "
-				      "graph is NULL");
-	st = loom__graph_validate(g, loom_backend_name(be));
-	return st ? st : be->iface.graph_compute(be, g);
+	return graph_compute(be, g, false);
 }
 
 int loom_backend_graph_compute(loom_backend_t *be, loom_graph_t *g)
 {
-	int st = loom_backend_graph_compute_async(be, g);
-
-	return st ? st : loom_backend_synchronize(be);
+	return graph_compute(be, g, true);
 }
 
 bool loom_backend_supports_op(loom_backend_t *be, const struct loom_tensor *op)
@@ -258,21 +354,25 @@ bool loom_backend_supports_op(loom_backend_t *be, const struct loom_tensor *op)
 
 int loom_backend_set_n_threads(loom_backend_t *be, int n_threads)
 {
+	static const char who[] = "loom_backend_set_n_threads";
 	loom_set_n_threads_fn f;
+	int st;
 
-	if (!loom__backend_live(be))
-		return loom_error_set(LOOM_E_INVAL,
-				      "loom_backend_set_n_threads: no backend");
-	if (n_threads < 1)
-		return loom_error_set(LOOM_E_INVAL,
-				      "loom_backend_set_n_threads: %d threads",
+	if (n_threads < 1 && loom__backend_live(be))
+		return loom_error_set(LOOM_E_INVAL, "%s: %d threads", who,
 				      n_threads);
+	st = claim(be, who);
+	if (st)
+		return st;
 	f = (loom_set_n_threads_fn)backend_proc(be, LOOM__PROC_SET_N_THREADS);
-	if (!f)
-		return loom_error_set(LOOM_E_UNSUPPORTED,
-				      "backend '%s' has no threads to set",
-				      loom_backend_name(be));
-	return f(be, n_threads);
+	if (f)
+		st = f(be, n_threads);
+	else
+		st = loom_error_set(LOOM_E_UNSUPPORTED,
+				    "backend '%s' has no threads to set",
+				    loom_backend_name(be));
+	release(be);
+	return st;
 }
 
 /* ------------------------------------------------------------------------
@@ -289,12 +389,14 @@ int loom_event_new(loom_dev_t *dev, loom_event_t **out)
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_event_new: out is NULL");
 	*out = NULL;
-	if (!loom__dev_live(dev))
+	if (!loom__dev_enter(dev))
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_event_new: no device");
 	ev = calloc(1, sizeof(*ev));
-	if (!ev)
-		return loom_error_set(LOOM_E_NOMEM, "out of memory");
+	if (!ev) {
+		st = loom_error_set(LOOM_E_NOMEM, "out of memory");
+		goto out_end;
+	}
 	ev->dev = dev;
 	st = loom__handle_add(ev, LOOM__KIND_EVENT);
 	if (st)
@@ -307,10 +409,12 @@ int loom_event_new(loom_dev_t *dev, loom_event_t **out)
 	}
 	loom__reg_ref(dev->reg, LOOM__REF_EVENT);
 	*out = ev;
-	return LOOM_OK;
+	goto out_end;
 
 err_free:
 	free(ev);
+out_end:
+	loom__call_end();
 	return st;
 }
 
@@ -348,12 +452,8 @@ loom_dev_t *loom_event_device(loom_event_t *ev)
 	return loom__event_live(ev) ? ev->dev : NULL;
 }
 
-int loom_event_record(loom_event_t *ev, loom_backend_t *be)
+static int event_record(loom_event_t *ev, loom_backend_t *be)
 {
-	if (!loom__event_live(ev) || !loom__backend_live(be))
-		return loom_error_set(LOOM_E_INVAL,
-				      "loom_event_record: no live event or "
-				      "backend");
 	if (be->dev != ev->dev)
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_event_record: event of device '%s' "
@@ -362,15 +462,27 @@ int loom_event_record(loom_event_t *ev, loom_backend_t *be)
 				      loom_dev_name(be->dev));
 	if (be->iface.event_record && ev->dev->iface.event_new)
 		return be->iface.event_record(be, ev);
-	return loom_backend_synchronize(be);
+	return synchronize(be);
 }
 
-int loom_event_wait(loom_backend_t *be, loom_event_t *ev)
+int loom_event_record(loom_event_t *ev, loom_backend_t *be)
 {
+	int st;
+
 	if (!loom__event_live(ev) || !loom__backend_live(be))
 		return loom_error_set(LOOM_E_INVAL,
-				      "loom_event_wait: no live event or "
+				      "loom_event_record: no live event or "
 				      "backend");
+	st = claim(be, "loom_event_record");
+	if (st)
+		return st;
+	st = event_record(ev, be);
+	release(be);
+	return st;
+}
+
+static int event_wait(loom_backend_t *be, loom_event_t *ev)
+{
 	/* An emulated event has passed once recorded; one of another
 	 * plugin is waited for on the host. */
 	if (!ev->dev->iface.event_new)
@@ -378,6 +490,22 @@ int loom_event_wait(loom_backend_t *be, loom_event_t *ev)
 	if (ev->dev->reg != be->dev->reg)
 		return loom_event_synchronize(ev);
 	return be->iface.event_wait ? be->iface.event_wait(be, ev) : LOOM_OK;
+}
+
+int loom_event_wait(loom_backend_t *be, loom_event_t *ev)
+{
+	int st;
+
+	if (!loom__event_live(ev) || !loom__backend_live(be))
+		return loom_error_set(LOOM_E_INVAL,
+				      "loom_event_wait: no live event or "
+				      "backend");
+	st = claim(be, "loom_event_wait");
+	if (st)
+		return st;
+	st = event_wait(be, ev);
+	release(be);
+	return st;
 }
 
 int loom_event_synchronize(loom_event_t *ev)

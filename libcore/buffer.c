@@ -127,24 +127,30 @@ int loom_buffer_type_new(loom_reg_t *reg, loom_dev_t *dev,
 		free(buft);
 		return st;
 	}
-	buft->next = reg->bufts;
-	reg->bufts = buft;
+	LOOM__LIST_PUSH(reg->bufts, buft);
 	*out = buft;
 	return LOOM_OK;
 }
 
 void *loom_buffer_type_context(loom_buffer_type_t *buft)
 {
-	return loom__buft_live(buft) ? buft->context : NULL;
+	void *context;
+
+	if (!loom__buft_enter(buft))
+		return NULL;
+	context = buft->context;
+	loom__call_end();
+	return context;
 }
 
 const char *loom_buffer_type_name(loom_buffer_type_t *buft)
 {
 	const char *name;
 
-	if (!loom__buft_live(buft))
+	if (!loom__buft_enter(buft))
 		return "(null)";
 	name = buft->iface.get_name(buft);
+	loom__call_end();
 	return name ? name : "(unnamed)";
 }
 
@@ -152,7 +158,7 @@ size_t loom_buffer_type_alignment(loom_buffer_type_t *buft)
 {
 	size_t a;
 
-	if (!loom__buft_live(buft))
+	if (!loom__buft_enter(buft))
 		return 1;
 	a = buft->iface.get_alignment(buft);
 	if (!is_pow2(a)) {
@@ -160,19 +166,23 @@ size_t loom_buffer_type_alignment(loom_buffer_type_t *buft)
 			 "buffer type '%s': alignment %zu is not a power of "
 			 "two; using %zu",
 			 loom_buffer_type_name(buft), a, (size_t)64);
-		return 64;
+		a = 64;
 	}
+	loom__call_end();
 	return a;
 }
 
 size_t loom_buffer_type_max_size(loom_buffer_type_t *buft)
 {
 	size_t (*f)(loom_buffer_type_t *);
+	size_t max;
 
-	if (!loom__buft_live(buft))
+	if (!loom__buft_enter(buft))
 		return 0;
 	f = buft->iface.get_max_size;
-	return f ? f(buft) : SIZE_MAX;
+	max = f ? f(buft) : SIZE_MAX;
+	loom__call_end();
+	return max;
 }
 
 size_t loom_buffer_type_alloc_size(loom_buffer_type_t *buft,
@@ -183,9 +193,11 @@ size_t loom_buffer_type_alloc_size(loom_buffer_type_t *buft,
 	if (!t)
 		return 0;
 	nbytes = loom_tensor_n_bytes(t);
-	if (!loom__buft_live(buft) || !buft->iface.get_alloc_size)
+	if (!loom__buft_enter(buft))
 		return nbytes;
-	n = buft->iface.get_alloc_size(buft, t);
+	n = buft->iface.get_alloc_size ? buft->iface.get_alloc_size(buft, t)
+				       : nbytes;
+	loom__call_end();
 	/* A plugin may pad, never shrink. */
 	return n < nbytes ? nbytes : n;
 }
@@ -193,32 +205,36 @@ size_t loom_buffer_type_alloc_size(loom_buffer_type_t *buft,
 bool loom_buffer_type_is_host(loom_buffer_type_t *buft)
 {
 	bool (*f)(loom_buffer_type_t *);
+	bool host;
 
-	if (!loom__buft_live(buft))
+	if (!loom__buft_enter(buft))
 		return false;
 	f = buft->iface.is_host;
-	return f ? f(buft) : false;
+	host = f ? f(buft) : false;
+	loom__call_end();
+	return host;
 }
 
 loom_dev_t *loom_buffer_type_device(loom_buffer_type_t *buft)
 {
-	return loom__buft_live(buft) ? buft->dev : NULL;
+	loom_dev_t *dev;
+
+	if (!loom__buft_enter(buft))
+		return NULL;
+	dev = buft->dev;
+	loom__call_end();
+	return dev;
 }
 
-int loom_buffer_type_alloc_buffer(loom_buffer_type_t *buft, size_t size,
-			   loom_buffer_t **out)
+/* The buffer the plugin made for a request of size bytes, checked
+ * (inside a call). */
+static int alloc_buffer(loom_buffer_type_t *buft, size_t size,
+			loom_buffer_t **out)
 {
 	loom_buffer_t *buf = NULL;
 	size_t max;
 	int st;
 
-	if (!out)
-		return loom_error_set(LOOM_E_INVAL,
-				      "loom_buffer_type_alloc_buffer: out is NULL");
-	*out = NULL;
-	if (!loom__buft_live(buft))
-		return loom_error_set(LOOM_E_INVAL,
-				      "loom_buffer_type_alloc_buffer: no buffer type");
 	max = loom_buffer_type_max_size(buft);
 	if (size > max)
 		return loom_error_set(LOOM_E_NOMEM,
@@ -251,6 +267,23 @@ int loom_buffer_type_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 	}
 	*out = buf;
 	return LOOM_OK;
+}
+
+int loom_buffer_type_alloc_buffer(loom_buffer_type_t *buft, size_t size,
+			   loom_buffer_t **out)
+{
+	int st;
+
+	if (!out)
+		return loom_error_set(LOOM_E_INVAL,
+				      "loom_buffer_type_alloc_buffer: out is NULL");
+	*out = NULL;
+	if (!loom__buft_enter(buft))
+		return loom_error_set(LOOM_E_INVAL,
+				      "loom_buffer_type_alloc_buffer: no buffer type");
+	st = alloc_buffer(buft, size, out);
+	loom__call_end();
+	return st;
 }
 
 /* ------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* handle.c - the core's table of live handles: every buffer type, buffer,
- * backend, event, device, reg, context and graph allocator made and not
- * yet freed.  A handle is checked here, never by reading its memory. */
+ * backend, event, device, reg, context, graph allocator and scheduler
+ * made and not yet freed.  A handle is checked here, never by reading its
+ * memory. */
 #include "config.h"
 
 #include <pthread.h>

@@ -9,6 +9,7 @@ libcore_libloom_la_SOURCES = \
 	libcore/log.c \
 	libcore/env.c \
 	libcore/handle.c \
+	libcore/inflight.c \
 	libcore/types.c \
 	libcore/quant.c \
 	libcore/tensor.c \
@@ -29,8 +30,8 @@ libcore_libloom_la_SOURCES = \
 	libcore/meta.c
 libcore_libloom_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libcore
 libcore_libloom_la_LDFLAGS = -version-info $(LOOM_LT_VERSION) \
-	-no-undefined -Wl,--no-undefined \
+	-no-undefined $(NO_UNDEFINED) \
 	-Wl,--version-script=$(srcdir)/libcore/libloom.sym
-libcore_libloom_la_LIBADD = $(LIBS)
+libcore_libloom_la_LIBADD = $(LIBS) $(LIBM)
 EXTRA_libcore_libloom_la_DEPENDENCIES = libcore/libloom.sym
 EXTRA_DIST += libcore/libloom.sym

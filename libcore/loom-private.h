@@ -64,6 +64,9 @@ struct loom__op_result {
  * it and the graph validator checks nodes with it. */
 int loom__op_rule(const struct loom_tensor *t, struct loom__op_result *r,
 		  char *msg, size_t n);
+/* What a result that views or writes a source is named after that
+ * source ("cache_k (view)"); NULL for other ops.  From the table of ops. */
+const char *loom__op_suffix(enum loom_op op);
 
 /* Checks g before a plugin computes it (validate.c): every tensor's type
  * and sizes, every node against its op's rule and after the nodes it
@@ -140,6 +143,7 @@ enum loom__kind {
 	LOOM__KIND_REG,
 	LOOM__KIND_CTX,
 	LOOM__KIND_GALLOC,
+	LOOM__KIND_SCHED,
 };
 
 /* Adds h as a live handle of that kind (LOOM_E_NOMEM with a message). */
@@ -149,6 +153,19 @@ int loom__handle_add(const void *h, enum loom__kind kind);
 bool loom__handle_take(const void *h, enum loom__kind kind);
 /* True while h is a live handle of that kind. */
 bool loom__handle_live(const void *h, enum loom__kind kind);
+
+/* Calls on one backend, or one scheduler, must not overlap: each call
+ * claims the object's busy flag and is refused (LOOM_E_BUSY) while
+ * another holds it.  False when it is held. */
+static inline bool loom__claim(bool *busy)
+{
+	return !__atomic_exchange_n(busy, true, __ATOMIC_ACQUIRE);
+}
+
+static inline void loom__unclaim(bool *busy)
+{
+	__atomic_store_n(busy, false, __ATOMIC_RELEASE);
+}
 
 /* Rounds x up to a multiple of a (a power of two) into *out; false when
  * that does not fit in a size_t. */
@@ -187,8 +204,29 @@ enum loom__proc {
 	LOOM__PROC_GET_FEATURES,
 	LOOM__PROC_META_DEVICE_NEW,
 	LOOM__PROC_META_CHECK,
+	LOOM__PROC_SPLIT_DEFAULT,
 	LOOM__PROC_COUNT
 };
+
+/* Calls in flight (inflight.c).  A call through a device, reg or buffer
+ * type starts with loom__call_begin (false: the handle is not live, or an
+ * unload is under way) and ends with loom__call_end; between the two the
+ * plugin stays loaded and the handle alive, since loom_unload_all waits
+ * for every call in flight before it frees anything.  Calls nest (one
+ * plugin asking the core about another's device). */
+bool loom__call_begin(const void *h, enum loom__kind kind);
+void loom__call_end(void);
+/* A call not through one handle (walking the registry's devices): false
+ * while an unload is under way. */
+bool loom__calls_hold(void);
+/* True while this thread is inside a call into a plugin. */
+bool loom__in_call(void);
+/* For loom_unload_all, holding the load lock and not inside a call:
+ * refuses new calls and waits until none is in flight.  This thread's
+ * own calls (a plugin's free method asking the core something) still go
+ * through until loom__calls_open. */
+void loom__calls_close(void);
+void loom__calls_open(void);
 
 /* The entry-point name of p ("set_tensor_2d"). */
 const char *loom__proc_name(enum loom__proc p);

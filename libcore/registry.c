@@ -47,6 +47,7 @@ static const char *const proc_names[LOOM__PROC_COUNT] = {
 	[LOOM__PROC_GET_FEATURES] = LOOM_PROC_GET_FEATURES,
 	[LOOM__PROC_META_DEVICE_NEW] = LOOM_PROC_META_DEVICE_NEW,
 	[LOOM__PROC_META_CHECK] = LOOM_PROC_META_CHECK,
+	[LOOM__PROC_SPLIT_DEFAULT] = LOOM_PROC_SPLIT_DEFAULT,
 };
 
 const char *loom__proc_name(enum loom__proc p)
@@ -71,6 +72,13 @@ int loom__load_begin(const char *who)
 				      "%s: called while this thread loads or "
 				      "unloads plugins (from a plugin's init "
 				      "or constructor)",
+				      who);
+	/* An unload on another thread would wait for this call while
+	 * holding the load lock. */
+	if (loom__in_call())
+		return loom_error_set(LOOM_E_STATE,
+				      "%s: called from inside a call into a "
+				      "plugin",
 				      who);
 	pthread_mutex_lock(&load_lock);
 	in_load = true;
@@ -207,6 +215,10 @@ void loom__plugin_set(struct loom__plugin *p, enum loom_plugin_state state,
 	if (state == LOOM_PLUGIN_LOADED)
 		loom_log(LOOM_LOG_INFO, "plugin %s: loaded from %s", p->name,
 			 p->file);
+	else if (!*p->name) /* a directory of the search path */
+		loom_log(state == LOOM_PLUGIN_FAILED ? LOOM_LOG_WARN
+						     : LOOM_LOG_INFO,
+			 "%s: %s", p->file, p->reason);
 	else
 		loom_log(state == LOOM_PLUGIN_FAILED ? LOOM_LOG_WARN
 						     : LOOM_LOG_INFO,
@@ -306,6 +318,7 @@ int loom__plugin_check_desc(struct loom__plugin *p,
 		return p->status;
 	}
 	p->desc = desc;
+	p->flags = loom__desc_flags(desc);
 	return LOOM_OK;
 }
 
@@ -351,73 +364,81 @@ void loom__reg_destroy(loom_reg_t *reg)
 	free(reg);
 }
 
-/* Checks what a plugin's init returned: its name and every device. */
-static int check_reg(struct loom__plugin *p, loom_reg_t *reg)
+/* Checks what a plugin's init returned, its name and every device, with
+ * what the plugin says unclamped (inside a call).  Returns LOOM_OK, or
+ * LOOM_E_PLUGIN with the reason in why (n bytes). */
+static int check_devs(struct loom__plugin *p, loom_reg_t *reg, char *why,
+		      size_t n)
 {
-	const char *name = reg->iface.get_name(reg);
-	size_t n;
+	const char *name = loom__reg_plugin_name(reg);
+	size_t n_devs;
 
 	if (!name || strcmp(name, p->desc->name) != 0) {
-		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
-				 "reg name '%s' differs from descriptor name "
-				 "'%s'",
-				 name ? name : "(null)", p->desc->name);
-		return p->status;
+		snprintf(why, n, "reg name '%s' differs from descriptor name "
+			 "'%s'", name ? name : "(null)", p->desc->name);
+		return LOOM_E_PLUGIN;
 	}
-	n = reg->iface.get_dev_count(reg);
-	if (n > 4096) {
-		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
-				 "reports %zu devices", n);
-		return p->status;
+	n_devs = loom__reg_plugin_dev_count(reg);
+	if (n_devs > LOOM__MAX_DEVS) {
+		snprintf(why, n, "reports %zu devices", n_devs);
+		return LOOM_E_PLUGIN;
 	}
-	for (size_t i = 0; i < n; i++) {
-		loom_dev_t *dev = reg->iface.get_dev(reg, i);
-		loom_buffer_type_t *buft;
+	for (size_t i = 0; i < n_devs; i++) {
+		loom_dev_t *dev = loom__reg_plugin_dev(reg, i);
+		const char *dev_name;
 		unsigned type;
+		int rank;
 
 		if (!loom__dev_live(dev) || dev->reg != reg) {
-			loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
-					 "device %zu is not a device made "
-					 "for this plugin",
-					 i);
-			return p->status;
+			snprintf(why, n, "device %zu is not a device made for "
+				 "this plugin", i);
+			return LOOM_E_PLUGIN;
 		}
-		if (!dev->iface.get_name(dev)) {
-			loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
-					 "device %zu has no name", i);
-			return p->status;
+		dev_name = loom__dev_plugin_name(dev);
+		if (!dev_name) {
+			snprintf(why, n, "device %zu has no name", i);
+			return LOOM_E_PLUGIN;
 		}
-		type = (unsigned)dev->iface.get_type(dev);
+		type = loom__dev_plugin_type(dev);
 		if (type > LOOM_DEV_TYPE_META) {
-			loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
-					 "device '%s' has unknown type %u",
-					 dev->iface.get_name(dev), type);
-			return p->status;
+			snprintf(why, n, "device '%s' has unknown type %u",
+				 dev_name, type);
+			return LOOM_E_PLUGIN;
 		}
-		if (dev->iface.get_rank &&
-		    !loom__dev_rank_valid((int)dev->iface.get_rank(dev))) {
-			loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
-					 "device '%s' has unknown rank %d",
-					 dev->iface.get_name(dev),
-					 (int)dev->iface.get_rank(dev));
-			return p->status;
+		rank = loom__dev_plugin_rank(dev);
+		if (!loom__dev_rank_valid(rank)) {
+			snprintf(why, n, "device '%s' has unknown rank %d",
+				 dev_name, rank);
+			return LOOM_E_PLUGIN;
 		}
-		buft = dev->iface.get_buffer_type(dev);
 		/* A buffer type the plugin makes on first use may have been
 		 * refused just now: that is the reason. */
-		if (!loom__buft_live(buft) && loom__missing_last()) {
-			loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
-					 "%s", loom__missing_last());
-			return p->status;
-		}
-		if (!loom__buft_live(buft)) {
-			loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
-					 "device '%s' has no buffer type",
-					 dev->iface.get_name(dev));
-			return p->status;
+		if (!loom__buft_live(loom__dev_plugin_buffer_type(dev))) {
+			const char *miss = loom__missing_last();
+
+			if (miss)
+				snprintf(why, n, "%s", miss);
+			else
+				snprintf(why, n, "device '%s' has no buffer "
+					 "type", dev_name);
+			return LOOM_E_PLUGIN;
 		}
 	}
 	return LOOM_OK;
+}
+
+static int check_reg(struct loom__plugin *p, loom_reg_t *reg)
+{
+	char why[512];
+	int st;
+
+	if (!loom__reg_enter(reg))
+		return LOOM_E_PLUGIN;
+	st = check_devs(p, reg, why, sizeof(why));
+	loom__call_end();
+	if (st)
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, st, "%s", why);
+	return st;
 }
 
 int loom__plugin_init(struct loom__plugin *p)
@@ -474,11 +495,9 @@ int loom__plugin_init(struct loom__plugin *p)
 	st = check_reg(p, reg);
 	if (st)
 		goto err_destroy;
+	/* Not registered yet: each asks the plugin. */
 	for (int i = 0; i < LOOM__PROC_COUNT; i++)
-		reg->procs[i] = reg->iface.get_proc_address
-					? reg->iface.get_proc_address(
-						  reg, proc_names[i])
-					: NULL;
+		reg->procs[i] = loom__reg_proc(reg, i);
 	reg->registered = true;
 	p->reg = reg;
 	p->init_order = ++next_init;
@@ -662,12 +681,15 @@ loom_reg_t *loom_reg_get(size_t i)
 	loom_reg_t *reg = NULL;
 	size_t n;
 
+	if (!loom__calls_hold())
+		return NULL;
 	loom__registry_lock();
 	v = ranked_list(true, &n);
 	if (v && i < n)
 		reg = v[i].p->reg;
 	free(v);
 	loom__registry_unlock();
+	loom__call_end();
 	return reg;
 }
 
@@ -699,6 +721,13 @@ static loom_dev_t *walk_devs(bool (*fn)(loom_dev_t *dev, size_t idx,
 	loom_dev_t *found = NULL;
 	size_t n = 0, idx = 0;
 
+	/* Devices go through the plugins' methods: none is unloaded while
+	 * they are walked. */
+	if (!loom__calls_hold()) {
+		if (count)
+			*count = 0;
+		return NULL;
+	}
 	loom__registry_lock();
 	v = ranked_list(false, &n);
 	for (; v && idx < n; idx++) {
@@ -709,6 +738,7 @@ static loom_dev_t *walk_devs(bool (*fn)(loom_dev_t *dev, size_t idx,
 	}
 	free(v);
 	loom__registry_unlock();
+	loom__call_end();
 	if (count)
 		*count = idx;
 	return found;
@@ -839,10 +869,25 @@ static size_t describe_refs(const struct loom__plugin *p, char *buf,
 	return total;
 }
 
-int loom_unload_all(void)
+/* LOOM_E_BUSY, naming them, while objects made from any plugin are
+ * alive (caller holds the registry lock). */
+static int check_refs(void)
 {
 	char busy[1024] = "";
 	size_t len = 0, total = 0;
+
+	for (size_t i = 0; i < n_plugins; i++)
+		if (plugins[i]->reg)
+			total += describe_refs(plugins[i], busy, sizeof(busy),
+					       &len);
+	if (!total)
+		return LOOM_OK;
+	return loom_error_set(LOOM_E_BUSY, "loom_unload_all: %s %s still alive",
+			      busy, total == 1 ? "is" : "are");
+}
+
+int loom_unload_all(void)
+{
 	int st;
 
 	st = loom__load_begin("loom_unload_all");
@@ -850,18 +895,20 @@ int loom_unload_all(void)
 		return st;
 	/* Refused, and nothing unloaded, while the application still holds
 	 * something a plugin made: its code must stay mapped. */
-	for (size_t i = 0; i < n_plugins; i++)
-		if (plugins[i]->reg)
-			total += describe_refs(plugins[i], busy, sizeof(busy),
-					       &len);
-	if (total) {
-		st = loom_error_set(LOOM_E_BUSY, "loom_unload_all: %s %s still "
-				    "alive",
-				    busy, total == 1 ? "is" : "are");
+	st = check_refs();
+	if (st)
 		goto out_unlock;
-	}
-	/* Latest init first: the meta plugin, which uses the others, goes
-	 * before them. */
+	/* Calls under way on other threads (a device's name or memory)
+	 * finish first, and no new one starts; they may read the registry
+	 * meanwhile.  One of them may have made an object since. */
+	loom__registry_unlock();
+	loom__calls_close();
+	loom__registry_lock();
+	st = check_refs();
+	if (st)
+		goto out_open;
+	/* Latest init first: a plugin that composes the others' devices
+	 * goes before them. */
 	for (;;) {
 		struct loom__plugin *last = NULL;
 
@@ -894,6 +941,8 @@ int loom_unload_all(void)
 	n_plugins = cap_plugins = 0;
 	next_seq = next_init = 0;
 	loom__loader_reset();
+out_open:
+	loom__calls_open();
 out_unlock:
 	loom__load_end();
 	return st;

@@ -91,6 +91,7 @@ struct loom_sched {
 	loom_event_t **guard;
 	struct loom_sched_stats st;
 	bool debug;
+	bool busy; /* a reserve, alloc or compute is under way (atomic) */
 };
 
 static double now_s(void)
@@ -128,6 +129,8 @@ static void plan_free(struct sched_plan *p)
 	free(p->alloc_g);
 	free(p);
 }
+
+static void destroy(loom_sched_t *s);
 
 int loom_sched_new(loom_backend_t *const *backends, size_t n,
 		   loom_sched_t **out)
@@ -176,18 +179,46 @@ int loom_sched_new(loom_backend_t *const *backends, size_t n,
 			goto err_free;
 	}
 	s->debug = dbg && *dbg && strcmp(dbg, "0") != 0;
+	st = loom__handle_add(s, LOOM__KIND_SCHED);
+	if (st)
+		goto err_free;
 	*out = s;
 	return LOOM_OK;
 
 err_free:
-	loom_sched_free(s);
+	destroy(s);
 	return st;
+}
+
+static bool live(const loom_sched_t *s)
+{
+	return loom__handle_live(s, LOOM__KIND_SCHED);
 }
 
 void loom_sched_free(loom_sched_t *s)
 {
 	if (!s)
 		return;
+	if (!live(s)) {
+		loom_error_set(LOOM_E_INVAL,
+			       "loom_sched_free: %p is not a live scheduler "
+			       "(freed already?)",
+			       (void *)s);
+		return;
+	}
+	/* Claimed for good: a call under way on another thread refuses
+	 * the free. */
+	if (!loom__claim(&s->busy)) {
+		loom_error_set(LOOM_E_BUSY, "loom_sched_free: the scheduler "
+			       "is busy with a call on another thread");
+		return;
+	}
+	loom__handle_take(s, LOOM__KIND_SCHED);
+	destroy(s);
+}
+
+static void destroy(loom_sched_t *s)
+{
 	for (int k = 0; k < SCHED_PLANS; k++)
 		plan_free(s->plans[k]);
 	for (size_t j = 0; s->ga && j < s->n_be; j++)
@@ -1171,14 +1202,25 @@ static int bind(loom_sched_t *s, loom_graph_t *g, bool alloc)
 	return LOOM_OK;
 }
 
-int loom_sched_reserve(loom_sched_t *s, loom_graph_t *g)
+/* Checks s and g and claims s for one call (who names it). */
+static int claim(loom_sched_t *s, loom_graph_t *g, const char *who)
+{
+	if (!live(s) || !g)
+		return loom_error_set(LOOM_E_INVAL, "%s: no live scheduler, or "
+				      "the graph is NULL", who);
+	if (!loom__claim(&s->busy))
+		return loom_error_set(LOOM_E_BUSY, "%s: the scheduler is busy "
+				      "with a call on another thread (calls "
+				      "on one scheduler must not overlap)",
+				      who);
+	return LOOM_OK;
+}
+
+static int reserve(loom_sched_t *s, loom_graph_t *g)
 {
 	struct sched_plan *p = NULL;
 	int st;
 
-	if (!s || !g)
-		return loom_error_set(LOOM_E_INVAL, "loom_sched_reserve: "
-				      "scheduler or graph is NULL");
 	st = bind(s, g, false);
 	for (int k = 0; !st && k < SCHED_PLANS; k++)
 		if (s->plans[k] && s->plans[k]->g == g)
@@ -1194,12 +1236,26 @@ int loom_sched_reserve(loom_sched_t *s, loom_graph_t *g)
 	return st;
 }
 
+int loom_sched_reserve(loom_sched_t *s, loom_graph_t *g)
+{
+	int st = claim(s, g, "loom_sched_reserve");
+
+	if (st)
+		return st;
+	st = reserve(s, g);
+	loom__unclaim(&s->busy);
+	return st;
+}
+
 int loom_sched_alloc_graph(loom_sched_t *s, loom_graph_t *g)
 {
-	if (!s || !g)
-		return loom_error_set(LOOM_E_INVAL, "loom_sched_alloc_graph: "
-				      "scheduler or graph is NULL");
-	return bind(s, g, true);
+	int st = claim(s, g, "loom_sched_alloc_graph");
+
+	if (st)
+		return st;
+	st = bind(s, g, true);
+	loom__unclaim(&s->busy);
+	return st;
 }
 
 /* ------------------------------------------------------------------------
@@ -1337,12 +1393,12 @@ static int launch(loom_sched_t *s, struct sched_plan *p, size_t pc)
 	return st;
 }
 
-int loom_sched_compute(loom_sched_t *s, loom_graph_t *g)
+static int compute(loom_sched_t *s, loom_graph_t *g)
 {
 	struct sched_plan *p;
 	int st, st2;
 
-	st = loom_sched_alloc_graph(s, g);
+	st = bind(s, g, true);
 	if (st)
 		return st;
 	p = s->cur;
@@ -1370,6 +1426,17 @@ int loom_sched_compute(loom_sched_t *s, loom_graph_t *g)
 	return st;
 }
 
+int loom_sched_compute(loom_sched_t *s, loom_graph_t *g)
+{
+	int st = claim(s, g, "loom_sched_compute");
+
+	if (st)
+		return st;
+	st = compute(s, g);
+	loom__unclaim(&s->busy);
+	return st;
+}
+
 /* ------------------------------------------------------------------------
  * What the last plan is.
  */
@@ -1377,7 +1444,7 @@ static const struct sched_plan *last_plan(const loom_sched_t *s)
 {
 	const struct sched_plan *p = NULL;
 
-	for (int k = 0; s && k < SCHED_PLANS; k++)
+	for (int k = 0; live(s) && k < SCHED_PLANS; k++)
 		if (s->plans[k] && (!p || s->plans[k]->used > p->used))
 			p = s->plans[k];
 	return p;
@@ -1399,7 +1466,7 @@ size_t loom_sched_n_copies(const loom_sched_t *s)
 
 uint64_t loom_sched_n_plans(const loom_sched_t *s)
 {
-	return s ? s->st.n_plans : 0;
+	return live(s) ? s->st.n_plans : 0;
 }
 
 loom_backend_t *loom_sched_node_backend(const loom_sched_t *s,
@@ -1418,7 +1485,7 @@ loom_backend_t *loom_sched_node_backend(const loom_sched_t *s,
 
 size_t loom_sched_buffer_size(const loom_sched_t *s, size_t i)
 {
-	if (!s || i >= s->n_be)
+	if (!live(s) || i >= s->n_be)
 		return 0;
 	return loom_galloc_buffer_size(s->ga[i]);
 }
@@ -1429,10 +1496,10 @@ int loom_sched_get_stats(const loom_sched_t *s, struct loom_sched_stats *out)
 	const struct sched_plan *p;
 	size_t n;
 
-	if (!s || !out || out->size == 0)
+	if (!live(s) || !out || out->size == 0)
 		return loom_error_set(LOOM_E_INVAL, "loom_sched_get_stats: "
-				      "scheduler or stats is NULL, or its "
-				      "size is not set");
+				      "no live scheduler, or stats is NULL, "
+				      "or its size is not set");
 	v = s->st;
 	p = last_plan(s);
 	v.n_pieces = p ? p->n_pieces : 0;

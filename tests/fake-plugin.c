@@ -260,6 +260,8 @@ static int be_sync(loom_backend_t *be)
 static int be_compute(loom_backend_t *be, loom_graph_t *g)
 {
 	control.n_compute++;
+	if (control.on_compute)
+		control.on_compute(be, g, control.on_compute_data);
 	return LOOM_OK;
 }
 
@@ -384,7 +386,7 @@ dev_supports_op(loom_dev_t *dev, const struct loom_tensor *op)
 #ifdef FAKE_CLAIM_ALL
 	return true;
 #else
-	return false;
+	return control.claim_all;
 #endif
 }
 
@@ -589,7 +591,12 @@ const struct loom_plugin_desc fake_static_desc = {
 	.version = "1.2.3",
 	.init = fake_init,
 	.score = fake_score,
+	.size = sizeof(struct loom_plugin_desc),
 };
+#elif defined(FAKE_SHORT_DESCRIPTOR)
+/* Two bytes where the descriptor should be: ABI major 1, and no more. */
+__attribute__((visibility("default"))) const uint8_t
+	loom_plugin_descriptor[2] = { 1, 0 };
 #elif !defined(FAKE_NO_DESCRIPTOR)
 __attribute__((visibility("default"))) const struct loom_plugin_desc
 	loom_plugin_descriptor = {
@@ -599,6 +606,7 @@ __attribute__((visibility("default"))) const struct loom_plugin_desc
 		.version = "1.2.3",
 		.init = fake_init,
 		.score = fake_score,
+		.size = sizeof(struct loom_plugin_desc),
 	};
 #else
 /* Something to export, so the file is an ordinary shared object. */

@@ -6,6 +6,9 @@
 
 #include <stddef.h>
 
+struct loom_backend;
+struct loom_graph;
+
 #define FAKE_CONTROL "fake_control"
 
 struct fake_control {
@@ -20,11 +23,16 @@ struct fake_control {
 	int bad_align;    /* report a non-power-of-two alignment */
 	int decline_copy;  /* copy_tensor declines */
 	int huge_align;    /* report an alignment of 2^63 */
+	int claim_all;     /* supports_op says yes to every op */
 	/* What a re-entrant build's call back into the loader returned
 	 * (from init or from the ELF constructor), and the message. */
 	int reenter_status;
 	char reenter_msg[256];
 	size_t reenter_dev_count; /* FAKE_INIT_THREAD: what the thread saw */
+	/* Called from inside the backend's graph_compute when set. */
+	void (*on_compute)(struct loom_backend *be, struct loom_graph *g,
+			   void *data);
+	void *on_compute_data;
 };
 
 typedef struct fake_control *(*fake_control_fn)(void);

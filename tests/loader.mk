@@ -44,21 +44,21 @@ check_LTLIBRARIES += tests/fake/loom-good.la
 FAKE_PLUGINS += tests/fake/loom-good.la
 tests_fake_loom_good_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_good_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_2D -DFAKE_ASYNC
-tests_fake_loom_good_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_good_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_good_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-fgpu.la
 FAKE_PLUGINS += tests/fake/loom-fgpu.la
 tests_fake_loom_fgpu_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_fgpu_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"fgpu\" -DFAKE_TYPE=LOOM_DEV_TYPE_GPU -DFAKE_NO_MEMSET
-tests_fake_loom_fgpu_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_fgpu_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_fgpu_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-fmeta.la
 FAKE_PLUGINS += tests/fake/loom-fmeta.la
 tests_fake_loom_fmeta_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_fmeta_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"fmeta\" -DFAKE_TYPE=LOOM_DEV_TYPE_META
-tests_fake_loom_fmeta_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_fmeta_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_fmeta_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-nodesc.la
@@ -66,42 +66,49 @@ FAKE_PLUGINS += tests/fake/loom-nodesc.la
 tests_fake_loom_nodesc_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_nodesc_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"nodesc\" -DFAKE_NO_DESCRIPTOR
 tests_fake_loom_nodesc_la_LDFLAGS = -module -avoid-version -shared \
-	-rpath /nowhere -Wl,--no-undefined
+	-rpath /nowhere $(NO_UNDEFINED)
 tests_fake_loom_nodesc_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
+check_LTLIBRARIES += tests/fake/loom-shortdesc.la
+FAKE_PLUGINS += tests/fake/loom-shortdesc.la
+tests_fake_loom_shortdesc_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_shortdesc_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"shortdesc\" -DFAKE_SHORT_DESCRIPTOR
+tests_fake_loom_shortdesc_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_shortdesc_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-major.la
 FAKE_PLUGINS += tests/fake/loom-major.la
 tests_fake_loom_major_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_major_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"major\" -DFAKE_ABI_MAJOR=2
-tests_fake_loom_major_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_major_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_major_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-minor.la
 FAKE_PLUGINS += tests/fake/loom-minor.la
 tests_fake_loom_minor_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_minor_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"minor\" -DFAKE_ABI_NEWER
-tests_fake_loom_minor_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_minor_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_minor_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-nomethod.la
 FAKE_PLUGINS += tests/fake/loom-nomethod.la
 tests_fake_loom_nomethod_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_nomethod_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"nomethod\" -DFAKE_MISSING_METHOD
-tests_fake_loom_nomethod_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_nomethod_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_nomethod_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-initfail.la
 FAKE_PLUGINS += tests/fake/loom-initfail.la
 tests_fake_loom_initfail_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_initfail_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"initfail\" -DFAKE_INIT_FAIL
-tests_fake_loom_initfail_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_initfail_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_initfail_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-score0.la
 FAKE_PLUGINS += tests/fake/loom-score0.la
 tests_fake_loom_score0_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_score0_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"score0\" -DFAKE_SCORE=0
-tests_fake_loom_score0_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_score0_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_score0_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-undef.la
@@ -115,7 +122,7 @@ check_LTLIBRARIES += tests/fake/loom-nodep.la
 FAKE_PLUGINS += tests/fake/loom-nodep.la
 tests_fake_loom_nodep_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_nodep_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"nodep\" -DFAKE_DEPENDENCY
-tests_fake_loom_nodep_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_nodep_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_nodep_la_LIBADD = $(PLUGIN_LINK_LIBS) -Ltests/fakedep -lloom-fakedep
 EXTRA_tests_fake_loom_nodep_la_DEPENDENCIES = tests/fakedep/libloom-fakedep.so
 
@@ -123,42 +130,42 @@ check_LTLIBRARIES += tests/fake/loom-newer.la
 FAKE_PLUGINS += tests/fake/loom-newer.la
 tests_fake_loom_newer_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_newer_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"newer\" -DFAKE_NEWER_LIBLOOM
-tests_fake_loom_newer_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_newer_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_newer_la_LIBADD = tests/stub/libloom.la
 
 check_LTLIBRARIES += tests/fake/loom-misnamed.la
 FAKE_PLUGINS += tests/fake/loom-misnamed.la
 tests_fake_loom_misnamed_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_misnamed_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"other\"
-tests_fake_loom_misnamed_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_misnamed_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_misnamed_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-var-a.la
 FAKE_PLUGINS += tests/fake/loom-var-a.la
 tests_fake_loom_var_a_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_var_a_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"var\" -DFAKE_SCORE=2
-tests_fake_loom_var_a_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_var_a_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_var_a_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-var-b.la
 FAKE_PLUGINS += tests/fake/loom-var-b.la
 tests_fake_loom_var_b_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_var_b_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"var\" -DFAKE_SCORE=5
-tests_fake_loom_var_b_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_var_b_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_var_b_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-var-c.la
 FAKE_PLUGINS += tests/fake/loom-var-c.la
 tests_fake_loom_var_c_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_var_c_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"var\" -DFAKE_SCORE=0
-tests_fake_loom_var_c_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_var_c_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_var_c_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-var-d.la
 FAKE_PLUGINS += tests/fake/loom-var-d.la
 tests_fake_loom_var_d_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_var_d_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"var\" -DFAKE_SCORE=9 -DFAKE_INIT_FAIL
-tests_fake_loom_var_d_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_var_d_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_var_d_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 # Device ranks and the ABI minor: a GPU that declares itself primary, an
@@ -168,28 +175,28 @@ check_LTLIBRARIES += tests/fake/loom-pgpu.la
 FAKE_PLUGINS += tests/fake/loom-pgpu.la
 tests_fake_loom_pgpu_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_pgpu_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"pgpu\" -DFAKE_TYPE=LOOM_DEV_TYPE_GPU -DFAKE_RANK=LOOM_DEV_RANK_PRIMARY
-tests_fake_loom_pgpu_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_pgpu_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_pgpu_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-migpu.la
 FAKE_PLUGINS += tests/fake/loom-migpu.la
 tests_fake_loom_migpu_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_migpu_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"migpu\" -DFAKE_TYPE=LOOM_DEV_TYPE_IGPU -DFAKE_RANK=LOOM_DEV_RANK_MARGINAL
-tests_fake_loom_migpu_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_migpu_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_migpu_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-badrank.la
 FAKE_PLUGINS += tests/fake/loom-badrank.la
 tests_fake_loom_badrank_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_badrank_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"badrank\" -DFAKE_RANK=7
-tests_fake_loom_badrank_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_badrank_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_badrank_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-old.la
 FAKE_PLUGINS += tests/fake/loom-old.la
 tests_fake_loom_old_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_old_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"old\" -DFAKE_TYPE=LOOM_DEV_TYPE_GPU -DFAKE_ABI_1_0
-tests_fake_loom_old_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_old_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_old_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 # The out-of-tree plugin template, built here from its own source so
@@ -199,7 +206,7 @@ check_LTLIBRARIES += tests/fake/loom-my.la
 FAKE_PLUGINS += tests/fake/loom-my.la
 tests_fake_loom_my_la_SOURCES = examples/plugin-template/my-plugin.c
 tests_fake_loom_my_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
-tests_fake_loom_my_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_my_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_my_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 # The ELF checker under a fuzzer: make check replays the checked-in
@@ -209,6 +216,8 @@ check_PROGRAMS += tests/fuzz-elf
 TESTS += tests/fuzz-elf
 tests_fuzz_elf_SOURCES = tests/fuzz-elf.c libcore/elf-check.c
 tests_fuzz_elf_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libcore
+tests_fuzz_elf_CFLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS)
+tests_fuzz_elf_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/corpus/elf
 
 # Plugins that call back into the loader (from init, from a thread init
@@ -218,33 +227,33 @@ check_LTLIBRARIES += tests/fake/loom-initload.la
 FAKE_PLUGINS += tests/fake/loom-initload.la
 tests_fake_loom_initload_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_initload_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"initload\" -DFAKE_INIT_LOAD_ALL
-tests_fake_loom_initload_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_initload_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_initload_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-initunload.la
 FAKE_PLUGINS += tests/fake/loom-initunload.la
 tests_fake_loom_initunload_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_initunload_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"initunload\" -DFAKE_INIT_UNLOAD
-tests_fake_loom_initunload_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_initunload_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_initunload_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-initthread.la
 FAKE_PLUGINS += tests/fake/loom-initthread.la
 tests_fake_loom_initthread_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_initthread_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"initthread\" -DFAKE_INIT_THREAD
-tests_fake_loom_initthread_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_initthread_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_initthread_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-zctor.la
 FAKE_PLUGINS += tests/fake/loom-zctor.la
 tests_fake_loom_zctor_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_zctor_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"zctor\" -DFAKE_CTOR_LOAD_ALL
-tests_fake_loom_zctor_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_zctor_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_zctor_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-lazybuft.la
 FAKE_PLUGINS += tests/fake/loom-lazybuft.la
 tests_fake_loom_lazybuft_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_lazybuft_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"lazybuft\" -DFAKE_BUFT_LAZY_MISSING
-tests_fake_loom_lazybuft_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_lazybuft_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_lazybuft_la_LIBADD = $(PLUGIN_LINK_LIBS)

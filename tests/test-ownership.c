@@ -162,6 +162,155 @@ static void test_freed_ctx_galloc(struct fixture *f, gconstpointer unused)
 	g_assert_null(loom_galloc_buffer(ga));
 }
 
+/* A graph y = x + x of the test's context, placed in a buffer of the
+ * fake plugin (freed by the caller). */
+static loom_graph_t *add_graph(struct fixture *f, loom_buffer_t **buf)
+{
+	struct loom_tensor *x = new_f32(f->ctx, 16, "x");
+	loom_graph_t *g;
+
+	g_assert_cmpint(loom_graph_new(f->ctx, &g), ==, LOOM_OK);
+	g_assert_cmpint(loom_graph_expand(g, loom_add(f->ctx, x, x)), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_ctx_alloc_tensors(f->ctx, f->buft, buf), ==,
+			LOOM_OK);
+	return g;
+}
+
+static void test_freed_sched(struct fixture *f, gconstpointer unused)
+{
+	struct loom_sched_stats stats = { .size = sizeof(stats) };
+	loom_buffer_t *buf;
+	loom_graph_t *g = add_graph(f, &buf);
+	loom_backend_t *be;
+	loom_sched_t *s;
+
+	f->ctl->claim_all = 1;
+	g_assert_cmpint(loom_dev_init_backend(f->dev, NULL, &be), ==, LOOM_OK);
+	g_assert_cmpint(loom_sched_new(&be, 1, &s), ==, LOOM_OK);
+	g_assert_cmpint(loom_sched_compute(s, g), ==, LOOM_OK);
+	g_assert_cmpuint(loom_sched_n_pieces(s), ==, 1);
+	loom_sched_free(s);
+
+	loom_sched_free(s);
+	assert_error_has("is not a live scheduler (freed already?)");
+	g_assert_cmpuint(loom_sched_n_pieces(s), ==, 0);
+	g_assert_cmpuint(loom_sched_n_copies(s), ==, 0);
+	g_assert_cmpuint(loom_sched_n_plans(s), ==, 0);
+	g_assert_cmpuint(loom_sched_buffer_size(s, 0), ==, 0);
+	g_assert_null(loom_sched_node_backend(s, loom_graph_node(g, 0)));
+	g_assert_cmpint(loom_sched_get_stats(s, &stats), ==, LOOM_E_INVAL);
+	g_assert_cmpint(loom_sched_reserve(s, g), ==, LOOM_E_INVAL);
+	g_assert_cmpint(loom_sched_alloc_graph(s, g), ==, LOOM_E_INVAL);
+	g_assert_cmpint(loom_sched_compute(s, g), ==, LOOM_E_INVAL);
+	g_assert_cmpstr(loom_error_message(), ==,
+			"loom_sched_compute: no live scheduler, or the graph "
+			"is NULL");
+	loom_backend_free(be);
+	loom_buffer_free(buf);
+}
+
+/* ------------------------------------------------------------------------
+ * Calls on one backend or scheduler do not overlap: made while another
+ * is under way (the fake backend's compute calls back into the test),
+ * from another thread or the same one, they are refused as busy.
+ */
+struct overlap {
+	loom_backend_t *be;
+	loom_sched_t *sched;
+	loom_graph_t *g;
+	struct loom_tensor *t;
+	loom_event_t *ev;
+	int n_busy;
+};
+
+static void expect_busy(struct overlap *o, int st, const char *who)
+{
+	g_assert_cmpint(st, ==, LOOM_E_BUSY);
+	if (!strstr(loom_error_message(), who) ||
+	    !strstr(loom_error_message(), "is busy"))
+		g_error("'%s' is not %s's busy message", loom_error_message(),
+			who);
+	o->n_busy++;
+}
+
+static gpointer overlapping_calls(gpointer data)
+{
+	struct overlap *o = data;
+	float v[4] = { 0 };
+
+	if (o->sched) {
+		expect_busy(o, loom_sched_compute(o->sched, o->g),
+			    "loom_sched_compute");
+		expect_busy(o, loom_sched_alloc_graph(o->sched, o->g),
+			    "loom_sched_alloc_graph");
+		loom_sched_free(o->sched);
+		expect_busy(o, LOOM_E_BUSY, "loom_sched_free");
+	}
+	expect_busy(o, loom_backend_graph_compute(o->be, o->g),
+		    "loom_backend_graph_compute");
+	expect_busy(o, loom_backend_graph_compute_async(o->be, o->g),
+		    "loom_backend_graph_compute");
+	expect_busy(o, loom_backend_synchronize(o->be),
+		    "loom_backend_synchronize");
+	expect_busy(o, loom_backend_tensor_set_async(o->be, o->t, v, 0,
+						     sizeof(v)),
+		    "loom_backend_tensor_set_async");
+	expect_busy(o, loom_backend_tensor_get_2d_async(o->be, o->t, v, 0, 4,
+							4, 4, 4),
+		    "loom_backend_tensor_get_2d_async");
+	expect_busy(o, loom_backend_tensor_copy_async(o->be, o->be, o->t,
+						      o->t),
+		    "loom_backend_tensor_copy_async");
+	expect_busy(o, loom_event_record(o->ev, o->be), "loom_event_record");
+	expect_busy(o, loom_event_wait(o->be, o->ev), "loom_event_wait");
+	loom_backend_free(o->be);
+	expect_busy(o, LOOM_E_BUSY, "loom_backend_free");
+	return NULL;
+}
+
+static void on_compute(loom_backend_t *be, loom_graph_t *g, void *data)
+{
+	struct overlap *o = data;
+
+	g_thread_join(g_thread_new("overlap", overlapping_calls, o));
+	/* Re-entered on this thread. */
+	expect_busy(o, loom_backend_synchronize(be),
+		    "loom_backend_synchronize");
+}
+
+static void test_backend_busy(struct fixture *f, gconstpointer unused)
+{
+	loom_buffer_t *buf;
+	struct overlap o = { .g = add_graph(f, &buf) };
+
+	o.t = loom_graph_node(o.g, 0);
+	f->ctl->claim_all = 1;
+	g_assert_cmpint(loom_dev_init_backend(f->dev, NULL, &o.be), ==,
+			LOOM_OK);
+	g_assert_cmpint(loom_event_new(f->dev, &o.ev), ==, LOOM_OK);
+	f->ctl->on_compute = on_compute;
+	f->ctl->on_compute_data = &o;
+
+	g_assert_cmpint(loom_backend_graph_compute(o.be, o.g), ==, LOOM_OK);
+	g_assert_cmpint(o.n_busy, ==, 10);
+	/* The scheduler's own calls are claimed the same way. */
+	g_assert_cmpint(loom_sched_new(&o.be, 1, &o.sched), ==, LOOM_OK);
+	g_assert_cmpint(loom_sched_compute(o.sched, o.g), ==, LOOM_OK);
+	g_assert_cmpint(o.n_busy, ==, 23);
+
+	/* Once the calls end, the backend and scheduler are free again. */
+	f->ctl->on_compute = NULL;
+	g_assert_cmpint(loom_sched_compute(o.sched, o.g), ==, LOOM_OK);
+	g_assert_cmpint(loom_backend_graph_compute(o.be, o.g), ==, LOOM_OK);
+	g_assert_cmpint(loom_backend_synchronize(o.be), ==, LOOM_OK);
+	loom_sched_free(o.sched);
+	loom_event_free(o.ev);
+	loom_backend_free(o.be);
+	g_assert_cmpstr(loom_backend_name(o.be), ==, "(null)");
+	loom_buffer_free(buf);
+}
+
 /* Devices, regs and buffer types die with their plugin at unload. */
 static void test_unloaded_handles(void)
 {
@@ -605,6 +754,8 @@ int main(int argc, char **argv)
 	S("freed-buffer", test_freed_buffer);
 	S("freed-backend-event", test_freed_backend_event);
 	S("freed-ctx-galloc", test_freed_ctx_galloc);
+	S("freed-sched", test_freed_sched);
+	S("backend-busy", test_backend_busy);
 	g_test_add_func("/ownership/unloaded-handles", test_unloaded_handles);
 	S("unload-busy", test_unload_busy);
 	D("init-load-all", test_init_load_all);

@@ -31,7 +31,7 @@ tests_conformance_loom_liar_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DFAKE_NAME=\"liar\" -DFAKE_CLAIM_ALL
 tests_conformance_loom_liar_la_LDFLAGS = -module -avoid-version -shared \
 	-rpath /nowhere -export-symbols-regex '^loom_plugin_descriptor$$' \
-	-Wl,--no-undefined
+	$(NO_UNDEFINED)
 tests_conformance_loom_liar_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 # The plugin guide's walk-through builds and passes loom-conformance.
