@@ -3,9 +3,9 @@
  * type_traits_cpu): for each quantized type its block as the int8
  * kernels read it, the activations it wants, its decode kernel and its
  * layout in the weight buffer.  A type is one entry here, in
- * CPU_Q8_TYPES, plus its kernels: its bytes (block_u8 in matmul-q8.h) and
- * its scales (cpu_q8_row_scales in matmul-q8.c).  Conversions to F32
- * are libcore's.
+ * CPU_Q8_TYPES, plus its kernels: its bytes (block_u8 in matmul-q8.h) and,
+ * for a super-block, its scales (cpu_q8_row_scales in matmul-q8.c).
+ * Conversions to F32 are libcore's.
  */
 #ifndef LOOM_CPU_TYPES_H
 #define LOOM_CPU_TYPES_H

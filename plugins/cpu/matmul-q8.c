@@ -147,31 +147,47 @@ void cpu_q8_quantize(const float *x, int64_t k, int64_t group, char *out)
 	}
 }
 
+/* cpu_q8_row_scales of a type of 32-value blocks whose step leads the
+ * block (a half, or an E8M0 byte), its offset as its entry says. */
+static void block_scales(enum loom_type type, const char *row, int64_t k,
+			 float *sc, float *o)
+{
+	const struct cpu_type *ct = cpu_type_of(type);
+
+	for (int64_t b = 0; b < k / 32; b++) {
+		const uint8_t *p = (const uint8_t *)row + b * ct->bytes;
+		uint16_t h;
+		uint32_t bits;
+		float d, off = 0.0f;
+
+		if (ct->e8m0) {
+			bits = cpu_e8m0_half_bits(p[0]);
+			memcpy(&d, &bits, 4);
+		} else {
+			memcpy(&h, p, 2);
+			d = cpu_f16_to_f32(h);
+		}
+		if (ct->off == CPU_OFF_INT) {
+			off = (float)-ct->off_int * d;
+		} else if (ct->off == CPU_OFF_MIN) {
+			memcpy(&h, p + 2, 2);
+			off = -cpu_f16_to_f32(h);
+		}
+		sc[2 * b] = sc[2 * b + 1] = d;
+		o[2 * b] = o[2 * b + 1] = off;
+	}
+}
+
 void cpu_q8_row_scales(enum loom_type type, const char *row, int64_t k,
 		       float *sc, float *o)
 {
 	int64_t b, i;
 
+	if (cpu_type_of(type)->gv == CPU_GV_BLOCK) {
+		block_scales(type, row, k, sc, o);
+		return;
+	}
 	switch (type) {
-	case LOOM_TYPE_Q8_0:
-		for (b = 0; b < k / 32; b++) {
-			const struct loom_block_q8_0 *x =
-				(const struct loom_block_q8_0 *)row + b;
-
-			sc[2 * b] = sc[2 * b + 1] = cpu_f16_to_f32(x->d);
-			o[2 * b] = o[2 * b + 1] = 0.0f;
-		}
-		break;
-	case LOOM_TYPE_Q4_0:
-		for (b = 0; b < k / 32; b++) {
-			const struct loom_block_q4_0 *x =
-				(const struct loom_block_q4_0 *)row + b;
-			float d = cpu_f16_to_f32(x->d);
-
-			sc[2 * b] = sc[2 * b + 1] = d;
-			o[2 * b] = o[2 * b + 1] = 8.0f * d;
-		}
-		break;
 	case LOOM_TYPE_Q4_K:
 	case LOOM_TYPE_Q5_K:
 		for (b = 0; b < k / 256; b++) {
@@ -205,46 +221,6 @@ void cpu_q8_row_scales(enum loom_type type, const char *row, int64_t k,
 				sc[16 * b + i] = d * (float)x->scales[i];
 				o[16 * b + i] = 32.0f * sc[16 * b + i];
 			}
-		}
-		break;
-	case LOOM_TYPE_Q4_1:
-	case LOOM_TYPE_Q5_1:
-		/* d and the min m lead both blocks: v = d * q + m. */
-		for (b = 0; b < k / 32; b++) {
-			const uint8_t *p = (const uint8_t *)row + b *
-				block_bytes(type);
-			uint16_t dh, mh;
-
-			memcpy(&dh, p, 2);
-			memcpy(&mh, p + 2, 2);
-			sc[2 * b] = sc[2 * b + 1] = cpu_f16_to_f32(dh);
-			o[2 * b] = o[2 * b + 1] = -cpu_f16_to_f32(mh);
-		}
-		break;
-	case LOOM_TYPE_Q5_0:
-	case LOOM_TYPE_IQ4_NL:
-		for (b = 0; b < k / 32; b++) {
-			uint16_t dh;
-			float d;
-
-			memcpy(&dh, row + b * block_bytes(type), 2);
-			d = cpu_f16_to_f32(dh);
-			sc[2 * b] = sc[2 * b + 1] = d;
-			o[2 * b] = o[2 * b + 1] = type == LOOM_TYPE_Q5_0 ?
-				16.0f * d : 0.0f;
-		}
-		break;
-	case LOOM_TYPE_MXFP4:
-		for (b = 0; b < k / 32; b++) {
-			const struct loom_block_mxfp4 *x =
-				(const struct loom_block_mxfp4 *)row + b;
-
-			uint32_t bits = cpu_e8m0_half_bits(x->e);
-			float d;
-
-			memcpy(&d, &bits, 4);
-			sc[2 * b] = sc[2 * b + 1] = d;
-			o[2 * b] = o[2 * b + 1] = 0.0f;
 		}
 		break;
 	case LOOM_TYPE_Q3_K:
