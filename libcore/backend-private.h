@@ -213,6 +213,7 @@ struct loom__plugin {
 	int score;
 	void *dl;      /* dlopen handle, while open */
 	const struct loom_plugin_desc *desc;
+	uint32_t flags;  /* the descriptor's LOOM_PLUGIN_* flags */
 	loom_reg_t *reg; /* when loaded */
 	int priority;  /* index in LOOM_BACKENDS, or -1 */
 	size_t seq;    /* record order */
@@ -238,12 +239,24 @@ void loom__plugin_set(struct loom__plugin *p, enum loom_plugin_state state,
 struct loom__plugin *loom__plugin_by_index(size_t i);
 /* The loaded record of that plugin name, or NULL. */
 struct loom__plugin *loom__plugin_loaded(const char *name);
+/* desc's LOOM_PLUGIN_* flags: 0 from a plugin older than ABI 1.2, whose
+ * descriptor ends before them (abi.c). */
+uint32_t loom__desc_flags(const struct loom_plugin_desc *desc);
+/* Whether plugin p declares it composes other plugins' devices. */
+#define loom__plugin_composes(p) (((p)->flags & LOOM_PLUGIN_COMPOSES) != 0)
 /* Whether a plugin of ABI major.minor loads into a core of ABI
  * core_major.core_minor: the majors equal, the plugin's minor not above
  * the core's.  Returns LOOM_OK, or LOOM_E_ABI with the reason, naming both
  * versions, written into why (n bytes) (abi.c). */
 int loom__abi_check(uint32_t major, uint32_t minor, uint32_t core_major,
 		    uint32_t core_minor, char *why, size_t n);
+/* Checks that a descriptor of size bytes (its symbol's size) holds what
+ * the ABI version it declares promises, reading no byte past size: its
+ * version first, then the fields of that version, then its own size
+ * field (ABI 1.2).  A version other than this core's passes (the version
+ * rule refuses it).  Returns LOOM_OK or LOOM_E_PLUGIN with the reason in
+ * why (n bytes, caller's buffer) (abi.c). */
+int loom__desc_size_check(const void *desc, size_t size, char *why, size_t n);
 /* Checks a descriptor (ABI, name, init) and records it on p; on failure
  * sets p's state and reason and returns the status. */
 int loom__plugin_check_desc(struct loom__plugin *p,
@@ -262,7 +275,9 @@ typedef bool (*loom__elf_read_fn)(void *ctx, uint64_t off, void *buf,
 				  size_t n);
 /* Checks that a file of size bytes, read through read(ctx, ...), is a
  * shared object for this process whose headers and segments lie within
- * it, before dlopen maps it (a truncated file would fault there).
+ * it and whose program headers and dynamic section hold what dlopen
+ * trusts, before dlopen maps it (a truncated file, or a segment with
+ * less memory than file bytes, would fault there).
  * Returns LOOM_OK, or LOOM_E_PLUGIN with the reason written into why
  * (n bytes, caller's buffer) (elf-check.c). */
 int loom__elf_check(loom__elf_read_fn read, void *ctx, uint64_t size,

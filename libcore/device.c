@@ -9,21 +9,17 @@
 
 #include "backend-private.h"
 
+static const char *const dev_type_names[] = {
+#define X_(name, str) [LOOM_DEV_TYPE_##name] = str,
+	LOOM_DEV_TYPE_MAP(X_)
+#undef X_
+};
+
+#define N_DEV_TYPES (sizeof(dev_type_names) / sizeof(dev_type_names[0]))
+
 const char *loom_dev_type_name(enum loom_dev_type type)
 {
-	switch (type) {
-	case LOOM_DEV_TYPE_CPU:
-		return "cpu";
-	case LOOM_DEV_TYPE_GPU:
-		return "gpu";
-	case LOOM_DEV_TYPE_IGPU:
-		return "igpu";
-	case LOOM_DEV_TYPE_ACCEL:
-		return "accel";
-	case LOOM_DEV_TYPE_META:
-		return "meta";
-	}
-	return "unknown";
+	return (unsigned)type < N_DEV_TYPES ? dev_type_names[type] : "unknown";
 }
 
 const char *loom_dev_rank_name(enum loom_dev_rank rank)
@@ -324,8 +320,7 @@ enum loom_dev_type loom_dev_type(loom_dev_t *dev)
 		return LOOM_DEV_TYPE_CPU;
 	t = loom__dev_plugin_type(dev);
 	loom__call_end();
-	return t <= LOOM_DEV_TYPE_META ? (enum loom_dev_type)t
-				       : LOOM_DEV_TYPE_ACCEL;
+	return t < N_DEV_TYPES ? (enum loom_dev_type)t : LOOM_DEV_TYPE_ACCEL;
 }
 
 void loom_dev_memory(loom_dev_t *dev, size_t *free_, size_t *total)

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -403,6 +404,29 @@ static int check_file(struct loom__plugin *p)
 	return st;
 }
 
+/* Checks that the descriptor's symbol is as large as the fields its ABI
+ * version has, by its size in the symbol table; a symbol whose size is
+ * not known is read as declared. */
+static int check_desc_size(struct loom__plugin *p, const void *desc)
+{
+#ifdef __GLIBC__ /* dladdr1 */
+	const ElfW(Sym) *sym = NULL;
+	Dl_info info;
+	char why[160];
+
+	if (!dladdr1(desc, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
+	    info.dli_saddr != desc)
+		return LOOM_OK;
+	if (loom__desc_size_check(desc, (size_t)sym->st_size, why,
+				  sizeof(why))) {
+		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN, "%s",
+				 why);
+		return p->status;
+	}
+#endif
+	return LOOM_OK;
+}
+
 /* Opens p->file and reads its descriptor; no plugin code runs except the
  * object's own constructors. */
 static int open_plugin(struct loom__plugin *p, bool name_from_file)
@@ -425,6 +449,8 @@ static int open_plugin(struct loom__plugin *p, bool name_from_file)
 				 LOOM_PLUGIN_SYMBOL);
 		goto err_close;
 	}
+	if (check_desc_size(p, desc))
+		goto err_close;
 	st = loom__plugin_check_desc(p, desc, name_from_file);
 	if (!st)
 		st = loom__plugin_score(p);
@@ -922,13 +948,13 @@ int loom_load_all(void)
 		strv_free(&seen);
 		strv_free(&files);
 	}
-	/* Initialise the winners; the meta plugin last, since its init looks
-	 * up the other plugins' devices. */
+	/* Initialise the winners; plugins that compose other plugins'
+	 * devices last, since their init looks those devices up. */
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < n_pending; i++) {
-			bool meta = strcmp(pending[i].v[0]->name, "meta") == 0;
+			bool composes = loom__plugin_composes(pending[i].v[0]);
 
-			if (meta == (pass == 1))
+			if (composes == (pass == 1))
 				init_group(&pending[i]);
 		}
 	}

@@ -61,6 +61,9 @@ struct loom__op_result {
  * it and the graph validator checks nodes with it. */
 int loom__op_rule(const struct loom_tensor *t, struct loom__op_result *r,
 		  char *msg, size_t n);
+/* What a result that views or writes a source is named after that
+ * source ("cache_k (view)"); NULL for other ops.  From the table of ops. */
+const char *loom__op_suffix(enum loom_op op);
 
 /* Checks g before a plugin computes it (validate.c): every tensor's type
  * and sizes, every node against its op's rule and after the nodes it
@@ -198,6 +201,7 @@ enum loom__proc {
 	LOOM__PROC_GET_FEATURES,
 	LOOM__PROC_META_DEVICE_NEW,
 	LOOM__PROC_META_CHECK,
+	LOOM__PROC_SPLIT_DEFAULT,
 	LOOM__PROC_COUNT
 };
 

@@ -1,34 +1,48 @@
 /* SPDX-License-Identifier: MIT */
-/* meta.c - the core side of the meta device: loom_meta_dev_new() and
- * loom_meta_check() reach the meta plugin through its entry points, and
- * loom_meta_split_default() is the documented transformer split policy.
- * The meta device itself lives in plugins/meta.
+/* meta.c - the core side of composed devices: loom_meta_dev_new(),
+ * loom_meta_check() and loom_meta_split_default() reach the plugin that
+ * composes devices through its entry points.  The device, its split
+ * rules and its default policy live in that plugin.
  */
-#include "loom-private.h"
+#include "backend-private.h"
 
-#include <string.h>
-
-/* The meta plugin's entry point p, inside a call the caller ends
- * (loom__call_end); NULL with a message, and no call, when the meta
- * plugin is not loaded or lacks it. */
-static void *meta_proc(enum loom__proc p, const char *who)
+/* The reg of the first loaded plugin that declares it composes devices,
+ * or NULL. */
+static loom_reg_t *find_composer(void)
 {
-	loom_reg_t *reg = loom__reg_find("meta");
+	struct loom__plugin *p;
+	loom_reg_t *reg = NULL;
+
+	loom__registry_lock();
+	for (size_t i = 0; !reg && (p = loom__plugin_by_index(i)); i++)
+		if (p->state == LOOM_PLUGIN_LOADED && p->reg &&
+		    loom__plugin_composes(p))
+			reg = p->reg;
+	loom__registry_unlock();
+	return reg;
+}
+
+/* Entry point p of the first loaded plugin that declares it composes
+ * devices, inside a call the caller ends (loom__call_end); NULL with a
+ * message, and no call, when none is loaded or it lacks p. */
+static void *composer_proc(enum loom__proc p, const char *who)
+{
+	loom_reg_t *reg = find_composer();
 	void *fn;
 
 	if (!loom__call_begin(reg, LOOM__KIND_REG)) {
 		loom_error_set(LOOM_E_NOT_FOUND,
-			       "%s: the meta plugin is not loaded (install "
-			       "loom-meta, or check LOOM_BACKENDS and "
-			       "loom-info)", who);
+			       "%s: no meta plugin (one that composes devices) "
+			       "is loaded (check LOOM_BACKENDS and loom-info)",
+			       who);
 		return NULL;
 	}
 	fn = loom__reg_proc(reg, p);
 	if (!fn) {
 		loom__call_end();
 		loom_error_set(LOOM_E_NOT_FOUND,
-			       "%s: the meta plugin has no '%s' entry point",
-			       who, loom__proc_name(p));
+			       "%s: plugin %s has no '%s' entry point", who,
+			       loom_reg_name(reg), loom__proc_name(p));
 	}
 	return fn;
 }
@@ -45,7 +59,7 @@ int loom_meta_dev_new(loom_dev_t *const *devs, size_t n, loom_split_fn split,
 	if (!out)
 		return loom_error_set(LOOM_E_INVAL,
 				      "loom_meta_dev_new: out is NULL");
-	fn = (loom_meta_device_new_fn)meta_proc(LOOM__PROC_META_DEVICE_NEW,
+	fn = (loom_meta_device_new_fn)composer_proc(LOOM__PROC_META_DEVICE_NEW,
 						 "loom_meta_dev_new");
 	if (!fn)
 		return LOOM_E_NOT_FOUND;
@@ -59,7 +73,7 @@ int loom_meta_check(loom_dev_t *dev, loom_graph_t *g)
 	loom_meta_check_fn fn;
 	int st;
 
-	fn = (loom_meta_check_fn)meta_proc(LOOM__PROC_META_CHECK,
+	fn = (loom_meta_check_fn)composer_proc(LOOM__PROC_META_CHECK,
 					    "loom_meta_check");
 	if (!fn)
 		return LOOM_E_NOT_FOUND;
@@ -68,112 +82,17 @@ int loom_meta_check(loom_dev_t *dev, loom_graph_t *g)
 	return st;
 }
 
-static bool has(const char *name, const char *part)
-{
-	return strstr(name, part) != NULL;
-}
-
-static void set_split(struct loom_split *out, enum loom_split_state state,
-		      int64_t granularity)
-{
-	out->state = state;
-	out->granularity = granularity > 1 ? granularity : 1;
-}
-
-/* A head size to keep whole when the model is not given: the largest of
- * 128 and 64 that divides n, else 1. */
-static int64_t guess_head(int64_t n)
-{
-	if (n % 128 == 0)
-		return 128;
-	if (n % 64 == 0)
-		return 64;
-	return 1;
-}
-
-/* FFN slices are whole blocks of the largest block size the hidden size
- * allows (a K-quant's 256, else Q8_0's 32), so that the up/gate
- * (dimension 1) and down (dimension 0) cuts agree whatever the weight
- * types. */
-static int64_t ffn_granularity(int64_t n_ff)
-{
-	if (n_ff % LOOM_QK_K == 0)
-		return LOOM_QK_K;
-	return n_ff % LOOM_QK8_0 == 0 ? LOOM_QK8_0 : 1;
-}
-
-/* The default policy (see loom-backend.h).  Granularities: q and the
- * attention output by whole GQA groups (head_dim * n_head / n_head_kv),
- * k and v by whole heads, so that device j holds the query heads of its
- * key/value heads; FFN by whole blocks when n_ff allows. */
 int loom_meta_split_default(const struct loom_tensor *t,
 			    struct loom_split *out, void *userdata)
 {
-	const struct loom_meta_model *m = userdata;
-	const char *name;
-	int64_t hd = 1, group = 1;
+	loom_split_fn fn;
+	int st;
 
-	if (!t || !out)
-		return loom_error_set(LOOM_E_INVAL,
-				      "loom_meta_split_default: NULL argument");
-	memset(out, 0, sizeof(*out));
-	name = t->name;
-	if (m && m->head_dim > 0) {
-		hd = m->head_dim;
-		if (m->n_head > 0 && m->n_head_kv > 0 &&
-		    m->n_head % m->n_head_kv == 0)
-			group = m->n_head / m->n_head_kv;
-	}
-
-	if (has(name, "norm") || has(name, "ffn_gate_inp")) {
-		set_split(out, LOOM_SPLIT_MIRRORED, 1);
-	} else if (has(name, "attn_qkv")) {
-		if (!m)
-			hd = guess_head(t->ne[1]);
-		set_split(out, LOOM_SPLIT_DIM1, hd);
-		if (m && m->n_head > 0 && m->n_head_kv > 0 &&
-		    t->ne[1] == hd * (m->n_head + 2 * m->n_head_kv)) {
-			out->n_segments = 3;
-			out->segments[0] = hd * m->n_head;
-			out->segments[1] = hd * m->n_head_kv;
-			out->segments[2] = hd * m->n_head_kv;
-		}
-	} else if (has(name, "attn_q")) {
-		set_split(out, LOOM_SPLIT_DIM1,
-			  m ? hd * group : guess_head(t->ne[1]));
-	} else if (has(name, "attn_k") || has(name, "attn_v")) {
-		set_split(out, LOOM_SPLIT_DIM1, m ? hd : guess_head(t->ne[1]));
-	} else if (has(name, "attn_output")) {
-		set_split(out, LOOM_SPLIT_DIM0,
-			  m ? hd * group : guess_head(t->ne[0]));
-	} else if (has(name, "ffn_up") || has(name, "ffn_gate")) {
-		set_split(out, LOOM_SPLIT_DIM1, ffn_granularity(t->ne[1]));
-	} else if (has(name, "ffn_down")) {
-		set_split(out, LOOM_SPLIT_DIM0, ffn_granularity(t->ne[0]));
-	} else if (has(name, "cache_k") || has(name, "cache_v")) {
-		/* By heads, wherever the layout keeps them. */
-		int64_t hkv = m ? m->n_head_kv : 0;
-
-		if (hkv > 1 && t->ne[2] == hkv)
-			set_split(out, LOOM_SPLIT_DIM2, 1);
-		else if (hkv > 1 && t->ne[1] == hkv && t->ne[0] == hd)
-			set_split(out, LOOM_SPLIT_DIM1, 1);
-		else if (hkv > 0 && t->ne[0] == hd * hkv)
-			set_split(out, LOOM_SPLIT_DIM0, hd);
-		else if (hkv > 0 && t->ne[1] == hd * hkv)
-			set_split(out, LOOM_SPLIT_DIM1, hd);
-		else if (!m && t->ne[2] > 1)
-			set_split(out, LOOM_SPLIT_DIM2, 1);
-		else if (!m)
-			set_split(out, LOOM_SPLIT_DIM0,
-				  guess_head(t->ne[0]));
-		else
-			set_split(out, LOOM_SPLIT_MIRRORED, 1);
-	} else if (!strcmp(name, "output") ||
-		   !strcmp(name, "output.weight")) {
-		set_split(out, LOOM_SPLIT_DIM1, 1);
-	} else {
-		set_split(out, LOOM_SPLIT_MIRRORED, 1);
-	}
-	return LOOM_OK;
+	fn = (loom_split_fn)composer_proc(LOOM__PROC_SPLIT_DEFAULT,
+				      "loom_meta_split_default");
+	if (!fn)
+		return LOOM_E_NOT_FOUND;
+	st = fn(t, out, userdata);
+	loom__call_end();
+	return st;
 }

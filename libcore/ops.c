@@ -87,6 +87,17 @@ static struct loom_tensor *make(loom_ctx_t *ctx,
 	return t;
 }
 
+/* A node of op over the sources and parameters probe holds; a result
+ * that views or writes a source is named after it. */
+static struct loom_tensor *make_op(loom_ctx_t *ctx,
+				   const struct loom_tensor *probe)
+{
+	int target = loom_op_target_src(probe->op);
+
+	return make(ctx, probe, target >= 0 ? probe->src[target] : NULL,
+		    loom__op_suffix(probe->op));
+}
+
 /* A node of op over up to three sources, with nothing more to set. */
 static struct loom_tensor *node(loom_ctx_t *ctx, enum loom_op op,
 				struct loom_tensor *s0,
@@ -95,7 +106,26 @@ static struct loom_tensor *node(loom_ctx_t *ctx, enum loom_op op,
 {
 	struct loom_tensor p = { .op = op, .src = { s0, s1, s2 } };
 
-	return make(ctx, &p, NULL, NULL);
+	return make_op(ctx, &p);
+}
+
+struct loom_tensor *loom_op_new(loom_ctx_t *ctx, enum loom_op op,
+				struct loom_tensor *const *srcs,
+				const int32_t *params)
+{
+	struct loom_tensor p = { .op = op };
+
+	if ((unsigned)op >= LOOM_OP_COUNT || loom_op_is_view(op) ||
+	    op == LOOM_OP_NONE) {
+		loom__ctx_errorf(ctx, LOOM_E_INVAL, "loom_op_new: %s has no "
+				 "generic constructor", loom_op_name(op));
+		return NULL;
+	}
+	if (srcs)
+		memcpy(p.src, srcs, sizeof(p.src));
+	if (params)
+		memcpy(p.op_params, params, sizeof(p.op_params));
+	return make_op(ctx, &p);
 }
 
 /* ------------------------------------------------------------------------
@@ -133,7 +163,7 @@ static struct loom_tensor *node_f32(loom_ctx_t *ctx, enum loom_op op,
 	struct loom_tensor p = { .op = op, .src = { a, b } };
 
 	set_f32(&p, 0, v);
-	return make(ctx, &p, NULL, NULL);
+	return make_op(ctx, &p);
 }
 
 struct loom_tensor *loom_scale(loom_ctx_t *ctx, struct loom_tensor *a,
@@ -181,7 +211,7 @@ struct loom_tensor *loom_rope(loom_ctx_t *ctx, struct loom_tensor *a,
 	p.op_params[1] = (int32_t)mode;
 	set_f32(&p, 2, freq_base);
 	set_f32(&p, 3, freq_scale);
-	return make(ctx, &p, NULL, NULL);
+	return make_op(ctx, &p);
 }
 
 /* ------------------------------------------------------------------------
@@ -210,10 +240,7 @@ struct loom_tensor *loom_set_rows(loom_ctx_t *ctx, struct loom_tensor *dst,
 				  struct loom_tensor *values,
 				  struct loom_tensor *ids)
 {
-	struct loom_tensor p = { .op = LOOM_OP_SET_ROWS,
-				 .src = { dst, values, ids } };
-
-	return make(ctx, &p, dst, " (set rows)");
+	return node(ctx, LOOM_OP_SET_ROWS, dst, values, ids);
 }
 
 /* ------------------------------------------------------------------------
@@ -222,9 +249,7 @@ struct loom_tensor *loom_set_rows(loom_ctx_t *ctx, struct loom_tensor *dst,
 struct loom_tensor *loom_copy(loom_ctx_t *ctx, struct loom_tensor *a,
 			      struct loom_tensor *b)
 {
-	struct loom_tensor p = { .op = LOOM_OP_COPY, .src = { a, b } };
-
-	return make(ctx, &p, b, " (copy)");
+	return node(ctx, LOOM_OP_COPY, a, b, NULL);
 }
 
 struct loom_tensor *loom_cont(loom_ctx_t *ctx, struct loom_tensor *a)
@@ -238,7 +263,7 @@ struct loom_tensor *loom_concat(loom_ctx_t *ctx, struct loom_tensor *a,
 	struct loom_tensor p = { .op = LOOM_OP_CONCAT, .src = { a, b } };
 
 	p.op_params[0] = dim;
-	return make(ctx, &p, NULL, NULL);
+	return make_op(ctx, &p);
 }
 
 struct loom_tensor *loom_sum_rows(loom_ctx_t *ctx, struct loom_tensor *a)
@@ -256,7 +281,7 @@ struct loom_tensor *loom_top_k(loom_ctx_t *ctx, struct loom_tensor *a, int k)
 	struct loom_tensor p = { .op = LOOM_OP_TOP_K, .src = { a } };
 
 	p.op_params[0] = k;
-	return make(ctx, &p, NULL, NULL);
+	return make_op(ctx, &p);
 }
 
 /* ------------------------------------------------------------------------
@@ -264,14 +289,6 @@ struct loom_tensor *loom_top_k(loom_ctx_t *ctx, struct loom_tensor *a, int k)
  * another view) and view_offs its byte offset there.  Data comes from
  * loom_tensor_init_view(): now when the owner is placed, else when it is.
  */
-static const char *view_suffix(enum loom_op op)
-{
-	return op == LOOM_OP_VIEW      ? " (view)" :
-	       op == LOOM_OP_RESHAPE   ? " (reshaped)" :
-	       op == LOOM_OP_PERMUTE   ? " (permuted)" :
-					 " (transposed)";
-}
-
 /* A view op of a whose result the rule works out from a (and, for a
  * reshape, from ne). */
 static struct loom_tensor *view_of(loom_ctx_t *ctx, enum loom_op op,
@@ -285,7 +302,7 @@ static struct loom_tensor *view_of(loom_ctx_t *ctx, enum loom_op op,
 		memcpy(p.ne, ne, sizeof(p.ne));
 	if (axes)
 		memcpy(p.op_params, axes, 4 * sizeof(axes[0]));
-	return make(ctx, &p, a, view_suffix(op));
+	return make_op(ctx, &p);
 }
 
 struct loom_tensor *loom_view_4d(loom_ctx_t *ctx, struct loom_tensor *a,
@@ -307,7 +324,7 @@ struct loom_tensor *loom_view_4d(loom_ctx_t *ctx, struct loom_tensor *a,
 		if (__builtin_add_overflow(a->view_offs, offset, &p.view_offs))
 			p.view_offs = SIZE_MAX;
 	}
-	return make(ctx, &p, a, view_suffix(LOOM_OP_VIEW));
+	return make_op(ctx, &p);
 }
 
 struct loom_tensor *loom_view_3d(loom_ctx_t *ctx, struct loom_tensor *a,

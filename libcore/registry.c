@@ -47,6 +47,7 @@ static const char *const proc_names[LOOM__PROC_COUNT] = {
 	[LOOM__PROC_GET_FEATURES] = LOOM_PROC_GET_FEATURES,
 	[LOOM__PROC_META_DEVICE_NEW] = LOOM_PROC_META_DEVICE_NEW,
 	[LOOM__PROC_META_CHECK] = LOOM_PROC_META_CHECK,
+	[LOOM__PROC_SPLIT_DEFAULT] = LOOM_PROC_SPLIT_DEFAULT,
 };
 
 const char *loom__proc_name(enum loom__proc p)
@@ -214,6 +215,10 @@ void loom__plugin_set(struct loom__plugin *p, enum loom_plugin_state state,
 	if (state == LOOM_PLUGIN_LOADED)
 		loom_log(LOOM_LOG_INFO, "plugin %s: loaded from %s", p->name,
 			 p->file);
+	else if (!*p->name) /* a directory of the search path */
+		loom_log(state == LOOM_PLUGIN_FAILED ? LOOM_LOG_WARN
+						     : LOOM_LOG_INFO,
+			 "%s: %s", p->file, p->reason);
 	else
 		loom_log(state == LOOM_PLUGIN_FAILED ? LOOM_LOG_WARN
 						     : LOOM_LOG_INFO,
@@ -313,6 +318,7 @@ int loom__plugin_check_desc(struct loom__plugin *p,
 		return p->status;
 	}
 	p->desc = desc;
+	p->flags = loom__desc_flags(desc);
 	return LOOM_OK;
 }
 
@@ -901,8 +907,8 @@ int loom_unload_all(void)
 	st = check_refs();
 	if (st)
 		goto out_open;
-	/* Latest init first: the meta plugin, which uses the others, goes
-	 * before them. */
+	/* Latest init first: a plugin that composes the others' devices
+	 * goes before them. */
 	for (;;) {
 		struct loom__plugin *last = NULL;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* rules.c - the rule of every op: what its sources and parameters must be
- * and what result they give.  The op constructors (ops.c) build nodes from
+/* rules.c - the table of ops and the rule of every op: what its sources
+ * and parameters must be and what result they give.  The op constructors (ops.c) build nodes from
  * these rules and the graph validator (validate.c) checks nodes against
  * them, so that no node a kernel sees can break a rule a constructor keeps. */
 #include "config.h"
@@ -623,6 +623,120 @@ static int rule_none(struct rule *rl)
 	return LOOM_OK;
 }
 
+/* ------------------------------------------------------------------------
+ * The table of ops: one row per op, the one place that says what an op
+ * is.  The constructors (ops.c), the validator (validate.c), raw nodes
+ * (tensor.c) and, through loom_op_flags and loom_op_split_rule, the
+ * plugins read it.  A new op is one LOOM_OP_MAP entry in loom.h, one
+ * row here and one kernel per plugin (doc/ops.md).
+ */
+struct op_row {
+	int (*rule)(struct rule *rl);  /* the shape and type rule */
+	uint32_t flags;                /* LOOM_OPF_* */
+	int8_t n_src;                  /* the most sources it reads */
+	int8_t target;                 /* the source the result's bytes are */
+	const char *suffix;            /* a result named after that source */
+	enum loom_split_rule split;
+};
+
+#define VIEW_ROW(rule_, suffix_)                                             \
+	{ rule_, LOOM_OPF_NO_KERNEL | LOOM_OPF_VIEW, 1, 0, suffix_,          \
+	  LOOM_SPLIT_RULE_VIEW }
+
+static const struct op_row op_table[LOOM_OP_COUNT] = {
+	[LOOM_OP_NONE] = { rule_none, LOOM_OPF_NO_KERNEL, 0, -1, NULL,
+			   LOOM_SPLIT_RULE_NONE },
+	[LOOM_OP_ADD] = { rule_binary, LOOM_OPF_ADDITIVE, 2, -1, NULL,
+			  LOOM_SPLIT_RULE_ELEMENTWISE },
+	[LOOM_OP_SUB] = { rule_binary, LOOM_OPF_ADDITIVE, 2, -1, NULL,
+			  LOOM_SPLIT_RULE_ELEMENTWISE },
+	[LOOM_OP_MUL] = { rule_binary, LOOM_OPF_LINEAR0 | LOOM_OPF_LINEAR1, 2,
+			  -1, NULL, LOOM_SPLIT_RULE_ELEMENTWISE },
+	[LOOM_OP_DIV] = { rule_binary, LOOM_OPF_LINEAR0, 2, -1, NULL,
+			  LOOM_SPLIT_RULE_ELEMENTWISE },
+	[LOOM_OP_SCALE] = { rule_unary, LOOM_OPF_LINEAR0, 1, -1, NULL,
+			    LOOM_SPLIT_RULE_MAP },
+	[LOOM_OP_SILU] = { rule_unary, 0, 1, -1, NULL, LOOM_SPLIT_RULE_MAP },
+	[LOOM_OP_GELU] = { rule_unary, 0, 1, -1, NULL, LOOM_SPLIT_RULE_MAP },
+	[LOOM_OP_RMS_NORM] = { rule_norm, 0, 1, -1, NULL,
+			       LOOM_SPLIT_RULE_ROWS },
+	[LOOM_OP_NORM] = { rule_norm, 0, 1, -1, NULL, LOOM_SPLIT_RULE_ROWS },
+	[LOOM_OP_SOFT_MAX] = { rule_soft_max, 0, 2, -1, NULL,
+			       LOOM_SPLIT_RULE_SOFT_MAX },
+	[LOOM_OP_ROPE] = { rule_rope, 0, 2, -1, NULL, LOOM_SPLIT_RULE_ROPE },
+	[LOOM_OP_MUL_MAT] = { rule_mul_mat,
+			      LOOM_OPF_LINEAR0 | LOOM_OPF_LINEAR1, 2, -1, NULL,
+			      LOOM_SPLIT_RULE_MUL_MAT },
+	[LOOM_OP_MUL_MAT_ID] = { rule_mul_mat_id,
+				 LOOM_OPF_LINEAR0 | LOOM_OPF_LINEAR1, 3, -1,
+				 NULL, LOOM_SPLIT_RULE_MUL_MAT },
+	[LOOM_OP_GET_ROWS] = { rule_get_rows, LOOM_OPF_LINEAR0, 2, -1, NULL,
+			       LOOM_SPLIT_RULE_GET_ROWS },
+	[LOOM_OP_SET_ROWS] = { rule_set_rows, LOOM_OPF_IN_PLACE, 3, 0,
+			       " (set rows)", LOOM_SPLIT_RULE_WRITE },
+	[LOOM_OP_COPY] = { rule_copy, LOOM_OPF_IN_PLACE, 2, 1, " (copy)",
+			   LOOM_SPLIT_RULE_WRITE },
+	[LOOM_OP_CONT] = { rule_cont, LOOM_OPF_LINEAR0, 1, -1, NULL,
+			   LOOM_SPLIT_RULE_MAP },
+	[LOOM_OP_CONCAT] = { rule_concat, LOOM_OPF_ADDITIVE, 2, -1, NULL,
+			     LOOM_SPLIT_RULE_CONCAT },
+	[LOOM_OP_SUM_ROWS] = { rule_sum_rows, LOOM_OPF_LINEAR0, 1, -1, NULL,
+			       LOOM_SPLIT_RULE_ROWS },
+	[LOOM_OP_ARGMAX] = { rule_argmax, 0, 1, -1, NULL,
+			     LOOM_SPLIT_RULE_ARGMAX },
+	[LOOM_OP_TOP_K] = { rule_top_k, 0, 1, -1, NULL, LOOM_SPLIT_RULE_ROWS },
+	[LOOM_OP_VIEW] = VIEW_ROW(rule_view, " (view)"),
+	[LOOM_OP_RESHAPE] = VIEW_ROW(rule_reshape, " (reshaped)"),
+	[LOOM_OP_PERMUTE] = VIEW_ROW(rule_permute, " (permuted)"),
+	[LOOM_OP_TRANSPOSE] = VIEW_ROW(rule_permute, " (transposed)"),
+};
+
+static const char *const op_names[LOOM_OP_COUNT] = {
+#define X_(name_, str) [LOOM_OP_##name_] = str,
+	LOOM_OP_MAP(X_)
+#undef X_
+};
+
+static const struct op_row *row_of(enum loom_op op)
+{
+	return (unsigned)op < LOOM_OP_COUNT ? &op_table[op] : NULL;
+}
+
+const char *loom_op_name(enum loom_op op)
+{
+	return row_of(op) ? op_names[op] : "unknown";
+}
+
+uint32_t loom_op_flags(enum loom_op op)
+{
+	return row_of(op) ? row_of(op)->flags : 0;
+}
+
+bool loom_op_is_view(enum loom_op op)
+{
+	return loom_op_flags(op) & LOOM_OPF_VIEW;
+}
+
+int loom_op_n_src(enum loom_op op)
+{
+	return row_of(op) ? row_of(op)->n_src : 0;
+}
+
+int loom_op_target_src(enum loom_op op)
+{
+	return row_of(op) ? row_of(op)->target : -1;
+}
+
+const char *loom__op_suffix(enum loom_op op)
+{
+	return row_of(op) ? row_of(op)->suffix : NULL;
+}
+
+enum loom_split_rule loom_op_split_rule(enum loom_op op)
+{
+	return row_of(op) ? row_of(op)->split : LOOM_SPLIT_RULE_NONE;
+}
+
 int loom__op_rule(const struct loom_tensor *t, struct loom__op_result *r,
 		  char *msg, size_t n)
 {
@@ -631,53 +745,7 @@ int loom__op_rule(const struct loom_tensor *t, struct loom__op_result *r,
 	memset(r, 0, sizeof(*r));
 	if (n)
 		msg[0] = '\0';
-	switch (t->op) {
-	case LOOM_OP_NONE:
-		return rule_none(&rl);
-	case LOOM_OP_ADD:
-	case LOOM_OP_SUB:
-	case LOOM_OP_MUL:
-	case LOOM_OP_DIV:
-		return rule_binary(&rl);
-	case LOOM_OP_SCALE:
-	case LOOM_OP_SILU:
-	case LOOM_OP_GELU:
-		return rule_unary(&rl);
-	case LOOM_OP_RMS_NORM:
-	case LOOM_OP_NORM:
-		return rule_norm(&rl);
-	case LOOM_OP_SOFT_MAX:
-		return rule_soft_max(&rl);
-	case LOOM_OP_ROPE:
-		return rule_rope(&rl);
-	case LOOM_OP_MUL_MAT:
-		return rule_mul_mat(&rl);
-	case LOOM_OP_MUL_MAT_ID:
-		return rule_mul_mat_id(&rl);
-	case LOOM_OP_GET_ROWS:
-		return rule_get_rows(&rl);
-	case LOOM_OP_SET_ROWS:
-		return rule_set_rows(&rl);
-	case LOOM_OP_COPY:
-		return rule_copy(&rl);
-	case LOOM_OP_CONT:
-		return rule_cont(&rl);
-	case LOOM_OP_CONCAT:
-		return rule_concat(&rl);
-	case LOOM_OP_SUM_ROWS:
-		return rule_sum_rows(&rl);
-	case LOOM_OP_ARGMAX:
-		return rule_argmax(&rl);
-	case LOOM_OP_TOP_K:
-		return rule_top_k(&rl);
-	case LOOM_OP_VIEW:
-		return rule_view(&rl);
-	case LOOM_OP_RESHAPE:
-		return rule_reshape(&rl);
-	case LOOM_OP_PERMUTE:
-	case LOOM_OP_TRANSPOSE:
-		return rule_permute(&rl);
-	default:
+	if (!row_of(t->op))
 		return fail(&rl, "unknown op %d", (int)t->op);
-	}
+	return op_table[t->op].rule(&rl);
 }

@@ -353,7 +353,7 @@ struct loom_tensor *loom_tensor_dup(loom_ctx_t *ctx,
 }
 
 /* A raw node: only the op, the type and the sizes are checked.  Results of
- * view ops, SET_ROWS and CPY view their destination, as the checked
+ * view and in-place ops view the source the table of ops names, as the checked
  * constructors' do, so that allocators treat them alike. */
 struct loom_tensor *loom_tensor_new_op(loom_ctx_t *ctx, enum loom_op op,
 				       enum loom_type type,
@@ -374,12 +374,9 @@ struct loom_tensor *loom_tensor_new_op(loom_ctx_t *ctx, enum loom_op op,
 				 "loom_tensor_new_op: invalid op %d", (int)op);
 		return NULL;
 	}
-	if (loom_op_is_view(op) || op == LOOM_OP_SET_ROWS)
-		dst = srcs ? srcs[0] : NULL;
-	else if (op == LOOM_OP_COPY)
-		dst = srcs ? srcs[1] : NULL;
-	if (!dst && (loom_op_is_view(op) || op == LOOM_OP_SET_ROWS ||
-		     op == LOOM_OP_COPY)) {
+	if (loom_op_target_src(op) >= 0)
+		dst = srcs ? srcs[loom_op_target_src(op)] : NULL;
+	if (!dst && loom_op_target_src(op) >= 0) {
 		/* Without it the result would own memory it only views. */
 		loom__ctx_errorf(ctx, LOOM_E_INVAL,
 				 "loom_tensor_new_op: %s needs the tensor it "

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* types.c - element types (traits from LOOM_TYPE_MAP), half and bfloat16
- * conversions, loom_type_convert(), and op names.  The quantized blocks
- * live in quant.c, tensors in tensor.c, op constructors in ops.c. */
+ * conversions and loom_type_convert().  The quantized blocks live in
+ * quant.c, op names in the table of ops (rules.c), tensors in tensor.c, op constructors in ops.c. */
 #include "config.h"
 
 #include <assert.h>
@@ -21,12 +21,6 @@ static const struct type_traits type_traits[LOOM_TYPE_COUNT] = {
 	[LOOM_TYPE_##name_] = { .name = str, .block_size = blck,     \
 				.type_size = size },
 	LOOM_TYPE_MAP(X_)
-#undef X_
-};
-
-static const char *const op_names[LOOM_OP_COUNT] = {
-#define X_(name_, str) [LOOM_OP_##name_] = str,
-	LOOM_OP_MAP(X_)
 #undef X_
 };
 
@@ -84,17 +78,6 @@ size_t loom_type_row_size(enum loom_type type, int64_t ne0)
 				   &bytes))
 		return 0;
 	return bytes;
-}
-
-const char *loom_op_name(enum loom_op op)
-{
-	return (unsigned)op < LOOM_OP_COUNT ? op_names[op] : "unknown";
-}
-
-bool loom_op_is_view(enum loom_op op)
-{
-	return op == LOOM_OP_VIEW || op == LOOM_OP_RESHAPE ||
-	       op == LOOM_OP_PERMUTE || op == LOOM_OP_TRANSPOSE;
 }
 
 /* ------------------------------------------------------------------------

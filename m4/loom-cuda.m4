@@ -19,9 +19,10 @@ AC_ARG_WITH([nccl],
 AC_ARG_WITH([cuda-archs],
   [AS_HELP_STRING([--with-cuda-archs=LIST],
     [SM numbers to build, e.g. "80 90"; PTX of the last is embedded
-     (default: "75 80 86 89 90")])],
+     (default: those of this machine's GPUs, else "75 80 86 89 90")])],
   [CUDA_ARCHS="$withval"; loom_cuda_archs_given=yes],
   [CUDA_ARCHS="75 80 86 89 90"; loom_cuda_archs_given=no])
+loom_cuda_archs_why="given"
 CUDA_ARCHS=`echo "$CUDA_ARCHS" | tr ',;' '  '`
 
 loom_cuda_summary="no (disabled)"
@@ -88,6 +89,7 @@ dnl one the user named is an error.
 CUDA_ARCHS=`echo "$CUDA_ARCHS" | sed 's/sm_//g'`
 AS_IF([test "x$have_cuda" = xyes], [
   loom_cuda_known=`$NVCC --list-gpu-arch 2>/dev/null | tr '\n' ' '`
+  AS_IF([test "x$loom_cuda_archs_given" = xno], [LOOM_CUDA_HOST_ARCHS])
   AS_IF([test -n "$loom_cuda_known"], [
     loom_cuda_ok=""
     loom_cuda_bad=""
@@ -124,4 +126,30 @@ AC_SUBST([CUDA_ARCHS])
 AC_SUBST([CUDA_ARCH_FLAGS])
 AM_CONDITIONAL([HAVE_CUDA], [test "x$have_cuda" = xyes])
 AM_CONDITIONAL([HAVE_NCCL], [test "x$have_nccl" = xyes])
+])
+
+dnl LOOM_CUDA_HOST_ARCHS - with no list given, builds for the GPUs of this
+dnl machine alone (nvidia-smi names their compute capability) when nvcc
+dnl builds for them all: one architecture compiles in a fraction of the
+dnl time of the default list, which stays for a machine without a GPU.
+AC_DEFUN([LOOM_CUDA_HOST_ARCHS], [
+  AC_MSG_CHECKING([for the NVIDIA GPUs of this machine])
+  loom_cuda_host=`(nvidia-smi --query-gpu=compute_cap --format=csv,noheader) 2>/dev/null | tr -d '. \r' | sort -u`
+  loom_cuda_host=`echo $loom_cuda_host`
+  loom_cuda_unbuilt=""
+  for a in $loom_cuda_host; do
+    AS_CASE([$a], [*[[!0-9]]*], [loom_cuda_unbuilt="$loom_cuda_unbuilt $a"])
+    AS_IF([test -n "$loom_cuda_known"],
+      [AS_CASE([" $loom_cuda_known "], [*" compute_$a "*], [],
+        [loom_cuda_unbuilt="$loom_cuda_unbuilt $a"])])
+  done
+  AS_IF([test -z "$loom_cuda_host"],
+    [loom_cuda_archs_why="the default list: no GPU here"
+     AC_MSG_RESULT([none])],
+    [test -n "$loom_cuda_unbuilt"],
+    [loom_cuda_archs_why="the default list: $NVCC does not build for this machine's$loom_cuda_unbuilt"
+     AC_MSG_RESULT([$loom_cuda_host, not all of which $NVCC builds for])],
+    [CUDA_ARCHS="$loom_cuda_host"
+     loom_cuda_archs_why="this machine's GPUs; --with-cuda-archs for others"
+     AC_MSG_RESULT([$loom_cuda_host])])
 ])

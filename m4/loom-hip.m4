@@ -13,9 +13,11 @@ AC_ARG_WITH([hip],
   [], [with_hip=check])
 AC_ARG_WITH([hip-archs],
   [AS_HELP_STRING([--with-hip-archs=LIST],
-    [offload archs, e.g. "gfx90a gfx1100" (default: "gfx90a gfx942 gfx1030 gfx1100")])],
+    [offload archs, e.g. "gfx90a gfx1100" (default: those of this machine's GPUs, else "gfx90a gfx942 gfx1030 gfx1100")])],
   [HIP_ARCHS="$withval"; loom_hip_archs_given=yes],
   [HIP_ARCHS="gfx90a gfx942 gfx1030 gfx1100"; loom_hip_archs_given=no])
+loom_hip_default="$HIP_ARCHS"
+loom_hip_archs_why="given"
 AC_ARG_WITH([rocblas],
   [AS_HELP_STRING([--with-rocblas], [use hipBLAS (on rocBLAS) for GEMM (default: check)])],
   [], [with_rocblas=check])
@@ -26,7 +28,7 @@ HIP_ARCHS=`echo "$HIP_ARCHS" | tr ',;' '  '`
 dnl hipcc without --offload-arch probes for a GPU (and fails without one).
 AS_IF([test -z "`echo $HIP_ARCHS`"],
   [AC_MSG_WARN([--with-hip-archs is empty; using the default list])
-   HIP_ARCHS="gfx90a gfx942 gfx1030 gfx1100"])
+   HIP_ARCHS="gfx90a gfx942 gfx1030 gfx1100"; loom_hip_default="$HIP_ARCHS"])
 
 have_hip=no
 have_rocblas=no
@@ -68,7 +70,16 @@ AS_IF([test "x$with_hip" != xno], [
         ], [loom_rccl_summary="no (rccl/rccl.h not found)"])])
     ], [loom_hip_summary="no (libamdhip64 not found)"])
     CPPFLAGS="$loom_save_CPPFLAGS"; LDFLAGS="$loom_save_LDFLAGS"; LIBS="$loom_save_LIBS"
-    AS_IF([test "x$have_hip" = xyes], [LOOM_HIP_PROBE_ARCHS])
+    AS_IF([test "x$have_hip" = xyes], [
+      loom_hip_host=""
+      AS_IF([test "x$loom_hip_archs_given" = xno], [LOOM_HIP_HOST_ARCHS])
+      LOOM_HIP_PROBE_ARCHS
+      dnl This hipcc builds for none of the GPUs here: the default list.
+      AS_IF([test -z "$HIP_ARCHS" && test -n "$loom_hip_host"],
+        [HIP_ARCHS="$loom_hip_default"; have_hip=yes
+         loom_hip_summary="yes ($HIPCC)"
+         loom_hip_archs_why="the default list: $HIPCC builds for no GPU here"
+         LOOM_HIP_PROBE_ARCHS])])
   ])
   AS_IF([test "x$have_hip" != xyes && test "x$with_hip" != xcheck],
     [AC_MSG_ERROR([--with-hip was given but HIP cannot be used: $loom_hip_summary])])
@@ -114,4 +125,20 @@ AC_DEFUN([LOOM_HIP_PROBE_ARCHS], [
   AS_IF([test -z "$HIP_ARCHS"],
     [have_hip=no
      loom_hip_summary="no ($HIPCC builds none of:$loom_hip_bad)"])
+])
+
+dnl LOOM_HIP_HOST_ARCHS - with no list given, builds for the GPUs of this
+dnl machine alone, as amdgpu-arch (else rocminfo) names them; the default
+dnl list stays for a machine without a GPU.
+AC_DEFUN([LOOM_HIP_HOST_ARCHS], [
+  AC_MSG_CHECKING([for the AMD GPUs of this machine])
+  loom_hip_path="$PATH:$HIP_HOME/bin:$HIP_HOME/llvm/bin:/opt/rocm/bin:/opt/rocm/llvm/bin"
+  loom_hip_host=`(PATH="$loom_hip_path"; amdgpu-arch || rocminfo | sed -n 's/^ *Name: *\(gfx[[0-9a-f]]*\) *$/\1/p') 2>/dev/null | grep '^gfx[[0-9a-f]]*$' | sort -u`
+  loom_hip_host=`echo $loom_hip_host`
+  AS_IF([test -n "$loom_hip_host"],
+    [HIP_ARCHS="$loom_hip_host"
+     loom_hip_archs_why="this machine's GPUs; --with-hip-archs for others"
+     AC_MSG_RESULT([$loom_hip_host])],
+    [loom_hip_archs_why="the default list: no GPU here"
+     AC_MSG_RESULT([none])])
 ])

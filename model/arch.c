@@ -6,6 +6,7 @@
  */
 #include "model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,26 @@ static int rope_scaling(struct keys *k, struct llama_hparams *hp)
 	return LOOM_OK;
 }
 
+/* Why an FFN width of 0 was read: a key that says 0, or none at all (an
+ * expert's width falls back to the FFN's). */
+static int ff_missing(struct keys *k)
+{
+	static const char *const names[] = { "expert_feed_forward_length",
+					     "feed_forward_length" };
+	char key[128];
+	int64_t v;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(key, sizeof(key), "%s.%s", k->arch, names[i]);
+		if (gguf_get_int(k->g, key, &v) == LOOM_OK)
+			return loom_error_set(LOOM_E_INVAL, "gguf: %s is 0",
+					      key);
+	}
+	return loom_error_set(LOOM_E_INVAL, "gguf: no %s.expert_feed_"
+			      "forward_length (nor %s.feed_forward_length)",
+			      k->arch, k->arch);
+}
+
 static const struct gguf_tensor *need_tensor(const struct gguf *g,
 					     const char *name)
 {
@@ -186,8 +207,7 @@ int model_hparams(const struct gguf *g, int64_t n_ctx,
 	if (ret)
 		return ret;
 	if (!n_ff)
-		return loom_error_set(LOOM_E_INVAL, "gguf: no %s.expert_feed_"
-				      "forward_length", a->name);
+		return ff_missing(&k);
 	if (n_ff > MAX_DIM || h.head_dim > MAX_DIM)
 		return loom_error_set(LOOM_E_INVAL, "gguf: %s: FFN width %lld "
 				      "or head size %lld above %d", a->name,
@@ -206,6 +226,10 @@ int model_hparams(const struct gguf *g, int64_t n_ctx,
 			   &h.n_rot)) ||
 	    (ret = key_float(&k, "rope.freq_base", 10000.0, &d)))
 		return ret;
+	if (!(d > 0) || !isfinite((float)d))
+		return loom_error_set(LOOM_E_INVAL, "gguf: %s.rope.freq_base "
+				      "is %g, not a positive number", a->name,
+				      d);
 	h.rope_base = (float)d;
 	ret = key_float(&k, "attention.layer_norm_rms_epsilon", -1, &d);
 	if (ret)
@@ -303,6 +327,10 @@ static int src_fill(void *user, struct loom_tensor *t)
 	if (f->size != loom_tensor_n_bytes(t))
 		return loom_error_set(LOOM_E_INVAL, "gguf: tensor '%s': size "
 				      "mismatch", t->name);
+	ret = gguf_check_read(s->g, f->data, (size_t)f->size);
+	if (ret)
+		return loom_error_set(ret, "tensor '%s': %s", t->name,
+				      loom_error_message());
 	ret = loom_tensor_set(t, f->data, 0, (size_t)f->size);
 	if (ret)
 		return loom_error_set(ret, "tensor '%s': %s", t->name,

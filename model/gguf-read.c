@@ -9,6 +9,9 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +23,9 @@ struct gguf {
 	const uint8_t *base;
 	size_t size;
 	bool mapped;
+	int fd;             /* the mapped file, kept open to see it change */
+	char *path;
+	struct stat st;     /* the file as it was mapped */
 	uint32_t version;
 	size_t alignment;
 	size_t data_offset;
@@ -430,8 +436,36 @@ static int parse_tensor(struct rd *r, struct gguf *g, size_t i)
 	return LOOM_OK;
 }
 
+/* The data section is the tensors' data back to back, each padded to
+ * the alignment (as every writer lays it out): a run of an alignment or
+ * more that no tensor holds means the infos are not those of the data,
+ * for example a header that declares one tensor too few, whose data
+ * section then starts early and every tensor's data is shifted.  v is
+ * sorted by offset and overlaps none. */
+static int check_covered(const struct gguf *g, struct gguf_tensor *const *v,
+			 size_t data_size)
+{
+	uint64_t end = 0;
+
+	for (size_t i = 0; i <= g->n_tensors; i++) {
+		uint64_t next = i < g->n_tensors ? v[i]->offset : data_size;
+
+		if (next - end >= g->alignment)
+			return loom_error_set(LOOM_E_INVAL,
+					      "gguf: bytes [%llu, %llu) of the "
+					      "data section belong to no "
+					      "tensor (does the header declare "
+					      "too few tensors?)",
+					      (unsigned long long)end,
+					      (unsigned long long)next);
+		if (i < g->n_tensors)
+			end = v[i]->offset + v[i]->size;
+	}
+	return LOOM_OK;
+}
+
 /* Offsets on the alignment, data inside the file, no two tensors sharing
- * a byte. */
+ * a byte, no data that is no tensor's. */
 static int check_tensor_data(struct gguf *g)
 {
 	size_t data_size = g->size - g->data_offset;
@@ -460,9 +494,7 @@ static int check_tensor_data(struct gguf *g)
 					      data_size);
 		t->data = g->base + g->data_offset + t->offset;
 	}
-	if (g->n_tensors < 2)
-		return LOOM_OK;
-	v = malloc(g->n_tensors * sizeof(*v));
+	v = malloc((g->n_tensors ? g->n_tensors : 1) * sizeof(*v));
 	if (!v)
 		return loom_error_set(LOOM_E_NOMEM, "gguf: no memory");
 	for (size_t i = 0; i < g->n_tensors; i++)
@@ -485,6 +517,8 @@ static int check_tensor_data(struct gguf *g)
 								  v[i - 1]->size),
 					     v[i]->name,
 					     (unsigned long long)v[i]->offset);
+	if (!ret)
+		ret = check_covered(g, v, data_size);
 	free(v);
 	return ret;
 }
@@ -615,29 +649,139 @@ int gguf_open(const char *path, struct gguf **out)
 
 	if (!path || !out)
 		return loom_error_set(LOOM_E_INVAL, "gguf: NULL argument");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO for reading would wait for a writer. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return loom_error_set(LOOM_E_IO, "%s: %s", path,
 				      strerror(errno));
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size == 0) {
+	if (fstat(fd, &st)) {
 		ret = loom_error_set(LOOM_E_IO, "%s: %s", path,
-				     st.st_size == 0 ? "empty file" :
-				     "not a regular file");
+				     strerror(errno));
+		close(fd);
+		return ret;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size == 0) {
+		ret = loom_error_set(LOOM_E_IO, "%s: %s", path,
+				     S_ISFIFO(st.st_mode) ? "a FIFO, not a "
+				     "regular file" : S_ISREG(st.st_mode) ?
+				     "empty file" : "not a regular file");
 		close(fd);
 		return ret;
 	}
 	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED)
-		return loom_error_set(LOOM_E_IO, "%s: cannot map: %s", path,
-				      strerror(errno));
+	if (p == MAP_FAILED) {
+		ret = loom_error_set(LOOM_E_IO, "%s: cannot map: %s", path,
+				     strerror(errno));
+		close(fd);
+		return ret;
+	}
 	ret = gguf_parse(p, (size_t)st.st_size, out);
 	if (ret) {
 		munmap(p, (size_t)st.st_size);
+		close(fd);
 		return loom_error_set(ret, "%s: %s", path,
 				      loom_error_message());
 	}
 	(*out)->mapped = true;
+	(*out)->fd = fd;
+	(*out)->st = st;
+	(*out)->path = strdup(path);
+	return LOOM_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Reading the mapping of a file that may change under it.  A page of a
+ * file truncated after it was mapped raises SIGBUS when read.  While a
+ * thread reads pages through read_guarded(), a handler installed for the
+ * time being turns that thread's fault inside the mapping into an error;
+ * any other SIGBUS goes to the action that was there before.
+ */
+static pthread_mutex_t bus_lock = PTHREAD_MUTEX_INITIALIZER;
+static int bus_users;
+static struct sigaction bus_before;
+/* volatile: the handler reads them between the reads of the pages. */
+static __thread sigjmp_buf *volatile bus_jump;
+static __thread const uint8_t *volatile bus_lo, *volatile bus_hi;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	const uint8_t *a = si->si_addr;
+
+	if (bus_jump && a >= bus_lo && a < bus_hi)
+		siglongjmp(*bus_jump, 1);
+	/* Not ours: the previous action, as if we had never been here. */
+	if ((bus_before.sa_flags & SA_SIGINFO) && bus_before.sa_sigaction) {
+		bus_before.sa_sigaction(sig, si, uc);
+	} else if (bus_before.sa_handler != SIG_DFL &&
+		   bus_before.sa_handler != SIG_IGN) {
+		bus_before.sa_handler(sig);
+	} else {
+		signal(SIGBUS, SIG_DFL);
+		raise(SIGBUS);
+	}
+}
+
+static void bus_enter(void)
+{
+	pthread_mutex_lock(&bus_lock);
+	if (bus_users++ == 0) {
+		struct sigaction sa = { .sa_sigaction = on_sigbus,
+					.sa_flags = SA_SIGINFO | SA_NODEFER };
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGBUS, &sa, &bus_before);
+	}
+	pthread_mutex_unlock(&bus_lock);
+}
+
+static void bus_leave(void)
+{
+	pthread_mutex_lock(&bus_lock);
+	if (--bus_users == 0)
+		sigaction(SIGBUS, &bus_before, NULL);
+	pthread_mutex_unlock(&bus_lock);
+}
+
+/* Reads one byte of every page of [p, p + n) on this thread; false when
+ * one of them is gone from the file. */
+static bool read_guarded(const uint8_t *p, size_t n)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	volatile uint8_t sink = 0;
+	sigjmp_buf jump;
+
+	if (!n)
+		return true;
+	bus_enter();
+	bus_lo = p;
+	bus_hi = p + n;
+	if (sigsetjmp(jump, 1) != 0) {
+		bus_jump = NULL;
+		bus_leave();
+		return false;
+	}
+	bus_jump = &jump;
+	for (size_t off = 0; off < n; off += (size_t)page)
+		sink ^= ((const volatile uint8_t *)p)[off];
+	sink ^= ((const volatile uint8_t *)p)[n - 1];
+	bus_jump = NULL;
+	bus_leave();
+	(void)sink;
+	return true;
+}
+
+int gguf_check_read(const struct gguf *g, const void *p, size_t n)
+{
+	struct stat st;
+
+	if (!g->mapped)
+		return LOOM_OK;
+	if (!read_guarded(p, n) || fstat(g->fd, &st) ||
+	    st.st_size != g->st.st_size ||
+	    st.st_mtim.tv_sec != g->st.st_mtim.tv_sec ||
+	    st.st_mtim.tv_nsec != g->st.st_mtim.tv_nsec)
+		return loom_error_set(LOOM_E_IO, "%s: the file changed while "
+				      "in use", g->path ? g->path : "gguf");
 	return LOOM_OK;
 }
 
@@ -651,8 +795,11 @@ void gguf_free(struct gguf *g)
 	}
 	free(g->kv);
 	free(g->tensors);
-	if (g->mapped)
+	if (g->mapped) {
 		munmap((void *)g->base, g->size);
+		close(g->fd);
+	}
+	free(g->path);
 	free(g);
 }
 

@@ -7,7 +7,6 @@
 #define LOOM_MODEL_GGUF_H
 
 #include <loom/loom.h>
-#include <loom/loom-plugin.h> /* loom_error_set */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -94,8 +93,19 @@ struct gguf;
  * *out with gguf_free(). */
 int gguf_parse(const void *data, size_t size, struct gguf **out);
 /* Maps path read-only and parses it; LOOM_E_IO when it cannot be opened
- * or mapped.  The mapping is released by gguf_free(). */
+ * or mapped, or is not a regular file (a FIFO is refused without waiting
+ * for a writer).  The mapping and the open file are released by
+ * gguf_free(). */
 int gguf_open(const char *path, struct gguf **out);
+/* Checks, before the bulk read of [p, p + n) of g's mapping, that the
+ * file is as it was mapped: each page of the range is read once on this
+ * thread under a SIGBUS guard (a file truncated after it was mapped
+ * faults there), then the file's size and modification time are compared.
+ * LOOM_E_IO "PATH: the file changed while in use" otherwise; LOOM_OK for
+ * bytes not mapped from a file.  The limit: a file that changes after
+ * this check, while the bytes are being copied (possibly on a plugin's
+ * threads), can still end the process with SIGBUS. */
+int gguf_check_read(const struct gguf *g, const void *p, size_t n);
 /* Frees g and its mapping, if any; NULL is a no-op. */
 void gguf_free(struct gguf *g);
 /* Tells the system the mapped pages of [p, p + n) are no longer needed,

@@ -143,8 +143,8 @@ step "bench stream" 25 "$b/tools/loom-bench" stream --devices "$dev"
 step "bench model on $dev" 90 "$b/tools/loom-bench" model --devices "$dev" \
 	--preset small --type bf16
 step "bench model on meta($dev,$dev)" 90 env LOOM_META_DEVICES="$dev,$dev" \
-	"$b/tools/loom-bench" model --devices "$dev,meta0" --preset small \
-	--type bf16
+	"$b/tools/loom-bench" model --devices "$dev" --devices meta0 \
+	--preset small --type bf16
 
 echo
 echo "=== figures"

@@ -591,7 +591,12 @@ const struct loom_plugin_desc fake_static_desc = {
 	.version = "1.2.3",
 	.init = fake_init,
 	.score = fake_score,
+	.size = sizeof(struct loom_plugin_desc),
 };
+#elif defined(FAKE_SHORT_DESCRIPTOR)
+/* Two bytes where the descriptor should be: ABI major 1, and no more. */
+__attribute__((visibility("default"))) const uint8_t
+	loom_plugin_descriptor[2] = { 1, 0 };
 #elif !defined(FAKE_NO_DESCRIPTOR)
 __attribute__((visibility("default"))) const struct loom_plugin_desc
 	loom_plugin_descriptor = {
@@ -601,6 +606,7 @@ __attribute__((visibility("default"))) const struct loom_plugin_desc
 		.version = "1.2.3",
 		.init = fake_init,
 		.score = fake_score,
+		.size = sizeof(struct loom_plugin_desc),
 	};
 #else
 /* Something to export, so the file is an ordinary shared object. */

@@ -1,10 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz-elf.c - fuzzes the plugin-file ELF checker (elf-check.c):
  * LLVMFuzzerTestOneInput for libFuzzer (-DLOOM_FUZZ_LIBFUZZER
- * -fsanitize=fuzzer), else a driver replaying corpus files for make check. */
+ * -fsanitize=fuzzer), else a driver replaying corpus files for make check.
+ * Its mutator changes one field of a header, a program header or a
+ * dynamic entry of a whole shared object at a time, so that the fuzzer
+ * reaches the checks behind the first ones.  In a configured tree:
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DLOOM_FUZZ_LIBFUZZER \
+ *       -I. -Iinclude -Ilibcore tests/fuzz-elf.c libcore/elf-check.c
+ * then run it on a copy of tests/corpus/elf with a built plugin added. */
 #include "config.h"
 
 #include <dirent.h>
+#include <elf.h>
+#include <link.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +55,167 @@ static void check(const uint8_t *data, size_t size, char why[256])
 		abort();
 }
 
+/* A small generator (xorshift), so that a seed replays. */
+static uint64_t next(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* A field: where it is in the file and how wide (4 or 8 bytes). */
+struct field {
+	size_t off, width;
+	bool tag; /* a dynamic entry's tag */
+};
+
+static uint64_t get_field(const uint8_t *data, struct field f)
+{
+	uint32_t v32;
+	uint64_t v64;
+
+	if (f.width == 4) {
+		memcpy(&v32, data + f.off, 4);
+		return v32;
+	}
+	memcpy(&v64, data + f.off, 8);
+	return v64;
+}
+
+static void set_field(uint8_t *data, struct field f, uint64_t v)
+{
+	uint32_t v32 = (uint32_t)v;
+
+	if (f.width == 4)
+		memcpy(data + f.off, &v32, 4);
+	else
+		memcpy(data + f.off, &v, 8);
+}
+
+#define FIELD(type, member)                                                  \
+	{ offsetof(type, member), sizeof(((type *)0)->member), false }
+
+static const struct field ehdr_fields[] = {
+	FIELD(ElfW(Ehdr), e_phoff),  FIELD(ElfW(Ehdr), e_shoff),
+	{ offsetof(ElfW(Ehdr), e_phnum), 2, false },
+	{ offsetof(ElfW(Ehdr), e_shnum), 2, false },
+};
+
+static const struct field phdr_fields[] = {
+	FIELD(ElfW(Phdr), p_type),   FIELD(ElfW(Phdr), p_flags),
+	FIELD(ElfW(Phdr), p_offset), FIELD(ElfW(Phdr), p_vaddr),
+	FIELD(ElfW(Phdr), p_filesz), FIELD(ElfW(Phdr), p_memsz),
+	FIELD(ElfW(Phdr), p_align),
+};
+
+/* A value for field f worth trying: an edge, a neighbour of what is
+ * there, the file's size, or another program header's field. */
+static uint64_t pick_value(const uint8_t *data, size_t size,
+			   const ElfW(Ehdr) *eh, struct field f,
+			   uint64_t *s)
+{
+	static const int64_t tags[] = {
+		DT_NULL, DT_NEEDED, DT_PLTRELSZ, DT_STRTAB, DT_SYMTAB,
+		DT_RELA, DT_RELASZ, DT_RELAENT, DT_STRSZ, DT_SYMENT,
+		DT_SONAME, DT_RPATH, DT_REL, DT_RELSZ, DT_RELENT, DT_PLTREL,
+		DT_JMPREL, DT_INIT_ARRAY, DT_INIT_ARRAYSZ, DT_RUNPATH,
+		DT_RELR, DT_RELRSZ, DT_RELRENT, DT_GNU_HASH, DT_VERSYM,
+	};
+	uint64_t cur = get_field(data, f), r = next(s);
+
+	if (f.tag && r % 2)
+		return (uint64_t)tags[next(s) % (sizeof(tags) / sizeof(*tags))];
+	switch (r % 8) {
+	case 0: return 0;
+	case 1: return next(s) % 3 ? 1 : UINT64_MAX;
+	case 2: return cur + 1 + next(s) % 16;
+	case 3: return cur - 1 - next(s) % 16;
+	case 4: return size - next(s) % 3;
+	case 5: return (uint64_t)1 << (next(s) % 20);
+	case 6: {
+		unsigned i = (unsigned)(next(s) % eh->e_phnum);
+		struct field g = phdr_fields[2 + next(s) % 4];
+
+		g.off += eh->e_phoff + i * sizeof(ElfW(Phdr));
+		return get_field(data, g);
+	}
+	default: return next(s);
+	}
+}
+
+/* Changes one field of data (size bytes) when it holds an ELF header of
+ * this class whose program headers it holds; returns false otherwise. */
+static bool mutate_field(uint8_t *data, size_t size, uint64_t seed)
+{
+	ElfW(Ehdr) eh;
+	uint64_t s = seed | 1, dyn_off = 0, dyn_n = 0;
+	struct field f;
+	unsigned kind;
+
+	if (size < sizeof(eh) || memcmp(data, ELFMAG, SELFMAG))
+		return false;
+	memcpy(&eh, data, sizeof(eh));
+	if (eh.e_phentsize != sizeof(ElfW(Phdr)) || !eh.e_phnum ||
+	    eh.e_phoff > size ||
+	    eh.e_phnum > (size - eh.e_phoff) / sizeof(ElfW(Phdr)))
+		return false;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		ElfW(Phdr) ph;
+
+		memcpy(&ph, data + eh.e_phoff + i * sizeof(ph), sizeof(ph));
+		if (ph.p_type == PT_DYNAMIC && ph.p_offset <= size) {
+			dyn_off = ph.p_offset;
+			dyn_n = (size - ph.p_offset) / sizeof(ElfW(Dyn));
+		}
+	}
+	kind = (unsigned)(next(&s) % 8);
+	if (kind == 0) {
+		f = ehdr_fields[next(&s) % (sizeof(ehdr_fields) /
+					   sizeof(*ehdr_fields))];
+	} else if (kind < 5 || !dyn_n) {
+		f = phdr_fields[next(&s) % (sizeof(phdr_fields) /
+					   sizeof(*phdr_fields))];
+		f.off += eh.e_phoff +
+			 (next(&s) % eh.e_phnum) * sizeof(ElfW(Phdr));
+	} else {
+		uint64_t k = next(&s) % (dyn_n < 64 ? dyn_n : 64);
+
+		f.tag = next(&s) % 2;
+		f.off = dyn_off + k * sizeof(ElfW(Dyn)) +
+			(f.tag ? 0 : offsetof(ElfW(Dyn), d_un));
+		f.width = 8;
+	}
+	if (f.width == 2) {
+		uint16_t v = (uint16_t)pick_value(data, size, &eh,
+						  (struct field){ f.off, 4,
+								  false },
+						  &s);
+
+		/* Two bytes: pick_value reads four, which are there. */
+		memcpy(data + f.off, &v, 2);
+		return true;
+	}
+	set_field(data, f, pick_value(data, size, &eh, f, &s));
+	return true;
+}
+
+#ifdef LOOM_FUZZ_LIBFUZZER
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
+			       unsigned int seed);
+
+/* Three times in four, one field of a whole object; else libFuzzer's
+ * own byte-level mutations. */
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,
+			       unsigned int seed)
+{
+	if (seed % 4 && mutate_field(data, size, seed))
+		return size;
+	return LLVMFuzzerMutate(data, size, max_size);
+}
+#endif
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -62,8 +232,11 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Replays one file, the reason into why; false when it cannot be
- * read. */
+/* How many single-field changes of each file a replay checks. */
+#define FIELD_TRIES 2000
+
+/* Replays one file, and copies of it with one field changed; the
+ * reason for the file itself into why; false when it cannot be read. */
 static bool replay(const char *path, char why[256])
 {
 	FILE *f = fopen(path, "rb");
@@ -95,6 +268,16 @@ static bool replay(const char *path, char why[256])
 		if (!exact) {
 			free(data);
 			return false;
+		}
+		/* Then FIELD_TRIES copies with one field changed each. */
+		for (uint64_t t = 0; t < FIELD_TRIES; t++) {
+			char ignored[256];
+
+			memcpy(exact, data, size);
+			if (!mutate_field(exact, size,
+					  0x9e3779b97f4a7c15ull * (t + 1)))
+				break;
+			check(exact, size, ignored);
 		}
 		memcpy(exact, data, size);
 		check(exact, size, why);

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # tests/fuzz.mk - the graph fuzz target.  Built plainly it replays the
-# checked-in corpus as a regression test; README.md ("Fuzzing") tells how
+# checked-in corpus as a regression test; doc/fuzzing.md tells how
 # to build it as a libFuzzer target with clang (FUZZ_CFLAGS and
 # FUZZ_LDFLAGS on the make command line).
 check_PROGRAMS += tests/fuzz-graph

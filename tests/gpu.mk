@@ -59,7 +59,7 @@ check-gpu: all $(check_PROGRAMS) $(check_LTLIBRARIES)
 		'$(GPU)' '$(GPU_LOGS)'
 
 # A bundle for a GPU machine with a compiler but no autotools or GLib:
-# the tarball, tests/gpu-run.sh and a copy of GLib (see README).
+# the tarball, tests/gpu-run.sh and a copy of GLib (see doc/gpu.md).
 gpu-bundle: dist
 	$(SHELL) $(top_srcdir)/tests/gpu-bundle.sh '$(top_srcdir)' \
 		'$(distdir).tar.gz' '$(abs_top_builddir)/gpu-bundle'

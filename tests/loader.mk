@@ -69,6 +69,13 @@ tests_fake_loom_nodesc_la_LDFLAGS = -module -avoid-version -shared \
 	-rpath /nowhere $(NO_UNDEFINED)
 tests_fake_loom_nodesc_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
+check_LTLIBRARIES += tests/fake/loom-shortdesc.la
+FAKE_PLUGINS += tests/fake/loom-shortdesc.la
+tests_fake_loom_shortdesc_la_SOURCES = tests/fake-plugin.c
+tests_fake_loom_shortdesc_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"shortdesc\" -DFAKE_SHORT_DESCRIPTOR
+tests_fake_loom_shortdesc_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_shortdesc_la_LIBADD = $(PLUGIN_LINK_LIBS)
+
 check_LTLIBRARIES += tests/fake/loom-major.la
 FAKE_PLUGINS += tests/fake/loom-major.la
 tests_fake_loom_major_la_SOURCES = tests/fake-plugin.c
@@ -209,6 +216,8 @@ check_PROGRAMS += tests/fuzz-elf
 TESTS += tests/fuzz-elf
 tests_fuzz_elf_SOURCES = tests/fuzz-elf.c libcore/elf-check.c
 tests_fuzz_elf_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libcore
+tests_fuzz_elf_CFLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS)
+tests_fuzz_elf_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/corpus/elf
 
 # Plugins that call back into the loader (from init, from a thread init

@@ -3,18 +3,20 @@
 # tests/test-bench.sh - loom-bench runs every command on small sizes and
 # says what it measured; the figures themselves are not checked (timing
 # belongs to loom-bench on a quiet machine), but the meta run's output
-# must match one device's, and a bad option must fail with a message.
+# must match one device's, --devices must mean what it does in loom-run,
+# the table must fit 100 columns, and a bad option or file must fail with
+# one clear message.
 # TAP output.
 
 bench="$LOOM_TEST_BUILDDIR/tools/loom-bench"
 LOOM_PLUGIN_PATH="$LOOM_TEST_PLUGIN_PATH"
 export LOOM_PLUGIN_PATH
 out="${TMPDIR:-/tmp}/loom-test-bench.$$"
-trap 'rm -f "$out" "$out.err"' EXIT
+trap 'rm -f "$out" "$out.err" "$out.gguf" "$out.x.gguf"' EXIT
 n=0
 failed=0
 
-echo "1..11"
+echo "1..17"
 
 # check NAME KEY... -- COMMAND...: COMMAND succeeds and its JSON has every
 # KEY.
@@ -66,10 +68,50 @@ fi
 # A meta device named on the command line, composed at load without the
 # model's shape: tiny's 32-wide heads are not what a device guesses from
 # the weights alone, so the run uses the same members with the shape.
+# Each --devices is a run of its own.
 check "model on a named meta device" devices decode_tok_s -- \
 	env LOOM_CPU_DEVICES=2 LOOM_META_DEVICES=cpu0,cpu1 "$bench" model \
-	--preset tiny --devices cpu0,meta0 --prefill 16 --decode 4 --reps 1 \
-	--no-limits --json
+	--preset tiny --devices cpu0 --devices meta0 --prefill 16 --decode 4 \
+	--reps 1 --no-limits --json
+runs() {
+	tr -d '\n ' <"$out" | sed -n 's/.*"devices":\[\([^]]*\)\].*/\1/p'
+}
+n=$((n + 1))
+if runs | grep -q '^"cpu0","meta[0-9]*"$' && grep -q '"nmse_vs_single": [0-9]' "$out"
+then
+	echo "ok $n - --devices twice: two runs, the meta one checked"
+else
+	echo "not ok $n - --devices twice: two runs: $(runs)"
+	failed=1
+fi
+
+# A list is one meta device over those devices, as in loom-run, against
+# one device over all their cores.
+check "model on --devices cpu0,cpu1" devices decode_tok_s -- \
+	env LOOM_CPU_DEVICES=2 "$bench" model --preset tiny --devices cpu0,cpu1 \
+	--prefill 16 --decode 4 --reps 1 --no-limits --json
+n=$((n + 1))
+if tr -d '\n' <"$out" | grep -q '"device": "meta[0-9]*", *"description": "meta(cpu0,cpu1)"' &&
+   [ "$(grep -c '"device":' "$out")" = 2 ]; then
+	echo "ok $n - --devices cpu0,cpu1 is one meta device and the reference"
+else
+	echo "not ok $n - --devices cpu0,cpu1: $(tr -d '\n' <"$out")"
+	failed=1
+fi
+
+# The table: within 100 columns, the error against one device named for a
+# user.
+n=$((n + 1))
+env LOOM_CPU_DEVICES=2 "$bench" model --preset tiny --prefill 16 --decode 4 \
+	--reps 1 --no-limits >"$out" 2>"$out.err"
+wide=$(awk '{ if (length($0) > w) w = length($0) } END { print w }' "$out")
+if grep -q '  err vs 1 dev$' "$out" && [ "$wide" -le 100 ]; then
+	echo "ok $n - the model table fits in 100 columns ($wide)"
+else
+	echo "not ok $n - the model table: $wide columns"
+	sed 's/^/# /' "$out"
+	failed=1
+fi
 
 check "gemm" gflops peak_gflops -- \
 	"$bench" gemm --size 128 --reps 1 --no-limits --json
@@ -100,6 +142,38 @@ if "$bench" gemm --size nonsense >"$out" 2>"$out.err" ||
 else
 	echo "ok $n - a bad option fails with a message"
 fi
+
+# refused NAME STATUS LINE COMMAND...: COMMAND exits with STATUS, having
+# printed LINE alone on stderr.
+refused() {
+	name=$1
+	status=$2
+	line=$3
+	shift 3
+	n=$((n + 1))
+	"$@" >"$out" 2>"$out.err"
+	rc=$?
+	if [ $rc = "$status" ] && [ "$(cat "$out.err")" = "$line" ]; then
+		echo "ok $n - $name"
+	else
+		echo "not ok $n - $name: status $rc"
+		sed 's/^/# /' "$out.err"
+		failed=1
+	fi
+}
+
+# An unknown preset lists them, with the status of a bad option.
+refused "an unknown preset lists the presets" 2 \
+	"loom-bench: --preset: no preset 'huge' (tiny, tiny-moe, small, small-moe, 7b-layer)" \
+	"$bench" model --preset huge
+
+# A model file of another architecture: one message naming the file.
+"$bench" model --preset tiny --save "$out.gguf" 2>"$out.err"
+LC_ALL=C sed 's/llama/gpt_x/g' "$out.gguf" >"$out.x.gguf"
+refused "another architecture: one message naming the file" 1 \
+	"loom-bench: $out.x.gguf: architecture 'gpt_x' is not supported (llama, qwen2, qwen3, qwen3moe are)" \
+	"$bench" model --gguf "$out.x.gguf" --no-limits
+rm -f "$out.gguf" "$out.x.gguf"
 
 # A number out of range names the option and its range.
 n=$((n + 1))

@@ -174,6 +174,7 @@ static const struct loom_plugin_desc host_desc = {
 	.name = "testhost",
 	.version = "1",
 	.init = host_init,
+	.size = sizeof(struct loom_plugin_desc),
 };
 
 /* ------------------------------------------------------------------------

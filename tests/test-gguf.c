@@ -3,11 +3,13 @@
  * and read back, version 2 and 3 headers, the mapped file, and corrupted
  * files, each refused with the message that names what is wrong.
  */
+#include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../model/gguf.h"
@@ -255,6 +257,61 @@ static void test_open(void)
 	g_free(dir);
 }
 
+/* A file that changes while mapped: truncated under the mapping (its
+ * pages then fault), rewritten in place, and a FIFO, refused without
+ * waiting for a writer. */
+static void test_changed(void)
+{
+	static float big[64 << 10];
+	struct gguf_writer *w;
+	char *dir = g_dir_make_tmp("loom-gguf-XXXXXX", NULL);
+	char *path = g_build_filename(dir, "big.gguf", NULL);
+	char *fifo = g_build_filename(dir, "fifo", NULL);
+	const struct gguf_tensor *t;
+	struct gguf *g;
+	struct timespec later[2] = { { 0, UTIME_OMIT }, { 12345, 0 } };
+
+	g_assert_cmpint(gguf_writer_new(&w), ==, LOOM_OK);
+	gguf_writer_add_tensor(w, "big", 0, 1, (int64_t[]){ 64 << 10 }, big);
+	g_assert_cmpint(gguf_writer_save(w, path), ==, LOOM_OK);
+	gguf_writer_free(w);
+
+	g_assert_cmpint(gguf_open(path, &g), ==, LOOM_OK);
+	t = gguf_tensor_find(g, "big");
+	g_assert_cmpint(gguf_check_read(g, t->data, t->size), ==, LOOM_OK);
+	/* Cut after the header: the tensor's pages are gone. */
+	g_assert_cmpint(truncate(path, 4096), ==, 0);
+	g_assert_cmpint(gguf_check_read(g, t->data, t->size), ==, LOOM_E_IO);
+	g_assert_true(g_str_has_suffix(loom_error_message(),
+				       "big.gguf: the file changed while in "
+				       "use"));
+	gguf_free(g);
+
+	/* The same size, written again. */
+	g_assert_cmpint(truncate(path, 0), ==, 0);
+	w = NULL;
+	g_assert_cmpint(gguf_writer_new(&w), ==, LOOM_OK);
+	gguf_writer_add_tensor(w, "big", 0, 1, (int64_t[]){ 64 << 10 }, big);
+	g_assert_cmpint(gguf_writer_save(w, path), ==, LOOM_OK);
+	gguf_writer_free(w);
+	g_assert_cmpint(gguf_open(path, &g), ==, LOOM_OK);
+	t = gguf_tensor_find(g, "big");
+	g_assert_cmpint(utimensat(AT_FDCWD, path, later, 0), ==, 0);
+	g_assert_cmpint(gguf_check_read(g, t->data, t->size), ==, LOOM_E_IO);
+	gguf_free(g);
+
+	g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+	g_assert_cmpint(gguf_open(fifo, &g), ==, LOOM_E_IO);
+	g_assert_true(g_str_has_suffix(loom_error_message(),
+				       "fifo: a FIFO, not a regular file"));
+	g_unlink(fifo);
+	g_unlink(path);
+	g_rmdir(dir);
+	g_free(fifo);
+	g_free(path);
+	g_free(dir);
+}
+
 /* ------------------------------------------------------------------------
  * Corruptions.  Each patches the small file and checks the message.
  */
@@ -427,6 +484,12 @@ static void test_corrupt(void)
 	put64(p + tensor_field(p, size, "t.f16", F_OFFSET), 0);
 	refused(p, size, "tensor 't.f16': data [0, 12) overlaps tensor "
 		"'t.f32' at 0");
+	/* A header that declares one tensor too few: the data section
+	 * then starts early and holds bytes no tensor accounts for. */
+	RESET();
+	put64(p + 8, 1);
+	refused(p, size, "of the data section belong to no tensor (does the "
+		"header declare too few tensors?)");
 	/* Duplicates. */
 	RESET();
 	memcpy(p + find(p, size, "t.f16"), "t.f32", 5);
@@ -492,6 +555,7 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/gguf/round-trip", test_round_trip);
 	g_test_add_func("/gguf/open", test_open);
+	g_test_add_func("/gguf/changed", test_changed);
 	g_test_add_func("/gguf/corrupt", test_corrupt);
 	g_test_add_func("/gguf/types", test_types);
 	return g_test_run();

@@ -13,7 +13,7 @@ n=0
 failed=0
 ncpu=$(nproc)
 
-echo "1..9"
+echo "1..10"
 
 # check NAME LINE [VAR=VALUE...]: loom-info, run with the plugins of the
 # build and those variables, prints LINE (exactly, as a whole line) and
@@ -51,6 +51,9 @@ more=$((ncpu + 1))
 check "LOOM_CPU_DEVICES over the CPUs" \
 	"  cpu: LOOM_CPU_DEVICES=$more but only $ncpu CPUs: devices share CPUs and run slower than one device" \
 	LOOM_CPU_DEVICES=$more
+check "LOOM_CPU_THREADS=zero" \
+	"  cpu: LOOM_CPU_THREADS=zero is not a thread count (1 to 4096); using one thread per core" \
+	LOOM_CPU_THREADS=zero
 check "LOOM_LOG=bogus" \
 	"  LOOM_LOG=bogus is not a level (none, error, warn, info, debug); using warn" \
 	LOOM_LOG=bogus

@@ -288,7 +288,7 @@ static void test_broken(struct fixture *f, gconstpointer data)
 	static const char *const names[] = {
 		"good",     "nodesc", "major", "minor",   "nomethod",
 		"initfail", "score0", "undef", "nodep",   "newer",
-		"misnamed",
+		"misnamed", "shortdesc",
 	};
 	char *junk = path_in(f->dir, "junk");
 
@@ -305,9 +305,12 @@ static void test_broken(struct fixture *f, gconstpointer data)
 	assert_record(f->dir, "nodesc", LOOM_PLUGIN_FAILED,
 		      "not a loom plugin: no loom_plugin_descriptor symbol");
 	assert_record(f->dir, "major", LOOM_PLUGIN_FAILED,
-		      "ABI mismatch: plugin ABI 2.1, libloom ABI 1.1");
+		      "ABI mismatch: plugin ABI 2.2, libloom ABI 1.2");
+	assert_record(f->dir, "shortdesc", LOOM_PLUGIN_FAILED,
+		      "descriptor of 2 bytes cannot hold its ABI version (8 "
+		      "bytes)");
 	assert_record(f->dir, "minor", LOOM_PLUGIN_FAILED,
-		      "ABI mismatch: plugin ABI 1.2, libloom ABI 1.1 (the "
+		      "ABI mismatch: plugin ABI 1.3, libloom ABI 1.2 (the "
 		      "plugin needs a newer libloom)");
 	assert_record(f->dir, "nomethod", LOOM_PLUGIN_FAILED,
 		      "device 'nomethod0': missing required method "
@@ -583,11 +586,15 @@ static void test_abi_rule(void)
 		{ 1, 0, 2, 5, "ABI mismatch: plugin ABI 1.0, libloom ABI 2.5" },
 	};
 
-	/* This core is 1.1: ranks are the first slot appended to 1.0. */
+	/* This core is 1.2: ranks are the first slot appended to 1.0, the
+	 * descriptor's size and flags the fields appended to it. */
 	g_assert_cmpuint(LOOM_ABI_MAJOR, ==, 1);
-	g_assert_cmpuint(LOOM_ABI_MINOR, ==, 1);
+	g_assert_cmpuint(LOOM_ABI_MINOR, ==, 2);
 	g_assert_cmpuint(offsetof(struct loom_dev_iface, get_rank), ==,
 			 offsetof(struct loom_dev_iface, event_synchronize) +
+				 sizeof(void *));
+	g_assert_cmpuint(offsetof(struct loom_plugin_desc, size), ==,
+			 offsetof(struct loom_plugin_desc, score) +
 				 sizeof(void *));
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
 		char why[160] = "";
@@ -598,6 +605,61 @@ static void test_abi_rule(void)
 
 		g_assert_cmpint(st, ==, cases[i].why ? LOOM_E_ABI : LOOM_OK);
 		g_assert_cmpstr(why, ==, cases[i].why ? cases[i].why : "");
+	}
+}
+
+/* A descriptor's bytes against what its version declares: the check
+ * reads no byte past the size it is given. */
+enum { SIZE_V1_0 = -1, SIZE_V1_2 = -2, SIZE_WHOLE = -3 };
+
+static void test_abi_desc_size(void)
+{
+	static const struct {
+		uint32_t major, minor;
+		int size_field; /* SIZE_WHOLE: sizeof */
+		int size;       /* bytes given, or one of SIZE_* */
+		const char *why; /* NULL: passes */
+	} cases[] = {
+		{ 1, 0, 0, SIZE_V1_0, NULL },
+		{ 1, 1, 0, SIZE_V1_0, NULL },
+		{ 1, 2, SIZE_WHOLE, SIZE_WHOLE, NULL },
+		{ 1, 2, SIZE_V1_2, SIZE_V1_2, NULL },
+		{ 1, 2, 0, SIZE_WHOLE, "descriptor says it is 0 bytes" },
+		{ 1, 2, 4096, SIZE_WHOLE, "descriptor says it is 4096 bytes" },
+		{ 1, 2, 0, SIZE_V1_0, "is shorter than plugin ABI 1.2's" },
+		{ 2, 0, 0, 8, NULL }, /* the version rule refuses these */
+		{ 1, 3, 0, 8, NULL },
+		{ 1, 1, 0, 16, "descriptor of 16 bytes is shorter than plugin "
+			       "ABI 1.1's" },
+		{ 1, 1, 0, 2, "descriptor of 2 bytes cannot hold its ABI "
+			      "version (8 bytes)" },
+	};
+	const size_t v1_0 = offsetof(struct loom_plugin_desc, size);
+	const size_t v1_2 = offsetof(struct loom_plugin_desc, flags) +
+			    sizeof(uint32_t);
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		struct loom_plugin_desc d = { 0 };
+		int sz = cases[i].size, zf = cases[i].size_field;
+		size_t size = sz == SIZE_V1_0 ? v1_0 : sz == SIZE_V1_2 ? v1_2 :
+			      sz == SIZE_WHOLE ? sizeof(d) : (size_t)sz;
+		char why[160] = "";
+		guint8 *bytes;
+		int st;
+
+		d.abi_major = cases[i].major;
+		d.abi_minor = cases[i].minor;
+		d.size = zf == SIZE_WHOLE ? sizeof(d) :
+			 zf == SIZE_V1_2 ? v1_2 : (uint32_t)zf;
+		/* Exactly size bytes, so that a read past them is one for
+		 * ASan and valgrind. */
+		bytes = g_memdup2(&d, size);
+		st = loom__desc_size_check(bytes, size, why, sizeof(why));
+		g_assert_cmpint(st, ==, cases[i].why ? LOOM_E_PLUGIN : LOOM_OK);
+		if (cases[i].why && !strstr(why, cases[i].why))
+			g_error("case %zu: '%s' lacks '%s'", i, why,
+				cases[i].why);
+		g_free(bytes);
 	}
 }
 
@@ -1404,6 +1466,275 @@ static void test_elf(struct fixture *f, gconstpointer data)
 	g_free(cpu);
 }
 
+/* One field of a whole plugin's headers changed, each as dlopen would
+ * trust it; the file is otherwise good.  Worked out from the plugin's
+ * own headers (the build decides its layout). */
+struct elf_image {
+	guint8 *data;
+	gsize len;
+	ElfW(Ehdr) *eh;
+};
+
+/* Program header i, or the first of type (and with flag, when not 0):
+ * its index into *index. */
+static ElfW(Phdr) *elf_phdr(const struct elf_image *im, uint32_t type,
+			    uint32_t flag, unsigned *index)
+{
+	for (unsigned i = 0; i < im->eh->e_phnum; i++) {
+		ElfW(Phdr) *ph = (ElfW(Phdr) *)(im->data + im->eh->e_phoff) + i;
+
+		if (ph->p_type == type && (!flag || (ph->p_flags & flag))) {
+			*index = i;
+			return ph;
+		}
+	}
+	g_error("the CPU plugin has no segment of type %u", type);
+	return NULL;
+}
+
+/* The dynamic entry of tag (the first), found in the file. */
+static ElfW(Dyn) *elf_dyn(const struct elf_image *im, int64_t tag)
+{
+	unsigned i;
+	ElfW(Phdr) *dyn = elf_phdr(im, PT_DYNAMIC, 0, &i);
+	ElfW(Dyn) *d = (ElfW(Dyn) *)(im->data + dyn->p_offset);
+
+	for (gsize k = 0; k < dyn->p_filesz / sizeof(*d); k++)
+		if (d[k].d_tag == tag)
+			return &d[k];
+	g_error("the CPU plugin has no dynamic entry %lld", (long long)tag);
+	return NULL;
+}
+
+/* Changes one field of im (a copy of the plugin) and returns the reason
+ * the loader must give (the caller frees it). */
+typedef char *(*elf_break_fn)(struct elf_image *im);
+
+static char *break_memsz(struct elf_image *im)
+{
+	unsigned i;
+	ElfW(Phdr) *ph = elf_phdr(im, PT_LOAD, PF_W, &i);
+
+	ph->p_memsz = 1;
+	return g_strdup_printf("malformed: segment %u (PT_LOAD) holds 0x%llx "
+			       "bytes of the file in 0x1 bytes of memory", i,
+			       (unsigned long long)ph->p_filesz);
+}
+
+static char *break_align(struct elf_image *im)
+{
+	unsigned i;
+	ElfW(Phdr) *ph = elf_phdr(im, PT_LOAD, PF_W, &i);
+
+	ph->p_align = 3 * (uint64_t)sysconf(_SC_PAGESIZE);
+	return g_strdup_printf("malformed: segment %u (PT_LOAD) is aligned to "
+			       "0x%llx, not a power of two that is a multiple "
+			       "of the page (0x%llx)", i,
+			       (unsigned long long)ph->p_align,
+			       (unsigned long long)sysconf(_SC_PAGESIZE));
+}
+
+static char *break_congruence(struct elf_image *im)
+{
+	unsigned i;
+	ElfW(Phdr) *ph = elf_phdr(im, PT_LOAD, PF_X, &i);
+
+	ph->p_offset += 8;
+	return g_strdup_printf("malformed: segment %u (PT_LOAD) at address "
+			       "0x%llx and file offset 0x%llx: they differ "
+			       "modulo its alignment 0x%llx", i,
+			       (unsigned long long)ph->p_vaddr,
+			       (unsigned long long)ph->p_offset,
+			       (unsigned long long)ph->p_align);
+}
+
+/* The writable segment moved onto the one before it. */
+static char *break_overlap(struct elf_image *im)
+{
+	unsigned i;
+	ElfW(Phdr) *w = elf_phdr(im, PT_LOAD, PF_W, &i), *prev = w - 1;
+
+	g_assert_cmpuint(prev->p_type, ==, PT_LOAD);
+	w->p_vaddr = prev->p_vaddr + prev->p_memsz - 0x10;
+	w->p_offset = w->p_vaddr % w->p_align +
+		      w->p_offset / w->p_align * w->p_align;
+	return g_strdup_printf("malformed: segment %u (PT_LOAD) at 0x%llx "
+			       "starts before the loadable segment before it "
+			       "ends (0x%llx)", i,
+			       (unsigned long long)w->p_vaddr,
+			       (unsigned long long)(prev->p_vaddr +
+						    prev->p_memsz));
+}
+
+static char *break_dynamic_outside(struct elf_image *im)
+{
+	unsigned i;
+	ElfW(Phdr) *ph = elf_phdr(im, PT_DYNAMIC, 0, &i);
+
+	ph->p_vaddr = 0x40000000;
+	return g_strdup_printf("malformed: segment %u (PT_DYNAMIC) at "
+			       "0x40000000 (0x%llx bytes) lies outside the "
+			       "loadable segments", i,
+			       (unsigned long long)ph->p_memsz);
+}
+
+static char *break_dynamic_size(struct elf_image *im)
+{
+	unsigned i;
+	ElfW(Phdr) *ph = elf_phdr(im, PT_DYNAMIC, 0, &i);
+
+	ph->p_filesz -= 4;
+	ph->p_memsz -= 4;
+	return g_strdup_printf("malformed: the dynamic section is 0x%llx "
+			       "bytes, not whole entries of %zu",
+			       (unsigned long long)ph->p_filesz,
+			       sizeof(ElfW(Dyn)));
+}
+
+static char *break_tls(struct elf_image *im)
+{
+	unsigned i;
+	ElfW(Phdr) *ph = elf_phdr(im, PT_TLS, 0, &i);
+
+	ph->p_memsz = ph->p_filesz - 1;
+	return g_strdup_printf("malformed: segment %u (PT_TLS) holds 0x%llx "
+			       "bytes of the file in 0x%llx bytes of memory",
+			       i, (unsigned long long)ph->p_filesz,
+			       (unsigned long long)ph->p_memsz);
+}
+
+static char *break_note(struct elf_image *im)
+{
+	unsigned i;
+	ElfW(Phdr) *ph = elf_phdr(im, PT_NOTE, 0, &i);
+
+	ph->p_vaddr += 0x40000000;
+	return g_strdup_printf("malformed: segment %u (PT_NOTE) at 0x%llx "
+			       "(0x%llx bytes) lies outside the loadable "
+			       "segments", i, (unsigned long long)ph->p_vaddr,
+			       (unsigned long long)ph->p_memsz);
+}
+
+/* Every DT_NULL of the section (it is padded with them) made another
+ * entry. */
+static char *break_dt_null(struct elf_image *im)
+{
+	unsigned i;
+	ElfW(Phdr) *dyn = elf_phdr(im, PT_DYNAMIC, 0, &i);
+	ElfW(Dyn) *d = (ElfW(Dyn) *)(im->data + dyn->p_offset);
+
+	for (gsize k = 0; k < dyn->p_filesz / sizeof(*d); k++)
+		if (d[k].d_tag == DT_NULL)
+			d[k].d_tag = DT_DEBUG;
+	return g_strdup("malformed: the dynamic section has no DT_NULL at "
+			"its end");
+}
+
+static char *break_strtab(struct elf_image *im)
+{
+	ElfW(Dyn) *d = elf_dyn(im, DT_STRTAB);
+
+	d->d_un.d_ptr = 0x40000000;
+	return g_strdup_printf("malformed: DT_STRTAB at 0x40000000 (%llu "
+			       "bytes) lies outside the loadable segments",
+			       (unsigned long long)
+				       elf_dyn(im, DT_STRSZ)->d_un.d_val);
+}
+
+static char *break_relaent(struct elf_image *im)
+{
+	elf_dyn(im, DT_RELAENT)->d_un.d_val = 0;
+	return g_strdup_printf("malformed: DT_RELAENT is 0, not %zu",
+			       sizeof(ElfW(Rela)));
+}
+
+static char *break_pltrel(struct elf_image *im)
+{
+	elf_dyn(im, DT_PLTREL)->d_un.d_val = DT_STRTAB;
+	return g_strdup_printf("malformed: DT_PLTREL is %d, neither DT_REL "
+			       "nor DT_RELA", DT_STRTAB);
+}
+
+static char *break_needed(struct elf_image *im)
+{
+	uint64_t strsz = elf_dyn(im, DT_STRSZ)->d_un.d_val;
+
+	elf_dyn(im, DT_NEEDED)->d_un.d_val = strsz;
+	return g_strdup_printf("malformed: DT_NEEDED names the string at "
+			       "%llu, past the string table's %llu bytes",
+			       (unsigned long long)strsz,
+			       (unsigned long long)strsz);
+}
+
+static char *break_strsz(struct elf_image *im)
+{
+	uint64_t *strsz = &elf_dyn(im, DT_STRSZ)->d_un.d_val;
+
+	/* The table's last byte is then the last of its last name. */
+	*strsz -= 1;
+	return g_strdup_printf("malformed: the string table (%llu bytes) "
+			       "does not end with a NUL",
+			       (unsigned long long)*strsz);
+}
+
+static void test_elf_fields(struct fixture *f, gconstpointer data)
+{
+	static const struct {
+		const char *name;
+		elf_break_fn fn;
+	} cases[] = {
+		{ "memsz", break_memsz },
+		{ "align", break_align },
+		{ "congruence", break_congruence },
+		{ "overlap", break_overlap },
+		{ "dynamic-outside", break_dynamic_outside },
+		{ "dynamic-size", break_dynamic_size },
+		{ "tls", break_tls },
+		{ "note", break_note },
+		{ "dt-null", break_dt_null },
+		{ "strtab", break_strtab },
+		{ "relaent", break_relaent },
+		{ "pltrel", break_pltrel },
+		{ "needed", break_needed },
+		{ "strsz", break_strsz },
+	};
+	char *reasons[G_N_ELEMENTS(cases)];
+	gsize len;
+	guint8 *cpu = cpu_plugin(&len);
+	char *out, *err;
+
+	if (!cpu) {
+		g_test_skip("the CPU plugin is not built");
+		return;
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		struct elf_image im = { g_memdup2(cpu, len), len, NULL };
+
+		im.eh = (ElfW(Ehdr) *)im.data;
+		reasons[i] = cases[i].fn(&im);
+		write_plugin(f->dir, cases[i].name, im.data, len);
+		g_free(im.data);
+	}
+	write_plugin(f->dir, "cpu", cpu, len);
+
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	assert_record(f->dir, "cpu", LOOM_PLUGIN_LOADED, "");
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++)
+		assert_record(f->dir, cases[i].name, LOOM_PLUGIN_FAILED,
+			      reasons[i]);
+	loom_unload_all();
+
+	/* loom-info lives through them all and shows why. */
+	g_assert_cmpint(run_info(NULL, &out, &err), ==, 0);
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_assert_nonnull(strstr(out, reasons[i]));
+		g_free(reasons[i]);
+	}
+	g_free(out);
+	g_free(err);
+	g_free(cpu);
+}
+
 /* Entries named like plugins that are no files, and search directories
  * that cannot be read: each has a record with its reason. */
 static void test_entries(struct fixture *f, gconstpointer data)
@@ -1990,6 +2321,7 @@ int main(int argc, char **argv)
 	F("/loader/variant-fallback", test_variant_fallback);
 	F("/loader/override-fallback", test_override_fallback);
 	F("/loader/elf", test_elf);
+	F("/loader/elf-fields", test_elf_fields);
 	F("/loader/entries", test_entries);
 	F("/loader/unreadable", test_unreadable);
 	F("/loader/template", test_template);
@@ -1997,6 +2329,7 @@ int main(int argc, char **argv)
 	F("/loader/backends/exclude", test_exclude);
 	F("/loader/backends/requested", test_requested);
 	g_test_add_func("/loader/abi/rule", test_abi_rule);
+	g_test_add_func("/loader/abi/desc-size", test_abi_desc_size);
 	F("/loader/abi/static", test_abi_static);
 	F("/loader/abi/old-plugin", test_abi_old_plugin);
 	F("/loader/ranks/order", test_rank_order);

@@ -1166,7 +1166,7 @@ static struct loom_tensor *weight(struct ops_graph *o, enum loom_type type,
 	return t;
 }
 
-/* One graph touching the rules of META.md beyond the decoder stack:
+/* One graph touching the rules of doc/meta.md beyond the decoder stack:
  * broadcast and full-size MIRRORED operands of split values, the linear
  * ops a PARTIAL value passes through, views of segments, get_rows of a
  * split table, argmax of a split, concat, copy into a split destination. */

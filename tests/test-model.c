@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <loom/loom-backend.h>
 
@@ -309,7 +310,8 @@ static void test_meta(gconstpointer data)
  * Refusals: a saved file rewritten with one change.
  */
 enum edit { E_ARCH, E_DROP, E_ROPE_FREQS, E_TYPE, E_SHAPE, E_EXTRA,
-	    E_SCALING, E_HEADS, E_ZERO_FREQ };
+	    E_SCALING, E_HEADS, E_ZERO_FREQ, E_FF_ZERO, E_ROPE_ZERO,
+	    E_ROPE_NAN };
 
 static char *rewrite(const char *src, enum edit edit)
 {
@@ -339,6 +341,13 @@ static char *rewrite(const char *src, enum edit edit)
 			 !strcmp(kv->key, "llama.attention.head_count"))
 			gguf_writer_add(w, kv->key, GGUF_TYPE_UINT64,
 					&(uint64_t){ 1ull << 40 });
+		else if (edit == E_FF_ZERO &&
+			 !strcmp(kv->key, "llama.feed_forward_length"))
+			gguf_writer_add_u32(w, kv->key, 0);
+		else if ((edit == E_ROPE_ZERO || edit == E_ROPE_NAN) &&
+			 !strcmp(kv->key, "llama.rope.freq_base"))
+			gguf_writer_add_f32(w, kv->key,
+					    edit == E_ROPE_ZERO ? 0.0f : NAN);
 		else if (kv->type == GGUF_TYPE_ARRAY)
 			gguf_writer_add_array(w, kv->key, kv->arr_type, kv->n,
 					      str ? (const void *)s : kv->data);
@@ -407,6 +416,12 @@ static void test_refused(void)
 		{ E_HEADS, LOOM_E_INVAL, "gguf: llama: a size above 16777216 "
 		  "(embedding 96, heads 1099511627776/3, layers 2, experts "
 		  "0/0)" },
+		{ E_FF_ZERO, LOOM_E_INVAL, "gguf: llama.feed_forward_length "
+		  "is 0" },
+		{ E_ROPE_ZERO, LOOM_E_INVAL, "gguf: llama.rope.freq_base is 0, "
+		  "not a positive number" },
+		{ E_ROPE_NAN, LOOM_E_INVAL, "gguf: llama.rope.freq_base is nan, "
+		  "not a positive number" },
 	};
 	struct llama_hparams hp;
 	loom_dev_t *dev = loom_dev_by_name("cpu0");
@@ -435,6 +450,32 @@ static void test_refused(void)
 	}
 	g_unlink(src);
 	g_free(src);
+}
+
+/* A model file cut short after it was opened: its weights' pages are
+ * gone, and loading says so instead of dying of SIGBUS. */
+static void test_changed(void)
+{
+	struct llama_hparams hp, h;
+	struct llama_model *m = NULL;
+	struct gguf *g;
+	char *path;
+
+	shape(LLAMA, LOOM_TYPE_F32, false, &hp);
+	path = save_model(&hp, "changed.gguf");
+	g_assert_cmpint(gguf_open(path, &g), ==, LOOM_OK);
+	g_assert_cmpint(model_hparams(g, 16, LOOM_TYPE_F32, &h, NULL), ==,
+			LOOM_OK);
+	g_assert_cmpint(truncate(path, (off_t)gguf_data_offset(g)), ==, 0);
+	g_assert_cmpint(model_load(g, &h, loom_dev_by_name("cpu0"), &m), ==,
+			LOOM_E_IO);
+	g_assert_null(m);
+	g_assert_true(g_str_has_suffix(loom_error_message(),
+				       "changed.gguf: the file changed while "
+				       "in use"));
+	gguf_free(g);
+	g_unlink(path);
+	g_free(path);
 }
 
 int main(int argc, char **argv)
@@ -527,6 +568,7 @@ int main(int argc, char **argv)
 		g_free(name);
 	}
 	g_test_add_func("/model/refused", test_refused);
+	g_test_add_func("/model/changed", test_changed);
 	ret = g_test_run();
 	g_rmdir(tmpdir);
 	g_free(tmpdir);

@@ -4,7 +4,11 @@
 # CPU partition and on a meta device over two with the same greedy
 # tokens, dumps one row of logits per prompt position, and fails with one
 # line and a non-zero status on a missing file, a file that is not GGUF,
-# an unknown device and a token out of range.  TAP output.
+# an unknown device (saying how LOOM_CPU_DEVICES makes a cpuN), a device
+# named twice, a split with no second device, a token out of range, an
+# empty token id and a FIFO given as the model (without waiting for a
+# writer); it warns of a --ctx longer than the model's, a plugin directory
+# that is not there and a LOOM_CPU_THREADS that is no count.  TAP output.
 
 run="$LOOM_TEST_BUILDDIR/tools/loom-run"
 bench="$LOOM_TEST_BUILDDIR/tools/loom-bench"
@@ -22,7 +26,7 @@ trap 'rm -rf "$dir"' EXIT
 n=0
 failed=0
 
-echo "1..10"
+echo "1..18"
 
 result() {
 	n=$((n + 1))
@@ -90,4 +94,57 @@ fails "an unknown device" "no device 'nope0'" -m "$dir/tiny.gguf" \
 	--tokens 1 --devices nope0
 fails "a token out of range" "'256' is not a token id below 256" \
 	-m "$dir/tiny.gguf" --tokens 1,256
+fails "an empty token id" "'1,,2' has an empty id" \
+	-m "$dir/tiny.gguf" --tokens 1,,2
+# A FIFO with no writer: opening it must not wait for one.
+mkfifo "$dir/fifo"
+timeout 20 "$run" -m "$dir/fifo" --tokens 1 >/dev/null 2>"$dir/err"
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] &&
+	grep -q "fifo: a FIFO, not a regular file" "$dir/err"
+ok=$?
+[ $ok = 0 ] || { echo "# rc $rc:"; sed 's/^/# /' "$dir/err"; }
+result $ok "a FIFO as the model fails at once"
+fails "a device named twice" \
+	"^loom-run: --devices: cpu0 is named twice: each device takes its own part of the model (LOOM_CPU_DEVICES=2 splits the CPU into cpu0 and cpu1)$" \
+	-m "$dir/tiny.gguf" --tokens 1 --devices cpu0,cpu0
+# The CPU whole: what makes cpu1, and the second device of a split.
+LOOM_CPU_DEVICES=
+fails "cpu1 of an unsplit CPU" \
+	"^loom-run: --devices: no device 'cpu1': the CPU is one device, cpu0, unless LOOM_CPU_DEVICES=N splits it into N (cpu0 to cpu1 with LOOM_CPU_DEVICES=2)$" \
+	-m "$dir/tiny.gguf" --tokens 1 --devices cpu1
+fails "--gpu-layers with one CPU device" \
+	"^loom-run: --gpu-layers: no second device besides cpu0 (LOOM_CPU_DEVICES=2 splits the CPU: --devices cpu0,cpu1)$" \
+	-m "$dir/tiny.gguf" --tokens 1 --gpu-layers 1
+LOOM_CPU_DEVICES=2
+
+# warns NAME LINE ARGS...: loom-run succeeds, and LINE is a whole line of
+# what it prints on stderr.
+warns() {
+	name=$1
+	line=$2
+	shift 2
+	"$run" -m "$dir/tiny.gguf" --tokens 1 -n 1 "$@" >/dev/null \
+		2>"$dir/err"
+	rc=$?
+	[ $rc = 0 ] && grep -Fxq -- "$line" "$dir/err"
+	ok=$?
+	[ $ok = 0 ] || { echo "# rc $rc:"; sed 's/^/# /' "$dir/err"; }
+	result $ok "$name"
+}
+
+# The saved file was trained for 640 tokens (prefill 512, decode 128).
+warns "--ctx longer than the model's" \
+	"loom-run: warning: --ctx 99999 is longer than the model was trained for; the cache holds 640 tokens" \
+	--ctx 99999
+path=$LOOM_PLUGIN_PATH
+LOOM_PLUGIN_PATH="$dir/none:$path"
+warns "a plugin directory that is not there" \
+	"loom: warn: $dir/none: plugin directory: not found"
+LOOM_PLUGIN_PATH=$path
+LOOM_CPU_THREADS=zero
+export LOOM_CPU_THREADS
+warns "LOOM_CPU_THREADS=zero" \
+	"loom: warn: cpu: LOOM_CPU_THREADS=zero is not a thread count (1 to 4096); using one thread per core"
+unset LOOM_CPU_THREADS
 exit $failed

@@ -5,7 +5,8 @@
 # the greedy tokens of cpu0 alone when split over two CPU partitions
 # (--gpu-layers), on acme0 with the CPU doing what it lacks, and split
 # over acme0 and the CPU; loom-bench model runs with acme as the first
-# device and its logits match the CPU's; loom-bench sched runs; and
+# device and its logits match the CPU's, and says why it leaves acme0
+# out when the CPU comes first; loom-bench sched runs; and
 # --gpu-layers without a second device fails with one line.  TAP output.
 
 run="$LOOM_TEST_BUILDDIR/tools/loom-run"
@@ -23,7 +24,7 @@ trap 'rm -rf "$dir"' EXIT
 n=0
 failed=0
 
-echo "1..11"
+echo "1..12"
 
 result() {
 	n=$((n + 1))
@@ -84,9 +85,15 @@ LOOM_BACKENDS=acme,cpu "$bench" model --preset tiny --prefill 8 \
 result $? "loom-bench model with acme as the first device"
 
 "$bench" model --preset tiny --prefill 8 --decode 4 --reps 1 --no-limits \
-	--json --devices acme0,cpu0 >"$dir/both.json" 2>"$dir/err" &&
+	--json --devices acme0 --devices cpu0 >"$dir/both.json" 2>"$dir/err" &&
 	nmse_ok "$dir/both.json"
 result $? "loom-bench model: acme0 with the CPU matches cpu0 (NMSE <= 1e-6)"
+
+"$bench" model --preset tiny --prefill 8 --decode 4 --reps 1 --no-limits \
+	>"$dir/left.txt" 2>"$dir/err" &&
+	grep -Fxq "note: acme0 not measured: it lacks get_rows (--devices acme0 runs it, a CPU taking what it lacks)" \
+		"$dir/left.txt"
+result $? "loom-bench model says it left acme0 out, and why"
 
 "$bench" model --preset tiny --prefill 8 --decode 4 --reps 1 --no-limits \
 	--json --devices cpu0,cpu1 --gpu-layers 1 >"$dir/split.json" \

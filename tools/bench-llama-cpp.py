@@ -8,10 +8,10 @@
 #   tools/bench-llama-cpp.py --llama-bench PATH [--presets small,7b-layer]
 #       [--types f32,f16,bf16,q8_0] [--gguf FILE ...] [--threads 2]
 #       [--rounds 5] [--prefill 128] [--decode 32] [--busy N]
-#       [--omp-passive]
+#       [--omp-passive] [--markdown]
 #   tools/bench-llama-cpp.py --kernels --llama-cpp DIR [--sizes 2048,4096]
 #       [--types f32,q8_0,q4_0,q4_k] [--k 4096] [--rows M] [--reps 5]
-#       [--rounds 3] [--threads 2]
+#       [--rounds 3] [--threads 2] [--markdown]
 #
 # The files are the presets written by `loom-bench model --save` (and any
 # --gguf FILE).  Each round runs `loom-bench model --gguf FILE` and
@@ -36,6 +36,9 @@
 # picks it or --rows, GB/s of weight bytes).  ggml's weights sit where
 # llama.cpp would put them: the table names the buffer and, where ggml
 # repacked them into interleaved rows, the layout.
+#
+# --markdown ends with the same figures as a table in the form of
+# doc/benchmarks.md, ready to paste there.
 import argparse
 import json
 import os
@@ -214,7 +217,30 @@ def kernel_row(op, t, shape, unit, lo, gg, key):
     print("%-4s %-5s %-16s %-7s %8.1f %9.1f %6.2f  %-20s %8.1e" % (
         op, t, shape, unit, ml, mg, ml / mg, where, g["check_nmse"]),
         flush=True)
-    return g
+    return g, ml, mg
+
+
+def fig(x):
+    # Three significant digits, as the tables of doc/benchmarks.md have.
+    return "%.3g" % x if x < 1000 else "%.0f" % x
+
+
+def kernels_markdown(rows, bw):
+    # One row per type: GEMM at the first size (the ratios at the other
+    # sizes in brackets), then GEMV and its share of STREAM read.
+    print()
+    print("| type | GEMM GFLOP/s Loom / llama.cpp | ratio | GEMV GB/s Loom "
+          "/ llama.cpp | ratio | GEMV share of STREAM |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for t, gemm, gemv in rows:
+        more = " (%s)" % ", ".join("%.2f" % (l / g) for l, g in gemm[1:]) \
+            if len(gemm) > 1 else ""
+        gemm_cells = ("%s / %s | %.2f%s" % (fig(gemm[0][0]), fig(gemm[0][1]),
+                                            gemm[0][0] / gemm[0][1], more)
+                      if gemm else "- | -")
+        print("| %s | %s | %s / %s | %.2f | %s |" % (
+            t.upper(), gemm_cells, fig(gemv[0]), fig(gemv[1]),
+            gemv[0] / gemv[1], "%.0f%%" % (100 * gemv[0] / bw) if bw else "-"))
 
 
 def kernels(o):
@@ -232,12 +258,15 @@ def kernels(o):
     print(head)
     print("-" * len(head))
     g = None
+    rows = []
     for t in o.types.split(","):
+        gemm = []
         for s in sizes:
             lo, gg = interleaved(o.rounds, [lambda: loom_gemm(o, t, s),
                                             lambda: ggml_mm(o, t, s, s, s)])
-            g = kernel_row("GEMM", t, "%dx%dx%d" % (s, s, s), "GFLOP/s",
-                           lo, gg, "gflops")
+            g, ml, mg = kernel_row("GEMM", t, "%dx%dx%d" % (s, s, s),
+                                   "GFLOP/s", lo, gg, "gflops")
+            gemm.append((ml, mg))
         # Loom picks m in round 0's first step, before ggml's first run.
         lv = []
         lo, gg = interleaved(o.rounds, [
@@ -246,10 +275,13 @@ def kernels(o):
         if gg[-1]["weight_bytes"] != lv[0]["bytes"]:
             print("warning: %s weights of %d bytes in Loom, %d in ggml" %
                   (t, lv[0]["bytes"], gg[-1]["weight_bytes"]))
-        g = kernel_row("GEMV", t, "%dx1x%d" % (lv[0]["m"], o.k), "GB/s",
-                       lo, gg, "gbps")
+        g, ml, mg = kernel_row("GEMV", t, "%dx1x%d" % (lv[0]["m"], o.k),
+                               "GB/s", lo, gg, "gbps")
+        rows.append((t, gemm, (ml, mg)))
     if g:
         print("ggml CPU features: %s" % g["features"])
+    if o.markdown:
+        kernels_markdown(rows, bw)
     tmp.cleanup()
     return 0
 
@@ -258,6 +290,24 @@ def busy(n):
     # n processes that keep a core each busy until killed.
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"])
             for _ in range(n)]
+
+
+def file_label(path):
+    # small-q4_k.gguf, as the presets are saved: "small Q4_K".
+    name = os.path.basename(path)[:-5]
+    preset, _, t = name.rpartition("-")
+    return "%s %s" % (preset, t.upper()) if preset else name
+
+
+def models_markdown(rows):
+    print()
+    print("| file | prefill tok/s Loom / llama.cpp | ratio | decode tok/s "
+          "Loom / llama.cpp | ratio | Loom decode GB/s |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for path, mp, qp, md, qd, gbps in rows:
+        print("| %s | %s / %s | %.2f | %s / %s | %.2f | %.1f |" % (
+            file_label(path), fig(mp), fig(qp), mp / qp, fig(md), fig(qd),
+            md / qd, gbps))
 
 
 def models(o):
@@ -285,6 +335,7 @@ def models(o):
              "llama.cpp", "ratio", "GB/s"))
     print(head)
     print("-" * len(head))
+    rows = []
     for path in files:
         lo, ll = interleaved(o.rounds, [lambda: loom_once(o, path),
                                         lambda: llama_once(o, path)])
@@ -297,9 +348,12 @@ def models(o):
         print("%-18s %9.1f %9.1f %6.2f   %9.2f %9.2f %6.2f  %8.1f" % (
             os.path.basename(path)[:-5], mp, qp, mp / qp, md, qd, md / qd,
             gbps), flush=True)
+        rows.append((path, mp, qp, md, qd, gbps))
     for p in load:
         p.kill()
         p.wait()
+    if o.markdown:
+        models_markdown(rows)
     if not o.no_load:
         load_table(o, files)
     tmp.cleanup()
@@ -339,6 +393,8 @@ def main():
                     help="--kernels: GEMV m (default: loom-bench's)")
     ap.add_argument("--reps", type=int, default=5,
                     help="--kernels: timed runs per process")
+    ap.add_argument("--markdown", action="store_true",
+                    help="end with the table in doc/benchmarks.md's form")
     o = ap.parse_args()
     if o.kernels and not o.llama_cpp:
         ap.error("--kernels needs --llama-cpp DIR")

@@ -7,6 +7,7 @@
  * the scheduler (partial offload).
  */
 #define _GNU_SOURCE
+#include "app-devices.h"
 #include "app-world.h"
 #include "bench-util.h"
 #include "llama.h"
@@ -24,6 +25,7 @@
 
 #define MODEL_MAX_RUNS 8
 #define MODEL_MAX_MEMBERS 16
+#define MODEL_MAX_NOTES 8
 /* Prefill repeats stop once this much time has gone by. */
 #define MODEL_PREFILL_BUDGET_S 6.0
 #define MODEL_PREFILL_REPS 3
@@ -70,7 +72,7 @@ struct model_bench {
 	struct bench_stream st;
 	size_t decode_bytes, weight_bytes;
 	int64_t n_params;
-	char notes[4][200];
+	char notes[MODEL_MAX_NOTES][200];
 	int n_notes;
 	bool whole_ref; /* the reference is the whole CPU in a child */
 	struct gguf *g; /* --gguf: the file's model, not a preset */
@@ -93,7 +95,7 @@ static void add_note(struct model_bench *mb, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (mb->n_notes == 4)
+	if (mb->n_notes == MODEL_MAX_NOTES)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(mb->notes[mb->n_notes++], sizeof(mb->notes[0]), fmt, ap);
@@ -347,18 +349,6 @@ static size_t meta_members(loom_dev_t *meta, loom_dev_t **devs, size_t max)
 	return n;
 }
 
-/* The first CPU device that is not dev, or NULL. */
-static loom_dev_t *other_cpu(loom_dev_t *dev)
-{
-	for (size_t i = 0; i < loom_dev_count(); i++) {
-		loom_dev_t *d = loom_dev_get(i);
-
-		if (d != dev && loom_dev_type(d) == LOOM_DEV_TYPE_CPU)
-			return d;
-	}
-	return NULL;
-}
-
 /* Makes r a split run: layers [0, n_first) on its device, the rest on
  * rest, named "dev+rest". */
 static void split_run(struct model_run *r, loom_dev_t *rest, int64_t n_first,
@@ -381,26 +371,24 @@ static void split_run(struct model_run *r, loom_dev_t *rest, int64_t n_first,
 static int plan_offload(struct model_bench *mb)
 {
 	const struct bench_opts *o = mb->o;
-	loom_dev_t *first = bench_pick_device(o), *rest = NULL;
-	const char *comma = o->devices ? strchr(o->devices, ',') : NULL;
+	loom_dev_t *devs[2] = { bench_pick_device(o), NULL }, *rest;
 	struct model_run *r;
+	size_t n = 1;
+	int ret;
 
-	if (!first)
-		return loom_error_set(LOOM_E_NOT_FOUND, "no device '%s' (see "
-				      "loom-info)", o->devices ? o->devices
-							       : "");
-	if (comma && !(rest = loom_dev_by_name(comma + 1)))
-		return loom_error_set(LOOM_E_NOT_FOUND, "--devices: no device "
-				      "'%s' (see loom-info)", comma + 1);
+	if (o->devices) {
+		ret = app_devices_parse(o->devices, devs, 2, &n);
+		if (ret)
+			return ret;
+	}
+	if (!devs[0])
+		return loom_error_set(LOOM_E_NOT_FOUND, "no device (see "
+				      "loom-info)");
+	rest = app_devices_second(devs[0], n > 1 ? devs[1] : NULL);
 	if (!rest)
-		rest = other_cpu(first);
-	if (!rest || rest == first)
-		return loom_error_set(LOOM_E_NOT_FOUND, "--gpu-layers: no "
-				      "second device besides %s (name one in "
-				      "--devices A,B; LOOM_CPU_DEVICES=2 "
-				      "splits the CPU)", loom_dev_name(first));
+		return LOOM_E_NOT_FOUND;
 	add_run(mb, rest);
-	r = add_run(mb, first);
+	r = add_run(mb, devs[0]);
 	split_run(r, rest, o->gpu_layers, mb->hp.n_layer);
 	return LOOM_OK;
 }
@@ -421,7 +409,7 @@ static void fall_back(struct model_bench *mb)
 					      sizeof(what))
 			     : llama_dev_runs(&mb->hp, NULL, r->dev, what,
 					      sizeof(what));
-		if (runs || !(cpu = other_cpu(r->dev)))
+		if (runs || !(cpu = app_devices_other_cpu(r->dev)))
 			continue;
 		add_note(mb, "%s lacks %s: %s runs what it lacks", r->name,
 			 what, loom_dev_name(cpu));
@@ -454,52 +442,130 @@ static loom_dev_t *meta_with_shape(struct model_bench *mb, loom_dev_t *meta)
 	return meta;
 }
 
-/* The devices to run: --devices, else the best single device plus a meta
- * device (the registered one, or one made over the CPU partitions). */
+/* The run of one --devices: a name is that device, a list the meta
+ * device over those, as loom-run makes it; *first gets the first device
+ * named and *n how many were. */
+static int device_run(struct model_bench *mb, const char *list,
+		      loom_dev_t **out, loom_dev_t **first, size_t *n)
+{
+	loom_dev_t *devs[MODEL_MAX_MEMBERS];
+	int ret = app_devices_parse(list, devs, MODEL_MAX_MEMBERS, n);
+
+	if (ret)
+		return ret;
+	*first = devs[0];
+	if (*n > 1)
+		return loom_meta_dev_new(devs, *n, model_split,
+					 model_shape(mb), NULL, out);
+	*out = loom_dev_type(devs[0]) == LOOM_DEV_TYPE_META
+		       ? meta_with_shape(mb, devs[0])
+		       : devs[0];
+	return LOOM_OK;
+}
+
+/* Whether meta's members are every CPU device, each once: the cores one
+ * device over the whole CPU (a child process) has too. */
+static bool spans_the_cpu(loom_dev_t *meta)
+{
+	loom_dev_t *devs[MODEL_MAX_MEMBERS];
+	loom_reg_t *cpu = loom_reg_by_name("cpu");
+	size_t n = meta_members(meta, devs, MODEL_MAX_MEMBERS);
+
+	if (!cpu || n < 2 || n != loom_reg_dev_count(cpu))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (loom_dev_reg(devs[i]) != cpu)
+			return false;
+		for (size_t k = 0; k < i; k++)
+			if (devs[k] == devs[i])
+				return false;
+	}
+	return true;
+}
+
+/* A note for each device the runs leave out, saying why and how to
+ * measure it. */
+static void note_left_out(struct model_bench *mb, loom_dev_t *meta)
+{
+	loom_dev_t *members[MODEL_MAX_MEMBERS];
+	size_t n = meta ? meta_members(meta, members, MODEL_MAX_MEMBERS) : 0;
+
+	for (size_t i = 0; i < loom_dev_count(); i++) {
+		loom_dev_t *d = loom_dev_get(i);
+		char what[160];
+		bool used = loom_dev_type(d) == LOOM_DEV_TYPE_META;
+
+		for (int k = 0; k < mb->n_runs && !used; k++)
+			used = mb->runs[k].dev == d;
+		for (size_t k = 0; k < n && !used; k++)
+			used = members[k] == d;
+		if (used)
+			continue;
+		if (mb->g ? model_dev_runs(mb->g, &mb->hp, d, what,
+					   sizeof(what))
+			  : llama_dev_runs(&mb->hp, NULL, d, what,
+					   sizeof(what)))
+			add_note(mb, "%s not measured: only the first device "
+				 "and a meta device are (--devices %s measures "
+				 "it)",
+				 loom_dev_name(d), loom_dev_name(d));
+		else
+			add_note(mb, "%s not measured: it lacks %s (--devices "
+				 "%s runs it, a CPU taking what it lacks)",
+				 loom_dev_name(d), what, loom_dev_name(d));
+	}
+}
+
+/* The devices to run: each --devices given more than once; else the best
+ * single device (the first device of a --devices list) plus a meta device
+ * (that of the list, the registered one, or one made over the CPU
+ * partitions). */
 static int plan_devices(struct model_bench *mb)
 {
 	const struct bench_opts *o = mb->o;
-	loom_dev_t *single, *meta;
-	loom_reg_t *cpu;
+	loom_dev_t *single = NULL, *meta = NULL, *dev;
+	loom_reg_t *cpu = loom_reg_by_name("cpu");
+	size_t n = 0;
+	int ret;
 
 	if (o->gpu_layers >= 0)
 		return plan_offload(mb);
-	if (o->devices && *o->devices) {
-		char buf[256], *p, *save = NULL;
-
-		snprintf(buf, sizeof(buf), "%s", o->devices);
-		for (p = strtok_r(buf, ",", &save); p;
-		     p = strtok_r(NULL, ",", &save)) {
-			loom_dev_t *dev = loom_dev_by_name(p);
-
-			if (!dev)
-				return loom_error_set(LOOM_E_NOT_FOUND,
-						      "no device '%s' (see "
-						      "loom-info)", p);
-			if (loom_dev_type(dev) == LOOM_DEV_TYPE_META)
-				dev = meta_with_shape(mb, dev);
+	for (int i = 0; i < o->n_device_lists && o->n_device_lists > 1; i++) {
+		ret = device_run(mb, o->device_lists[i], &dev, &single, &n);
+		if (ret)
+			return ret;
+		add_run(mb, dev);
+	}
+	if (o->n_device_lists > 1)
+		return LOOM_OK;
+	if (o->n_device_lists == 1) {
+		ret = device_run(mb, o->devices, &dev, &single, &n);
+		if (ret)
+			return ret;
+		if (n == 1 || o->internal) {
 			add_run(mb, dev);
+			return LOOM_OK;
 		}
-		return LOOM_OK;
+		meta = dev;
+	} else {
+		single = bench_pick_device(o);
+		if (!single)
+			return loom_error_set(LOOM_E_NOT_FOUND, "no device");
+		if (o->internal) {
+			add_run(mb, single);
+			return LOOM_OK;
+		}
+		meta = loom_dev_by_type(LOOM_DEV_TYPE_META);
 	}
-	single = bench_pick_device(o);
-	if (!single)
-		return loom_error_set(LOOM_E_NOT_FOUND, "no device");
-	if (o->internal) {
-		add_run(mb, single);
-		return LOOM_OK;
-	}
-
-	meta = loom_dev_by_type(LOOM_DEV_TYPE_META);
-	cpu = loom_reg_by_name("cpu");
-	if (meta) {
+	/* A registered meta device gets the model's shape; a list's has
+	 * it. */
+	if (meta && n < 2) {
 		meta = meta_with_shape(mb, meta);
-	} else if (cpu && loom_reg_dev_count(cpu) >=
-				  (mb->world.meta ? 1u : 2u)) {
+	} else if (!meta && cpu && loom_reg_dev_count(cpu) >=
+					   (mb->world.meta ? 1u : 2u)) {
 		loom_dev_t *devs[MODEL_MAX_MEMBERS];
-		size_t n = loom_reg_dev_count(cpu);
-		int ret;
 
+		n = loom_reg_dev_count(cpu);
 		if (n > MODEL_MAX_MEMBERS)
 			n = MODEL_MAX_MEMBERS;
 		for (size_t i = 0; i < n; i++)
@@ -518,13 +584,14 @@ static int plan_devices(struct model_bench *mb)
 	 * all of their cores (a child process), not with one partition. */
 	mb->single = single;
 	/* Under mpirun a child process would be one more rank. */
-	mb->whole_ref = meta && cpu && loom_reg_dev_count(cpu) >= 2 &&
-			loom_dev_type(single) == LOOM_DEV_TYPE_CPU &&
-			!mb->world.reg;
+	mb->whole_ref = meta && loom_dev_type(single) == LOOM_DEV_TYPE_CPU &&
+			spans_the_cpu(meta) && !mb->world.reg;
 	if (!mb->whole_ref)
 		add_run(mb, single);
 	if (meta)
 		add_run(mb, meta);
+	if (o->n_device_lists == 0)
+		note_left_out(mb, meta);
 	return LOOM_OK;
 }
 
@@ -912,23 +979,29 @@ static double run_limit(struct model_bench *mb, const struct model_run *r)
 	return sum;
 }
 
+/* A run's name in the table: the separate run on all cores is marked. */
+static void run_label(const struct model_run *r, char *out, size_t size)
+{
+	snprintf(out, size, "%s%s", r->name, r->separate ? " (all)" : "");
+}
+
 static void print_table(struct model_bench *mb)
 {
 	static const char *const heads[] = {
-		"device", "prefill tok/s", "decode tok/s", "ms/token",
-		"GB/s", "of STREAM", "weights+KV MiB", "compute MiB",
-		"NMSE vs single",
+		"device", "prefill tok/s", "decode tok/s", "GB/s",
+		"of STREAM", "weights MiB", "compute MiB", "err vs 1 dev",
 	};
 	const struct bench_opts *o = mb->o;
 	const struct llama_hparams *hp = &mb->hp;
 	const struct model_run *ref, *meta, *whole;
-	struct bench_table *t = bench_table_new(9, heads);
+	struct bench_table *t = bench_table_new(8, heads);
 	char title[320];
 
 	pick_runs(mb, &ref, &meta, &whole);
 	for (int i = 0; i < mb->n_runs; i++) {
 		const struct model_run *r = &mb->runs[i];
-		char share[16] = "-", nm[24] = "-", w[96], c[96], name[128];
+		char share[16] = "-", nm[24] = "-", name[128];
+		size_t w = 0, c = 0;
 
 		if (r->limit_gbps > 0 && o->decode)
 			snprintf(share, sizeof(share), "%.0f%%",
@@ -937,32 +1010,40 @@ static void print_table(struct model_bench *mb)
 			snprintf(nm, sizeof(nm), "%.2e", r->nmse);
 		else if (i == 0 && !r->is_meta && mb->n_runs > 1)
 			snprintf(nm, sizeof(nm), "(reference)");
-		fmt_mib_list(w, sizeof(w), r->dev_weights, r->n_members);
-		fmt_mib_list(c, sizeof(c), r->dev_compute, r->n_members);
-		if (r->separate)
-			snprintf(name, sizeof(name), "%s (all cores, own "
-				 "process)", r->name);
-		else
-			snprintf(name, sizeof(name), "%s", r->name);
-		bench_table_row(t, "%s\t%.1f\t%.2f\t%.2f\t%.1f\t%s\t%s\t%s\t%s",
+		for (int k = 0; k < r->n_members; k++) {
+			w += r->dev_weights[k];
+			c += r->dev_compute[k];
+		}
+		run_label(r, name, sizeof(name));
+		bench_table_row(t, "%s\t%.1f\t%.2f\t%.1f\t%s\t%.1f\t%.1f\t%s",
 				name, r->prefill_tok_s, r->decode_tok_s,
-				o->decode ? 1e3 / r->decode_tok_s : 0, r->gbps,
-				share, w, c, nm);
+				r->gbps, share, w / 1048576.0, c / 1048576.0,
+				nm);
 	}
 	snprintf(title, sizeof(title),
-		 "model %s: %s, %lld layers, n_embd %lld, heads %lld/%lld kv, "
-		 "n_ff %lld%s, %.1f M params (%.1f MiB); prefill %d, "
-		 "decode %d tokens", o->gguf ? o->gguf : o->preset,
-		 loom_type_name(hp->wtype),
+		 "model %s: %s, %.1f M params (%.1f MiB); prefill %d, "
+		 "decode %d tokens\n%lld layers, n_embd %lld, heads %lld/%lld "
+		 "kv, n_ff %lld%s", o->gguf ? o->gguf : o->preset,
+		 loom_type_name(hp->wtype), mb->n_params * 1e-6,
+		 mb->weight_bytes / 1048576.0, o->prefill, o->decode,
 		 (long long)hp->n_layer, (long long)hp->n_embd,
 		 (long long)hp->n_head, (long long)hp->n_head_kv,
-		 (long long)hp->n_ff, hp->n_expert ? ", MoE" : "",
-		 mb->n_params * 1e-6, mb->weight_bytes / 1048576.0,
-		 o->prefill, o->decode);
+		 (long long)hp->n_ff, hp->n_expert ? ", MoE" : "");
 	bench_table_print(t, stdout, title);
 	bench_table_free(t);
-	for (int i = 0; i < mb->n_runs; i++)
-		printf("  %-8s %s\n", mb->runs[i].name, mb->runs[i].desc);
+	for (int i = 0; i < mb->n_runs; i++) {
+		const struct model_run *r = &mb->runs[i];
+		char w[96], c[96], name[128];
+
+		run_label(r, name, sizeof(name));
+		printf("  %-10s %s\n", name, r->desc);
+		if (r->n_members < 2)
+			continue;
+		fmt_mib_list(w, sizeof(w), r->dev_weights, r->n_members);
+		fmt_mib_list(c, sizeof(c), r->dev_compute, r->n_members);
+		printf("  %-10s per device: weights %s MiB, compute %s MiB\n",
+		       "", w, c);
+	}
 	if (mb->st.read_gbps > 0)
 		printf("GB/s: %.1f MiB of weights read per decode token; "
 		       "STREAM read %.1f GB/s (%d threads, same run)\n",
@@ -1078,7 +1159,9 @@ int bench_cmd_model(const struct bench_opts *o)
 	mb->o = o;
 	ret = setup(mb);
 	if (ret) {
-		bench_fail("model", ret);
+		/* A file that opened is named; gguf_open's message names
+		 * the one that did not. */
+		bench_fail(mb->g ? o->gguf : "model", ret);
 		goto out;
 	}
 	if (bench_load())
@@ -1094,7 +1177,8 @@ int bench_cmd_model(const struct bench_opts *o)
 	}
 	ret = plan_devices(mb);
 	if (ret) {
-		bench_fail("devices", ret);
+		bench_fail(o->gpu_layers >= 0 ? "--gpu-layers" : "--devices",
+			   ret);
 		goto out;
 	}
 	fall_back(mb);

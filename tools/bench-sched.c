@@ -6,6 +6,7 @@
  * against the first alone, and the share of decode time its copies take.
  * The two devices are --devices A,B, else two CPU partitions.
  */
+#include "app-devices.h"
 #include "bench-util.h"
 #include "llama.h"
 
@@ -36,29 +37,22 @@ struct sched_bench {
 static int pick_devices(struct sched_bench *sb)
 {
 	const char *d = sb->o->devices;
-	int n = 0;
+	size_t n = 0;
+	int ret;
 
 	if (d && *d) {
-		char buf[256], *p, *save = NULL;
-
-		snprintf(buf, sizeof(buf), "%s", d);
-		for (p = strtok_r(buf, ",", &save); p && n < 2;
-		     p = strtok_r(NULL, ",", &save))
-			if (!(sb->dev[n++] = loom_dev_by_name(p)))
-				return loom_error_set(LOOM_E_NOT_FOUND,
-						      "no device '%s' (see "
-						      "loom-info)", p);
-	}
-	for (size_t i = 0; n < 2 && i < loom_dev_count(); i++) {
-		loom_dev_t *c = loom_dev_get(i);
-
-		if (loom_dev_type(c) == LOOM_DEV_TYPE_CPU && c != sb->dev[0])
-			sb->dev[n++] = c;
+		ret = app_devices_parse(d, sb->dev, 2, &n);
+		if (ret)
+			return ret;
+	} else {
+		sb->dev[n++] = app_devices_other_cpu(NULL);
+		if (!sb->dev[0])
+			return loom_error_set(LOOM_E_NOT_FOUND, "no CPU "
+					      "device (see loom-info)");
 	}
 	if (n < 2)
-		return loom_error_set(LOOM_E_NOT_FOUND, "two devices needed "
-				      "(--devices A,B, or LOOM_CPU_DEVICES=2)");
-	return LOOM_OK;
+		sb->dev[1] = app_devices_second(sb->dev[0], NULL);
+	return sb->dev[1] ? LOOM_OK : LOOM_E_NOT_FOUND;
 }
 
 static int new_sched(struct sched_bench *sb, loom_backend_t **be,
@@ -376,7 +370,7 @@ int bench_cmd_sched(const struct bench_opts *o)
 		return 1;
 	ret = pick_devices(&sb);
 	if (ret)
-		return bench_fail("devices", ret);
+		return bench_fail("--devices", ret);
 	ret = measure_planning(&sb);
 	if (ret)
 		return bench_fail("planning", ret);

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "bench-util.h"
+#include "app-devices.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -449,9 +450,11 @@ void bench_warn_last_error(void)
 
 int bench_fail(const char *what, int status)
 {
+	const char *msg = loom_error_message();
+
 	bench_progress_end();
-	fprintf(stderr, "loom-bench: %s: %s (%s)\n", what, loom_error_message(),
-		loom_strerror(status));
+	fprintf(stderr, "loom-bench: %s: %s\n", what,
+		msg && *msg ? msg : loom_strerror(status));
 	return 1;
 }
 
@@ -477,11 +480,14 @@ loom_dev_t *bench_open_device(const struct bench_opts *o)
 	if (bench_load())
 		return NULL;
 	dev = bench_pick_device(o);
-	if (!dev && o->devices && *o->devices)
-		bench_fail(o->devices, loom_error_set(LOOM_E_NOT_FOUND,
-						      "no such device (see "
-						      "loom-info)"));
-	else if (!dev)
+	if (!dev && o->devices && *o->devices) {
+		loom_dev_t *devs[BENCH_MAX_RUNS];
+		size_t n;
+
+		/* Its message names the device and how to make it. */
+		bench_fail("--devices", app_devices_parse(o->devices, devs,
+							  BENCH_MAX_RUNS, &n));
+	} else if (!dev)
 		bench_fail("no device", loom_error_set(LOOM_E_NOT_FOUND,
 						       "none loaded (see "
 						       "loom-info)"));

@@ -15,12 +15,16 @@
 #include <loom/loom-plugin.h>
 
 #define BENCH_MAX_TYPES 8
+#define BENCH_MAX_RUNS 8
 
 /* Options of every subcommand (each reads the ones it documents). */
 struct bench_opts {
 	int threads;          /* --threads; 0: not given */
 	bool json;            /* --json */
-	const char *devices;  /* --devices a,b / --device a */
+	const char *devices;  /* --devices a,b / --device a (the first given) */
+	/* model: each --devices given, a run each */
+	const char *device_lists[BENCH_MAX_RUNS];
+	int n_device_lists;
 	int reps;             /* --reps, timed runs after the warm-up */
 	bool compare_openblas; /* --compare openblas */
 	int n_types;          /* --type t[,t...] */
@@ -170,7 +174,8 @@ loom_dev_t *bench_open_device(const struct bench_opts *o);
 /* Ends the progress line and prints "loom-bench: <last error>" to
  * stderr, for a step whose failure does not end the run. */
 void bench_warn_last_error(void);
-/* Prints "loom-bench: what: message (status)" to stderr; returns 1. */
+/* Prints "loom-bench: what: message" to stderr (the status's name where
+ * no message was set); returns 1. */
 int bench_fail(const char *what, int status);
 /* Fills a tensor with uniform values in [-scale, scale) in its own type. */
 int bench_fill_tensor(struct loom_tensor *t, uint64_t seed, float scale);

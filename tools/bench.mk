@@ -9,6 +9,8 @@ tools_loom_bench_SOURCES = \
 	tools/bench-model.c \
 	tools/app-world.h \
 	tools/app-world.c \
+	tools/app-devices.h \
+	tools/app-devices.c \
 	tools/bench-peak.c \
 	tools/bench-stream.c \
 	tools/bench-device.c \

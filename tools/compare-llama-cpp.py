@@ -7,6 +7,7 @@
 #   tools/compare-llama-cpp.py                    # synthetic files, each type
 #   tools/compare-llama-cpp.py -m model.gguf -p "Hello, world"
 #   tools/compare-llama-cpp.py --vocab-dir DIR [--quantize llama-quantize]
+#   ... --markdown      # ends with the NMSE table of doc/accuracy.md
 #
 # Without -m it writes the `tiny` and `small` presets in f32, f16, bf16,
 # q8_0, q4_0, q4_k, q5_k and q6_k with `loom-bench model --save` and
@@ -262,6 +263,27 @@ def vocab_cases(vocab_dir, quantize, tmp, types, archs):
     return cases
 
 
+def markdown(results):
+    # One row per model (the file name without its type), one column per
+    # type, as doc/accuracy.md's table; * marks an NMSE over its limit.
+    rows, types = {}, []
+    for path, e, ok in results:
+        name = os.path.basename(path)[:-len(".gguf")]
+        stem, _, t = name.rpartition("-")
+        if not stem or (t not in LIMITS):
+            stem, t = name, "nmse"
+        if t not in types:
+            types.append(t)
+        fig = ("%.1e" % e).replace("e-0", "e-").replace("e+0", "e+")
+        rows.setdefault(stem, {})[t] = fig + ("" if ok else " *")
+    print()
+    print("| file | %s |" % " | ".join(t.upper() for t in types))
+    print("| --- |%s" % (" --- |" * len(types)))
+    for stem, cells in rows.items():
+        print("| %s | %s |" % (stem, " | ".join(cells.get(t, "-")
+                                                 for t in types)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-m", "--model")
@@ -276,10 +298,13 @@ def main():
                     help="--vocab-dir: the architectures (default: all)")
     ap.add_argument("--types", default=",".join(LIMITS),
                     help="the weight types to check (default: all)")
+    ap.add_argument("--markdown", action="store_true",
+                    help="end with the NMSE table in doc/accuracy.md's form")
     o = ap.parse_args()
     use_build_tree(o.builddir)
     tokens = [int(t) for t in o.tokens.split(",")] if o.tokens else None
     failed = 0
+    results = []
     tmp = tempfile.TemporaryDirectory()
     if o.model:
         cases = [(o.model, o.limit)]
@@ -302,6 +327,7 @@ def main():
             moe and len(out) <= len(per_pos) // 16 and
             nmse_without(per_pos, out) <= limit))
         failed += not ok
+        results.append((path, e, ok))
         print("%-30s %-8s %3d tokens  nmse %.3g (<= %.0e)%s  %s%s" % (
             os.path.basename(path), run["arch"], run["n_prompt"], e, limit,
             "" if same is None else "  ids %s" % ("same" if same else
@@ -312,6 +338,8 @@ def main():
                 "%.2g" % per_pos[i] for i in out))), flush=True)
     tmp.cleanup()
     print("%d of %d files agree" % (len(cases) - failed, len(cases)))
+    if o.markdown:
+        markdown(results)
     return 1 if failed else 0
 
 

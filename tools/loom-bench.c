@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include "bench-util.h"
+#include "llama.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -58,16 +59,20 @@ static void usage(FILE *f)
 	fprintf(f,
 		"\nOptions:\n"
 		"  -t, --threads N     threads per device and for the limits\n"
-		"  --devices A[,B]     devices to run on (also --device;\n"
-		"                      model: each one, the first non-meta\n"
-		"                      device is the reference)\n"
+		"  --devices A[,B...]  the device to run on (also --device);\n"
+		"                      model: a list is one meta device over\n"
+		"                      them, against the first alone; given\n"
+		"                      again, each is a run of its own, the\n"
+		"                      first non-meta one the reference\n"
 		"  -j, --json          one JSON object on stdout\n"
 		"  --reps N            timed runs after a warm-up (default 5)\n"
 		"  --type T[,T...]     f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k\n"
 		"                      (gemm: f32; gemv: all of them)\n"
 		"  --compare openblas  gemm, gemv: OpenBLAS in the same table\n"
-		"  --preset P          model: tiny|tiny-moe|small|small-moe|"
-		"7b-layer\n"
+		"  --preset P          model: ");
+	for (const char *const *p = llama_preset_names(); *p; p++)
+		fprintf(f, "%s%s", *p, p[1] ? "|" : "\n");
+	fprintf(f,
 		"  --gguf FILE.gguf    model: measure this file's model "
 		"(llama, qwen2,\n"
 		"                      qwen3, qwen3moe) instead of a preset\n"
@@ -148,6 +153,25 @@ static int parse_int(const char *opt, const char *s, long long lo,
 	return 0;
 }
 
+/* A name of llama_preset_names(), or a message listing them. */
+static int parse_preset(const char *s)
+{
+	const char *const *names = llama_preset_names();
+	char list[160];
+	size_t len = 0;
+
+	for (size_t i = 0; names[i]; i++)
+		if (!strcmp(s, names[i]))
+			return 0;
+	list[0] = '\0';
+	for (size_t i = 0; names[i] && len < sizeof(list); i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+					i ? ", " : "", names[i]);
+	fprintf(stderr, "loom-bench: --preset: no preset '%s' (%s)\n", s,
+		list);
+	return -1;
+}
+
 enum {
 	OPT_THREADS = 256, OPT_DEVICES, OPT_JSON, OPT_REPS, OPT_TYPE,
 	OPT_COMPARE, OPT_PRESET, OPT_PREFILL, OPT_DECODE, OPT_SIZE,
@@ -221,7 +245,14 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 			o->threads = (int)v;
 			break;
 		case OPT_DEVICES:
-			o->devices = optarg;
+			if (o->n_device_lists == BENCH_MAX_RUNS) {
+				fprintf(stderr, "loom-bench: --devices: more "
+						"than %d runs\n", BENCH_MAX_RUNS);
+				return -1;
+			}
+			o->device_lists[o->n_device_lists++] = optarg;
+			if (!o->devices)
+				o->devices = optarg;
 			break;
 		case 'j':
 		case OPT_JSON:
@@ -245,6 +276,8 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 			o->compare_openblas = true;
 			break;
 		case OPT_PRESET:
+			if (parse_preset(optarg))
+				return -1;
 			o->preset = optarg;
 			break;
 		case OPT_SAVE:
@@ -357,6 +390,12 @@ int main(int argc, char **argv)
 	}
 	if (parse(argc, argv, &o))
 		return 2;
+	if (o.n_device_lists > 1 && cmd->run != bench_cmd_model) {
+		fprintf(stderr, "loom-bench: %s: --devices once (model "
+				"alone takes it again for each run)\n",
+			cmd->name);
+		return 2;
+	}
 	ret = cmd->run(&o);
 	/* Whatever a command left alive is a leak worth a failure. */
 	if (loom_unload_all()) {

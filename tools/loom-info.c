@@ -84,8 +84,13 @@ static bool repeats_a_plugin(const char *msg)
 
 		if (loom_plugin_info(i, &p) || p.state != LOOM_PLUGIN_FAILED)
 			continue;
-		snprintf(buf, sizeof(buf), "plugin %s (%s): %s: %s", p.name,
-			 p.file, loom_plugin_state_name(p.state), p.reason);
+		if (*p.name)
+			snprintf(buf, sizeof(buf), "plugin %s (%s): %s: %s",
+				 p.name, p.file,
+				 loom_plugin_state_name(p.state), p.reason);
+		else /* a directory of the search path */
+			snprintf(buf, sizeof(buf), "%s: %s", p.file,
+				 p.reason);
 		if (strcmp(buf, msg) == 0)
 			return true;
 	}

@@ -19,6 +19,7 @@
 #include <loom/loom-backend.h>
 #include <loom/loom-plugin.h>
 
+#include "app-devices.h"
 #include "app-world.h"
 #include "model.h"
 
@@ -34,6 +35,7 @@ struct opts {
 	int top_k;
 	uint64_t seed;
 	bool json, no_special;
+	bool ctx_given; /* -c: a length asked for, not the default */
 };
 
 static void usage(FILE *f)
@@ -195,6 +197,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			if (!parse_long(optarg, 1, INT32_MAX, &v))
 				return fail("--ctx: bad length '%s'", optarg);
 			o->n_ctx = v;
+			o->ctx_given = true;
 			break;
 		case O_GPU_LAYERS:
 			if (!parse_long(optarg, 0, 1 << 20, &v))
@@ -263,6 +266,11 @@ static int parse_tokens(const char *s, int64_t n_vocab, int32_t **out,
 	*n = 0;
 	if (!copy)
 		return fail("no memory");
+	/* strtok_r would pass over an empty id. */
+	if (*s == ',' || strstr(s, ",,") || (*s && s[strlen(s) - 1] == ',')) {
+		free(copy);
+		return fail("--tokens: '%s' has an empty id", s);
+	}
 	for (tok = strtok_r(copy, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		long long v;
@@ -397,18 +405,6 @@ static int decide(const struct opts *o, const float *logits, int64_t nv,
  */
 static struct loom_meta_model meta_model;
 
-/* The first CPU device that is not dev, or NULL. */
-static loom_dev_t *other_cpu(loom_dev_t *dev)
-{
-	for (size_t i = 0; i < loom_dev_count(); i++) {
-		loom_dev_t *d = loom_dev_get(i);
-
-		if (d != dev && loom_dev_type(d) == LOOM_DEV_TYPE_CPU)
-			return d;
-	}
-	return NULL;
-}
-
 /* Partial offload: with --gpu-layers, the first device holds layers
  * 0..N-1 and the second (members[1], else a CPU device) the rest; without
  * it, a device that lacks ops of the model gets a CPU device for them.
@@ -423,18 +419,15 @@ static int plan_offload(const struct opts *o, struct gguf *g,
 	*pl = (struct llama_placement){ .first = dev };
 	if (o->gpu_layers >= 0) {
 		pl->first = members[0];
-		pl->rest = n_members > 1 ? members[1] : other_cpu(members[0]);
+		pl->rest = app_devices_second(members[0], n_members > 1 ?
+							  members[1] : NULL);
 		pl->n_first = o->gpu_layers;
-		if (!pl->rest)
-			return fail("--gpu-layers: no second device besides %s "
-				    "(name one: --devices %s,cpu0)",
-				    loom_dev_name(members[0]),
-				    loom_dev_name(members[0]));
-		return 0;
+		return pl->rest ? 0 : fail("--gpu-layers: %s",
+					    loom_error_message());
 	}
 	if (loom_dev_type(dev) == LOOM_DEV_TYPE_META ||
 	    model_dev_runs(g, hp, dev, what, sizeof(what)) ||
-	    !(pl->rest = other_cpu(dev)))
+	    !(pl->rest = app_devices_other_cpu(dev)))
 		return 0;
 	pl->n_first = hp->n_layer;
 	if (!o->json)
@@ -448,8 +441,7 @@ static int open_device(const struct opts *o, const struct llama_hparams *hp,
 		       loom_dev_t **out, loom_dev_t **members, int *n_members)
 {
 	struct loom_meta_opts mo = { .size = sizeof(mo) };
-	char *copy, *name, *save = NULL;
-	int n = 0;
+	size_t n = 0;
 
 	if (!o->devices) {
 		members[0] = loom_dev_by_type(LOOM_DEV_TYPE_GPU);
@@ -460,28 +452,10 @@ static int open_device(const struct opts *o, const struct llama_hparams *hp,
 		n = 1;
 		goto make;
 	}
-	copy = strdup(o->devices);
-	if (!copy)
-		return fail("no memory");
-	for (name = strtok_r(copy, ",", &save); name;
-	     name = strtok_r(NULL, ",", &save)) {
-		if (n == MAX_DEVS) {
-			free(copy);
-			return fail("--devices: more than %d devices", MAX_DEVS);
-		}
-		members[n] = loom_dev_by_name(name);
-		if (!members[n]) {
-			fail("--devices: no device '%s' (see loom-info)", name);
-			free(copy);
-			return 1;
-		}
-		n++;
-	}
-	free(copy);
-	if (!n)
-		return fail("--devices: no device named");
+	if (app_devices_parse(o->devices, members, MAX_DEVS, &n))
+		return fail("--devices: %s", loom_error_message());
 make:
-	*n_members = n;
+	*n_members = (int)n;
 	if (o->gpu_layers >= 0 && n > 2)
 		return fail("--gpu-layers: two devices at most");
 	/* Over a world (LOOM_META_WORLD) even one device per rank is a
@@ -804,8 +778,14 @@ int main(int argc, char **argv)
 	/* The cache need not be longer than the model was trained for. */
 	snprintf(key, sizeof(key), "%s.context_length", arch);
 	if (!gguf_get_int(g, key, &train_ctx) && train_ctx > 0 &&
-	    train_ctx < hp.n_ctx)
+	    train_ctx < hp.n_ctx) {
+		if (o.ctx_given && app_world_prints(&world))
+			fprintf(stderr, "loom-run: warning: --ctx %lld is "
+				"longer than the model was trained for; the "
+				"cache holds %lld tokens\n",
+				(long long)o.n_ctx, (long long)train_ctx);
 		hp.n_ctx = train_ctx;
+	}
 	if ((o.tokens ? parse_tokens(o.tokens, hp.n_vocab, &prompt, &n_prompt)
 		      : tokenize(g, o.prompt, !o.no_special, &prompt, &n_prompt)) ||
 	    open_device(&o, &hp, &dev, members, &n_members))

@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <loom/loom-plugin.h>
-
 /* Batches are evaluated over a KV window rounded up to this many tokens,
  * so that consecutive decode steps share one graph. */
 #define KV_PAD 32

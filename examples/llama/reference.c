@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <loom/loom-plugin.h>
-
 struct ref {
 	const struct llama_hparams *hp;
 	const struct llama_model *m;

@@ -226,12 +226,18 @@ LOOM_API int loom_event_synchronize(loom_event_t *ev);
 /* ------------------------------------------------------------------------
  * Devices.
  */
+/* X(NAME, "name"); the numbers are ABI: a new type is appended. */
+#define LOOM_DEV_TYPE_MAP(X)                                                 \
+	X(CPU, "cpu")                                                        \
+	X(GPU, "gpu")                                                        \
+	X(IGPU, "igpu")                                                      \
+	X(ACCEL, "accel")                                                    \
+	X(META, "meta") /* composed of other devices */
+
 enum loom_dev_type {
-	LOOM_DEV_TYPE_CPU = 0,
-	LOOM_DEV_TYPE_GPU,
-	LOOM_DEV_TYPE_IGPU,
-	LOOM_DEV_TYPE_ACCEL,
-	LOOM_DEV_TYPE_META,
+#define LOOM_X_(name, str) LOOM_DEV_TYPE_##name,
+	LOOM_DEV_TYPE_MAP(LOOM_X_)
+#undef LOOM_X_
 };
 
 /* Capability bits (loom_dev_caps). */

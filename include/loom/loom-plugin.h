@@ -109,8 +109,13 @@
 extern "C" {
 #endif
 
+/* The plugin ABI and libloom's symbol versions tell one story: ABI 1.N
+ * is what libloom's version node LOOM_1.N holds (libloom.sym), tables
+ * and descriptor fields appended and functions exported alike.  A plugin
+ * of ABI 1.N loads into a core of 1.M for N <= M; a plugin that calls a
+ * function of a newer node fails with that node's name. */
 #define LOOM_ABI_MAJOR 1
-#define LOOM_ABI_MINOR 1
+#define LOOM_ABI_MINOR 2
 
 /* ------------------------------------------------------------------------
  * Buffer type.
@@ -260,7 +265,14 @@ struct loom_reg_iface {
 
 /* ------------------------------------------------------------------------
  * The descriptor: the one symbol a plugin exports, read with dlsym before
- * any plugin function runs.
+ * any plugin function runs.  It grows at the end like the tables; since
+ * ABI 1.2 its last field says its size.  The core reads no byte past the
+ * symbol's size in the plugin's symbol table: first the ABI version
+ * (8 bytes), then the fields that version has (through score before
+ * 1.2, through size since), then none past size.  A descriptor too short
+ * for what it declares is refused ("descriptor of 2 bytes cannot hold
+ * its ABI version").  A descriptor given to loom_load_static() has no
+ * symbol: it is read as the version it declares.
  */
 #define LOOM_PLUGIN_SYMBOL "loom_plugin_descriptor"
 
@@ -279,10 +291,55 @@ struct loom_plugin_desc {
 	/* optional: 0 when the plugin cannot run here (then *why says so);
 	 * among variants of one name the highest wins.  NULL means 1. */
 	int (*score)(const char **why);
+	/* Fields above are valid for ABI 1.0. */
+	/* sizeof(struct loom_plugin_desc) as the plugin was built. */
+	uint32_t size;
+	uint32_t flags; /* LOOM_PLUGIN_* */
+	/* Fields above are valid for ABI 1.2; the core reads them only from
+	 * plugins of ABI 1.2 or later. */
 };
+
+/* Descriptor flags: what a plugin declares of itself. */
+enum {
+	/* Its devices are made of other plugins' devices: it initialises
+	 * after every other plugin (and is unloaded before them), and
+	 * loom_meta_dev_new(), loom_meta_check() and
+	 * loom_meta_split_default() reach it through its entry points. */
+	LOOM_PLUGIN_COMPOSES = 1u << 0,
+};
+
+/* ------------------------------------------------------------------------
+ * Split rules: how a device that holds a tensor in slices (the meta
+ * device's split states, loom-backend.h) carries an op's sources' states
+ * to its result.  Each op names one in the core's table of ops; the
+ * device implements each rule once.  The op's LOOM_OPF_ADDITIVE and
+ * LINEAR flags (loom.h) say where PARTIAL values pass.
+ */
+enum loom_split_rule {
+	LOOM_SPLIT_RULE_NONE,     /* no rule: the device refuses the op */
+	LOOM_SPLIT_RULE_ELEMENTWISE, /* a op b, b broadcast over a */
+	LOOM_SPLIT_RULE_MAP,      /* each value alone: the state passes */
+	LOOM_SPLIT_RULE_ROWS,     /* each row of dimension 0 whole */
+	LOOM_SPLIT_RULE_ARGMAX,   /* rows whole; the result's dimension 0 is
+				     the source's dimension 1 */
+	LOOM_SPLIT_RULE_SOFT_MAX, /* rows whole; the mask meets the source */
+	LOOM_SPLIT_RULE_ROPE,     /* rotation pairs whole; positions whole */
+	LOOM_SPLIT_RULE_MUL_MAT,  /* products over dimension 0 */
+	LOOM_SPLIT_RULE_GET_ROWS, /* rows of a table picked by whole ids */
+	LOOM_SPLIT_RULE_WRITE,    /* the written source's state */
+	LOOM_SPLIT_RULE_CONCAT,   /* not along the split dimension */
+	LOOM_SPLIT_RULE_VIEW,     /* the split mapped through the view */
+	LOOM_SPLIT_RULE_COUNT
+};
+
+/* The split rule of op; LOOM_SPLIT_RULE_NONE for an invalid op. */
+LOOM_API enum loom_split_rule loom_op_split_rule(enum loom_op op);
 
 /* Defines and exports the descriptor.  Use once per plugin. */
 #define LOOM_PLUGIN_DEFINE(name_, version_, init_, score_)                   \
+	LOOM_PLUGIN_DEFINE_FLAGS(name_, version_, init_, score_, 0)
+/* The same, with LOOM_PLUGIN_* flags. */
+#define LOOM_PLUGIN_DEFINE_FLAGS(name_, version_, init_, score_, flags_)     \
 	__attribute__((visibility("default"))) const struct loom_plugin_desc \
 		loom_plugin_descriptor = {                                   \
 			.abi_major = LOOM_ABI_MAJOR,                         \
@@ -291,6 +348,8 @@ struct loom_plugin_desc {
 			.version = (version_),                               \
 			.init = (init_),                                     \
 			.score = (score_),                                   \
+			.flags = (flags_),                                   \
+			.size = sizeof(struct loom_plugin_desc),             \
 		}
 
 /* ------------------------------------------------------------------------
@@ -327,14 +386,8 @@ LOOM_API void *loom_event_context(loom_event_t *ev);
 LOOM_API void loom_event_set_context(loom_event_t *ev, void *context);
 LOOM_API loom_dev_t *loom_event_device(loom_event_t *ev);
 
-/* Records an error message for loom_error_message() and returns status. */
-LOOM_API int loom_error_set(int status, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-/* Logs through the application's callback. */
-LOOM_API void loom_log(enum loom_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-/* Reads a LOOM_* variable (NULL in secure-execution processes). */
-LOOM_API const char *loom_env_get(const char *name);
+/* loom_error_set, loom_log and loom_env_get, which plugins use too, are
+ * declared in loom.h. */
 
 /* A raw node, for plugins that rewrite graphs (the meta device): no shape
  * checks beyond the type here, so that its strides and view may be set
@@ -481,10 +534,12 @@ struct loom_feature {
 };
 typedef const struct loom_feature *(*loom_get_features_fn)(loom_reg_t *reg);
 
-/* "meta_device_new" and "meta_check": the meta plugin's implementations
- * of loom_meta_dev_new() and loom_meta_check(). */
+/* "meta_device_new", "meta_check" and "split_default": a composing
+ * plugin's (LOOM_PLUGIN_COMPOSES) implementations of loom_meta_dev_new(),
+ * loom_meta_check() and loom_meta_split_default() (a loom_split_fn). */
 #define LOOM_PROC_META_DEVICE_NEW "meta_device_new"
 #define LOOM_PROC_META_CHECK "meta_check"
+#define LOOM_PROC_SPLIT_DEFAULT "split_default"
 typedef int (*loom_meta_device_new_fn)(loom_dev_t *const *devs, size_t n,
 				       loom_split_fn split, void *userdata,
 				       const struct loom_meta_opts *opts,

@@ -79,6 +79,20 @@ typedef void (*loom_log_fn)(enum loom_log_level level, const char *msg,
 LOOM_API void loom_log_set_callback(loom_log_fn fn, void *userdata);
 LOOM_API void loom_log_set_level(enum loom_log_level level);
 LOOM_API enum loom_log_level loom_log_get_level(void);
+/* Logs through the application's callback (as the library and its
+ * plugins do), when level is at or above the set level. */
+LOOM_API void loom_log(enum loom_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Records an error message for loom_error_message() and returns status:
+ * for code built on loom (plugins, model libraries, applications) that
+ * reports its own mistakes the way the library does. */
+LOOM_API int loom_error_set(int status, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Reads a LOOM_* variable (NULL when unset, and in secure-execution
+ * processes, where every LOOM_* variable is ignored). */
+LOOM_API const char *loom_env_get(const char *name);
 
 /* ------------------------------------------------------------------------
  * Types.  X(NAME, "name", block size in elements, bytes per block)
@@ -225,6 +239,27 @@ enum loom_op {
 LOOM_API const char *loom_op_name(enum loom_op op);
 /* True for ops that only reinterpret their source (no kernel runs). */
 LOOM_API bool loom_op_is_view(enum loom_op op);
+
+/* What the core's table of ops says of an op besides its shape rule
+ * (loom_op_flags; 0 for an invalid op).  The LINEAR and ADDITIVE flags
+ * say which sums pass through the op: a device that holds summands of a
+ * value (the meta device's PARTIAL state) may apply such an op to each
+ * summand and sum afterwards. */
+enum {
+	LOOM_OPF_NO_KERNEL = 1u << 0, /* nothing runs: a leaf or a view */
+	LOOM_OPF_VIEW = 1u << 1,      /* shows a source's bytes anew */
+	LOOM_OPF_IN_PLACE = 1u << 2,  /* writes a source; the result views it */
+	LOOM_OPF_ADDITIVE = 1u << 3,  /* op(a1+a2, b1+b2) = op(a1,b1)+op(a2,b2) */
+	LOOM_OPF_LINEAR0 = 1u << 4,   /* op(a1+a2, b) = op(a1,b) + op(a2,b) */
+	LOOM_OPF_LINEAR1 = 1u << 5,   /* op(a, b1+b2) = op(a,b1) + op(a,b2) */
+};
+
+LOOM_API uint32_t loom_op_flags(enum loom_op op);
+/* The most sources the op reads (some may be optional: soft_max's mask). */
+LOOM_API int loom_op_n_src(enum loom_op op);
+/* The source whose bytes the result is: the one a view shows or an
+ * in-place op writes; -1 for other ops. */
+LOOM_API int loom_op_target_src(enum loom_op op);
 
 /* Tensor flags. */
 enum {
@@ -449,6 +484,14 @@ LOOM_API struct loom_tensor *loom_argmax(loom_ctx_t *ctx,
  * first (lower index first on ties). */
 LOOM_API struct loom_tensor *loom_top_k(loom_ctx_t *ctx, struct loom_tensor *a,
 					int k);
+/* The node op makes of srcs (LOOM_MAX_SRC entries, unused ones NULL) and
+ * params (LOOM_MAX_OP_PARAMS words, or NULL for zeros), checked as op's
+ * own constructor checks it: for code that rebuilds another graph's nodes
+ * without a constructor per op.  View ops, whose result needs sizes and
+ * strides, have their own constructors and are refused here. */
+LOOM_API struct loom_tensor *loom_op_new(loom_ctx_t *ctx, enum loom_op op,
+					 struct loom_tensor *const *srcs,
+					 const int32_t *params);
 
 /* Views: no data moves.  Offsets are in bytes; strides nb1.. in bytes;
  * both must be multiples of the type's element size (its block size in

@@ -32,76 +32,145 @@ static bool src_float(const struct loom_tensor *op, int i)
 	return op->src[i] && is_float(op->src[i]->type);
 }
 
-static bool runs_op(const struct loom_tensor *op)
+/* ------------------------------------------------------------------------
+ * What the kernels run: per op, whether they compute a node as loom.h
+ * defines it (the types they read and write), the kernel, and the work
+ * memory it needs beyond the scratch rows.
+ */
+static bool runs_binary(const struct loom_tensor *op)
+{
+	return op->type == LOOM_TYPE_F32 && src_float(op, 0) &&
+	       src_float(op, 1) && loom_tensor_can_repeat(op->src[1], op->src[0]);
+}
+
+/* Unary and row ops: f32 out of a float source. */
+static bool runs_rows(const struct loom_tensor *op)
+{
+	return op->type == LOOM_TYPE_F32 && src_float(op, 0);
+}
+
+static bool runs_soft_max(const struct loom_tensor *op)
+{
+	return runs_rows(op) && (!op->src[1] || src_float(op, 1));
+}
+
+static bool runs_rope(const struct loom_tensor *op)
+{
+	int mode = loom_tensor_op_param_i32(op, 1);
+	int n_dims = loom_tensor_op_param_i32(op, 0);
+
+	return runs_rows(op) && src_is(op, 1, LOOM_TYPE_I32) &&
+	       (mode == LOOM_ROPE_NORMAL || mode == LOOM_ROPE_NEOX) &&
+	       n_dims >= 0 && n_dims % 2 == 0 && n_dims <= op->src[0]->ne[0];
+}
+
+static bool runs_mul_mat(const struct loom_tensor *op)
 {
 	const struct loom_tensor *a = op->src[0];
-	bool f32 = op->type == LOOM_TYPE_F32;
 
-	switch (op->op) {
-	case LOOM_OP_NONE:
-	case LOOM_OP_VIEW:
-	case LOOM_OP_RESHAPE:
-	case LOOM_OP_PERMUTE:
-	case LOOM_OP_TRANSPOSE:
-		return true;
-	case LOOM_OP_ADD:
-	case LOOM_OP_SUB:
-	case LOOM_OP_MUL:
-	case LOOM_OP_DIV:
-		return f32 && src_float(op, 0) && src_float(op, 1) &&
-		       loom_tensor_can_repeat(op->src[1], a);
-	case LOOM_OP_SCALE:
-	case LOOM_OP_SILU:
-	case LOOM_OP_GELU:
-	case LOOM_OP_RMS_NORM:
-	case LOOM_OP_NORM:
-	case LOOM_OP_SUM_ROWS:
-		return f32 && src_float(op, 0);
-	case LOOM_OP_SOFT_MAX:
-		return f32 && src_float(op, 0) &&
-		       (!op->src[1] || src_float(op, 1));
-	case LOOM_OP_ROPE: {
-		int mode = loom_tensor_op_param_i32(op, 1);
-		int n_dims = loom_tensor_op_param_i32(op, 0);
+	return op->type == LOOM_TYPE_F32 && a && is_storage(a->type) &&
+	       src_float(op, 1);
+}
 
-		return f32 && src_float(op, 0) &&
-		       src_is(op, 1, LOOM_TYPE_I32) &&
-		       (mode == LOOM_ROPE_NORMAL || mode == LOOM_ROPE_NEOX) &&
-		       n_dims >= 0 && n_dims % 2 == 0 && n_dims <= a->ne[0];
-	}
-	case LOOM_OP_MUL_MAT:
-		return f32 && a && is_storage(a->type) && src_float(op, 1);
-	case LOOM_OP_MUL_MAT_ID:
-		return f32 && a && is_storage(a->type) && src_float(op, 1) &&
-		       src_is(op, 2, LOOM_TYPE_I32);
-	case LOOM_OP_GET_ROWS:
-		return a && src_is(op, 1, LOOM_TYPE_I32) &&
-		       (is_storage(op->type) ||
-			(op->type == LOOM_TYPE_I32 &&
-			 a->type == LOOM_TYPE_I32)) &&
-		       (is_storage(a->type) || a->type == LOOM_TYPE_I32);
-	case LOOM_OP_SET_ROWS:
-		return is_storage(op->type) && src_float(op, 1) &&
-		       src_is(op, 2, LOOM_TYPE_I32);
-	case LOOM_OP_COPY:
-	case LOOM_OP_CONT:
-		if (!a)
-			return false;
-		if (a->type == op->type)
-			return true;
-		return is_storage(a->type) && is_storage(op->type);
-	case LOOM_OP_CONCAT: {
-		int dim = loom_tensor_op_param_i32(op, 0);
+static bool runs_mul_mat_id(const struct loom_tensor *op)
+{
+	return runs_mul_mat(op) && src_is(op, 2, LOOM_TYPE_I32);
+}
 
-		return a && op->src[1] && a->type == op->type &&
-		       op->src[1]->type == op->type && dim >= 0 && dim < 4;
-	}
-	case LOOM_OP_ARGMAX:
-	case LOOM_OP_TOP_K:
-		return op->type == LOOM_TYPE_I32 && src_float(op, 0);
-	default:
+static bool runs_get_rows(const struct loom_tensor *op)
+{
+	const struct loom_tensor *a = op->src[0];
+
+	return a && src_is(op, 1, LOOM_TYPE_I32) &&
+	       (is_storage(op->type) ||
+		(op->type == LOOM_TYPE_I32 && a->type == LOOM_TYPE_I32)) &&
+	       (is_storage(a->type) || a->type == LOOM_TYPE_I32);
+}
+
+static bool runs_set_rows(const struct loom_tensor *op)
+{
+	return is_storage(op->type) && src_float(op, 1) &&
+	       src_is(op, 2, LOOM_TYPE_I32);
+}
+
+static bool runs_copy(const struct loom_tensor *op)
+{
+	const struct loom_tensor *a = op->src[0];
+
+	if (!a)
 		return false;
-	}
+	return a->type == op->type ||
+	       (is_storage(a->type) && is_storage(op->type));
+}
+
+static bool runs_concat(const struct loom_tensor *op)
+{
+	const struct loom_tensor *a = op->src[0], *b = op->src[1];
+	int dim = loom_tensor_op_param_i32(op, 0);
+
+	return a && b && a->type == op->type && b->type == op->type &&
+	       dim >= 0 && dim < 4;
+}
+
+static bool runs_index(const struct loom_tensor *op)
+{
+	return op->type == LOOM_TYPE_I32 && src_float(op, 0);
+}
+
+static size_t mul_mat_work(const struct loom_tensor *node, int nth)
+{
+	/* Room for the attention kernel, should the plan fuse. */
+	size_t w = cpu_mul_mat_work_size(node, nth);
+
+	if (cpu_attn_shape_ok(node) && cpu_attn_work_size(node, nth) > w)
+		w = cpu_attn_work_size(node, nth);
+	return w;
+}
+
+struct cpu_op {
+	void (*run)(const struct cpu_task *task, struct loom_tensor *node);
+	bool (*runs)(const struct loom_tensor *node);
+	/* NULL: CPU_SCRATCH_ROWS scratch rows per thread */
+	size_t (*work_size)(const struct loom_tensor *node, int nth);
+};
+
+static const struct cpu_op cpu_ops[LOOM_OP_COUNT] = {
+	[LOOM_OP_ADD] = { cpu_op_binary, runs_binary },
+	[LOOM_OP_SUB] = { cpu_op_binary, runs_binary },
+	[LOOM_OP_MUL] = { cpu_op_binary, runs_binary },
+	[LOOM_OP_DIV] = { cpu_op_binary, runs_binary },
+	[LOOM_OP_SCALE] = { cpu_op_unary, runs_rows },
+	[LOOM_OP_SILU] = { cpu_op_unary, runs_rows },
+	[LOOM_OP_GELU] = { cpu_op_unary, runs_rows },
+	[LOOM_OP_RMS_NORM] = { cpu_op_norm, runs_rows },
+	[LOOM_OP_NORM] = { cpu_op_norm, runs_rows },
+	[LOOM_OP_SOFT_MAX] = { cpu_op_soft_max, runs_soft_max },
+	[LOOM_OP_ROPE] = { cpu_op_rope, runs_rope },
+	[LOOM_OP_MUL_MAT] = { cpu_op_mul_mat, runs_mul_mat, mul_mat_work },
+	[LOOM_OP_MUL_MAT_ID] = { cpu_op_mul_mat_id, runs_mul_mat_id,
+				 cpu_mul_mat_work_size },
+	[LOOM_OP_GET_ROWS] = { cpu_op_get_rows, runs_get_rows },
+	[LOOM_OP_SET_ROWS] = { cpu_op_set_rows, runs_set_rows },
+	[LOOM_OP_COPY] = { cpu_op_copy, runs_copy },
+	[LOOM_OP_CONT] = { cpu_op_copy, runs_copy },
+	[LOOM_OP_CONCAT] = { cpu_op_concat, runs_concat },
+	[LOOM_OP_SUM_ROWS] = { cpu_op_sum_rows, runs_rows },
+	[LOOM_OP_ARGMAX] = { cpu_op_argmax, runs_index },
+	[LOOM_OP_TOP_K] = { cpu_op_top_k, runs_index },
+};
+
+/* Leaves and views: no kernel runs. */
+static bool no_kernel(enum loom_op op)
+{
+	return loom_op_flags(op) & LOOM_OPF_NO_KERNEL;
+}
+
+static bool runs_op(const struct loom_tensor *op)
+{
+	if (no_kernel(op->op))
+		return true;
+	return (unsigned)op->op < LOOM_OP_COUNT && cpu_ops[op->op].runs &&
+	       cpu_ops[op->op].runs(op);
 }
 
 bool cpu_supports_op(const struct loom_tensor *op)
@@ -112,93 +181,22 @@ bool cpu_supports_op(const struct loom_tensor *op)
 /* True for nodes no kernel runs for. */
 static bool is_noop(const struct loom_tensor *node)
 {
-	switch (node->op) {
-	case LOOM_OP_NONE:
-	case LOOM_OP_VIEW:
-	case LOOM_OP_RESHAPE:
-	case LOOM_OP_PERMUTE:
-	case LOOM_OP_TRANSPOSE:
-		return true;
-	default:
-		return loom_tensor_n_elements(node) == 0;
-	}
+	return no_kernel(node->op) || loom_tensor_n_elements(node) == 0;
 }
 
 size_t cpu_op_work_size(const struct loom_tensor *node, int nth)
 {
-	size_t w;
+	const struct cpu_op *k = &cpu_ops[node->op];
 
-	switch (node->op) {
-	case LOOM_OP_MUL_MAT:
-		/* Room for the attention kernel, should the plan fuse. */
-		w = cpu_mul_mat_work_size(node, nth);
-		if (cpu_attn_shape_ok(node) &&
-		    cpu_attn_work_size(node, nth) > w)
-			w = cpu_attn_work_size(node, nth);
-		return w;
-	case LOOM_OP_MUL_MAT_ID:
-		return cpu_mul_mat_work_size(node, nth);
-	default:
-		return (size_t)nth * CPU_SCRATCH_ROWS *
-		       cpu_scratch_row_bytes(node);
-	}
+	if (k->work_size)
+		return k->work_size(node, nth);
+	return (size_t)nth * CPU_SCRATCH_ROWS * cpu_scratch_row_bytes(node);
 }
 
+/* Runs node's kernel; check_graph has made sure there is one. */
 static void compute_node(const struct cpu_task *task, struct loom_tensor *n)
 {
-	switch (n->op) {
-	case LOOM_OP_ADD:
-	case LOOM_OP_SUB:
-	case LOOM_OP_MUL:
-	case LOOM_OP_DIV:
-		cpu_op_binary(task, n);
-		break;
-	case LOOM_OP_SCALE:
-	case LOOM_OP_SILU:
-	case LOOM_OP_GELU:
-		cpu_op_unary(task, n);
-		break;
-	case LOOM_OP_RMS_NORM:
-	case LOOM_OP_NORM:
-		cpu_op_norm(task, n);
-		break;
-	case LOOM_OP_SOFT_MAX:
-		cpu_op_soft_max(task, n);
-		break;
-	case LOOM_OP_ROPE:
-		cpu_op_rope(task, n);
-		break;
-	case LOOM_OP_MUL_MAT:
-		cpu_op_mul_mat(task, n);
-		break;
-	case LOOM_OP_MUL_MAT_ID:
-		cpu_op_mul_mat_id(task, n);
-		break;
-	case LOOM_OP_GET_ROWS:
-		cpu_op_get_rows(task, n);
-		break;
-	case LOOM_OP_SET_ROWS:
-		cpu_op_set_rows(task, n);
-		break;
-	case LOOM_OP_COPY:
-	case LOOM_OP_CONT:
-		cpu_op_copy(task, n);
-		break;
-	case LOOM_OP_CONCAT:
-		cpu_op_concat(task, n);
-		break;
-	case LOOM_OP_SUM_ROWS:
-		cpu_op_sum_rows(task, n);
-		break;
-	case LOOM_OP_ARGMAX:
-		cpu_op_argmax(task, n);
-		break;
-	case LOOM_OP_TOP_K:
-		cpu_op_top_k(task, n);
-		break;
-	default:
-		break;
-	}
+	cpu_ops[n->op].run(task, n);
 }
 
 void cpu_graph_run(struct cpu_bar *bar, const struct cpu_plan *plan,
@@ -647,18 +645,23 @@ static int parse_threads(const char *s)
 	return (int)v;
 }
 
-int cpu_default_threads(const struct cpu_device *cd)
+int cpu_env_threads(void)
 {
 	const char *env = loom_env_get("LOOM_CPU_THREADS");
 	int n = parse_threads(env);
 
-	/* One thread per physical core: SMT siblings share the FMA units
-	 * and the caches the kernels are blocked for. */
 	if (env && *env && !n)
 		loom_log(LOOM_LOG_WARN,
-			 "cpu: LOOM_CPU_THREADS=%s is not a thread count; "
-			 "using %d", env, cd->n_cores);
-	return n ? n : cd->n_cores;
+			 "cpu: LOOM_CPU_THREADS=%s is not a thread count (1 "
+			 "to 4096); using one thread per core", env);
+	return n;
+}
+
+int cpu_default_threads(const struct cpu_device *cd)
+{
+	/* One thread per physical core: SMT siblings share the FMA units
+	 * and the caches the kernels are blocked for. */
+	return cd->cr->env_threads ? cd->cr->env_threads : cd->n_cores;
 }
 
 /* params: NULL, "" or "threads=N". */

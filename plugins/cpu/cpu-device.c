@@ -510,6 +510,7 @@ int cpu_devices_init(struct cpu_reg *cr)
 	}
 	n_cores = physical_cores(cpus, n_cpus, core_of);
 	cpu_set_core_count(n_cpus);
+	cr->env_threads = cpu_env_threads();
 	want = requested_devices();
 	if (want == 0) {
 		n = split_numa(cr, cpus, core_of, n_cpus);

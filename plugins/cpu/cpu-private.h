@@ -48,6 +48,7 @@ struct cpu_reg {
 	int n_alloc;           /* entries of devices (some maybe unused) */
 	struct cpu_device *devices;
 	pthread_mutex_t post_lock; /* orders jobs that span several pools */
+	int env_threads; /* LOOM_CPU_THREADS; 0: unset or not a count */
 };
 
 int cpu_devices_init(struct cpu_reg *cr);
@@ -266,6 +267,9 @@ int cpu_get_tensor_2d_async(loom_backend_t *be, const struct loom_tensor *t,
 /* The plugin's context of be, or NULL when be is not a CPU backend. */
 struct cpu_backend *cpu_backend_of(loom_backend_t *be);
 bool cpu_supports_op(const struct loom_tensor *op);
+/* LOOM_CPU_THREADS, read once when the plugin loads, where loom-info
+ * reports a bad value: the count, or 0 (logged) when it is not one. */
+int cpu_env_threads(void);
 /* Threads a device's pool starts with (LOOM_CPU_THREADS, else its cores). */
 int cpu_default_threads(const struct cpu_device *cd);
 

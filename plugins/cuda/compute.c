@@ -45,97 +45,129 @@ static bool any_type(enum loom_type type)
 /* Leaves and views: nothing to compute. */
 static bool no_kernel(enum loom_op op)
 {
-	return op == LOOM_OP_NONE || loom_op_is_view(op);
+	return loom_op_flags(op) & LOOM_OPF_NO_KERNEL;
 }
+
+static bool dst_f32(const struct loom_tensor *t)
+{
+	return t->type == LOOM_TYPE_F32;
+}
+
+static bool runs_binary(const struct loom_tensor *t)
+{
+	return dst_f32(t) && src_ok(t->src[0], is_float) &&
+	       src_ok(t->src[1], is_float);
+}
+
+/* Unary and row ops: f32 out of a float source. */
+static bool runs_rows(const struct loom_tensor *t)
+{
+	return dst_f32(t) && src_ok(t->src[0], is_float);
+}
+
+static bool runs_softmax(const struct loom_tensor *t)
+{
+	const struct loom_tensor *mask = t->src[1];
+
+	return runs_rows(t) && (!mask || mask->type == LOOM_TYPE_F32 ||
+				mask->type == LOOM_TYPE_F16);
+}
+
+static bool runs_rope(const struct loom_tensor *t)
+{
+	int32_t mode = t->op_params[1];
+
+	return runs_rows(t) && src_ok(t->src[1], is_i32) &&
+	       (mode == LOOM_ROPE_NORMAL || mode == LOOM_ROPE_NEOX);
+}
+
+static bool runs_mul_mat(const struct loom_tensor *t)
+{
+	return dst_f32(t) && src_ok(t->src[0], is_weight_type) &&
+	       src_ok(t->src[1], is_float);
+}
+
+static bool runs_mul_mat_id(const struct loom_tensor *t)
+{
+	return runs_mul_mat(t) && src_ok(t->src[2], is_i32);
+}
+
+static bool runs_get_rows(const struct loom_tensor *t)
+{
+	return dst_f32(t) && src_ok(t->src[0], any_type) &&
+	       src_ok(t->src[1], is_i32);
+}
+
+static bool runs_set_rows(const struct loom_tensor *t)
+{
+	const struct loom_tensor *a = t->src[0];
+
+	return src_ok(a, is_store_type) && src_ok(t->src[1], is_float) &&
+	       src_ok(t->src[2], is_i32) && t->type == a->type;
+}
+
+static bool runs_copy(const struct loom_tensor *t)
+{
+	const struct loom_tensor *a = t->src[0];
+
+	if (!src_ok(a, any_type))
+		return false;
+	return a->type == t->type ||
+	       (is_weight_type(a->type) && is_store_type(t->type));
+}
+
+static bool runs_concat(const struct loom_tensor *t)
+{
+	const struct loom_tensor *a = t->src[0], *b = t->src[1];
+
+	return src_ok(a, any_type) && src_ok(b, any_type) &&
+	       a->type == b->type && t->type == a->type;
+}
+
+static bool runs_index(const struct loom_tensor *t)
+{
+	return t->type == LOOM_TYPE_I32 && src_ok(t->src[0], is_float);
+}
+
+/* Per op: whether the kernels compute a node as loom.h defines it (the
+ * types they read and write), and the kernel family that enqueues it. */
+struct cuda_op {
+	bool (*runs)(const struct loom_tensor *t);
+	int (*run)(struct cuda_backend *be, struct loom_tensor *t);
+};
+
+static const struct cuda_op cuda_ops[LOOM_OP_COUNT] = {
+	[LOOM_OP_ADD] = { runs_binary, cuda_op_binary },
+	[LOOM_OP_SUB] = { runs_binary, cuda_op_binary },
+	[LOOM_OP_MUL] = { runs_binary, cuda_op_binary },
+	[LOOM_OP_DIV] = { runs_binary, cuda_op_binary },
+	[LOOM_OP_SCALE] = { runs_rows, cuda_op_unary },
+	[LOOM_OP_SILU] = { runs_rows, cuda_op_unary },
+	[LOOM_OP_GELU] = { runs_rows, cuda_op_unary },
+	[LOOM_OP_RMS_NORM] = { runs_rows, cuda_op_norm },
+	[LOOM_OP_NORM] = { runs_rows, cuda_op_norm },
+	[LOOM_OP_SOFT_MAX] = { runs_softmax, cuda_op_softmax },
+	[LOOM_OP_ROPE] = { runs_rope, cuda_op_rope },
+	[LOOM_OP_MUL_MAT] = { runs_mul_mat, cuda_op_mul_mat },
+	[LOOM_OP_MUL_MAT_ID] = { runs_mul_mat_id, cuda_op_mul_mat_id },
+	[LOOM_OP_GET_ROWS] = { runs_get_rows, cuda_op_get_rows },
+	[LOOM_OP_SET_ROWS] = { runs_set_rows, cuda_op_set_rows },
+	[LOOM_OP_COPY] = { runs_copy, cuda_op_copy },
+	[LOOM_OP_CONT] = { runs_copy, cuda_op_copy },
+	[LOOM_OP_CONCAT] = { runs_concat, cuda_op_concat },
+	[LOOM_OP_SUM_ROWS] = { runs_rows, cuda_op_reduce },
+	[LOOM_OP_ARGMAX] = { runs_index, cuda_op_reduce },
+	[LOOM_OP_TOP_K] = { runs_index, cuda_op_reduce },
+};
 
 /* Says whether the kernels compute t exactly as loom.h defines it. */
 bool cuda_supports_op(const struct loom_tensor *t)
 {
-	const struct loom_tensor *a = t->src[0], *b = t->src[1];
-	bool dst_f32 = t->type == LOOM_TYPE_F32;
-
 	if (no_kernel(t->op))
 		return true;
-	switch (t->op) {
-	case LOOM_OP_ADD:
-	case LOOM_OP_SUB:
-	case LOOM_OP_MUL:
-	case LOOM_OP_DIV:
-		return dst_f32 && src_ok(a, is_float) && src_ok(b, is_float);
-	case LOOM_OP_SCALE:
-	case LOOM_OP_SILU:
-	case LOOM_OP_GELU:
-	case LOOM_OP_RMS_NORM:
-	case LOOM_OP_NORM:
-	case LOOM_OP_SUM_ROWS:
-		return dst_f32 && src_ok(a, is_float);
-	case LOOM_OP_SOFT_MAX:
-		return dst_f32 && src_ok(a, is_float) &&
-		       (!b || b->type == LOOM_TYPE_F32 ||
-			b->type == LOOM_TYPE_F16);
-	case LOOM_OP_ROPE: {
-		int32_t mode = t->op_params[1];
-
-		return dst_f32 && src_ok(a, is_float) && src_ok(b, is_i32) &&
-		       (mode == LOOM_ROPE_NORMAL || mode == LOOM_ROPE_NEOX);
-	}
-	case LOOM_OP_MUL_MAT:
-		return dst_f32 && src_ok(a, is_weight_type) &&
-		       src_ok(b, is_float);
-	case LOOM_OP_MUL_MAT_ID:
-		return dst_f32 && src_ok(a, is_weight_type) &&
-		       src_ok(b, is_float) && src_ok(t->src[2], is_i32);
-	case LOOM_OP_GET_ROWS:
-		return dst_f32 && src_ok(a, any_type) && src_ok(b, is_i32);
-	case LOOM_OP_SET_ROWS:
-		return src_ok(a, is_store_type) && src_ok(b, is_float) &&
-		       src_ok(t->src[2], is_i32) && t->type == a->type;
-	case LOOM_OP_COPY:
-	case LOOM_OP_CONT: {
-		enum loom_type st = a ? a->type : LOOM_TYPE_COUNT;
-
-		if (!src_ok(a, any_type))
-			return false;
-		if (st == t->type)
-			return true;
-		return is_weight_type(st) && is_store_type(t->type);
-	}
-	case LOOM_OP_CONCAT:
-		return src_ok(a, any_type) && src_ok(b, any_type) &&
-		       a->type == b->type && t->type == a->type;
-	case LOOM_OP_ARGMAX:
-	case LOOM_OP_TOP_K:
-		return t->type == LOOM_TYPE_I32 && src_ok(a, is_float);
-	default:
-		return false;
-	}
+	return (unsigned)t->op < LOOM_OP_COUNT && cuda_ops[t->op].runs &&
+	       cuda_ops[t->op].runs(t);
 }
-
-/* The kernel family of each op the plugin computes. */
-static int (*const op_kernel[LOOM_OP_COUNT])(struct cuda_backend *,
-					     struct loom_tensor *) = {
-	[LOOM_OP_ADD] = cuda_op_binary,
-	[LOOM_OP_SUB] = cuda_op_binary,
-	[LOOM_OP_MUL] = cuda_op_binary,
-	[LOOM_OP_DIV] = cuda_op_binary,
-	[LOOM_OP_SCALE] = cuda_op_unary,
-	[LOOM_OP_SILU] = cuda_op_unary,
-	[LOOM_OP_GELU] = cuda_op_unary,
-	[LOOM_OP_RMS_NORM] = cuda_op_norm,
-	[LOOM_OP_NORM] = cuda_op_norm,
-	[LOOM_OP_SOFT_MAX] = cuda_op_softmax,
-	[LOOM_OP_ROPE] = cuda_op_rope,
-	[LOOM_OP_MUL_MAT] = cuda_op_mul_mat,
-	[LOOM_OP_MUL_MAT_ID] = cuda_op_mul_mat_id,
-	[LOOM_OP_GET_ROWS] = cuda_op_get_rows,
-	[LOOM_OP_SET_ROWS] = cuda_op_set_rows,
-	[LOOM_OP_COPY] = cuda_op_copy,
-	[LOOM_OP_CONT] = cuda_op_copy,
-	[LOOM_OP_CONCAT] = cuda_op_concat,
-	[LOOM_OP_SUM_ROWS] = cuda_op_reduce,
-	[LOOM_OP_ARGMAX] = cuda_op_reduce,
-	[LOOM_OP_TOP_K] = cuda_op_reduce,
-};
 
 /* True when the kernels on be's device may address t: it lives in that
  * device's memory or in pinned host memory (mapped into every device). */
@@ -190,14 +222,14 @@ int cuda_graph_enqueue(struct cuda_backend *be, loom_graph_t *g)
 
 		if (no_kernel(t->op) || loom_tensor_n_elements(t) == 0)
 			continue;
-		if (!cuda_supports_op(t) || !op_kernel[t->op])
+		if (!cuda_supports_op(t))
 			return loom_error_set(LOOM_E_UNSUPPORTED,
 					      "%s: op %s on tensor '%s' is not "
 					      "supported", be->name,
 					      loom_op_name(t->op), t->name);
 		status = check_node(be, t);
 		if (!status)
-			status = op_kernel[t->op](be, t);
+			status = cuda_ops[t->op].run(be, t);
 		if (status)
 			return status;
 	}

@@ -8,7 +8,10 @@ plugins_meta_loom_meta_la_SOURCES = \
 	plugins/meta/meta-plan.h \
 	plugins/meta/meta-plugin.c \
 	plugins/meta/meta-split.c \
+	plugins/meta/meta-policy.c \
 	plugins/meta/meta-buffer.c \
+	plugins/meta/meta-rules.h \
+	plugins/meta/meta-rules.c \
 	plugins/meta/meta-plan.c \
 	plugins/meta/meta-backend.c \
 	plugins/meta/meta-world.c

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* meta-plan.c - the op rules of the meta device: the split state of every
- * node from its sources' states, the cut at each needed allreduce, and the
- * per-device graphs of slice-shaped tensors.  Running a plan is
+/* meta-plan.c - the plan of a meta graph: the split state of every node
+ * (by the rules of meta-rules.c), the cut at each needed allreduce, and
+ * the per-device graphs of slice-shaped tensors.  Running a plan is
  * meta-backend.c's job.
  */
 #include "meta-plan.h"
+#include "meta-rules.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -339,63 +340,6 @@ static int slice_src(struct meta_plan *pl, int j, const struct loom_tensor *t,
 	return LOOM_OK;
 }
 
-/* The per-device form of node t, from the per-device sources s. */
-static struct loom_tensor *build_op(loom_ctx_t *c, const struct loom_tensor *t,
-				    struct loom_tensor **s)
-{
-	switch (t->op) {
-	case LOOM_OP_ADD:
-		return loom_add(c, s[0], s[1]);
-	case LOOM_OP_SUB:
-		return loom_sub(c, s[0], s[1]);
-	case LOOM_OP_MUL:
-		return loom_mul(c, s[0], s[1]);
-	case LOOM_OP_DIV:
-		return loom_div(c, s[0], s[1]);
-	case LOOM_OP_SCALE:
-		return loom_scale(c, s[0], loom_tensor_op_param_f32(t, 0));
-	case LOOM_OP_SILU:
-		return loom_silu(c, s[0]);
-	case LOOM_OP_GELU:
-		return loom_gelu(c, s[0]);
-	case LOOM_OP_RMS_NORM:
-		return loom_rms_norm(c, s[0], loom_tensor_op_param_f32(t, 0));
-	case LOOM_OP_NORM:
-		return loom_norm(c, s[0], loom_tensor_op_param_f32(t, 0));
-	case LOOM_OP_SOFT_MAX:
-		return loom_soft_max(c, s[0], s[1],
-				     loom_tensor_op_param_f32(t, 0));
-	case LOOM_OP_ROPE:
-		return loom_rope(c, s[0], s[1], loom_tensor_op_param_i32(t, 0),
-				 (enum loom_rope_mode)
-					 loom_tensor_op_param_i32(t, 1),
-				 loom_tensor_op_param_f32(t, 2),
-				 loom_tensor_op_param_f32(t, 3));
-	case LOOM_OP_MUL_MAT:
-		return loom_mul_mat(c, s[0], s[1]);
-	case LOOM_OP_MUL_MAT_ID:
-		return loom_mul_mat_id(c, s[0], s[1], s[2]);
-	case LOOM_OP_GET_ROWS:
-		return loom_get_rows(c, s[0], s[1]);
-	case LOOM_OP_SET_ROWS:
-		return loom_set_rows(c, s[0], s[1], s[2]);
-	case LOOM_OP_COPY:
-		return loom_copy(c, s[0], s[1]);
-	case LOOM_OP_CONT:
-		return loom_cont(c, s[0]);
-	case LOOM_OP_CONCAT:
-		return loom_concat(c, s[0], s[1], loom_tensor_op_param_i32(t, 0));
-	case LOOM_OP_SUM_ROWS:
-		return loom_sum_rows(c, s[0]);
-	case LOOM_OP_ARGMAX:
-		return loom_argmax(c, s[0]);
-	case LOOM_OP_TOP_K:
-		return loom_top_k(c, s[0], loom_tensor_op_param_i32(t, 0));
-	default:
-		return NULL;
-	}
-}
-
 /* rope of device j's part [o, o + len) of dimension 0, pairs (2i, 2i+1)
  * whole: the rotation of global pair i = o/2 + i' is pos * scale *
  * base^(-2i/n_dims), which is the local rope with n' = the rotating values
@@ -418,305 +362,11 @@ static struct loom_tensor *rope_part(loom_ctx_t *c, const struct loom_tensor *t,
 			 (float)(scale * pow(base, -(double)o / n_dims)));
 }
 
-/* ---- the rules ---- */
-
-/* What a rule decides: the output state and, per source, a dimension
- * along which a MIRRORED source is cut to meet a split (-1: used as is). */
-struct rule {
-	struct meta_state out;
-	int slice_dim[LOOM_MAX_SRC];
-	const struct meta_state *slice_ref[LOOM_MAX_SRC];
-};
-
-static bool is_split(enum loom_split_state s)
-{
-	return s <= LOOM_SPLIT_DIM3;
-}
-
-static void rule_slice(struct rule *r, int i, int d,
-		       const struct meta_state *ref)
-{
-	r->slice_dim[i] = d;
-	r->slice_ref[i] = ref;
-}
-
-/* A split source a (state sa) meeting a MIRRORED source b along dim d: b
- * is used whole when it broadcasts there, cut when it is full size. */
-static bool meet_mirrored(struct rule *r, const struct loom_tensor *t,
-			  const struct loom_tensor *b, int ib, int d,
-			  const struct meta_state *sa)
-{
-	if (b->ne[d] == 1)
-		return true;
-	if (b->ne[d] < t->ne[d])
-		return false;
-	rule_slice(r, ib, d, sa);
-	return true;
-}
-
-static bool rule_binary(const struct loom_tensor *t, struct meta_tensor **s,
-			struct rule *r, const struct meta_dev *md)
-{
-	const struct meta_state *a = &s[0]->synced, *b = &s[1]->synced;
-	enum loom_split_state sa = a->state, sb = b->state;
-	const enum loom_split_state P = LOOM_SPLIT_PARTIAL,
-				    M = LOOM_SPLIT_MIRRORED;
-
-	if (sa == P || sb == P) {
-		bool ok = false;
-
-		if (t->op == LOOM_OP_ADD || t->op == LOOM_OP_SUB)
-			ok = sa == P && sb == P;
-		else if (t->op == LOOM_OP_MUL)
-			ok = (sa == P && sb == M) || (sa == M && sb == P);
-		else if (t->op == LOOM_OP_DIV)
-			ok = sa == P && sb == M;
-		if (ok)
-			meta_state_whole(&r->out, P);
-		return ok;
-	}
-	if (sa == M && sb == M) {
-		meta_state_whole(&r->out, M);
-		return true;
-	}
-	if (is_split(sa) && is_split(sb)) {
-		if (!meta_state_same_slices(a, b, md))
-			return false;
-		r->out = *a;
-		return true;
-	}
-	if (is_split(sa)) {
-		r->out = *a;
-		return meet_mirrored(r, t, t->src[1], 1, (int)sa, a);
-	}
-	/* a MIRRORED, b split: b must be full size there */
-	if (t->src[1]->ne[sb] != t->ne[sb])
-		return false;
-	r->out = *b;
-	rule_slice(r, 0, (int)sb, b);
-	return true;
-}
-
-static bool rule_mul_mat(const struct loom_tensor *t, struct meta_tensor **s,
-			 struct rule *r, const struct meta_dev *md)
-{
-	const struct meta_state *a = &s[0]->synced, *b = &s[1]->synced;
-	enum loom_split_state sa = a->state, sb = b->state;
-	const enum loom_split_state P = LOOM_SPLIT_PARTIAL,
-				    M = LOOM_SPLIT_MIRRORED;
-	const struct loom_tensor *ta = t->src[0], *tb = t->src[1];
-
-	if (t->op == LOOM_OP_MUL_MAT_ID &&
-	    s[2]->synced.state != M)
-		return false;
-	if ((sa == P && sb == M) || (sa == M && sb == P)) {
-		meta_state_whole(&r->out, P);
-		return true;
-	}
-	if (sa == P || sb == P)
-		return false;
-	if (sa == M && sb == M) {
-		meta_state_whole(&r->out, M);
-		return true;
-	}
-	if (sa == LOOM_SPLIT_DIM1 && sb == M) {
-		r->out = *a;
-		r->out.state = LOOM_SPLIT_DIM0;
-		return true;
-	}
-	if (sa == LOOM_SPLIT_DIM0 && sb == LOOM_SPLIT_DIM0) {
-		if (!meta_state_same_slices(a, b, md))
-			return false;
-		meta_state_whole(&r->out, P);
-		return true;
-	}
-	if (sa == M && sb == LOOM_SPLIT_DIM0) {
-		meta_state_whole(&r->out, P);
-		rule_slice(r, 0, 0, b);
-		return true;
-	}
-	if (sa == LOOM_SPLIT_DIM0 && sb == M) {
-		meta_state_whole(&r->out, P);
-		rule_slice(r, 1, 0, a);
-		return true;
-	}
-	if (t->op == LOOM_OP_MUL_MAT_ID)
-		return false; /* expert-parallel splits are not supported */
-	if (sa == M && sb == LOOM_SPLIT_DIM1) {
-		r->out = *b;
-		return true;
-	}
-	if (sa == sb && sa >= LOOM_SPLIT_DIM2 && sa <= LOOM_SPLIT_DIM3) {
-		int d = (int)sa;
-		int64_t f = tb->ne[d] / ta->ne[d];
-
-		if (a->n_seg != 1 || b->n_seg != 1)
-			return false;
-		for (int k = 0; k < md->n_all; k++)
-			if (b->len[0][k] != a->len[0][k] * f)
-				return false;
-		r->out = *b;
-		return true;
-	}
-	if (sa == M && sb >= LOOM_SPLIT_DIM2 && sb <= LOOM_SPLIT_DIM3) {
-		int d = (int)sb;
-
-		if (ta->ne[d] != 1 && ta->ne[d] != tb->ne[d])
-			return false;
-		r->out = *b;
-		if (ta->ne[d] != 1)
-			rule_slice(r, 0, d, b);
-		return true;
-	}
-	if (sb == M && sa >= LOOM_SPLIT_DIM2 && sa <= LOOM_SPLIT_DIM3) {
-		int d = (int)sa;
-
-		if (tb->ne[d] != ta->ne[d])
-			return false;
-		r->out = *a;
-		rule_slice(r, 1, d, a);
-		return true;
-	}
-	return false;
-}
-
-/* Finds the rule for t given its sources' current states. */
-static bool find_rule(const struct loom_tensor *t, struct meta_tensor **s,
-		      struct rule *r, const struct meta_dev *md)
-{
-	const enum loom_split_state P = LOOM_SPLIT_PARTIAL,
-				    M = LOOM_SPLIT_MIRRORED;
-	const struct meta_state *a = &s[0]->synced;
-	enum loom_split_state sa = a->state;
-
-	for (int i = 0; i < LOOM_MAX_SRC; i++)
-		r->slice_dim[i] = -1;
-
-	switch (t->op) {
-	case LOOM_OP_ADD:
-	case LOOM_OP_SUB:
-	case LOOM_OP_MUL:
-	case LOOM_OP_DIV:
-		return rule_binary(t, s, r, md);
-	case LOOM_OP_SCALE:
-	case LOOM_OP_CONT:
-		r->out = *a;
-		return true;
-	case LOOM_OP_SILU:
-	case LOOM_OP_GELU:
-		r->out = *a;
-		return sa != P;
-	case LOOM_OP_RMS_NORM:
-	case LOOM_OP_NORM:
-	case LOOM_OP_TOP_K:
-		r->out = *a;
-		return sa != P && sa != LOOM_SPLIT_DIM0;
-	case LOOM_OP_SUM_ROWS:
-		r->out = *a;
-		return sa != LOOM_SPLIT_DIM0;
-	case LOOM_OP_ARGMAX:
-		r->out = *a;
-		if (sa == LOOM_SPLIT_DIM1)
-			r->out.state = LOOM_SPLIT_DIM0;
-		return sa == M || sa == LOOM_SPLIT_DIM1;
-	case LOOM_OP_SOFT_MAX:
-		r->out = *a;
-		if (sa == P || sa == LOOM_SPLIT_DIM0)
-			return false;
-		if (!s[1])
-			return true;
-		if (s[1]->synced.state == M)
-			return sa == M ||
-			       meet_mirrored(r, t, t->src[1], 1, (int)sa, a);
-		return meta_state_same_slices(a, &s[1]->synced, md);
-	case LOOM_OP_ROPE:
-		r->out = *a;
-		if (s[1]->synced.state != M)
-			return false;
-		if (sa == M || sa == LOOM_SPLIT_DIM1)
-			return true;
-		if (sa == LOOM_SPLIT_DIM2 && a->n_seg == 1) {
-			rule_slice(r, 1, 0, a);
-			return true;
-		}
-		if (sa == LOOM_SPLIT_DIM0 && a->n_seg == 1 &&
-		    loom_tensor_op_param_i32(t, 1) == LOOM_ROPE_NORMAL) {
-			/* whole rotation pairs: every cut even */
-			for (int k = 0; k < md->n_all; k++)
-				if (a->len[0][k] % 2)
-					return false;
-			return true;
-		}
-		return false;
-	case LOOM_OP_MUL_MAT:
-	case LOOM_OP_MUL_MAT_ID:
-		return rule_mul_mat(t, s, r, md);
-	case LOOM_OP_GET_ROWS:
-		r->out = *a;
-		return s[1]->synced.state == M &&
-		       (sa == M || sa == P || sa == LOOM_SPLIT_DIM0);
-	case LOOM_OP_SET_ROWS:
-	case LOOM_OP_COPY: {
-		/* the result is the destination */
-		int id = t->op == LOOM_OP_SET_ROWS ? 0 : 1;
-		int iv = t->op == LOOM_OP_SET_ROWS ? 1 : 0;
-		const struct meta_state *dst = &s[id]->synced;
-		const struct meta_state *val = &s[iv]->synced;
-		enum loom_split_state sd = dst->state;
-
-		r->out = *dst;
-		if (t->op == LOOM_OP_SET_ROWS && s[2]->synced.state != M)
-			return false;
-		if (sd == P || val->state == P)
-			return false;
-		if (sd == M)
-			return val->state == M;
-		if (t->op == LOOM_OP_SET_ROWS && sd == LOOM_SPLIT_DIM1)
-			return false;
-		if (t->op == LOOM_OP_COPY &&
-		    !loom_tensor_same_shape(t->src[0], t->src[1]))
-			return false;
-		if (t->op == LOOM_OP_SET_ROWS && sd >= LOOM_SPLIT_DIM2 &&
-		    t->src[2]->ne[sd - 1] > 1) {
-			if (t->src[2]->ne[sd - 1] != t->src[0]->ne[sd])
-				return false;
-			rule_slice(r, 2, (int)sd - 1, dst);
-		}
-		if (val->state == M)
-			return meet_mirrored(r, t, t->src[iv], iv, (int)sd,
-					     dst);
-		return meta_state_same_slices(dst, val, md);
-	}
-	case LOOM_OP_CONCAT: {
-		const struct meta_state *b = &s[1]->synced;
-		int dim = loom_tensor_op_param_i32(t, 0);
-
-		r->out = *a;
-		if (sa == b->state && (sa == M || sa == P))
-			return true;
-		if (is_split(sa) && (int)sa != dim)
-			return b->state == M ?
-				       meet_mirrored(r, t, t->src[1], 1,
-						     (int)sa, a) :
-				       meta_state_same_slices(a, b, md);
-		if (sa == M && is_split(b->state) && (int)b->state != dim &&
-		    t->src[0]->ne[b->state] == t->ne[b->state]) {
-			r->out = *b;
-			rule_slice(r, 0, (int)b->state, b);
-			return true;
-		}
-		return false;
-	}
-	default:
-		return false;
-	}
-}
-
 /* ---- views ---- */
 
 /* Maps a view of a split tensor onto the devices: which dimension of the
  * view carries the split, and each device's shape, strides and offset
- * into its part of the root.  See META.md: the axis is mapped through the
+ * into its part of the root.  See doc/meta.md: the axis is mapped through the
  * shape change, and a view may select whole segments. */
 static int map_view(struct meta_plan *pl, const struct loom_tensor *t,
 		    const struct loom_tensor *root,
@@ -841,7 +491,7 @@ static int plan_view(struct meta_plan *pl, const struct loom_tensor *t,
 		if (rc)
 			return rc;
 	}
-	if (!is_split(rmt->synced.state)) {
+	if (!meta_is_split(rmt->synced.state)) {
 		mt->raw = rmt->synced;
 		for (int j = 0; j < n; j++) {
 			memcpy(ne_j[j], t->ne, sizeof(t->ne));
@@ -861,7 +511,7 @@ static int plan_view(struct meta_plan *pl, const struct loom_tensor *t,
 
 		if (!base || mt->zero[j])
 			continue;
-		if (is_split(mt->raw.state) &&
+		if (meta_is_split(mt->raw.state) &&
 		    meta_state_dev_len(&mt->raw, pl->md, j) == 0)
 			continue;
 		mt->dev_t[j] = make_view(pl->ctx[j], base,
@@ -923,7 +573,7 @@ static int build_with_empty(struct meta_plan *pl, const struct loom_tensor *t,
 			    struct loom_tensor **s, struct loom_tensor **out)
 {
 	*out = NULL;
-	if (is_split(mt->raw.state) &&
+	if (meta_is_split(mt->raw.state) &&
 	    meta_state_dev_len(&mt->raw, pl->md, j) == 0)
 		return LOOM_OK;
 	if (mt->raw.state != LOOM_SPLIT_PARTIAL)
@@ -955,7 +605,7 @@ static bool slices_differ(struct meta_tensor *const *s, int n_src,
 {
 	for (int i = 0; i < n_src; i++)
 		for (int k = i + 1; k < n_src; k++)
-			if (s[i] && s[k] && is_split(s[i]->synced.state) &&
+			if (s[i] && s[k] && meta_is_split(s[i]->synced.state) &&
 			    s[i]->synced.state == s[k]->synced.state &&
 			    !meta_state_same_slices(&s[i]->synced,
 						    &s[k]->synced, md))
@@ -968,7 +618,7 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 	struct meta_tensor *s[LOOM_MAX_SRC] = { 0 }, *mt;
 	enum loom_split_state seen[LOOM_MAX_SRC] = { 0 };
 	int n = pl->md->n, n_src = 0, rc;
-	struct rule r;
+	struct meta_rule r;
 
 	mt = new_record(pl);
 	if (!mt)
@@ -991,7 +641,7 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 		return loom_error_set(LOOM_E_INVAL, "meta: node %s has no "
 				      "source", t->name);
 
-	if (!find_rule(t, s, &r, pl->md)) {
+	if (!meta_rule_find(t, s, &r, pl->md)) {
 		bool any_p = false;
 
 		/* No rule on the raw states: try the synced view. */
@@ -1003,7 +653,7 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 				any_p = true;
 			}
 		}
-		if (!any_p || !find_rule(t, s, &r, pl->md))
+		if (!any_p || !meta_rule_find(t, s, &r, pl->md))
 			return no_rule(t, s, seen, n_src,
 				       slices_differ(s, n_src, pl->md)
 					       ? "the sources are cut at "
@@ -1037,7 +687,7 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 			rc = build_with_empty(pl, t, mt, j, ds, &dt);
 			if (rc)
 				return rc;
-		} else if (is_split(mt->raw.state) &&
+		} else if (meta_is_split(mt->raw.state) &&
 			   meta_state_dev_len(&mt->raw, pl->md, j) == 0) {
 			dt = NULL;
 		} else {
@@ -1050,7 +700,8 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 					       mt->raw.len[0][pl->md->first +
 							      j]);
 			} else {
-				dt = build_op(pl->ctx[j], t, ds);
+				dt = loom_op_new(pl->ctx[j], t->op, ds,
+						 t->op_params);
 			}
 			if (!dt)
 				return loom_error_set(
@@ -1058,7 +709,7 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 					"meta: %s '%s' on device %d: %s",
 					loom_op_name(t->op), t->name, j,
 					loom_ctx_error(pl->ctx[j]));
-			if (is_split(mt->raw.state) &&
+			if (meta_is_split(mt->raw.state) &&
 			    dt->ne[mt->raw.state] !=
 				    meta_state_dev_len(&mt->raw, pl->md, j))
 				return loom_error_set(

@@ -346,8 +346,10 @@ static int device_new(loom_dev_t *const *devs, size_t n, loom_split_fn split,
 	rc = read_opts(opts, n, env, &want, &world);
 	if (rc)
 		return rc;
-	if (!split)
-		split = loom_meta_split_default;
+	/* The core's loom_meta_split_default is this policy, reached
+	 * through the entry point: one device for either. */
+	if (!split || split == loom_meta_split_default)
+		split = meta_split_default;
 
 	pthread_mutex_lock(&G.lock);
 	for (int i = 0; i < G.n_devs && !md; i++)
@@ -446,6 +448,8 @@ static void *reg_get_proc_address(loom_reg_t *reg, const char *name)
 		return (void *)meta_device_new;
 	if (!strcmp(name, LOOM_PROC_META_CHECK))
 		return (void *)meta_check;
+	if (!strcmp(name, LOOM_PROC_SPLIT_DEFAULT))
+		return (void *)meta_split_default;
 	if (!strcmp(name, LOOM_PROC_SPLIT_BUFFER_TYPE))
 		return (void *)split_buffer_type;
 	if (!strcmp(name, LOOM_PROC_META_BUFFER_DEV_SIZES))
@@ -540,7 +544,7 @@ static int meta_init(loom_reg_t **out)
 		rc = world_from_env(&world);
 		pthread_mutex_lock(&G.lock);
 		if (!rc)
-			rc = meta_dev_create(devs, n, loom_meta_split_default,
+			rc = meta_dev_create(devs, n, meta_split_default,
 					     NULL, &want, world, &md);
 		pthread_mutex_unlock(&G.lock);
 		if (rc)
@@ -554,4 +558,5 @@ static int meta_init(loom_reg_t **out)
 	return LOOM_OK;
 }
 
-LOOM_PLUGIN_DEFINE("meta", PACKAGE_VERSION, meta_init, NULL);
+LOOM_PLUGIN_DEFINE_FLAGS("meta", PACKAGE_VERSION, meta_init, NULL,
+			 LOOM_PLUGIN_COMPOSES);

@@ -81,7 +81,7 @@ static uint64_t model_digest(const struct meta_dev *md)
 {
 	uint64_t h = HASH_SEED;
 
-	if (md->split != loom_meta_split_default)
+	if (md->split != meta_split_default)
 		return meta_hash(h, "custom split", 12);
 	if (!md->userdata)
 		return meta_hash(h, "no model", 8);

@@ -128,6 +128,9 @@ struct meta_buffer {
 struct meta_dev *meta_dev_of(loom_dev_t *dev);
 
 /* meta-split.c */
+/* The default split policy (meta-policy.c): loom_meta_split_default. */
+int meta_split_default(const struct loom_tensor *t, struct loom_split *out,
+		       void *userdata);
 int meta_split_of(struct meta_dev *md, const struct loom_tensor *t, bool ask,
 		  struct meta_state *out);
 void meta_state_whole(struct meta_state *st, enum loom_split_state state);

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/* meta-policy.c - the default split policy: the usual transformer
+ * tensors by name (META.md, "Composition"), for meta devices whose caller
+ * gives no policy of its own and for loom_meta_split_default(), which
+ * reaches it through the plugin's "split_default" entry point.
+ */
+#include "meta.h"
+
+#include <string.h>
+
+static bool has(const char *name, const char *part)
+{
+	return strstr(name, part) != NULL;
+}
+
+static void set_split(struct loom_split *out, enum loom_split_state state,
+		      int64_t granularity)
+{
+	out->state = state;
+	out->granularity = granularity > 1 ? granularity : 1;
+}
+
+/* A head size to keep whole when the model is not given: the largest of
+ * 128 and 64 that divides n, else 1. */
+static int64_t guess_head(int64_t n)
+{
+	if (n % 128 == 0)
+		return 128;
+	if (n % 64 == 0)
+		return 64;
+	return 1;
+}
+
+/* FFN slices are whole blocks of the largest block size the hidden size
+ * allows (a K-quant's 256, else Q8_0's 32), so that the up/gate
+ * (dimension 1) and down (dimension 0) cuts agree whatever the weight
+ * types. */
+static int64_t ffn_granularity(int64_t n_ff)
+{
+	if (n_ff % LOOM_QK_K == 0)
+		return LOOM_QK_K;
+	return n_ff % LOOM_QK8_0 == 0 ? LOOM_QK8_0 : 1;
+}
+
+/* The default policy (loom_meta_split_default in loom-backend.h).
+ * Granularities: q and the attention output by whole GQA groups
+ * (head_dim * n_head / n_head_kv), k and v by whole heads, so that device
+ * j holds the query heads of its key/value heads; FFN by whole blocks
+ * when n_ff allows. */
+int meta_split_default(const struct loom_tensor *t, struct loom_split *out,
+		       void *userdata)
+{
+	const struct loom_meta_model *m = userdata;
+	const char *name;
+	int64_t hd = 1, group = 1;
+
+	if (!t || !out)
+		return loom_error_set(LOOM_E_INVAL,
+				      "loom_meta_split_default: NULL "
+				      "argument");
+	memset(out, 0, sizeof(*out));
+	name = t->name;
+	if (m && m->head_dim > 0) {
+		hd = m->head_dim;
+		if (m->n_head > 0 && m->n_head_kv > 0 &&
+		    m->n_head % m->n_head_kv == 0)
+			group = m->n_head / m->n_head_kv;
+	}
+
+	if (has(name, "norm") || has(name, "ffn_gate_inp")) {
+		set_split(out, LOOM_SPLIT_MIRRORED, 1);
+	} else if (has(name, "attn_qkv")) {
+		if (!m)
+			hd = guess_head(t->ne[1]);
+		set_split(out, LOOM_SPLIT_DIM1, hd);
+		if (m && m->n_head > 0 && m->n_head_kv > 0 &&
+		    t->ne[1] == hd * (m->n_head + 2 * m->n_head_kv)) {
+			out->n_segments = 3;
+			out->segments[0] = hd * m->n_head;
+			out->segments[1] = hd * m->n_head_kv;
+			out->segments[2] = hd * m->n_head_kv;
+		}
+	} else if (has(name, "attn_q")) {
+		set_split(out, LOOM_SPLIT_DIM1,
+			  m ? hd * group : guess_head(t->ne[1]));
+	} else if (has(name, "attn_k") || has(name, "attn_v")) {
+		set_split(out, LOOM_SPLIT_DIM1, m ? hd : guess_head(t->ne[1]));
+	} else if (has(name, "attn_output")) {
+		set_split(out, LOOM_SPLIT_DIM0,
+			  m ? hd * group : guess_head(t->ne[0]));
+	} else if (has(name, "ffn_up") || has(name, "ffn_gate")) {
+		set_split(out, LOOM_SPLIT_DIM1, ffn_granularity(t->ne[1]));
+	} else if (has(name, "ffn_down")) {
+		set_split(out, LOOM_SPLIT_DIM0, ffn_granularity(t->ne[0]));
+	} else if (has(name, "cache_k") || has(name, "cache_v")) {
+		/* By heads, wherever the layout keeps them. */
+		int64_t hkv = m ? m->n_head_kv : 0;
+
+		if (hkv > 1 && t->ne[2] == hkv)
+			set_split(out, LOOM_SPLIT_DIM2, 1);
+		else if (hkv > 1 && t->ne[1] == hkv && t->ne[0] == hd)
+			set_split(out, LOOM_SPLIT_DIM1, 1);
+		else if (hkv > 0 && t->ne[0] == hd * hkv)
+			set_split(out, LOOM_SPLIT_DIM0, hd);
+		else if (hkv > 0 && t->ne[1] == hd * hkv)
+			set_split(out, LOOM_SPLIT_DIM1, hd);
+		else if (!m && t->ne[2] > 1)
+			set_split(out, LOOM_SPLIT_DIM2, 1);
+		else if (!m)
+			set_split(out, LOOM_SPLIT_DIM0,
+				  guess_head(t->ne[0]));
+		else
+			set_split(out, LOOM_SPLIT_MIRRORED, 1);
+	} else if (!strcmp(name, "output") ||
+		   !strcmp(name, "output.weight")) {
+		set_split(out, LOOM_SPLIT_DIM1, 1);
+	} else {
+		set_split(out, LOOM_SPLIT_MIRRORED, 1);
+	}
+	return LOOM_OK;
+}
