@@ -55,13 +55,18 @@ const char *loom__proc_name(enum loom__proc p)
 	return (unsigned)p < LOOM__PROC_COUNT ? proc_names[p] : "";
 }
 
+/* How many times this thread holds the registry lock. */
+static _Thread_local unsigned held;
+
 void loom__registry_lock(void)
 {
 	pthread_mutex_lock(&lock);
+	held++;
 }
 
 void loom__registry_unlock(void)
 {
+	held--;
 	pthread_mutex_unlock(&lock);
 }
 
@@ -73,22 +78,24 @@ int loom__load_begin(const char *who)
 				      "unloads plugins (from a plugin's init "
 				      "or constructor)",
 				      who);
-	/* An unload on another thread would wait for this call while
-	 * holding the load lock. */
-	if (loom__in_call())
+	/* An unload, here or on another thread, waits for calls in flight
+	 * with the load lock held and the registry lock released: from
+	 * inside a call, or from a log callback run while this thread holds
+	 * the registry lock, that wait would never end. */
+	if (loom__in_call() || held)
 		return loom_error_set(LOOM_E_STATE,
 				      "%s: called from inside a call into a "
-				      "plugin",
+				      "plugin or a log callback",
 				      who);
 	pthread_mutex_lock(&load_lock);
 	in_load = true;
-	pthread_mutex_lock(&lock);
+	loom__registry_lock();
 	return LOOM_OK;
 }
 
 void loom__load_end(void)
 {
-	pthread_mutex_unlock(&lock);
+	loom__registry_unlock();
 	in_load = false;
 	pthread_mutex_unlock(&load_lock);
 }
