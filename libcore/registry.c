@@ -107,7 +107,9 @@ void loom__reg_ref(loom_reg_t *reg, enum loom__ref what)
 
 void loom__reg_unref(loom_reg_t *reg, enum loom__ref what)
 {
-	__atomic_sub_fetch(&reg->refs[what], 1, __ATOMIC_RELAXED);
+	/* Release: what the freeing thread read of reg's objects happens
+	 * before an unload that sees the count fall frees them. */
+	__atomic_sub_fetch(&reg->refs[what], 1, __ATOMIC_RELEASE);
 }
 
 int loom__missing_method(const char *kind, const char *name,
@@ -851,7 +853,7 @@ static size_t describe_refs(const struct loom__plugin *p, char *buf,
 	size_t refs[LOOM__REF_COUNT], total = 0, kinds = 0, done = 0;
 
 	for (int k = 0; k < LOOM__REF_COUNT; k++) {
-		refs[k] = __atomic_load_n(&p->reg->refs[k], __ATOMIC_RELAXED);
+		refs[k] = __atomic_load_n(&p->reg->refs[k], __ATOMIC_ACQUIRE);
 		total += refs[k];
 		kinds += refs[k] != 0;
 	}
