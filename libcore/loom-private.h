@@ -20,12 +20,15 @@ void loom__clear_error(void);
 /* loom_env_get() without logging (for the log level itself). */
 const char *loom__getenv_quiet(const char *name);
 
-/* n values (whole blocks) of any type but I32 to F32 and back (quant.c);
- * quantizing rounds to the nearest the block allows. */
-void loom__dequantize(enum loom_type type, const void *src, float *dst,
-		      int64_t n);
-void loom__quantize(enum loom_type type, const float *src, void *dst,
-		    int64_t n);
+/* A type's conversions of n values (whole blocks) to F32 and back
+ * (quant.c); quantizing rounds to the nearest the block allows. */
+struct loom__type_codec {
+	void (*to_f32)(const void *src, float *dst, int64_t n);
+	void (*from_f32)(const float *src, void *dst, int64_t n);
+};
+
+/* type's entry, or NULL for a type that holds no numbers (I32). */
+const struct loom__type_codec *loom__type_codec(enum loom_type type);
 
 /* ---- tensors, contexts, graphs (tensor.c, ops.c, graph.c, galloc.c) ---- */
 
@@ -189,19 +192,9 @@ bool loom__tensor_in_live_buffer(const struct loom_tensor *t);
 /* The optional entry points, resolved by name once when a plugin
  * registers (see loom-plugin.h for names and signatures). */
 enum loom__proc {
-	LOOM__PROC_SET_TENSOR_2D,
-	LOOM__PROC_GET_TENSOR_2D,
-	LOOM__PROC_SET_TENSOR_2D_ASYNC,
-	LOOM__PROC_GET_TENSOR_2D_ASYNC,
-	LOOM__PROC_ALLREDUCE,
-	LOOM__PROC_SPLIT_BUFFER_TYPE,
-	LOOM__PROC_HOST_BUFFER_TYPE,
-	LOOM__PROC_WEIGHT_BUFFER_TYPE,
-	LOOM__PROC_SET_N_THREADS,
-	LOOM__PROC_GET_FEATURES,
-	LOOM__PROC_META_DEVICE_NEW,
-	LOOM__PROC_META_CHECK,
-	LOOM__PROC_SPLIT_DEFAULT,
+#define X_(name) LOOM__PROC_##name,
+	LOOM_PROC_MAP(X_)
+#undef X_
 	LOOM__PROC_COUNT
 };
 
