@@ -484,9 +484,11 @@ bool loom_dev_supports_buft(loom_dev_t *dev, loom_buffer_type_t *buft)
 {
 	bool yes;
 
-	if (!loom__buft_live(buft) || !loom__dev_enter(dev))
+	if (!loom__dev_enter(dev))
 		return false;
-	if (dev->iface.supports_buft)
+	if (!loom__buft_live(buft))
+		yes = false;
+	else if (dev->iface.supports_buft)
 		yes = dev->iface.supports_buft(dev, buft);
 	else
 		yes = buft == dev_buffer_type(dev) ||

@@ -45,13 +45,18 @@ const char *loom__proc_name(enum loom__proc p)
 	return (unsigned)p < LOOM__PROC_COUNT ? proc_names[p] : "";
 }
 
+/* How many times this thread holds the registry lock. */
+static _Thread_local unsigned held;
+
 void loom__registry_lock(void)
 {
 	pthread_mutex_lock(&lock);
+	held++;
 }
 
 void loom__registry_unlock(void)
 {
+	held--;
 	pthread_mutex_unlock(&lock);
 }
 
@@ -63,22 +68,24 @@ int loom__load_begin(const char *who)
 				      "unloads plugins (from a plugin's init "
 				      "or constructor)",
 				      who);
-	/* An unload on another thread would wait for this call while
-	 * holding the load lock. */
-	if (loom__in_call())
+	/* An unload, here or on another thread, waits for calls in flight
+	 * with the load lock held and the registry lock released: from
+	 * inside a call, or from a log callback run while this thread holds
+	 * the registry lock, that wait would never end. */
+	if (loom__in_call() || held)
 		return loom_error_set(LOOM_E_STATE,
 				      "%s: called from inside a call into a "
-				      "plugin",
+				      "plugin or a log callback",
 				      who);
 	pthread_mutex_lock(&load_lock);
 	in_load = true;
-	pthread_mutex_lock(&lock);
+	loom__registry_lock();
 	return LOOM_OK;
 }
 
 void loom__load_end(void)
 {
-	pthread_mutex_unlock(&lock);
+	loom__registry_unlock();
 	in_load = false;
 	pthread_mutex_unlock(&load_lock);
 }
@@ -90,7 +97,9 @@ void loom__reg_ref(loom_reg_t *reg, enum loom__ref what)
 
 void loom__reg_unref(loom_reg_t *reg, enum loom__ref what)
 {
-	__atomic_sub_fetch(&reg->refs[what], 1, __ATOMIC_RELAXED);
+	/* Release: what the freeing thread read of reg's objects happens
+	 * before an unload that sees the count fall frees them. */
+	__atomic_sub_fetch(&reg->refs[what], 1, __ATOMIC_RELEASE);
 }
 
 int loom__missing_method(const char *kind, const char *name,
@@ -834,7 +843,7 @@ static size_t describe_refs(const struct loom__plugin *p, char *buf,
 	size_t refs[LOOM__REF_COUNT], total = 0, kinds = 0, done = 0;
 
 	for (int k = 0; k < LOOM__REF_COUNT; k++) {
-		refs[k] = __atomic_load_n(&p->reg->refs[k], __ATOMIC_RELAXED);
+		refs[k] = __atomic_load_n(&p->reg->refs[k], __ATOMIC_ACQUIRE);
 		total += refs[k];
 		kinds += refs[k] != 0;
 	}

@@ -73,7 +73,7 @@ check_LTLIBRARIES += tests/fake/loom-shortdesc.la
 FAKE_PLUGINS += tests/fake/loom-shortdesc.la
 tests_fake_loom_shortdesc_la_SOURCES = tests/fake-plugin.c
 tests_fake_loom_shortdesc_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME=\"shortdesc\" -DFAKE_SHORT_DESCRIPTOR
-tests_fake_loom_shortdesc_la_LDFLAGS = $(FAKE_LDFLAGS) -Wl,--no-undefined
+tests_fake_loom_shortdesc_la_LDFLAGS = $(FAKE_LDFLAGS) $(NO_UNDEFINED)
 tests_fake_loom_shortdesc_la_LIBADD = $(PLUGIN_LINK_LIBS)
 
 check_LTLIBRARIES += tests/fake/loom-major.la

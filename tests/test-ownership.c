@@ -639,6 +639,33 @@ static void test_huge_alignment(struct fixture *f, gconstpointer unused)
 	f->ctl->huge_align = 0;
 }
 
+/* A log callback that unloads, run from inside a call through a buffer
+ * type (its bad alignment is logged there): refused, since the unload
+ * would free the buffer type under that call. */
+static int unload_status;
+static char unload_msg[256];
+
+static void unloading_log(enum loom_log_level level, const char *msg,
+			  void *userdata)
+{
+	unload_status = loom_unload_all();
+	snprintf(unload_msg, sizeof(unload_msg), "%s", loom_error_message());
+}
+
+static void test_unload_in_call(struct fixture *f, gconstpointer unused)
+{
+	f->ctl->bad_align = 1;
+	loom_log_set_callback(unloading_log, NULL);
+	g_assert_cmpuint(loom_buffer_type_alignment(f->buft), ==, 64);
+	loom_log_set_callback(NULL, NULL);
+	f->ctl->bad_align = 0;
+	g_assert_cmpint(unload_status, ==, LOOM_E_STATE);
+	g_assert_cmpstr(unload_msg, ==,
+			"loom_unload_all: called from inside a call into a "
+			"plugin or a log callback");
+	g_assert_cmpstr(loom_buffer_type_name(f->buft), ==, "static_host");
+}
+
 static int n_logged;
 
 static void raising_log(enum loom_log_level level, const char *msg,
@@ -765,6 +792,7 @@ int main(int argc, char **argv)
 	S("half-built", test_half_built);
 	D("lazy-buft-missing", test_lazy_buft_missing);
 	S("huge-alignment", test_huge_alignment);
+	S("unload-in-call", test_unload_in_call);
 	g_test_add_func("/ownership/log-reentry", test_log_reentry);
 	g_test_add_func("/ownership/abi-pins", test_abi_pins);
 	S("reserved-zero", test_reserved_zero);

@@ -10,7 +10,7 @@ cd "$src" || exit 99
 # of build-aux/ and debian/ only the files written by hand.
 files=$(find . \( -name .git -o -name autom4te.cache -o -name .libs \
 		  -o -name .deps -o -name _build -o -name 'loom-[0-9]*' \
-		  -o -path ./gpu-bundle \
+		  -o -path ./gpu-bundle -o -path ./_asan -o -path ./_tsan \
 		  -o -path ./debian/tmp -o -path './debian/loom-*' \
 		  -o -path './debian/libloom*' -o -path ./debian/.debhelper \) \
 		-prune -o -type f \( -name '*.c' -o -name '*.h' -o -name '*.cc' \

@@ -69,10 +69,27 @@ typedef struct loom_galloc loom_galloc_t;
  */
 
 /* ------------------------------------------------------------------------
- * Threads.  Every call may come from any thread.  A backend is a stream:
- * use one backend from one thread at a time (its calls must not
- * overlap); different backends, also of one device, may run in different
- * threads at once.  Loading and unloading are serialised by the core.
+ * Threads.  Every call may come from any thread.  Loading and unloading
+ * are serialised by the core.
+ *
+ * Regs, devices and buffer types may be queried while another thread
+ * loads or unloads: a call through one keeps its plugin loaded until it
+ * returns.  loom_unload_all waits for the calls under way on other
+ * threads, and calls made while it unloads find their handles gone (as
+ * after it: NULL, 0 or "(null)").  Called from inside such a call (a log
+ * callback the plugin triggered), loading or unloading returns
+ * LOOM_E_STATE.
+ *
+ * A backend is a stream: its calls must not overlap.  One made while
+ * another call on that backend is under way, from another thread or
+ * re-entered from the same one, does nothing and returns LOOM_E_BUSY
+ * with a message ("... is busy with a call on another thread"); freeing
+ * it then is refused the same way (the message is recorded for
+ * loom_error_message()).  A scheduler (loom_sched_*) is held to the same
+ * rule.  Different backends, also of one device, run in different
+ * threads at once.  Threads that share one backend take turns with a
+ * lock of their own: on a meta device a node's results are there to read
+ * only until that backend computes another graph.
  */
 
 /* ------------------------------------------------------------------------
@@ -295,7 +312,9 @@ LOOM_API int loom_load_static(const struct loom_plugin_desc *desc,
 /* Unloads every plugin and frees every device, buffer type and record.
  * While a buffer, backend or event made from any plugin is alive it
  * unloads nothing and returns LOOM_E_BUSY, the message naming what is
- * left ("2 buffers and 1 backend of plugin 'cpu' are still alive"). */
+ * left ("2 buffers and 1 backend of plugin 'cpu' are still alive").
+ * Calls through a reg, device or buffer type under way on other threads
+ * are waited for (see "Threads" above). */
 LOOM_API int loom_unload_all(void);
 
 LOOM_API size_t loom_reg_count(void);
@@ -415,7 +434,9 @@ typedef struct loom_sched loom_sched_t;
  * with loom_sched_free(). */
 LOOM_API int loom_sched_new(loom_backend_t *const *backends, size_t n,
 			    loom_sched_t **out);
-/* Frees s and the compute memory it holds; NULL is a no-op. */
+/* Frees s and the compute memory it holds; NULL is a no-op.  A
+ * scheduler is a live handle: freeing it again, or any call after the
+ * free, is refused (LOOM_E_INVAL, 0 or NULL), never undefined. */
 LOOM_API void loom_sched_free(loom_sched_t *s);
 /* Plans g and sizes each backend's compute memory, computing nothing; a
  * later graph that needs no more memory than g does not grow it.  A
