@@ -24,19 +24,26 @@ struct arch {
 	bool gemma;
 };
 
-/* llama covers Llama 2/3, Mistral, TinyLlama and Mixtral (experts). */
+/* llama covers Llama 2/3, Mistral, TinyLlama and Mixtral (experts);
+ * xverse is llama by another name, exaone llama with NEOX rope (both
+ * also in llama.cpp's graphs). */
 static const struct arch archs[] = {
-	{ "llama", LOOM_ROPE_NORMAL, false, false, true, false },
-	{ "qwen2", LOOM_ROPE_NEOX, true, false, false, false },
-	{ "qwen3", LOOM_ROPE_NEOX, false, true, false, false },
-	{ "qwen3moe", LOOM_ROPE_NEOX, false, true, true, false },
-	{ "gemma3", LOOM_ROPE_NEOX, false, true, false, true },
+	{ .name = "llama", .rope = LOOM_ROPE_NORMAL, .moe = true },
+	{ .name = "qwen2", .rope = LOOM_ROPE_NEOX, .qkv_bias = true },
+	{ .name = "qwen3", .rope = LOOM_ROPE_NEOX, .qk_norm = true },
+	{ .name = "qwen3moe", .rope = LOOM_ROPE_NEOX, .qk_norm = true,
+	  .moe = true },
+	{ .name = "gemma3", .rope = LOOM_ROPE_NEOX, .qk_norm = true,
+	  .gemma = true },
+	{ .name = "xverse", .rope = LOOM_ROPE_NORMAL },
+	{ .name = "exaone", .rope = LOOM_ROPE_NEOX },
 };
 
 #define N_ARCHS (sizeof(archs) / sizeof(archs[0]))
 
 static const char *const arch_names[N_ARCHS + 1] = {
-	"llama", "qwen2", "qwen3", "qwen3moe", "gemma3", NULL,
+	"llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "xverse", "exaone",
+	NULL,
 };
 
 const char *const *model_arch_names(void)
@@ -206,7 +213,7 @@ int model_hparams(const struct gguf *g, int64_t n_ctx,
 		if (!strcmp(archs[i].name, name))
 			a = &archs[i];
 	if (!a) {
-		char list[128] = "";
+		char list[256] = "";
 
 		for (size_t i = 0; i < N_ARCHS; i++)
 			snprintf(list + strlen(list), sizeof(list) - strlen(list),

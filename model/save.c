@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* save.c - a model written as a GGUF file of the architecture its shape
- * is (llama, qwen2, qwen3, qwen3moe or gemma3), with the keys and tensor names
+ * is (llama, qwen2, qwen3, qwen3moe, gemma3 or exaone), with the keys and tensor names
  * that arch.c reads and llama.cpp writes, and a placeholder vocabulary.
  */
 #include "model.h"
@@ -27,6 +27,8 @@ static const char *arch_of(const struct llama_hparams *hp)
 		return "qwen2";
 	if (neox && !hp->qkv_bias && hp->qk_norm)
 		return moe ? "qwen3moe" : "qwen3";
+	if (neox && !hp->qkv_bias && !hp->qk_norm && !moe)
+		return "exaone";
 	return NULL;
 }
 
