@@ -41,6 +41,8 @@ MODELS = [
     ("qwen3moe", "ggml-vocab-qwen2.gguf", {"qk_norm": True, "moe": True}),
     ("gemma3", "ggml-vocab-llama-spm.gguf", {"qk_norm": True, "tied": True,
                                              "gemma": True}),
+    ("xverse", "ggml-vocab-llama-spm.gguf", {}),
+    ("exaone", "ggml-vocab-llama-spm.gguf", {"rope_freqs": True}),
 ]
 
 # Special tokens' texts are tokens on both sides (as llama.cpp's tools
@@ -304,7 +306,8 @@ def main():
     ap.add_argument("--limit", type=float, default=1e-4)
     ap.add_argument("--vocab-dir", help="vocabulary-only GGUF files")
     ap.add_argument("--quantize", help="llama.cpp's llama-quantize")
-    ap.add_argument("--archs", default="llama,qwen2,qwen3,qwen3moe,gemma3",
+    ap.add_argument("--archs", default="llama,qwen2,qwen3,qwen3moe,gemma3,"
+                    "xverse,exaone",
                     help="--vocab-dir: the architectures (default: all)")
     ap.add_argument("--types", default=",".join(LIMITS),
                     help="the weight types to check (default: all)")
