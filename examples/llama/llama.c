@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* llama.c - a Llama-style decoder built through the public API: synthetic
  * weights, the KV cache, and the graph of one batch (GQA attention with
- * RoPE, RMSNorm, SwiGLU or a mixture-of-experts FFN).  No timing here.
+ * RoPE, RMSNorm, SwiGLU or a mixture-of-experts FFN, and Gemma's sliding
+ * windows, GELU gate and extra norms).  No timing here.
  */
 #include "llama.h"
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* reference.c - the example model computed plainly in double precision on
  * the host, from the weights read back from the device: an independent
- * check of llama_eval's graph (attention, cache, RoPE, norms, experts).
+ * check of llama_eval's graph (attention, sliding windows, cache, RoPE,
+ * norms, experts).
  */
 #include "llama.h"
 
