@@ -8,6 +8,7 @@
 #   tools/compare-llama-cpp.py -m model.gguf -p "Hello, world"
 #   tools/compare-llama-cpp.py --vocab-dir DIR [--quantize llama-quantize]
 #   ... --markdown      # ends with the NMSE table of doc/accuracy.md
+#   ... --no-repack     # llama.cpp without its AMX or repacked layouts
 #
 # Without -m it writes the `tiny` and `small` presets in f32, f16, bf16,
 # q8_0, q4_0, q4_k, q5_k and q6_k with `loom-bench model --save` and
@@ -77,6 +78,20 @@ def nmse(ref, x):
 def nmse_without(per_pos, out):
     rest = [x for i, x in enumerate(per_pos) if i not in out]
     return max(rest) if rest else 0.0
+
+
+def plain_buffers():
+    # llama.cpp's weights in its CPU buffers, none repacked for its extra
+    # kernels (its AMX ones crashed on quantized weights).
+    import llama_cpp.llama_cpp as lc
+
+    default = lc.llama_model_default_params
+
+    def params():
+        p = default()
+        p.use_extra_bufts = False
+        return p
+    lc.llama_model_default_params = params
 
 
 def compare(builddir, model, text, tokens, threads):
@@ -311,10 +326,15 @@ def main():
                     help="--vocab-dir: the architectures (default: all)")
     ap.add_argument("--types", default=",".join(LIMITS),
                     help="the weight types to check (default: all)")
+    ap.add_argument("--no-repack", action="store_true",
+                    help="llama.cpp's weights in plain buffers (not its "
+                    "AMX or repacked layouts)")
     ap.add_argument("--markdown", action="store_true",
                     help="end with the NMSE table in doc/accuracy.md's form")
     o = ap.parse_args()
     use_build_tree(o.builddir)
+    if o.no_repack:
+        plain_buffers()
     tokens = [int(t) for t in o.tokens.split(",")] if o.tokens else None
     failed = 0
     results = []
