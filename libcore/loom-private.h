@@ -189,19 +189,9 @@ bool loom__tensor_in_live_buffer(const struct loom_tensor *t);
 /* The optional entry points, resolved by name once when a plugin
  * registers (see loom-plugin.h for names and signatures). */
 enum loom__proc {
-	LOOM__PROC_SET_TENSOR_2D,
-	LOOM__PROC_GET_TENSOR_2D,
-	LOOM__PROC_SET_TENSOR_2D_ASYNC,
-	LOOM__PROC_GET_TENSOR_2D_ASYNC,
-	LOOM__PROC_ALLREDUCE,
-	LOOM__PROC_SPLIT_BUFFER_TYPE,
-	LOOM__PROC_HOST_BUFFER_TYPE,
-	LOOM__PROC_WEIGHT_BUFFER_TYPE,
-	LOOM__PROC_SET_N_THREADS,
-	LOOM__PROC_GET_FEATURES,
-	LOOM__PROC_META_DEVICE_NEW,
-	LOOM__PROC_META_CHECK,
-	LOOM__PROC_SPLIT_DEFAULT,
+#define X_(name) LOOM__PROC_##name,
+	LOOM_PROC_MAP(X_)
+#undef X_
 	LOOM__PROC_COUNT
 };
 

@@ -22,7 +22,7 @@ static void set_f32(struct loom_tensor *t, int i, float v)
 	memcpy(&t->op_params[i], &v, sizeof(v));
 }
 
-/* Names a view after the tensor it shows ("cache_k (view)"), so that
+/* Names a view after the tensor it shows ("<name> (view)"), so that
  * messages about it say what it is; unnamed sources leave it unnamed. */
 static void name_after(struct loom_tensor *t, const struct loom_tensor *src,
 		       const char *suffix)

@@ -14,6 +14,7 @@ model_libmodel_la_SOURCES = \
 	model/vocab.c \
 	model/tokenizer.c \
 	model/pretok.c \
+	model/chat.c \
 	model/unicode.h \
 	model/unicode.c \
 	model/unicode-data.c

@@ -68,8 +68,8 @@ int model_token_text(const struct gguf *g, int32_t id, char *buf,
 		     size_t size);
 
 /* The tokenizer of g's vocabulary; g must outlive it: SentencePiece-style
- * (tokenizer.ggml.model "llama") or byte-level BPE ("gpt2") with the
- * pre-tokenizer llama-bpe (Llama 3) or qwen2.  Others are refused with
+ * (tokenizer.ggml.model "llama") or BPE ("gpt2") with a pre-tokenizer
+ * model_pretok_by_name knows.  Others are refused with
  * LOOM_E_UNSUPPORTED naming the model and pre-tokenizer.
  * The caller frees *out with model_tokenizer_free(). */
 struct model_tokenizer;
@@ -87,12 +87,67 @@ enum {
 int model_tokenize(const struct model_tokenizer *t, const char *text,
 		   unsigned flags, int32_t **out, int *n);
 
-/* Byte-level BPE pre-tokenizers: text[0..len) (UTF-8, else LOOM_E_INVAL)
- * cut into words, *ends (malloc'ed, the caller frees) receiving the byte
- * offset where each of the *n words ends. */
-enum model_pretok { MODEL_PRETOK_LLAMA3, MODEL_PRETOK_QWEN2 };
+/* BPE pre-tokenizers: text cut into words as a family's expressions cut
+ * it.  GEMMA4's words are runs of line breaks and of other text (its
+ * vocabulary is not byte-level: spaces are U+2581, as SentencePiece's). */
+enum model_pretok {
+	MODEL_PRETOK_LLAMA3,    /* Llama 3: digits by three */
+	MODEL_PRETOK_QWEN2,     /* Llama 3's expression, digits one by one */
+	MODEL_PRETOK_QWEN35,    /* Qwen 2's, marks (\p{M}) as letters */
+	MODEL_PRETOK_GPT2,      /* GPT-2's expression */
+	MODEL_PRETOK_STARCODER, /* each number alone, then GPT-2's */
+	MODEL_PRETOK_DEFAULT,   /* punctuation runs, GPT-2's, number runs,
+				 * ASCII digits by three */
+	MODEL_PRETOK_FALCON,    /* as DEFAULT, ` among the punctuation,
+				 * without number runs */
+	MODEL_PRETOK_DEEPSEEK_CODER,
+	MODEL_PRETOK_DEEPSEEK_LLM,
+	MODEL_PRETOK_GEMMA4,
+	MODEL_PRETOK_TEKKEN,    /* Mistral's: words split at case changes */
+	MODEL_PRETOK_DEEPSEEK3,
+};
+/* The pre-tokenizer of tokenizer.ggml.pre's name into *kind; else
+ * LOOM_E_UNSUPPORTED (no message). */
+int model_pretok_by_name(const char *name, enum model_pretok *kind);
+/* The i-th name model_pretok_by_name knows (static), NULL past the last. */
+const char *model_pretok_names(size_t i);
+/* text[0..len) (UTF-8, else LOOM_E_INVAL) cut into words, *ends
+ * (malloc'ed, the caller frees) receiving the byte offset where each of
+ * the *n words ends. */
 int model_pretokenize(enum model_pretok kind, const char *text, size_t len,
 		      size_t **ends, size_t *n);
+
+/* Chat template families, recognised by their markers in a file's
+ * tokenizer.chat_template (not executed). */
+enum model_chat {
+	MODEL_CHAT_GPT_OSS,
+	MODEL_CHAT_CHATML,
+	MODEL_CHAT_LLAMA3,
+	MODEL_CHAT_GEMMA,
+	MODEL_CHAT_PHI3,
+	MODEL_CHAT_MISTRAL,
+};
+/* The family of g's template into *kind; LOOM_E_NOT_FOUND when the file
+ * has none, LOOM_E_UNSUPPORTED when it is of no family known, each with
+ * a message. */
+int model_chat_detect(const struct gguf *g, enum model_chat *kind);
+/* The family named name (chatml, llama3, ...); else LOOM_E_UNSUPPORTED
+ * with a message listing them. */
+int model_chat_by_name(const char *name, enum model_chat *kind);
+/* The name of a family (static), NULL for none. */
+const char *model_chat_name(enum model_chat kind);
+/* The text of one turn of a conversation in kind's format, to tokenize
+ * with the special tokens' texts parsed: the end of the previous reply
+ * (unless first), system (when first and not NULL or empty) and user's
+ * text, then the start of the reply.  *out (malloc'ed, the caller frees)
+ * is NUL-terminated. */
+int model_chat_turn(enum model_chat kind, const char *system,
+		    const char *user, bool first, char **out);
+/* The tokens that end a reply: the file's EOS, EOT and EOM ids and the
+ * tokens of the texts that end a turn in the families above
+ * (<|im_end|>, <end_of_turn>, <|eot_id|>, <|end|>, <|return|>, ...).
+ * *ids (malloc'ed, the caller frees) receives *n of them. */
+int model_eog_tokens(const struct gguf *g, int32_t **ids, int *n);
 
 #ifdef __cplusplus
 }

@@ -2,9 +2,11 @@
 /* tokenizer.c - text to token ids with a model file's vocabulary.
  * SentencePiece-style (tokenizer.ggml.model "llama"): spaces as U+2581,
  * the highest-scoring adjacent pair merged first (the leftmost on ties),
- * characters left without a token written as byte tokens.  Byte-level
- * BPE ("gpt2"): words cut by the pre-tokenizer (pretok.c), their bytes as
- * code points, the lowest-ranked merge first (the leftmost on ties).
+ * characters left without a token written as byte tokens.  BPE ("gpt2"):
+ * words cut by the pre-tokenizer (pretok.c), the lowest-ranked merge
+ * first (the leftmost on ties); byte-level vocabularies write a word's
+ * bytes as code points, Gemma 4's its spaces as U+2581 and characters
+ * left without a token as byte tokens.
  * Before either, the text is cut at the special tokens' texts (the
  * user-defined ones always, control and unknown ones when asked), the
  * longest first; each such piece is its token and the text between is
@@ -31,6 +33,7 @@ struct model_tokenizer {
 	const struct gguf_kv *scores;
 	struct strmap vocab;
 	bool bpe;
+	bool byte_level; /* BPE over bytes written as code points */
 	enum model_pretok pre;
 	bool ignore_merges;  /* a word that is a token is not merged */
 	struct strmap merges; /* "left right" -> rank */
@@ -156,20 +159,21 @@ static int kind(const struct gguf *g, struct model_tokenizer *t)
 		t->eos = 2;
 		return LOOM_OK;
 	}
-	if (!strcmp(model, "gpt2") &&
-	    (!strcmp(pre, "llama-bpe") || !strcmp(pre, "qwen2"))) {
+	if (!strcmp(model, "gpt2") && !model_pretok_by_name(pre, &t->pre)) {
 		t->bpe = true;
-		t->pre = !strcmp(pre, "qwen2") ? MODEL_PRETOK_QWEN2 :
-						  MODEL_PRETOK_LLAMA3;
-		t->ignore_merges = t->pre == MODEL_PRETOK_LLAMA3;
-		t->add_bos = t->pre == MODEL_PRETOK_LLAMA3;
+		t->byte_level = t->pre != MODEL_PRETOK_GEMMA4;
+		t->ignore_merges = t->pre == MODEL_PRETOK_LLAMA3 ||
+				   t->pre == MODEL_PRETOK_TEKKEN;
+		t->add_bos = t->pre == MODEL_PRETOK_LLAMA3 ||
+			     t->pre == MODEL_PRETOK_GEMMA4 ||
+			     t->pre == MODEL_PRETOK_TEKKEN;
 		t->bos = t->eos = 11;
 		return LOOM_OK;
 	}
 	return loom_error_set(LOOM_E_UNSUPPORTED,
 			      "tokenizer '%s' (pre-tokenizer '%s') is not "
-			      "supported (llama, and gpt2 with llama-bpe or "
-			      "qwen2, are)", model, pre);
+			      "supported (llama is, and gpt2 with a "
+			      "pre-tokenizer loom-run(1) lists)", model, pre);
 }
 
 /* GGUF's token types. */
@@ -271,7 +275,7 @@ int model_tokenizer_new(const struct gguf *g, struct model_tokenizer **out)
 		ret = strmap_init(&t->merges, mg->strs, mg->n);
 	if (ret)
 		goto err;
-	for (int b = 0; b < 256 && !t->bpe; b++) {
+	for (int b = 0; b < 256 && !t->byte_level; b++) {
 		static const char hex[] = "0123456789ABCDEF";
 		char s[6] = { '<', '0', 'x', hex[b >> 4], hex[b & 15], '>' };
 
@@ -279,7 +283,9 @@ int model_tokenizer_new(const struct gguf *g, struct model_tokenizer **out)
 	}
 	t->bos = token_id(g, "tokenizer.ggml.bos_token_id", t->bos, kv->n);
 	t->eos = token_id(g, "tokenizer.ggml.eos_token_id", t->eos, kv->n);
-	t->add_bos = flag(g, "tokenizer.ggml.add_bos_token", t->add_bos);
+	/* Gemma 4 files that say otherwise still want BOS. */
+	t->add_bos = flag(g, "tokenizer.ggml.add_bos_token", t->add_bos) ||
+		     (t->bpe && t->pre == MODEL_PRETOK_GEMMA4);
 	t->add_eos = flag(g, "tokenizer.ggml.add_eos_token", t->add_eos);
 	t->add_space = flag(g, "tokenizer.ggml.add_space_prefix",
 			    t->add_space);
@@ -486,13 +492,13 @@ static int tokenize_text(const struct model_tokenizer *t, const char *text,
 			ret = emit(o, id);
 			continue;
 		}
-		/* BPE: the bytes that are tokens by themselves. */
-		for (size_t k = 0; k < s[i].n && t->bpe && !ret; k++) {
+		/* Byte-level BPE: the bytes that are tokens by themselves. */
+		for (size_t k = 0; k < s[i].n && t->byte_level && !ret; k++) {
 			id = lookup(t, text + s[i].off + k, 1);
 			if (id >= 0)
 				ret = emit(o, id);
 		}
-		for (size_t k = 0; k < s[i].n && !t->bpe && !ret; k++) {
+		for (size_t k = 0; k < s[i].n && !t->byte_level && !ret; k++) {
 			unsigned char b = (unsigned char)text[s[i].off + k];
 
 			if (t->bytes[b] < 0) {
@@ -509,36 +515,66 @@ static int tokenize_text(const struct model_tokenizer *t, const char *text,
 	return ret;
 }
 
-/* Byte-level BPE: each pre-tokenizer word's bytes as code points, then
- * merged; a word that is a token as a whole is taken as it is when the
- * vocabulary says so. */
+/* text[0..len) into buf (3 * len bytes) with each space as U+2581, the
+ * word mark of SentencePiece and Gemma 4; returns the length. */
+static size_t mark_spaces(const char *text, size_t len, char *buf)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (text[i] == ' ') {
+			memcpy(buf + n, "\xe2\x96\x81", 3);
+			n += 3;
+		} else {
+			buf[n++] = text[i];
+		}
+	}
+	return n;
+}
+
+/* BPE: each pre-tokenizer word's bytes as code points (byte-level) or
+ * its spaces as U+2581 (Gemma 4), then merged; a word that is a token as
+ * a whole is taken as it is when the vocabulary says so, and so is a run
+ * of line breaks in Gemma 4's. */
 static int tokenize_bpe(const struct model_tokenizer *t, const char *text,
 			size_t len, struct out *o)
 {
 	size_t *ends = NULL, n_words, start = 0;
-	char *buf;
-	int ret;
+	char *buf, *esc = NULL;
+	int ret = LOOM_OK;
 
-	ret = model_pretokenize(t->pre, text, len, &ends, &n_words);
-	if (ret)
-		return ret;
-	buf = malloc(2 * len + 1);
-	if (!buf) {
-		free(ends);
+	buf = malloc(3 * len + 1);
+	if (!buf)
 		return LOOM_E_NOMEM;
+	if (!t->byte_level) {
+		esc = malloc(3 * len + 1);
+		if (!esc) {
+			free(buf);
+			return LOOM_E_NOMEM;
+		}
+		len = mark_spaces(text, len, esc);
+		text = esc;
 	}
+	ret = model_pretokenize(t->pre, text, len, &ends, &n_words);
 	for (size_t w = 0; w < n_words && !ret; w++) {
 		size_t n = 0;
-		int32_t id;
+		int32_t id = -1;
 
-		for (size_t i = start; i < ends[w]; i++)
-			n += model_utf8_encode(model_bpe_byte_cp(
-						       (uint8_t)text[i]),
-					       buf + n);
+		if (t->byte_level) {
+			for (size_t i = start; i < ends[w]; i++)
+				n += model_utf8_encode(model_bpe_byte_cp(
+							(uint8_t)text[i]),
+						buf + n);
+		} else {
+			n = ends[w] - start;
+			memcpy(buf, text + start, n);
+		}
+		if (t->ignore_merges || (!t->byte_level && buf[0] == '\n'))
+			id = lookup(t, buf, n);
 		start = ends[w];
-		id = t->ignore_merges ? lookup(t, buf, n) : -1;
 		ret = id >= 0 ? emit(o, id) : tokenize_text(t, buf, n, o);
 	}
+	free(esc);
 	free(buf);
 	free(ends);
 	return ret;
@@ -625,14 +661,7 @@ static int tokenize_spm(const struct model_tokenizer *t, const char *text,
 		memcpy(buf, "\xe2\x96\x81", 3);
 		n = 3;
 	}
-	for (size_t i = 0; i < len; i++) {
-		if (text[i] == ' ') {
-			memcpy(buf + n, "\xe2\x96\x81", 3);
-			n += 3;
-		} else {
-			buf[n++] = text[i];
-		}
-	}
+	n += mark_spaces(text, len, buf + n);
 	return tokenize_text(t, buf, n, o);
 }
 

@@ -32,6 +32,21 @@ bool model_unicode_is_number(uint32_t cp)
 	return in_ranges(model_unicode_numbers, model_unicode_numbers_n, cp);
 }
 
+bool model_unicode_is_mark(uint32_t cp)
+{
+	return in_ranges(model_unicode_marks, model_unicode_marks_n, cp);
+}
+
+bool model_unicode_is_punct(uint32_t cp)
+{
+	return in_ranges(model_unicode_punct, model_unicode_punct_n, cp);
+}
+
+bool model_unicode_is_symbol(uint32_t cp)
+{
+	return in_ranges(model_unicode_symbols, model_unicode_symbols_n, cp);
+}
+
 bool model_unicode_is_space(uint32_t cp)
 {
 	return (cp >= 0x09 && cp <= 0x0d) || cp == 0x20 || cp == 0x85 ||

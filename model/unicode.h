@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* unicode.h - what the pre-tokenizers ask of a code point (letter, number,
- * white space) and UTF-8 decoding.  The tables are generated
+ * mark, punctuation, symbol, white space) and UTF-8 decoding.  The tables are generated
  * (unicode-data.c, by gen-unicode.py).
  */
 #ifndef LOOM_MODEL_UNICODE_H
@@ -14,9 +14,18 @@ extern const uint32_t model_unicode_letters[][2];
 extern const size_t model_unicode_letters_n;
 extern const uint32_t model_unicode_numbers[][2];
 extern const size_t model_unicode_numbers_n;
+extern const uint32_t model_unicode_marks[][2];
+extern const size_t model_unicode_marks_n;
+extern const uint32_t model_unicode_punct[][2];
+extern const size_t model_unicode_punct_n;
+extern const uint32_t model_unicode_symbols[][2];
+extern const size_t model_unicode_symbols_n;
 
 bool model_unicode_is_letter(uint32_t cp);
 bool model_unicode_is_number(uint32_t cp);
+bool model_unicode_is_mark(uint32_t cp);
+bool model_unicode_is_punct(uint32_t cp);
+bool model_unicode_is_symbol(uint32_t cp);
 /* The White_Space property. */
 bool model_unicode_is_space(uint32_t cp);
 /* Byte-level BPE writes byte b as code point b when b is printable and

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* vocab.c - a model file's vocabulary as text: the bytes of each token
- * (SentencePiece pieces with their word marks and byte tokens, or GPT-2
- * style byte-level pieces).  Turning text into tokens is not here.
+ * (SentencePiece pieces with their word marks and byte tokens, as Gemma 4's
+ * BPE pieces are too, or GPT-2 style byte-level pieces).  Turning text into tokens is not here.
  */
 #include "model.h"
 #include "unicode.h"
@@ -14,7 +14,7 @@ int model_token_text(const struct gguf *g, int32_t id, char *buf,
 {
 	const struct gguf_kv *kv = gguf_kv_find(g, "tokenizer.ggml.tokens");
 	const struct gguf_kv *tt;
-	char model[16] = "llama";
+	char model[16] = "llama", pre[16] = "";
 	const unsigned char *s;
 	size_t n, o = 0;
 
@@ -32,9 +32,10 @@ int model_token_text(const struct gguf *g, int32_t id, char *buf,
 	    gguf_kv_number(tt, (uint64_t)id) == 3)
 		return 0;
 	gguf_get_string(g, "tokenizer.ggml.model", model, sizeof(model));
+	gguf_get_string(g, "tokenizer.ggml.pre", pre, sizeof(pre));
 	s = (const unsigned char *)kv->strs[id].s;
 	n = (size_t)kv->strs[id].n;
-	if (!strcmp(model, "gpt2")) {
+	if (!strcmp(model, "gpt2") && strcmp(pre, "gemma4")) {
 		for (size_t i = 0; i < n && o + 1 < size;) {
 			uint32_t cp;
 			size_t len = model_utf8_decode(s + i, n - i, &cp);

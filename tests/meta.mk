@@ -2,8 +2,8 @@
 # tests/meta.mk - the meta device over CPU partitions: unit tests of
 # splits, data movement, allreduce and errors, and a decoder stack against
 # a single device.
-check_PROGRAMS += tests/test-meta tests/test-meta-llama
-TESTS += tests/test-meta tests/test-meta-llama
+check_PROGRAMS += tests/test-meta tests/test-meta-llama tests/test-meta-rules
+TESTS += tests/test-meta tests/test-meta-llama tests/test-meta-rules
 
 tests_test_meta_SOURCES = tests/test-meta.c
 tests_test_meta_CPPFLAGS = $(TEST_CPPFLAGS)
@@ -12,3 +12,10 @@ tests_test_meta_LDADD = $(TEST_LIBS)
 tests_test_meta_llama_SOURCES = tests/test-meta-llama.c
 tests_test_meta_llama_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_meta_llama_LDADD = examples/libllama.la $(TEST_LIBS)
+
+# The split rules on their own: the rules and the states they read,
+# built into the test.
+tests_test_meta_rules_SOURCES = tests/test-meta-rules.c \
+	plugins/meta/meta-rules.c plugins/meta/meta-state.c
+tests_test_meta_rules_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/plugins/meta
+tests_test_meta_rules_LDADD = $(TEST_LIBS)

@@ -4,9 +4,17 @@
 # architecture loaded from a generated file against the reference and on
 # meta devices; the tokenizer.
 check_PROGRAMS += tests/test-gguf tests/fuzz-gguf tests/test-model \
-	tests/test-tokenizer tests/test-vocab
+	tests/test-tokenizer tests/test-vocab tests/test-chat
 TESTS += tests/test-gguf tests/fuzz-gguf tests/test-model \
-	tests/test-tokenizer tests/test-vocab
+	tests/test-tokenizer tests/test-vocab tests/test-chat
+
+# The model tests/test-run.sh talks to: its next token is a function of
+# the last (see the file).
+check_PROGRAMS += tests/chat-model
+tests_chat_model_SOURCES = tests/chat-model.c
+tests_chat_model_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_chat_model_LDFLAGS = -no-install
+tests_chat_model_LDADD = model/libmodel.la libcore/libloom.la
 
 # llama.cpp's vocabulary files and their expected ids, when
 # LOOM_VOCAB_DIR names them (skipped otherwise; see the file).
@@ -14,6 +22,11 @@ tests_test_vocab_SOURCES = tests/test-vocab.c
 tests_test_vocab_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/examples/llama
 tests_test_vocab_LDFLAGS = -no-install
 tests_test_vocab_LDADD = model/libmodel.la $(TEST_LIBS)
+
+tests_test_chat_SOURCES = tests/test-chat.c
+tests_test_chat_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/examples/llama
+tests_test_chat_LDFLAGS = -no-install
+tests_test_chat_LDADD = model/libmodel.la $(TEST_LIBS)
 
 tests_test_tokenizer_SOURCES = tests/test-tokenizer.c
 tests_test_tokenizer_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/examples/llama

@@ -8,10 +8,20 @@
 # named twice, a split with no second device, a token out of range, an
 # empty token id and a FIFO given as the model (without waiting for a
 # writer); it warns of a --ctx longer than the model's, a plugin directory
-# that is not there and a LOOM_CPU_THREADS that is no count.  TAP output.
+# that is not there and a LOOM_CPU_THREADS that is no count.  Then
+# loom-run for people, on the model tests/chat-model writes (whose next
+# token is a function of the last: "\n" leads to "Paris" then
+# <|im_end|>, X to "OK" then <|eot_id|>, Y to "N" then </s>): a reply
+# stops at each of those tokens unless --ignore-eos; --chat wraps -p in
+# the file's ChatML template and --chat-template in another; an unknown
+# template says so and the text goes as it is; a conversation takes a
+# turn per line; SIGINT ends the run with what was generated, the timing
+# line and status 130, and in a conversation ends the reply only.  TAP
+# output.
 
 run="$LOOM_TEST_BUILDDIR/tools/loom-run"
 bench="$LOOM_TEST_BUILDDIR/tools/loom-bench"
+gen="$LOOM_TEST_BUILDDIR/tests/chat-model"
 # Only the plugin folders this build has: the loader warns of a missing
 # one, and the error checks below want loom-run's line alone.
 LOOM_PLUGIN_PATH=
@@ -22,11 +32,12 @@ LOOM_CPU_DEVICES=2
 export LOOM_PLUGIN_PATH LOOM_CPU_DEVICES
 dir="${TMPDIR:-/tmp}/loom-test-run.$$"
 mkdir -p "$dir" || exit 1
-trap 'rm -rf "$dir"' EXIT
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 n=0
 failed=0
 
-echo "1..18"
+echo "1..33"
 
 result() {
 	n=$((n + 1))
@@ -35,6 +46,9 @@ result() {
 	else
 		echo "not ok $n $2"
 		failed=1
+		for f in out err; do
+			[ -s "$dir/$f" ] && sed "s/^/# $f: /" "$dir/$f" | head -5
+		done
 	fi
 }
 
@@ -147,4 +161,121 @@ export LOOM_CPU_THREADS
 warns "LOOM_CPU_THREADS=zero" \
 	"loom: warn: cpu: LOOM_CPU_THREADS=zero is not a thread count (1 to 4096); using one thread per core"
 unset LOOM_CPU_THREADS
+
+# out NAME WANT ARGS...: loom-run succeeds and prints WANT (one line).
+out() {
+	name=$1
+	want=$2
+	shift 2
+	"$run" -m "$dir/chat.gguf" --devices cpu0 "$@" >"$dir/out" \
+		2>"$dir/err" </dev/null &&
+		[ "$(cat "$dir/out")" = "$want" ]
+	result $? "$name"
+}
+
+# waitfor PATTERN FILE: up to 60 s for FILE to match PATTERN.
+waitfor() {
+	i=0
+	while ! grep -q -- "$1" "$2" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -gt 600 ] && return 1
+		sleep 0.1
+	done
+}
+
+"$gen" "$dir/chat.gguf" && "$gen" "$dir/odd.gguf" "{{ odd }}"
+result $? "chat-model writes its files"
+
+out "--chat: the reply, stopped at <|im_end|>" "Paris" \
+	-p "What is the capital of France?" --chat -n 20
+grep -q "decode: 6 tokens" "$dir/err"
+result $? "the timing line counts the tokens up to <|im_end|>"
+out "-cnv is --chat" "Paris" -p "Capital?" -cnv
+out "--ignore-eos goes on" "Paris!!!" -p "Capital?" --chat --ignore-eos -n 9
+out "--chat-template llama3 over the file's" "Paris" -p "Capital?" \
+	--chat-template llama3 --system "Be brief."
+
+# Raw prompts: echoed, then the reply up to the file's EOT or EOS.
+"$run" -m "$dir/chat.gguf" -p "X" -n 20 >"$dir/out" 2>"$dir/err" &&
+	[ "$(tail -c 4 "$dir/out")" = "XOK" ] && "$run" -m "$dir/chat.gguf" -p "Y" -n 20 >"$dir/out" 2>"$dir/err" &&
+	[ "$(tail -c 3 "$dir/out")" = "YN" ]
+result $? "a raw prompt stops at <|eot_id|> and at </s>"
+
+"$run" -m "$dir/odd.gguf" -p "X" --chat -n 20 >"$dir/out" 2>"$dir/err" &&
+	grep -q "chat template is of no family Loom knows: the text goes as it is" \
+		"$dir/err" && [ "$(cat "$dir/out")" = "OK" ]
+result $? "an unknown template says so; the text goes as it is"
+
+"$run" -m "$dir/chat.gguf" -p "X" --chat-template nope >"$dir/out" \
+	2>"$dir/err"
+[ $? = 1 ] && grep -q "no chat template 'nope'" "$dir/err"
+result $? "an unknown --chat-template name fails"
+
+"$run" -m "$dir/chat.gguf" --tokens 1,2 --chat >"$dir/out" 2>"$dir/err"
+[ $? = 1 ] && [ "$(wc -l <"$dir/err" | tr -d ' ')" = 1 ]
+result $? "--chat with --tokens fails with one line"
+
+printf 'What?\n\nAnd again?\n' | "$run" -m "$dir/chat.gguf" --chat \
+	--system "Be brief." >"$dir/out" 2>"$dir/err" &&
+	[ "$(cat "$dir/out")" = "Paris
+Paris" ]
+result $? "a conversation: a reply per line of the input"
+
+# SIGINT during a reply that would not end by itself.
+"$run" -m "$dir/chat.gguf" -p "Capital?" --chat --ignore-eos -n 100000 \
+	-c 100000 >"$dir/out" 2>"$dir/err" &
+pid=$!
+waitfor '!!!' "$dir/out" && kill -INT $pid
+wait $pid
+rc=$?
+pid=
+[ $rc = 130 ] && grep -q '^Paris!!!*$' "$dir/out"
+result $? "SIGINT: what was generated, status 130"
+grep -q "^load: .* decode: [0-9]* tokens" "$dir/err"
+result $? "SIGINT: the timing line"
+
+# In a conversation SIGINT ends the reply; the next line is a turn.
+mkfifo "$dir/in" || exit 1
+"$run" -m "$dir/chat.gguf" --chat --ignore-eos -n 100000 -c 100000 \
+	<"$dir/in" >"$dir/out" 2>"$dir/err" &
+pid=$!
+exec 3>"$dir/in"
+echo "What?" >&3
+ok=1
+if waitfor '!!!' "$dir/out" && kill -INT $pid; then
+	echo "Again?" >&3
+	# The second reply starts on a line of its own.
+	i=0
+	while [ "$(grep -c '^Paris!' "$dir/out")" -lt 2 ] && [ $i -lt 600 ]; do
+		i=$((i + 1))
+		sleep 0.1
+	done
+	kill -INT $pid && ok=0
+fi
+exec 3>&-
+wait $pid
+rc=$?
+pid=
+[ $ok = 0 ] && [ $rc = 0 ] && [ "$(grep -c '^Paris!' "$dir/out")" = 2 ]
+result $? "SIGINT in a conversation ends the reply, not the run"
+
+# SIGINT while it waits for a turn ends the conversation.
+"$run" -m "$dir/chat.gguf" --chat <"$dir/in" >"$dir/out" 2>"$dir/err" &
+pid=$!
+exec 3>"$dir/in"
+echo "What?" >&3
+# (again until it ends: one that comes as the reply ends, ends the reply)
+if waitfor '^Paris$' "$dir/out"; then
+	i=0
+	while kill -INT $pid 2>/dev/null && [ $i -lt 100 ]; do
+		i=$((i + 1))
+		sleep 0.3
+	done
+fi
+wait $pid
+rc=$?
+pid=
+exec 3>&-
+[ $rc = 130 ] && grep -q "^load: " "$dir/err"
+result $? "SIGINT while waiting for a turn: status 130 and the timing line"
 exit $failed

@@ -173,14 +173,14 @@ static void test_refused(void)
 {
 	struct model_tokenizer *t = NULL;
 	void *bytes;
-	struct gguf *g = vocab("gpt2", "deepseek-llm", -1, -1, &bytes);
+	struct gguf *g = vocab("gpt2", "viking", -1, -1, &bytes);
 
 	g_assert_cmpint(model_tokenizer_new(g, &t), ==, LOOM_E_UNSUPPORTED);
 	g_assert_null(t);
 	g_assert_cmpstr(loom_error_message(), ==,
-			"tokenizer 'gpt2' (pre-tokenizer 'deepseek-llm') is "
-			"not supported (llama, and gpt2 with llama-bpe or "
-			"qwen2, are)");
+			"tokenizer 'gpt2' (pre-tokenizer 'viking') is not "
+			"supported (llama is, and gpt2 with a pre-tokenizer "
+			"loom-run(1) lists)");
 	gguf_free(g);
 	free(bytes);
 }
@@ -291,6 +291,243 @@ static void test_pretok(void)
 	}
 }
 
+/* The other pre-tokenizers on a corpus of their own, against the words
+ * llama.cpp's unicode_regex_split gives with each family's expressions
+ * (word ends in bytes). */
+static const struct {
+	const char *text;
+	const char *ends[9];
+} split_cases[] = {
+	{ "Hello world",
+	  { "5 11",
+	    "5 11",
+	    "5 11",
+	    "5 11",
+	    "5 11",
+	    "5 11",
+	    "5 11",
+	    "5 11",
+	    "5 11" } },
+	{ "  leading spaces and trailing   ",
+	  { "1 9 16 20 29 32",
+	    "1 9 16 20 29 32",
+	    "1 9 16 20 29 32",
+	    "1 9 16 20 29 32",
+	    "1 9 16 20 29 32",
+	    "1 9 16 20 29 32",
+	    "1 9 16 20 29 32",
+	    "1 9 16 20 29 32",
+	    "1 9 16 20 29 32" } },
+	{ "I'm here, they're OK; we'VE won't",
+	  { "1 3 8 9 14 17 20 21 24 25 27 31 33",
+	    "1 3 8 9 14 17 20 21 24 25 27 31 33",
+	    "1 2 3 8 9 14 15 17 20 21 24 25 27 31 32 33",
+	    "1 2 3 8 9 14 15 17 20 21 24 25 27 31 32 33",
+	    "1 3 8 9 14 17 20 21 24 27 31 33",
+	    "1 2 3 8 9 14 15 17 20 21 24 25 27 31 32 33",
+	    "1 2 3 8 9 14 15 17 20 21 24 25 27 31 32 33",
+	    "1 3 8 9 14 17 20 21 24 27 31 33",
+	    "1 3 8 9 14 17 20 21 24 27 31 33" } },
+	{ "12345 digits 1.5e10 and 3,141,592",
+	  { "5 12 14 15 16 17 19 23 25 26 29 30 33",
+	    "1 2 3 4 5 12 13 14 15 16 17 18 19 23 24 25 26 27 28 29 30 31 32 33",
+	    "3 5 12 13 14 15 16 17 19 23 24 25 26 29 30 33",
+	    "3 5 12 14 15 16 17 19 23 25 26 29 30 33",
+	    "1 2 3 4 5 12 13 14 15 16 17 18 19 23 24 25 26 27 28 29 30 31 32 33",
+	    "1 2 3 4 5 12 13 14 15 16 17 18 19 23 24 25 26 27 28 29 30 31 32 33",
+	    "5 12 13 14 15 16 17 19 23 24 25 26 29 30 33",
+	    "1 2 3 4 5 12 13 14 15 16 17 18 19 23 24 25 26 27 28 29 30 31 32 33",
+	    "3 5 12 13 14 15 16 17 19 23 24 25 26 29 30 33" } },
+	{ "tabs\011and\012newlines\015\012\015\012end",
+	  { "4 5 8 9 17 20 21 24",
+	    "4 5 8 9 17 20 21 24",
+	    "4 5 8 9 17 20 21 24",
+	    "4 5 8 9 17 20 21 24",
+	    "4 8 9 17 21 24",
+	    "4 8 9 17 18 19 20 21 24",
+	    "4 8 9 17 18 19 20 21 24",
+	    "4 8 9 17 21 24",
+	    "4 8 9 17 21 24" } },
+	{ "def f(x):\012    return x**2\012\012\012    pass\012",
+	  { "3 5 6 7 9 13 20 22 24 25 31 36 37",
+	    "3 5 6 7 9 13 20 22 24 25 31 36 37",
+	    "3 5 6 7 9 13 20 22 24 25 31 36 37",
+	    "3 5 6 7 9 13 20 22 24 25 31 36 37",
+	    "3 5 7 10 13 20 22 24 25 28 31 36 37",
+	    "3 5 6 7 9 10 13 20 22 24 25 26 27 28 31 36 37",
+	    "3 5 6 7 9 10 13 20 22 24 25 26 27 28 31 36 37",
+	    "3 5 7 10 13 20 22 24 25 28 31 36 37",
+	    "3 5 7 10 13 20 22 24 25 28 31 36 37" } },
+	{ "if (a == b) {\015\012\011return;\015\012}\015\012",
+	  { "2 4 5 8 10 11 13 15 16 22 23 24 25 26 28",
+	    "2 4 5 8 10 11 13 15 16 22 23 24 25 26 28",
+	    "2 3 4 5 6 8 10 11 12 13 15 16 22 23 25 26 28",
+	    "2 3 4 5 6 8 10 11 12 13 15 16 22 23 25 26 28",
+	    "2 4 5 8 10 11 15 22 25 28",
+	    "2 4 5 8 10 11 13 14 15 22 23 24 25 26 27 28",
+	    "2 4 5 8 10 11 13 14 15 22 23 24 25 26 27 28",
+	    "2 4 5 8 10 11 15 22 25 28",
+	    "2 4 5 8 10 11 15 22 25 28" } },
+	{ "x=foo(bar[1]);  // code  $a+b<=c^d~e|f`g",
+	  { "1 2 5 6 9 10 11 14 15 18 23 24 26 27 28 29 31 32 33 34 35 36 37 38 39 40",
+	    "1 2 5 6 9 10 11 14 15 18 23 24 26 27 28 29 31 32 33 34 35 36 37 38 39 40",
+	    "1 2 5 6 9 10 11 14 16 18 23 25 26 27 28 29 31 32 33 34 35 36 37 38 39 40",
+	    "1 2 5 6 9 10 11 14 16 18 23 25 26 27 28 29 31 32 33 34 35 36 37 38 39 40",
+	    "1 5 9 10 11 14 15 18 23 24 26 27 29 31 32 34 36 38 40",
+	    "1 2 5 6 9 10 11 14 15 18 23 26 27 28 29 31 32 33 34 35 36 37 38 39 40",
+	    "1 2 5 6 9 10 11 14 15 18 23 24 26 27 28 29 31 32 33 34 35 36 37 38 39 40",
+	    "1 5 9 10 11 14 15 18 23 24 26 27 29 31 32 34 36 38 40",
+	    "1 5 9 10 11 14 15 18 23 24 26 27 29 31 32 34 36 38 40" } },
+	{ "\303\234n\303\257c\303\266d\303\251 fa\303\247ade na\303\257ve \340\244\225\340\244\277\340\244\244\340\244\276\340\244\254",
+	  { "11 19 26 30 33 36 39 42",
+	    "11 19 26 30 33 36 39 42",
+	    "11 19 26 30 33 36 39 42",
+	    "11 19 26 30 33 36 39 42",
+	    "11 19 26 42",
+	    "11 19 26 27 30 33 36 39 42",
+	    "2 3 5 6 8 9 11 14 16 19 22 24 26 27 42",
+	    "11 19 26 30 36 42",
+	    "11 19 26 42" } },
+	{ "\346\227\245\346\234\254\350\252\236\343\201\256\343\203\206\343\202\255\343\202\271\343\203\210\343\200\202\344\270\255\346\226\207\357\274\214\355\225\234\352\265\255\354\226\264",
+	  { "24 27 33 36 45",
+	    "24 27 33 36 45",
+	    "24 27 33 36 45",
+	    "24 27 33 36 45",
+	    "24 33 45",
+	    "24 27 33 36 45",
+	    "24 27 33 36 45",
+	    "24 33 45",
+	    "24 27 33 36 45" } },
+	{ "HELLOworld \303\211COLE aBC camelCase XMLHttp ~x ~ !x",
+	  { "10 17 21 31 39 41 42 44 46 47",
+	    "10 17 21 31 39 41 42 44 46 47",
+	    "10 17 21 31 39 40 41 42 43 44 45 46 47",
+	    "10 17 21 31 39 40 41 42 43 44 45 46 47",
+	    "10 17 21 31 39 41 42 44 46 47",
+	    "10 17 21 31 39 41 42 44 46 47",
+	    "10 13 17 21 31 39 41 42 44 46 47",
+	    "10 13 17 19 21 27 31 39 41 42 44 46 47",
+	    "10 17 21 31 39 40 42 43 44 46 47" } },
+	{ "emoji \360\237\231\202\360\237\221\215\360\237\217\275 ok \342\235\244\357\270\217",
+	  { "5 18 21 28",
+	    "5 18 21 28",
+	    "5 18 21 28",
+	    "5 18 21 28",
+	    "5 18 21 25 28",
+	    "5 18 21 22 25 28",
+	    "5 18 21 22 25 28",
+	    "5 18 21 28",
+	    "5 18 21 25 28" } },
+	{ " \302\240nbsp\343\200\200ideo\342\200\203em",
+	  { "1 3 7 10 14 17 19",
+	    "1 3 7 10 14 17 19",
+	    "1 3 7 10 14 17 19",
+	    "1 3 7 10 14 17 19",
+	    "1 7 14 19",
+	    "1 7 14 19",
+	    "1 7 14 19",
+	    "1 7 14 19",
+	    "1 7 14 19" } },
+	{ "\331\243\331\244\331\245 arabic digits \302\275 \342\205\247",
+	  { "6 13 20 23 27",
+	    "2 4 6 13 20 21 23 24 27",
+	    "6 13 20 21 23 24 27",
+	    "6 13 20 23 27",
+	    "2 4 6 13 20 21 23 24 27",
+	    "2 4 6 13 20 21 23 24 27",
+	    "6 13 20 21 23 24 27",
+	    "2 4 6 13 20 21 23 24 27",
+	    "6 13 20 21 23 24 27" } },
+	{ "!!!???... --- *** \342\200\224\342\200\246",
+	  { "9 13 17 24",
+	    "9 13 17 24",
+	    "9 10 13 14 17 18 24",
+	    "9 10 13 14 17 18 24",
+	    "9 13 17 24",
+	    "9 13 17 18 24",
+	    "9 13 17 18 24",
+	    "9 13 17 24",
+	    "9 13 17 24" } },
+	{ "\302\265\303\200\316\221\320\226 \357\274\241\357\275\202\357\275\203 \357\274\201\357\274\237",
+	  { "8 18 25",
+	    "8 18 25",
+	    "8 18 19 25",
+	    "8 18 19 25",
+	    "8 18 25",
+	    "8 18 25",
+	    "8 18 25",
+	    "8 18 25",
+	    "8 18 25" } },
+	{ "a  \012  b   \012\012\012  c",
+	  { "1 5 7 14 16",
+	    "1 5 7 14 16",
+	    "1 5 7 14 16",
+	    "1 5 7 14 16",
+	    "1 4 5 7 13 14 16",
+	    "1 3 4 5 7 10 11 12 13 14 16",
+	    "1 3 4 5 7 10 11 12 13 14 16",
+	    "1 4 5 7 13 14 16",
+	    "1 4 5 7 13 14 16" } },
+	{ "",
+	  { "",
+	    "",
+	    "",
+	    "",
+	    "",
+	    "",
+	    "",
+	    "",
+	    "" } },
+};
+static const enum model_pretok split_kinds[] = {
+	MODEL_PRETOK_GPT2, MODEL_PRETOK_STARCODER, MODEL_PRETOK_DEFAULT, MODEL_PRETOK_FALCON, MODEL_PRETOK_QWEN35, MODEL_PRETOK_DEEPSEEK_CODER, MODEL_PRETOK_DEEPSEEK_LLM, MODEL_PRETOK_TEKKEN, MODEL_PRETOK_DEEPSEEK3,
+};
+
+static void test_split(void)
+{
+	for (size_t i = 0; i < G_N_ELEMENTS(split_cases); i++) {
+		for (size_t k = 0; k < G_N_ELEMENTS(split_kinds); k++) {
+			const char *text = split_cases[i].text;
+			GString *got = g_string_new(NULL);
+			size_t *ends, n;
+
+			g_assert_cmpint(model_pretokenize(split_kinds[k], text,
+							  strlen(text), &ends,
+							  &n), ==, LOOM_OK);
+			for (size_t j = 0; j < n; j++)
+				g_string_append_printf(got, j ? " %zu" : "%zu",
+						       ends[j]);
+			if (strcmp(got->str, split_cases[i].ends[k]))
+				g_error("'%s' (kind %d): words end at %s, not "
+					"%s", text, (int)split_kinds[k],
+					got->str, split_cases[i].ends[k]);
+			g_string_free(got, TRUE);
+			free(ends);
+		}
+	}
+}
+
+/* Every name of tokenizer.ggml.pre Loom knows is one of its kinds, and
+ * the names llama.cpp has for vocabularies Loom lacks are refused. */
+static void test_names(void)
+{
+	static const char *const lacking[] = {
+		"chatglm-bpe", "viking", "poro-chat", "bloom",
+		"gpt3-finnish", "chameleon", "bert-bge", "",
+	};
+	enum model_pretok kind;
+	size_t n = 0;
+
+	for (const char *name; (name = model_pretok_names(n)); n++)
+		g_assert_cmpint(model_pretok_by_name(name, &kind), ==, 0);
+	g_assert_cmpuint(n, >=, 30);
+	g_assert_cmpint(model_pretok_by_name("smollm", &kind), ==, 0);
+	g_assert_cmpint(kind, ==, MODEL_PRETOK_STARCODER);
+	for (size_t i = 0; i < G_N_ELEMENTS(lacking); i++)
+		g_assert_cmpint(model_pretok_by_name(lacking[i], &kind), ==,
+				LOOM_E_UNSUPPORTED);
+}
+
 static const char *const merges[] = {
 	"l l", "h e", "he ll", "\xc4\xa0 h", "hell o",
 };
@@ -390,12 +627,69 @@ static void test_bpe(void)
 	}
 }
 
+/* Gemma 4: BPE over characters, spaces as U+2581, words cut at runs of
+ * line breaks, characters left without a token as byte tokens, BOS. */
+static void test_gemma4(void)
+{
+	static const char *const gm_merges[] = {
+		"h e", "l l", "he ll", "hell o", "\xe2\x96\x81 hello",
+	};
+	static const char *const pieces4[] = {
+		"\xe2\x96\x81", "h", "e", "l", "o", "he", "ll", "hell",
+		"hello", "\xe2\x96\x81hello", "\n\n", "\n",
+	};
+	int n = 2 + 256 + (int)G_N_ELEMENTS(pieces4);
+	char **tok = g_new0(char *, n + 1);
+	struct model_tokenizer *t;
+	struct gguf_writer *w;
+	struct gguf *g;
+	uint32_t bos = 1;
+	void *bytes;
+	size_t size;
+	char text[16];
+
+	tok[0] = g_strdup("<pad>");
+	tok[1] = g_strdup("<bos>");
+	for (int b = 0; b < 256; b++)
+		tok[2 + b] = g_strdup_printf("<0x%02X>", b);
+	for (size_t i = 0; i < G_N_ELEMENTS(pieces4); i++)
+		tok[258 + i] = g_strdup(pieces4[i]);
+	g_assert_cmpint(gguf_writer_new(&w), ==, 0);
+	gguf_writer_add_str(w, "tokenizer.ggml.model", "gpt2");
+	gguf_writer_add_str(w, "tokenizer.ggml.pre", "gemma4");
+	gguf_writer_add_array(w, "tokenizer.ggml.tokens", GGUF_TYPE_STRING,
+			      (uint64_t)n, tok);
+	gguf_writer_add_array(w, "tokenizer.ggml.merges", GGUF_TYPE_STRING,
+			      G_N_ELEMENTS(gm_merges), gm_merges);
+	gguf_writer_add(w, "tokenizer.ggml.bos_token_id", GGUF_TYPE_UINT32,
+			&bos);
+	g_assert_cmpint(gguf_writer_bytes(w, &bytes, &size), ==, 0);
+	gguf_writer_free(w);
+	g_strfreev(tok);
+	g_assert_cmpint(gguf_parse(bytes, size, &g), ==, 0);
+	g_assert_cmpint(model_tokenizer_new(g, &t), ==, 0);
+	EXPECT(t, "hello hello\n\nh\xc3\xa9", MODEL_TOKENIZE_ADD_SPECIAL,
+	       1, 266, 267, 268, 259, 2 + 0xc3, 2 + 0xa9);
+	/* One line break is a word too; a space alone is the mark. */
+	EXPECT(t, "he\n ", false, 263, 269, 258);
+	model_token_text(g, 267, text, sizeof(text));
+	g_assert_cmpstr(text, ==, " hello");
+	model_token_text(g, 2 + 'A', text, sizeof(text));
+	g_assert_cmpstr(text, ==, "A");
+	model_tokenizer_free(t);
+	gguf_free(g);
+	free(bytes);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/tokenizer/spm", test_spm);
 	g_test_add_func("/tokenizer/pretok", test_pretok);
+	g_test_add_func("/tokenizer/split", test_split);
+	g_test_add_func("/tokenizer/names", test_names);
 	g_test_add_func("/tokenizer/bpe", test_bpe);
+	g_test_add_func("/tokenizer/gemma4", test_gemma4);
 	g_test_add_func("/tokenizer/refused", test_refused);
 	return g_test_run();
 }

@@ -25,6 +25,14 @@ static const char *const supported[] = {
 	"ggml-vocab-llama-spm.gguf",
 	"ggml-vocab-llama-bpe.gguf",
 	"ggml-vocab-qwen2.gguf",
+	"ggml-vocab-gpt-2.gguf",
+	"ggml-vocab-mpt.gguf",
+	"ggml-vocab-starcoder.gguf",
+	"ggml-vocab-refact.gguf",
+	"ggml-vocab-command-r.gguf",
+	"ggml-vocab-falcon.gguf",
+	"ggml-vocab-deepseek-coder.gguf",
+	"ggml-vocab-deepseek-llm.gguf",
 };
 
 static char *vocab_path(const char *name)

@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* loom-run.c - runs a GGUF model: loads it on one device, a meta device
  * over several, or split by layers over two (--gpu-layers, through the
- * scheduler), evaluates a prompt, samples tokens and streams their text,
- * then reports load time, prefill and decode rates and memory per device.
+ * scheduler), evaluates a prompt (or the turns of a conversation, in the
+ * file's chat template), samples tokens and streams their text until an
+ * end-of-generation token, then reports load time, prefill and decode
+ * rates and memory per device.  Templates and the tokens that end a reply
+ * are model/chat.c's.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +31,8 @@
 
 struct opts {
 	const char *model, *prompt, *tokens, *devices, *dump;
+	const char *system, *chat_template;
+	bool chat, ignore_eos;
 	int n_gen, threads;
 	int gpu_layers; /* -1: not given */
 	int64_t n_ctx;
@@ -41,8 +47,8 @@ struct opts {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: loom-run -m FILE.gguf (-p TEXT | --tokens 1,2,3) "
-		"[OPTIONS]\n\n"
+		"Usage: loom-run -m FILE.gguf (-p TEXT | --tokens 1,2,3 | "
+		"--chat) [OPTIONS]\n\n"
 		"  -m, --model FILE      the GGUF model file\n"
 		"  -p, --prompt TEXT     the prompt, tokenized with the "
 		"file's vocabulary\n"
@@ -51,7 +57,20 @@ static void usage(FILE *f)
 		"                        are plain text, not those tokens\n"
 		"      --tokens LIST     the prompt as token ids, comma-"
 		"separated\n"
-		"  -n, --n-predict N     tokens to generate (default 32)\n"
+		"      --chat, -cnv      the file's chat template: with -p, "
+		"one reply to it;\n"
+		"                        without, a conversation, a turn per "
+		"line of input\n"
+		"      --system TEXT     the system message of --chat\n"
+		"      --chat-template NAME  chatml, llama3, gemma, phi3, "
+		"mistral or gpt-oss,\n"
+		"                        not the file's (with -p alone, a "
+		"reply to it)\n"
+		"      --ignore-eos      go on past the tokens that end a "
+		"reply\n"
+		"  -n, --n-predict N     tokens to generate (default 32; a chat's "
+		"reply: until\n"
+		"                        its end or the context's)\n"
 		"      --devices LIST    a device (cpu0, cuda0) or several, "
 		"which make a\n"
 		"                        meta device (cpu0,cpu1); default: "
@@ -144,7 +163,8 @@ static bool parse_float(const char *s, float *out)
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_TOKENS = 256, O_DEVICES, O_CACHE, O_TEMP, O_TOPK, O_TOPP,
-	       O_SEED, O_DUMP, O_JSON, O_VERSION, O_NO_SPECIAL, O_GPU_LAYERS };
+	       O_SEED, O_DUMP, O_JSON, O_VERSION, O_NO_SPECIAL, O_GPU_LAYERS,
+	       O_CHAT, O_SYSTEM, O_CHAT_TEMPLATE, O_IGNORE_EOS };
 	static const struct option long_opts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "prompt", required_argument, NULL, 'p' },
@@ -162,6 +182,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "dump-logits", required_argument, NULL, O_DUMP },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "no-special", no_argument, NULL, O_NO_SPECIAL },
+		{ "chat", no_argument, NULL, O_CHAT },
+		{ "system", required_argument, NULL, O_SYSTEM },
+		{ "chat-template", required_argument, NULL, O_CHAT_TEMPLATE },
+		{ "ignore-eos", no_argument, NULL, O_IGNORE_EOS },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, O_VERSION },
 		{ 0 },
@@ -169,9 +193,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	long long v;
 	int c;
 
-	*o = (struct opts){ .n_gen = 32, .n_ctx = 2048,
+	*o = (struct opts){ .n_gen = -1, .n_ctx = 2048,
 			    .cache = LOOM_TYPE_F16, .top_k = 40,
 			    .top_p = 0.95f, .seed = 1, .gpu_layers = -1 };
+	/* llama.cpp's spelling of --chat. */
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "-cnv"))
+			argv[i] = (char *)"--chat";
 	while ((c = getopt_long(argc, argv, "m:p:n:t:c:h", long_opts,
 				NULL)) != -1) {
 		switch (c) {
@@ -182,6 +210,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_DUMP: o->dump = optarg; break;
 		case O_JSON: o->json = true; break;
 		case O_NO_SPECIAL: o->no_special = true; break;
+		case O_CHAT: o->chat = true; break;
+		case O_SYSTEM: o->system = optarg; break;
+		case O_CHAT_TEMPLATE: o->chat_template = optarg; break;
+		case O_IGNORE_EOS: o->ignore_eos = true; break;
 		case 'n':
 			if (!parse_long(optarg, 0, 1 << 20, &v))
 				return fail("-n: bad count '%s'", optarg);
@@ -246,12 +278,21 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	}
 	if (optind < argc)
 		return fail("unexpected argument '%s'", argv[optind]);
+	/* A chat's reply ends by itself (or with the context). */
+	if (o->n_gen < 0)
+		o->n_gen = o->chat || o->chat_template ? INT32_MAX : 32;
 	if (!o->model)
 		return fail("no model: pass -m FILE.gguf");
-	if (!o->tokens && !o->prompt)
-		return fail("no prompt: pass -p TEXT or --tokens 1,2,3");
+	if (o->tokens && (o->chat || o->chat_template))
+		return fail("--chat and --chat-template take -p TEXT or turns "
+			    "on the input, not --tokens");
+	if (!o->tokens && !o->prompt && !o->chat)
+		return fail("no prompt: pass -p TEXT, --tokens 1,2,3 or --chat");
 	if (o->tokens && o->prompt)
 		return fail("pass -p TEXT or --tokens, not both");
+	if (o->chat && !o->prompt && o->json)
+		return fail("--json: not with a conversation (--chat without "
+			    "-p)");
 	return 0;
 }
 
@@ -302,26 +343,6 @@ static int parse_tokens(const char *s, int64_t n_vocab, int32_t **out,
 		return fail("--tokens: no token ids");
 	}
 	*out = t;
-	return 0;
-}
-
-/* The prompt's ids through the file's tokenizer, the special tokens'
- * texts as those tokens unless special is false. */
-static int tokenize(struct gguf *g, const char *text, bool special,
-		    int32_t **out, int *n)
-{
-	struct model_tokenizer *t = NULL;
-	int ret = model_tokenizer_new(g, &t);
-
-	if (!ret)
-		ret = model_tokenize(t, text, MODEL_TOKENIZE_ADD_SPECIAL |
-				     (special ? MODEL_TOKENIZE_PARSE_SPECIAL :
-						0), out, n);
-	model_tokenizer_free(t);
-	if (ret)
-		return fail("-p: %s", loom_error_message());
-	if (!*n)
-		return fail("-p: the prompt has no tokens");
 	return 0;
 }
 
@@ -578,13 +599,54 @@ static int open_sched(const struct opts *o, loom_dev_t *rest,
 }
 
 /* ------------------------------------------------------------------------
- * The run.
+ * The run: a session holds what the cache holds and what ends a reply;
+ * a prompt, or each turn of a conversation, is fed, then a reply sampled.
  */
 struct stats {
 	double load_s, prefill_s, decode_s;
-	int n_prompt, n_gen;
+	int n_prompt, n_gen, n_decode, cap_gen;
 	const int32_t *prompt;
 	int32_t *gen; /* the tokens generated */
+};
+
+/* Set by SIGINT: the reply ends (and, but in a conversation, the run). */
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+/* SIGINT sets the flag; restart: system calls it interrupts go on (while
+ * generating), else they fail (waiting for a turn, which it ends).  Every
+ * rank of a world must stop where rank 0 does: it keeps its default
+ * there. */
+static void catch_sigint(bool restart)
+{
+	struct sigaction sa = { .sa_handler = on_sigint };
+
+	sa.sa_flags = restart ? SA_RESTART : 0;
+	if (world.n_ranks <= 1)
+		sigaction(SIGINT, &sa, NULL);
+}
+
+struct session {
+	const struct opts *o;
+	struct gguf *g;
+	struct llama_model *m;
+	loom_backend_t *be;
+	loom_sched_t *s;
+	int64_t nv, n_ctx;
+	float *logits, *last; /* last: the last position's */
+	size_t n_logits;
+	struct cand *cand;
+	uint64_t rng;
+	int32_t *eog; /* the tokens that end a reply */
+	int n_eog;
+	int n_past;
+	int32_t pending; /* shown but not in the cache yet, or -1 */
+	struct stats st;
 };
 
 /* One batch on be, or through s for a model split over two devices. */
@@ -596,86 +658,254 @@ static int eval(struct llama_model *m, loom_backend_t *be, loom_sched_t *s,
 		 : llama_eval(m, be, tokens, n, n_past, all, logits);
 }
 
-static int run(const struct opts *o, struct gguf *g, struct llama_model *m,
-	       loom_backend_t *be, loom_sched_t *s, const int32_t *prompt,
-	       int n_prompt, struct stats *st)
+static bool is_eog(const struct session *ss, int32_t tok)
 {
-	const struct llama_hparams *hp = llama_model_hparams(m);
-	int64_t nv = hp->n_vocab;
-	float *logits = malloc((size_t)nv * (size_t)n_prompt * sizeof(float));
-	struct cand *cand = malloc((size_t)nv * sizeof(*cand));
-	uint64_t rng = o->seed;
-	int n_gen = o->n_gen, ret = 1;
-	int32_t tok;
-	double t0;
+	for (int i = 0; i < ss->n_eog; i++)
+		if (ss->eog[i] == tok)
+			return true;
+	return false;
+}
+
+/* The text of tok on stdout, on the rank that prints. */
+static void show(const struct session *ss, int32_t tok)
+{
 	char text[256];
 
-	st->gen = malloc(((size_t)n_gen + 1) * sizeof(*st->gen));
-	if (!logits || !cand || !st->gen) {
-		fail("no memory for the logits");
-		goto out;
-	}
-	if (n_prompt + n_gen > hp->n_ctx)
-		n_gen = (int)(hp->n_ctx - n_prompt);
-	if (n_gen < 0) {
-		fail("a prompt of %d tokens does not fit a context of %lld",
-		     n_prompt, (long long)hp->n_ctx);
-		goto out;
-	}
-	t0 = now();
-	if (eval(m, be, s, prompt, n_prompt, 0, o->dump != NULL, logits)) {
-		fail("prompt: %s", loom_error_message());
-		goto out;
-	}
-	st->prefill_s = now() - t0;
-	st->n_prompt = n_prompt;
-	st->prompt = prompt;
-	if (o->dump && app_world_prints(&world)) {
-		FILE *f = fopen(o->dump, "wb");
-		size_t n = (size_t)nv * (size_t)(n_prompt > 1 ? n_prompt : 1);
+	if (ss->o->json || !app_world_prints(&world))
+		return;
+	model_token_text(ss->g, tok, text, sizeof(text));
+	fputs(text, stdout);
+}
 
-		if (!f || fwrite(logits, sizeof(float), n, f) != n ||
-		    fclose(f)) {
-			fail("--dump-logits: %s: %s", o->dump, strerror(errno));
-			goto out;
-		}
+/* Evaluates t[0..n) after what the cache holds (the token shown last
+ * first, if it is not in the cache yet); the first prompt's logits for
+ * every position go to --dump-logits. */
+static int feed(struct session *ss, const int32_t *t, int n)
+{
+	const struct opts *o = ss->o;
+	bool dump = o->dump && !ss->n_past;
+	int32_t *all = NULL;
+	size_t need;
+	double t0;
+
+	if (ss->pending >= 0) {
+		all = malloc(((size_t)n + 1) * sizeof(*all));
+		if (!all)
+			return fail("no memory");
+		all[0] = ss->pending;
+		memcpy(all + 1, t, (size_t)n * sizeof(*t));
+		t = all;
+		n++;
 	}
-	if (!o->json && app_world_prints(&world)) {
-		for (int i = 0; i < n_prompt; i++) {
-			model_token_text(g, prompt[i], text, sizeof(text));
-			fputs(text, stdout);
+	if (ss->n_past + n > ss->n_ctx) {
+		free(all);
+		return fail("a prompt of %d tokens does not fit a context of "
+			    "%lld%s", n, (long long)ss->n_ctx,
+			    ss->n_past ? " after the conversation so far" : "");
+	}
+	need = (size_t)ss->nv * (dump ? (size_t)n : 1);
+	if (need > ss->n_logits) {
+		float *p = realloc(ss->logits, need * sizeof(*p));
+
+		if (!p) {
+			free(all);
+			return fail("no memory for the logits");
 		}
-		fflush(stdout);
+		ss->logits = p;
+		ss->n_logits = need;
 	}
 	t0 = now();
-	if (decide(o, logits + (o->dump ? (size_t)nv * (size_t)(n_prompt - 1)
-					: 0), nv, cand, &rng, &tok))
-		goto out;
-	for (int i = 0; i < n_gen; i++) {
-		if (!o->json && app_world_prints(&world)) {
-			model_token_text(g, tok, text, sizeof(text));
-			fputs(text, stdout);
+	if (eval(ss->m, ss->be, ss->s, t, n, ss->n_past, dump, ss->logits)) {
+		free(all);
+		return fail("prompt: %s", loom_error_message());
+	}
+	ss->st.prefill_s += now() - t0;
+	ss->st.n_prompt += n;
+	ss->n_past += n;
+	ss->pending = -1;
+	ss->last = ss->logits + (dump ? (size_t)ss->nv * (size_t)(n - 1) : 0);
+	free(all);
+	if (dump && app_world_prints(&world)) {
+		FILE *f = fopen(o->dump, "wb");
+
+		if (!f || fwrite(ss->logits, sizeof(float), need, f) != need ||
+		    fclose(f))
+			return fail("--dump-logits: %s: %s", o->dump,
+				    strerror(errno));
+	}
+	return 0;
+}
+
+static int record(struct stats *st, int32_t tok)
+{
+	if (st->n_gen == st->cap_gen) {
+		int cap = st->cap_gen ? 2 * st->cap_gen : 64;
+		int32_t *p = realloc(st->gen, (size_t)cap * sizeof(*p));
+
+		if (!p)
+			return fail("no memory");
+		st->gen = p;
+		st->cap_gen = cap;
+	}
+	st->gen[st->n_gen++] = tok;
+	return 0;
+}
+
+/* Samples up to n tokens after what the cache holds, streaming their
+ * text; stops at a token that ends a reply (unless --ignore-eos), at the
+ * end of the context, or on SIGINT.  The last token shown stays out of
+ * the cache until the next feed. */
+static int reply(struct session *ss, int n)
+{
+	double t0 = now();
+	int32_t tok;
+
+	for (int i = 0; i < n && !interrupted; i++) {
+		if (decide(ss->o, ss->last, ss->nv, ss->cand, &ss->rng, &tok) ||
+		    record(&ss->st, tok))
+			return 1;
+		if (!ss->o->ignore_eos && is_eog(ss, tok))
+			break;
+		show(ss, tok);
+		fflush(stdout);
+		ss->pending = tok;
+		if (i + 1 == n || ss->n_past >= ss->n_ctx)
+			break;
+		if (eval(ss->m, ss->be, ss->s, &tok, 1, ss->n_past, false,
+			 ss->logits))
+			return fail("decode: %s", loom_error_message());
+		ss->n_past++;
+		ss->st.n_decode++;
+		ss->pending = -1;
+		ss->last = ss->logits;
+	}
+	ss->st.decode_s += now() - t0;
+	return 0;
+}
+
+/* The template a chat asks for: --chat-template's, else the file's;
+ * *kind -1 (with a line saying why) when the text goes as it is. */
+static int chat_kind(const struct opts *o, struct gguf *g, int *kind)
+{
+	enum model_chat k;
+
+	*kind = -1;
+	if (!o->chat && !o->chat_template)
+		return 0;
+	if (o->chat_template) {
+		if (model_chat_by_name(o->chat_template, &k))
+			return fail("--chat-template: %s", loom_error_message());
+	} else if (model_chat_detect(g, &k)) {
+		if (!o->json)
+			fprintf(stderr, "loom-run: %s: the text goes as it is "
+				"(--chat-template NAME names one)\n",
+				loom_error_message());
+		return 0;
+	}
+	*kind = (int)k;
+	return 0;
+}
+
+/* The ids of text (a turn of a chat when kind >= 0), BOS and the like
+ * when first. */
+static int tokenize(const struct session *ss, struct model_tokenizer *t,
+		    int kind, const char *text, bool first, int32_t **ids,
+		    int *n)
+{
+	const struct opts *o = ss->o;
+	unsigned flags = first ? MODEL_TOKENIZE_ADD_SPECIAL : 0;
+	char *turn = NULL;
+	int ret;
+
+	if (kind >= 0) {
+		if (model_chat_turn((enum model_chat)kind, o->system, text,
+				    first, &turn))
+			return fail("--chat: %s", loom_error_message());
+		text = turn;
+	} else if (first && o->system && o->chat) {
+		turn = malloc(strlen(o->system) + strlen(text) + 2);
+		if (!turn)
+			return fail("no memory");
+		sprintf(turn, "%s\n%s", o->system, text);
+		text = turn;
+	}
+	if (kind >= 0 || !o->no_special)
+		flags |= MODEL_TOKENIZE_PARSE_SPECIAL;
+	ret = model_tokenize(t, text, flags, ids, n);
+	free(turn);
+	if (ret)
+		return fail("-p: %s", loom_error_message());
+	if (!*n && first)
+		return fail("-p: the prompt has no tokens");
+	return 0;
+}
+
+/* A conversation: a turn per line of the input, each reply streamed;
+ * SIGINT ends a reply, and the conversation when it comes at the
+ * prompt.  Returns the exit status. */
+static int converse(struct session *ss, struct model_tokenizer *t, int kind)
+{
+	bool tty = isatty(0), first = true;
+	char *line = NULL;
+	size_t cap = 0;
+	int ret = 0;
+
+	for (;;) {
+		int32_t *ids = NULL;
+		ssize_t len;
+		int n;
+
+		if (tty) {
+			fputs("> ", stdout);
 			fflush(stdout);
 		}
-		st->gen[i] = tok;
-		st->n_gen = i + 1;
-		if (i + 1 == n_gen)
+		catch_sigint(false);
+		len = getline(&line, &cap, stdin);
+		catch_sigint(true);
+		if (len < 0) {
+			ret = interrupted ? 130 : 0;
+			if (tty)
+				fputc('\n', stdout);
 			break;
-		if (eval(m, be, s, &tok, 1, n_prompt + i, false, logits)) {
-			fail("decode: %s", loom_error_message());
-			goto out;
 		}
-		if (decide(o, logits, nv, cand, &rng, &tok))
-			goto out;
-	}
-	st->decode_s = now() - t0;
-	if (!o->json && app_world_prints(&world))
+		while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+			line[--len] = 0;
+		if (!len)
+			continue;
+		if (tokenize(ss, t, kind, line, first, &ids, &n) ||
+		    (n && feed(ss, ids, n)) ||
+		    reply(ss, ss->o->n_gen)) {
+			free(ids);
+			ret = 1;
+			break;
+		}
+		free(ids);
+		first = false;
 		fputc('\n', stdout);
-	ret = 0;
-out:
-	free(cand);
-	free(logits);
+		fflush(stdout);
+		interrupted = 0;
+	}
+	free(line);
 	return ret;
+}
+
+/* One prompt, its text shown unless it is a chat's turn, then a reply.
+ * Returns the exit status: 130 when SIGINT ended the reply. */
+static int run(struct session *ss, const int32_t *prompt, int n_prompt,
+	       int kind)
+{
+	ss->st.prompt = prompt;
+	if (feed(ss, prompt, n_prompt))
+		return 1;
+	if (kind < 0 && !ss->o->chat)
+		for (int i = 0; i < n_prompt; i++)
+			show(ss, prompt[i]);
+	fflush(stdout);
+	if (reply(ss, ss->o->n_gen))
+		return 1;
+	if (!ss->o->json && app_world_prints(&world))
+		fputc('\n', stdout);
+	return interrupted ? 130 : 0;
 }
 
 /* This process's peak resident memory (VmHWM), 0 where unknown. */
@@ -701,9 +931,10 @@ static void report(const struct opts *o, const char *arch,
 	int n = member_sizes(m, dev, s, w, c, n_members);
 	size_t compute = llama_model_compute_bytes(m) + (s ? c[0] + c[1] : 0);
 	double pf = st->prefill_s > 0 ? st->n_prompt / st->prefill_s : 0;
-	/* Decode steps: the first token comes from the prompt's logits. */
-	double dc = st->n_gen > 1 && st->decode_s > 0 ?
-			    (st->n_gen - 1) / st->decode_s : 0;
+	/* Decode steps: a reply's first token comes from the prompt's
+	 * logits. */
+	double dc = st->n_decode > 0 && st->decode_s > 0 ?
+			    st->n_decode / st->decode_s : 0;
 	FILE *f = o->json ? stdout : stderr;
 
 	if (o->json) {
@@ -756,9 +987,10 @@ int main(int argc, char **argv)
 	struct llama_placement pl;
 	loom_backend_t *be = NULL, *be_rest = NULL;
 	loom_sched_t *sched = NULL;
-	struct stats st = { 0 };
+	struct session ss = { .o = &o, .pending = -1, .rng = 0 };
+	struct model_tokenizer *tok = NULL;
 	int32_t *prompt = NULL;
-	int n_prompt, n_members = 0, ret = 1;
+	int n_prompt = 0, n_members = 0, ret = 1, kind = -1;
 	int64_t train_ctx;
 	char arch[32], key[64];
 	double t0;
@@ -786,9 +1018,28 @@ int main(int argc, char **argv)
 				(long long)o.n_ctx, (long long)train_ctx);
 		hp.n_ctx = train_ctx;
 	}
-	if ((o.tokens ? parse_tokens(o.tokens, hp.n_vocab, &prompt, &n_prompt)
-		      : tokenize(g, o.prompt, !o.no_special, &prompt, &n_prompt)) ||
-	    open_device(&o, &hp, &dev, members, &n_members))
+	ss.g = g;
+	if (o.tokens) {
+		if (parse_tokens(o.tokens, hp.n_vocab, &prompt, &n_prompt))
+			goto out;
+	} else if (model_tokenizer_new(g, &tok)) {
+		fail("%s: %s", o.prompt ? "-p" : "--chat", loom_error_message());
+		goto out;
+	} else if (chat_kind(&o, g, &kind) ||
+		   (o.prompt && tokenize(&ss, tok, kind, o.prompt, true,
+					 &prompt, &n_prompt))) {
+		goto out;
+	}
+	if (!o.prompt && !o.tokens && world.n_ranks > 1) {
+		fail("--chat: a conversation reads the input of one process; "
+		     "pass -p TEXT under mpirun");
+		goto out;
+	}
+	if (model_eog_tokens(g, &ss.eog, &ss.n_eog)) {
+		fail("%s", loom_error_message());
+		goto out;
+	}
+	if (open_device(&o, &hp, &dev, members, &n_members))
 		goto out;
 	if (n_prompt > hp.n_ctx) {
 		fail("a prompt of %d tokens does not fit a context of %lld",
@@ -807,10 +1058,23 @@ int main(int argc, char **argv)
 		members[1] = pl.rest;
 		n_members = 2;
 	}
-	st.load_s = now() - t0;
-	ret = run(&o, g, m, be, sched, prompt, n_prompt, &st);
-	if (!ret && app_world_prints(&world))
-		report(&o, arch, m, dev, sched, members, n_members, &st);
+	ss.m = m;
+	ss.be = be;
+	ss.s = sched;
+	ss.nv = hp.n_vocab;
+	ss.n_ctx = hp.n_ctx;
+	ss.rng = o.seed;
+	ss.cand = malloc((size_t)hp.n_vocab * sizeof(*ss.cand));
+	if (!ss.cand) {
+		fail("no memory");
+		goto out;
+	}
+	catch_sigint(true);
+	ss.st.load_s = now() - t0;
+	ret = o.prompt || o.tokens ? run(&ss, prompt, n_prompt, kind)
+				   : converse(&ss, tok, kind);
+	if ((!ret || ret == 130) && app_world_prints(&world))
+		report(&o, arch, m, dev, sched, members, n_members, &ss.st);
 out:
 	loom_sched_free(sched);
 	loom_backend_free(be_rest);
@@ -818,7 +1082,11 @@ out:
 	llama_model_free(m);
 	gguf_free(g);
 	free(prompt);
-	free(st.gen);
+	free(ss.st.gen);
+	free(ss.logits);
+	free(ss.cand);
+	free(ss.eog);
+	model_tokenizer_free(tok);
 	/* What is still alive here is a leak worth a failure. */
 	if (loom_unload_all()) {
 		fail("%s", loom_error_message());

@@ -620,6 +620,27 @@ typedef int (*loom_allreduce_world_fn)(loom_backend_t *const *backends,
 				       const struct loom_allreduce_opts *opts,
 				       const struct loom_world_group *group);
 
+/* The entry points above but the world's, each once: X(NAME) for
+ * LOOM_PROC_NAME.  The core resolves each when a plugin registers, and
+ * loom-info lists them; the world's are the world plugin's to its users. */
+#define LOOM_PROC_MAP(X)                                                     \
+	X(SET_TENSOR_2D)                                                     \
+	X(GET_TENSOR_2D)                                                     \
+	X(SET_TENSOR_2D_ASYNC)                                               \
+	X(GET_TENSOR_2D_ASYNC)                                               \
+	X(ALLREDUCE)                                                         \
+	X(SPLIT_BUFFER_TYPE)                                                 \
+	X(HOST_BUFFER_TYPE)                                                  \
+	X(WEIGHT_BUFFER_TYPE)                                                \
+	X(SET_N_THREADS)                                                     \
+	X(GET_FEATURES)                                                      \
+	X(META_DEVICE_NEW)                                                   \
+	X(META_CHECK)                                                        \
+	X(SPLIT_DEFAULT)                                                     \
+	X(META_BUFFER_DEV_SIZES)                                             \
+	X(META_BACKEND_DEV_SIZES)                                            \
+	X(ALLREDUCE_WORLD)
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* cuda-compat.h - the vendor runtime for the CUDA plugin's sources: the CUDA
  * runtime, cuBLAS and NCCL, or, built with LOOM_HIP, their HIP
- * counterparts through plugins/hip/cuda-to-hip.h.  No Loom code lives here.
+ * counterparts through vendors/hip.h.  No Loom code lives here.
  */
 #ifndef LOOM_CUDA_COMPAT_H
 #define LOOM_CUDA_COMPAT_H
 
 #ifdef LOOM_HIP
-#include "../hip/cuda-to-hip.h"
+#include "vendors/hip.h"
 #else
 #include <cuda_runtime_api.h>
 #ifdef LOOM_HAVE_BLAS

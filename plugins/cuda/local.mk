@@ -30,7 +30,7 @@ cuda_kernel_headers = \
 	plugins/cuda/ops-quant.cuh \
 	plugins/cuda/cuda-plugin.h \
 	plugins/cuda/cuda-compat.h \
-	plugins/hip/cuda-to-hip.h
+	plugins/cuda/vendors/hip.h
 
 # Only the descriptor is exported, kernels included (see the script).
 gpu_plugin_sym = -Wl,--version-script=$(top_srcdir)/plugins/cuda/plugin.sym

@@ -1,25 +1,20 @@
 # SPDX-License-Identifier: MIT
 # plugins/hip/local.mk - the HIP plugin, loom-hip.so: the CUDA plugin's
 # sources built for ROCm.  Host code is compiled as C against the HIP
-# runtime; each ops-*.hip includes its ops-*.cu and is compiled by hipcc,
-# always with --offload-arch (without it hipcc probes for a GPU).  GEMM
-# through hipBLAS when configure found it, else the plugin's own kernel;
-# the allreduce through RCCL when configure found it.
+# runtime; each kernel source is compiled by hipcc through a generated
+# wrapper, always with --offload-arch (without it hipcc probes for a
+# GPU).  GEMM through hipBLAS when configure found it, else the plugin's
+# own kernel; the allreduce through RCCL when configure found it.
 
-hip_kernel_sources = \
-	plugins/hip/ops-binary.hip \
-	plugins/hip/ops-unary.hip \
-	plugins/hip/ops-norm.hip \
-	plugins/hip/ops-softmax.hip \
-	plugins/hip/ops-rope.hip \
-	plugins/hip/ops-rows.hip \
-	plugins/hip/ops-copy.hip \
-	plugins/hip/ops-reduce.hip \
-	plugins/hip/ops-matmul.hip \
-	plugins/hip/ops-mmv.hip \
-	plugins/hip/ops-moe.hip
+# The CUDA plugin's kernels, each built by hipcc through a wrapper made
+# here (plugins/cuda/ops-<family>-hip.hip includes ops-<family>.cu), so
+# the list of kernels is the CUDA plugin's alone.
+hip_kernel_sources = $(cuda_kernel_sources:.cu=-hip.hip)
+CLEANFILES += $(hip_kernel_sources)
+plugins/cuda/%-hip.hip: plugins/cuda/%.cu
+	$(AM_V_GEN)$(MKDIR_P) plugins/cuda && \
+		echo '#include "$(*F).cu"' > $@
 
-EXTRA_DIST += $(hip_kernel_sources)
 SUFFIXES += .hip
 
 hip_defs = -DLOOM_HIP -DLOOM_GPU_ARCHS='"$(HIP_ARCHS)"'
@@ -48,7 +43,8 @@ if HAVE_HIP
 plugin_LTLIBRARIES += plugins/hip/loom-hip.la
 
 plugins_hip_loom_hip_la_SOURCES = $(cuda_host_sources) \
-	$(hip_kernel_sources) $(cuda_kernel_headers)
+	$(cuda_kernel_headers)
+nodist_plugins_hip_loom_hip_la_SOURCES = $(hip_kernel_sources)
 # The kernels' objects need the C++ runtime: link as C++.
 nodist_EXTRA_plugins_hip_loom_hip_la_SOURCES = plugins/hip/dummy.cxx
 plugins_hip_loom_hip_la_CPPFLAGS = $(AM_CPPFLAGS) $(hip_defs) \

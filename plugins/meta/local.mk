@@ -7,6 +7,7 @@ plugins_meta_loom_meta_la_SOURCES = \
 	plugins/meta/meta.h \
 	plugins/meta/meta-plan.h \
 	plugins/meta/meta-plugin.c \
+	plugins/meta/meta-state.c \
 	plugins/meta/meta-split.c \
 	plugins/meta/meta-policy.c \
 	plugins/meta/meta-buffer.c \

@@ -193,59 +193,64 @@ static struct loom_tensor *make_view(loom_ctx_t *ctx, struct loom_tensor *base,
 				     const int64_t *ne, const size_t *nb,
 				     size_t offs, const char *name);
 
-/* Makes src's value whole before its consumer runs: queues an allreduce
- * and records the tensor's synced state as MIRRORED from here on. */
 static int sync_src(struct meta_plan *pl, const struct loom_tensor *t,
-		    struct meta_tensor *mt)
+		    struct meta_tensor *mt);
+
+/* A view of a PARTIAL node: the node is reduced once, so that no region
+ * is summed twice through two views; devices that skipped the node view
+ * its zero-filled summand. */
+static int sync_view(struct meta_plan *pl, const struct loom_tensor *t,
+		     struct meta_tensor *mt, struct meta_tensor *rmt)
+{
+	int rc = sync_src(pl, t->view_src, rmt);
+
+	if (rc)
+		return rc;
+	for (int j = 0; j < pl->md->n; j++) {
+		if (!mt->zero[j] && mt->dev_t[j])
+			continue;
+		mt->dev_t[j] = make_view(pl->ctx[j], rmt->dev_t[j], NULL,
+					 t->ne, t->nb, t->view_offs, t->name);
+		if (!mt->dev_t[j])
+			return loom_error_set(LOOM_E_INVAL, "meta: %s: %s",
+					      t->name,
+					      loom_ctx_error(pl->ctx[j]));
+		mt->zero[j] = false;
+	}
+	return LOOM_OK;
+}
+
+/* A new entry at the end of the allreduces due before the next piece. */
+static struct meta_reduce *pending_add(struct meta_plan *pl)
 {
 	struct meta_reduce *r;
-	int n = pl->md->n;
 
-	if (mt->synced.state != LOOM_SPLIT_PARTIAL)
-		return LOOM_OK;
-	if (t->view_src && t->view_src->op != LOOM_OP_NONE &&
-	    map_get(pl, t->view_src)) {
-		/* A view of a PARTIAL node: reduce the node once, so that no
-		 * region is summed twice through two views.  Devices that
-		 * skipped the node view its zero-filled summand. */
-		struct meta_tensor *rmt = map_get(pl, t->view_src);
-		int rc = sync_src(pl, t->view_src, rmt);
-
-		if (rc)
-			return rc;
-		for (int j = 0; j < n; j++) {
-			if (!mt->zero[j] && mt->dev_t[j])
-				continue;
-			mt->dev_t[j] = make_view(pl->ctx[j], rmt->dev_t[j],
-						 NULL, t->ne, t->nb,
-						 t->view_offs, t->name);
-			if (!mt->dev_t[j])
-				return loom_error_set(
-					LOOM_E_INVAL, "meta: %s: %s", t->name,
-					loom_ctx_error(pl->ctx[j]));
-			mt->zero[j] = false;
-		}
-		meta_state_whole(&mt->synced, LOOM_SPLIT_MIRRORED);
-		return LOOM_OK;
-	}
-	if (t->op == LOOM_OP_NONE)
-		return loom_error_set(LOOM_E_UNSUPPORTED,
-				      "meta: PARTIAL leaf %s would need an "
-				      "allreduce in place", t->name);
 	if (pl->n_pending == pl->cap_pending) {
 		int cap = pl->cap_pending ? 2 * pl->cap_pending : 8;
 
 		r = realloc(pl->pending, (size_t)cap * sizeof(*r));
 		if (!r)
-			return loom_error_set(LOOM_E_NOMEM, "meta: no memory");
+			return NULL;
 		pl->pending = r;
 		pl->cap_pending = cap;
 	}
 	r = &pl->pending[pl->n_pending++];
 	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+/* Queues the allreduce of node t; devices that hold no summand of it
+ * get a zero-filled one. */
+static int queue_reduce(struct meta_plan *pl, const struct loom_tensor *t,
+			struct meta_tensor *mt)
+{
+	struct meta_reduce *r = pending_add(pl);
+
+	if (!r)
+		return loom_error_set(LOOM_E_NOMEM, "meta: no memory");
 	r->mt = mt;
 	r->t = (struct loom_tensor *)t;
-	for (int j = 0; j < n; j++) {
+	for (int j = 0; j < pl->md->n; j++) {
 		struct loom_tensor *z;
 
 		if (!mt->zero[j] && mt->dev_t[j])
@@ -261,8 +266,32 @@ static int sync_src(struct meta_plan *pl, const struct loom_tensor *t,
 		mt->dev_t[j] = z;
 		mt->zero[j] = false;
 	}
-	meta_state_whole(&mt->synced, LOOM_SPLIT_MIRRORED);
 	return LOOM_OK;
+}
+
+/* Makes src's value whole before its consumer runs: queues an allreduce
+ * and records the tensor's synced state as MIRRORED from here on. */
+static int sync_src(struct meta_plan *pl, const struct loom_tensor *t,
+		    struct meta_tensor *mt)
+{
+	struct meta_tensor *rmt = NULL;
+	int rc;
+
+	if (mt->synced.state != LOOM_SPLIT_PARTIAL)
+		return LOOM_OK;
+	if (t->view_src && t->view_src->op != LOOM_OP_NONE)
+		rmt = map_get(pl, t->view_src);
+	if (rmt)
+		rc = sync_view(pl, t, mt, rmt);
+	else if (t->op == LOOM_OP_NONE)
+		rc = loom_error_set(LOOM_E_UNSUPPORTED,
+				    "meta: PARTIAL leaf %s would need an "
+				    "allreduce in place", t->name);
+	else
+		rc = queue_reduce(pl, t, mt);
+	if (!rc)
+		meta_state_whole(&mt->synced, LOOM_SPLIT_MIRRORED);
+	return rc;
 }
 
 /* ---- per-device tensors ---- */
@@ -364,6 +393,139 @@ static struct loom_tensor *rope_part(loom_ctx_t *c, const struct loom_tensor *t,
 
 /* ---- views ---- */
 
+/* Where a view of a split root lies along the root's split axis a:
+ * unit_a and unit_up are the bytes of one step along a and along the
+ * dimension above it; the view starts o_out steps up, axis_off bytes into
+ * the axis and lower bytes below it; E is the view's dimension that
+ * carries the split, spanning span bytes. */
+struct view_geo {
+	int a, E;
+	size_t unit_a, unit_up, o_out, lower, axis_off, span;
+};
+
+static int view_geometry(const struct loom_tensor *t,
+			 const struct loom_tensor *root, int a, size_t offs,
+			 struct view_geo *g)
+{
+	size_t o_in;
+
+	g->a = a;
+	g->E = -1;
+	g->unit_a = a == 0 ? root->nb[0] : root->nb[a];
+	g->unit_up = a < 3 ? root->nb[a + 1] : loom_tensor_n_bytes(root);
+	if (!loom_tensor_is_contiguous(root))
+		return loom_error_set(LOOM_E_UNSUPPORTED,
+				      "meta: view %s of a non-contiguous split "
+				      "tensor %s", t->name, root->name);
+	if (g->unit_a == 0 || g->unit_up == 0)
+		return loom_error_set(LOOM_E_UNSUPPORTED,
+				      "meta: view %s of the empty split tensor "
+				      "%s", t->name, root->name);
+	g->o_out = offs / g->unit_up;
+	o_in = offs % g->unit_up;
+	g->lower = o_in % g->unit_a;
+	g->axis_off = o_in - g->lower;
+	for (int k = 0; k < LOOM_MAX_DIMS; k++)
+		if (t->ne[k] > 1 && t->nb[k] < g->unit_up &&
+		    (g->E < 0 || t->nb[k] > t->nb[g->E]))
+			g->E = k;
+	if (g->E < 0 || (t->nb[g->E] < g->unit_a && g->lower != 0))
+		return loom_error_set(LOOM_E_UNSUPPORTED,
+				      "meta: view %s does not keep the split "
+				      "dimension %d of %s whole", t->name, a,
+				      root->name);
+	g->span = t->nb[g->E] * (size_t)t->ne[g->E];
+	return LOOM_OK;
+}
+
+/* The root's segments [*s0, *s1) the view covers: whole ones, or an
+ * error. */
+static int view_segments(const struct meta_dev *md,
+			 const struct loom_tensor *t,
+			 const struct loom_tensor *root,
+			 const struct meta_state *rs,
+			 const struct view_geo *g, int *s0, int *s1)
+{
+	size_t seg_b[META_MAX_SEG], pos = 0, cover = 0;
+
+	for (int s = 0; s < rs->n_seg; s++)
+		seg_b[s] = (size_t)meta_axis_bytes(
+			root, g->a, meta_state_seg_len(rs, md, s));
+	for (*s0 = 0; *s0 < rs->n_seg && pos < g->axis_off; (*s0)++)
+		pos += seg_b[*s0];
+	for (*s1 = *s0; *s1 < rs->n_seg && cover < g->span; (*s1)++)
+		cover += seg_b[*s1];
+	if (pos != g->axis_off || cover != g->span || *s1 == *s0)
+		return loom_error_set(LOOM_E_UNSUPPORTED,
+				      "meta: view %s cuts %s (%s) inside a "
+				      "slice", t->name, root->name,
+				      meta_state_name(rs->state));
+	return LOOM_OK;
+}
+
+/* The view's state: split along E, every member's slices of segments
+ * [s0, s1) counted in the view's steps, so that all ranks agree. */
+static int view_state(const struct meta_dev *md, const struct loom_tensor *t,
+		      const struct loom_tensor *root,
+		      const struct meta_state *rs, const struct view_geo *g,
+		      int s0, int s1, struct meta_state *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->state = (enum loom_split_state)g->E;
+	out->n_seg = s1 - s0;
+	for (int s = s0; s < s1; s++) {
+		for (int k = 0; k < md->n_all; k++) {
+			size_t b = (size_t)meta_axis_bytes(root, g->a,
+							   rs->len[s][k]);
+
+			if (b % t->nb[g->E])
+				return loom_error_set(
+					LOOM_E_UNSUPPORTED,
+					"meta: view %s: a slice of %s is not "
+					"a whole number of its dimension %d",
+					t->name, root->name, g->E);
+			out->len[s - s0][k] = (int64_t)(b / t->nb[g->E]);
+		}
+	}
+	return LOOM_OK;
+}
+
+/* Device j's shape, strides and offset of the view in its part of the
+ * root. */
+static int view_on_dev(const struct meta_dev *md, const struct loom_tensor *t,
+		       const struct loom_tensor *root,
+		       const struct meta_state *rs, const struct view_geo *g,
+		       const struct meta_state *vs, int s0, int j,
+		       int64_t *ne, size_t *nb, size_t *offs)
+{
+	int64_t before = 0, total = 0;
+	size_t up_j;
+
+	for (int s = 0; s < rs->n_seg; s++)
+		total += rs->len[s][md->first + j];
+	for (int s = 0; s < s0; s++)
+		before += rs->len[s][md->first + j];
+	up_j = (size_t)meta_axis_bytes(root, g->a, total);
+	memcpy(ne, t->ne, sizeof(t->ne));
+	ne[g->E] = 0;
+	for (int s = 0; s < vs->n_seg; s++)
+		ne[g->E] += vs->len[s][md->first + j];
+	for (int k = 0; k < LOOM_MAX_DIMS; k++) {
+		nb[k] = t->nb[k];
+		if (t->nb[k] < g->unit_up)
+			continue;
+		if (t->nb[k] % g->unit_up && t->ne[k] > 1)
+			return loom_error_set(LOOM_E_UNSUPPORTED,
+					      "meta: view %s: stride %zu does "
+					      "not fit the split of %s",
+					      t->name, t->nb[k], root->name);
+		nb[k] = t->nb[k] / g->unit_up * up_j;
+	}
+	*offs = g->o_out * up_j + (size_t)meta_axis_bytes(root, g->a, before) +
+		g->lower;
+	return LOOM_OK;
+}
+
 /* Maps a view of a split tensor onto the devices: which dimension of the
  * view carries the split, and each device's shape, strides and offset
  * into its part of the root.  See doc/meta.md: the axis is mapped through the
@@ -375,98 +537,18 @@ static int map_view(struct meta_plan *pl, const struct loom_tensor *t,
 		    size_t nb_j[][LOOM_MAX_DIMS], size_t *offs_j)
 {
 	const struct meta_dev *md = pl->md;
-	int n = md->n, a = (int)rs->state, E = -1, s0, s1;
-	size_t unit_a = a == 0 ? root->nb[0] : root->nb[a];
-	size_t unit_up = a < 3 ? root->nb[a + 1] : loom_tensor_n_bytes(root);
-	size_t o_out, o_in, lower, axis_off, pos, span, cover;
-	size_t seg_b[META_MAX_SEG];
+	struct view_geo g = { 0 };
+	int s0, s1, rc;
 
-	if (!loom_tensor_is_contiguous(root))
-		return loom_error_set(LOOM_E_UNSUPPORTED,
-				      "meta: view %s of a non-contiguous split "
-				      "tensor %s", t->name, root->name);
-	if (unit_a == 0 || unit_up == 0)
-		return loom_error_set(LOOM_E_UNSUPPORTED,
-				      "meta: view %s of the empty split tensor "
-				      "%s", t->name, root->name);
-	o_out = offs / unit_up;
-	o_in = offs % unit_up;
-	lower = o_in % unit_a;
-	axis_off = o_in - lower;
-	for (int k = 0; k < LOOM_MAX_DIMS; k++)
-		if (t->ne[k] > 1 && t->nb[k] < unit_up &&
-		    (E < 0 || t->nb[k] > t->nb[E]))
-			E = k;
-	if (E < 0 || (t->nb[E] < unit_a && lower != 0))
-		return loom_error_set(LOOM_E_UNSUPPORTED,
-				      "meta: view %s does not keep the split "
-				      "dimension %d of %s whole", t->name, a,
-				      root->name);
-	span = t->nb[E] * (size_t)t->ne[E];
-
-	for (int s = 0; s < rs->n_seg; s++) {
-		int64_t len = meta_state_seg_len(rs, md, s);
-
-		seg_b[s] = (size_t)meta_axis_bytes(root, a, len);
-	}
-	for (s0 = 0, pos = 0; s0 < rs->n_seg && pos < axis_off; s0++)
-		pos += seg_b[s0];
-	cover = 0;
-	for (s1 = s0; s1 < rs->n_seg && cover < span; s1++)
-		cover += seg_b[s1];
-	if (pos != axis_off || cover != span || s1 == s0)
-		return loom_error_set(LOOM_E_UNSUPPORTED,
-				      "meta: view %s cuts %s (%s) inside a "
-				      "slice", t->name, root->name,
-				      meta_state_name(rs->state));
-
-	/* Every member's slices of the view, so that all ranks agree. */
-	memset(out, 0, sizeof(*out));
-	out->state = (enum loom_split_state)E;
-	out->n_seg = s1 - s0;
-	for (int s = s0; s < s1; s++) {
-		for (int k = 0; k < md->n_all; k++) {
-			size_t b = (size_t)meta_axis_bytes(root, a,
-							   rs->len[s][k]);
-
-			if (b % t->nb[E])
-				return loom_error_set(
-					LOOM_E_UNSUPPORTED,
-					"meta: view %s: a slice of %s is not "
-					"a whole number of its dimension %d",
-					t->name, root->name, E);
-			out->len[s - s0][k] = (int64_t)(b / t->nb[E]);
-		}
-	}
-	for (int j = 0; j < n; j++) {
-		int64_t before = 0, total = 0;
-		size_t up_j;
-
-		for (int s = 0; s < rs->n_seg; s++)
-			total += rs->len[s][md->first + j];
-		for (int s = 0; s < s0; s++)
-			before += rs->len[s][md->first + j];
-		up_j = (size_t)meta_axis_bytes(root, a, total);
-		memcpy(ne_j[j], t->ne, sizeof(t->ne));
-		ne_j[j][E] = 0;
-		for (int s = s0; s < s1; s++)
-			ne_j[j][E] += out->len[s - s0][md->first + j];
-		for (int k = 0; k < LOOM_MAX_DIMS; k++) {
-			nb_j[j][k] = t->nb[k];
-			if (t->nb[k] < unit_up)
-				continue;
-			if (t->nb[k] % unit_up && t->ne[k] > 1)
-				return loom_error_set(
-					LOOM_E_UNSUPPORTED,
-					"meta: view %s: stride %zu does not "
-					"fit the split of %s", t->name,
-					t->nb[k], root->name);
-			nb_j[j][k] = t->nb[k] / unit_up * up_j;
-		}
-		offs_j[j] = o_out * up_j +
-			    (size_t)meta_axis_bytes(root, a, before) + lower;
-	}
-	return LOOM_OK;
+	rc = view_geometry(t, root, (int)rs->state, offs, &g);
+	if (!rc)
+		rc = view_segments(md, t, root, rs, &g, &s0, &s1);
+	if (!rc)
+		rc = view_state(md, t, root, rs, &g, s0, s1, out);
+	for (int j = 0; !rc && j < md->n; j++)
+		rc = view_on_dev(md, t, root, rs, &g, out, s0, j, ne_j[j],
+				 nb_j[j], &offs_j[j]);
+	return rc;
 }
 
 static int plan_view(struct meta_plan *pl, const struct loom_tensor *t,
@@ -613,21 +695,15 @@ static bool slices_differ(struct meta_tensor *const *s, int n_src,
 	return false;
 }
 
-static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
+/* The records of t's sources into s (by position), their states as
+ * first seen into seen, and one past the last source into *n_src. */
+static int gather_sources(struct meta_plan *pl, const struct loom_tensor *t,
+			  struct meta_tensor **s, enum loom_split_state *seen,
+			  int *n_src)
 {
-	struct meta_tensor *s[LOOM_MAX_SRC] = { 0 }, *mt;
-	enum loom_split_state seen[LOOM_MAX_SRC] = { 0 };
-	int n = pl->md->n, n_src = 0, rc;
-	struct meta_rule r;
+	int rc;
 
-	mt = new_record(pl);
-	if (!mt)
-		return loom_error_set(LOOM_E_NOMEM, "meta: no memory");
-
-	if (loom_op_is_view(t->op)) {
-		rc = plan_view(pl, t, mt);
-		goto done;
-	}
+	*n_src = 0;
 	for (int i = 0; i < LOOM_MAX_SRC; i++) {
 		if (!t->src[i])
 			continue;
@@ -635,118 +711,174 @@ static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
 		if (rc)
 			return rc;
 		seen[i] = s[i]->synced.state;
-		n_src = i + 1;
+		*n_src = i + 1;
 	}
 	if (!s[0])
 		return loom_error_set(LOOM_E_INVAL, "meta: node %s has no "
 				      "source", t->name);
+	return LOOM_OK;
+}
 
-	if (!meta_rule_find(t, s, &r, pl->md)) {
-		bool any_p = false;
+/* Step 1: t's split state.  The rule of its op on its sources' states;
+ * where none holds, the PARTIAL sources are made whole (their allreduces
+ * queued) and the rule asked again. */
+static int decide_state(struct meta_plan *pl, const struct loom_tensor *t,
+			struct meta_tensor **s, const enum loom_split_state *seen,
+			int n_src, struct meta_rule *r)
+{
+	bool any_p = false;
+	int rc;
 
-		/* No rule on the raw states: try the synced view. */
-		for (int i = 0; i < n_src; i++) {
-			if (s[i] && s[i]->synced.state == LOOM_SPLIT_PARTIAL) {
-				rc = sync_src(pl, t->src[i], s[i]);
-				if (rc)
-					return rc;
-				any_p = true;
-			}
-		}
-		if (!any_p || !meta_rule_find(t, s, &r, pl->md))
-			return no_rule(t, s, seen, n_src,
-				       slices_differ(s, n_src, pl->md)
-					       ? "the sources are cut at "
-						 "different places (see the "
-						 "split callback's "
-						 "granularities)"
-					       : NULL);
-	}
-	mt->raw = r.out;
-	mt->synced = r.out;
-
-	for (int j = 0; j < n; j++) {
-		struct loom_tensor *ds[LOOM_MAX_SRC] = { 0 }, *dt;
-		bool empty = false;
-
-		for (int i = 0; i < n_src; i++) {
-			if (!s[i])
-				continue;
-			ds[i] = s[i]->zero[j] ? NULL : s[i]->dev_t[j];
-			if (ds[i] && r.slice_dim[i] >= 0) {
-				rc = slice_src(pl, j, t, ds[i],
-					       r.slice_dim[i],
-					       r.slice_ref[i], &ds[i]);
-				if (rc)
-					return rc;
-			}
-			if (!ds[i])
-				empty = true;
-		}
-		if (empty) {
-			rc = build_with_empty(pl, t, mt, j, ds, &dt);
+	if (meta_rule_find(t, s, r, pl->md))
+		return LOOM_OK;
+	for (int i = 0; i < n_src; i++) {
+		if (s[i] && s[i]->synced.state == LOOM_SPLIT_PARTIAL) {
+			rc = sync_src(pl, t->src[i], s[i]);
 			if (rc)
 				return rc;
-		} else if (meta_is_split(mt->raw.state) &&
-			   meta_state_dev_len(&mt->raw, pl->md, j) == 0) {
-			dt = NULL;
-		} else {
-			if (t->op == LOOM_OP_ROPE &&
-			    mt->raw.state == LOOM_SPLIT_DIM0) {
-				int64_t o = meta_state_dev_start(&mt->raw,
-								 pl->md, 0, j);
-
-				dt = rope_part(pl->ctx[j], t, ds, o,
-					       mt->raw.len[0][pl->md->first +
-							      j]);
-			} else {
-				dt = loom_op_new(pl->ctx[j], t->op, ds,
-						 t->op_params);
-			}
-			if (!dt)
-				return loom_error_set(
-					LOOM_E_INVAL,
-					"meta: %s '%s' on device %d: %s",
-					loom_op_name(t->op), t->name, j,
-					loom_ctx_error(pl->ctx[j]));
-			if (meta_is_split(mt->raw.state) &&
-			    dt->ne[mt->raw.state] !=
-				    meta_state_dev_len(&mt->raw, pl->md, j))
-				return loom_error_set(
-					LOOM_E_INVAL,
-					"meta: %s '%s': device %d has %lld "
-					"along dimension %d, the split says "
-					"%lld", loom_op_name(t->op), t->name,
-					j, (long long)dt->ne[mt->raw.state],
-					(int)mt->raw.state,
-					(long long)meta_state_dev_len(
-						&mt->raw, pl->md, j));
+			any_p = true;
 		}
-		mt->dev_t[j] = dt;
+	}
+	if (any_p && meta_rule_find(t, s, r, pl->md))
+		return LOOM_OK;
+	return no_rule(t, s, seen, n_src,
+		       slices_differ(s, n_src, pl->md)
+			       ? "the sources are cut at different places "
+				 "(see the split callback's granularities)"
+			       : NULL);
+}
+
+/* Device j's sources of t, cut where the rule says; *empty when one of
+ * them is empty there. */
+static int dev_sources(struct meta_plan *pl, const struct loom_tensor *t,
+		       struct meta_tensor **s, int n_src,
+		       const struct meta_rule *r, int j,
+		       struct loom_tensor **ds, bool *empty)
+{
+	int rc;
+
+	*empty = false;
+	for (int i = 0; i < n_src; i++) {
+		if (!s[i])
+			continue;
+		ds[i] = s[i]->zero[j] ? NULL : s[i]->dev_t[j];
+		if (ds[i] && r->slice_dim[i] >= 0) {
+			rc = slice_src(pl, j, t, ds[i], r->slice_dim[i],
+				       r->slice_ref[i], &ds[i]);
+			if (rc)
+				return rc;
+		}
+		if (!ds[i])
+			*empty = true;
+	}
+	return LOOM_OK;
+}
+
+/* Device j's node of t from its sources ds, checked against the length
+ * the split gives device j. */
+static int build_dev_node(struct meta_plan *pl, const struct loom_tensor *t,
+			  const struct meta_state *st, int j,
+			  struct loom_tensor **ds, struct loom_tensor **out)
+{
+	loom_ctx_t *c = pl->ctx[j];
+	struct loom_tensor *dt;
+
+	if (t->op == LOOM_OP_ROPE && st->state == LOOM_SPLIT_DIM0)
+		dt = rope_part(c, t, ds, meta_state_dev_start(st, pl->md, 0, j),
+			       st->len[0][pl->md->first + j]);
+	else
+		dt = loom_op_new(c, t->op, ds, t->op_params);
+	if (!dt)
+		return loom_error_set(LOOM_E_INVAL,
+				      "meta: %s '%s' on device %d: %s",
+				      loom_op_name(t->op), t->name, j,
+				      loom_ctx_error(c));
+	if (meta_is_split(st->state) &&
+	    dt->ne[st->state] != meta_state_dev_len(st, pl->md, j))
+		return loom_error_set(
+			LOOM_E_INVAL,
+			"meta: %s '%s': device %d has %lld along dimension "
+			"%d, the split says %lld", loom_op_name(t->op), t->name,
+			j, (long long)dt->ne[st->state], (int)st->state,
+			(long long)meta_state_dev_len(st, pl->md, j));
+	*out = dt;
+	return LOOM_OK;
+}
+
+/* Step 2: device j's node of t (NULL where device j has nothing of it). */
+static int plan_dev_node(struct meta_plan *pl, const struct loom_tensor *t,
+			 struct meta_tensor *mt, struct meta_tensor **s,
+			 int n_src, const struct meta_rule *r, int j,
+			 struct loom_tensor **out)
+{
+	struct loom_tensor *ds[LOOM_MAX_SRC] = { 0 };
+	bool empty;
+	int rc;
+
+	*out = NULL;
+	rc = dev_sources(pl, t, s, n_src, r, j, ds, &empty);
+	if (rc)
+		return rc;
+	if (empty)
+		return build_with_empty(pl, t, mt, j, ds, out);
+	if (meta_is_split(mt->raw.state) &&
+	    meta_state_dev_len(&mt->raw, pl->md, j) == 0)
+		return LOOM_OK;
+	return build_dev_node(pl, t, &mt->raw, j, ds, out);
+}
+
+/* Step 3: hands every device's node of t to the emitter, named as t and
+ * an output where t is one. */
+static int emit_all(struct meta_plan *pl, const struct loom_tensor *t,
+		    struct meta_tensor *mt)
+{
+	int rc;
+
+	for (int j = 0; j < pl->md->n; j++) {
+		struct loom_tensor *dt = mt->dev_t[j];
+
 		if (!dt)
 			continue;
-		loom_tensor_set_name(dt, t->name);
+		if (!loom_op_is_view(t->op))
+			loom_tensor_set_name(dt, t->name);
 		dt->flags |= t->flags & LOOM_TENSOR_OUTPUT;
 		rc = emit(pl, j, dt);
 		if (rc)
 			return rc;
 	}
-	rc = LOOM_OK;
-done:
-	if (rc)
-		return rc;
-	if (loom_op_is_view(t->op)) {
-		for (int j = 0; j < n; j++) {
-			if (!mt->dev_t[j])
-				continue;
-			mt->dev_t[j]->flags |= t->flags & LOOM_TENSOR_OUTPUT;
-			rc = emit(pl, j, mt->dev_t[j]);
-			if (rc)
-				return rc;
-		}
-	}
-	map_put(pl, t, mt);
 	return LOOM_OK;
+}
+
+/* Plans node t: its split state, every device's node, their emission. */
+static int plan_node(struct meta_plan *pl, struct loom_tensor *t)
+{
+	struct meta_tensor *s[LOOM_MAX_SRC] = { 0 }, *mt;
+	enum loom_split_state seen[LOOM_MAX_SRC] = { 0 };
+	struct meta_rule r;
+	int n_src, rc;
+
+	mt = new_record(pl);
+	if (!mt)
+		return loom_error_set(LOOM_E_NOMEM, "meta: no memory");
+	if (loom_op_is_view(t->op)) {
+		rc = plan_view(pl, t, mt);
+	} else {
+		rc = gather_sources(pl, t, s, seen, &n_src);
+		if (!rc)
+			rc = decide_state(pl, t, s, seen, n_src, &r);
+		if (!rc) {
+			mt->raw = r.out;
+			mt->synced = r.out;
+		}
+		for (int j = 0; !rc && j < pl->md->n; j++)
+			rc = plan_dev_node(pl, t, mt, s, n_src, &r, j,
+					   &mt->dev_t[j]);
+	}
+	if (!rc)
+		rc = emit_all(pl, t, mt);
+	if (!rc)
+		map_put(pl, t, mt);
+	return rc;
 }
 
 /* ---- emitters ---- */

@@ -42,6 +42,77 @@ static int64_t ffn_granularity(int64_t n_ff)
 	return n_ff % LOOM_QK8_0 == 0 ? LOOM_QK8_0 : 1;
 }
 
+/* What the policy knows of the model: the head size and the query heads
+ * per key/value head (1 and 1 without a model). */
+struct shape {
+	const struct loom_meta_model *m;
+	int64_t hd, group;
+};
+
+/* The fused q, k, v projection: whole heads, in three segments when the
+ * model's head counts say where q, k and v lie. */
+static void split_qkv(const struct loom_tensor *t, const struct shape *sh,
+		      struct loom_split *out)
+{
+	const struct loom_meta_model *m = sh->m;
+	int64_t hd = m ? sh->hd : guess_head(t->ne[1]);
+
+	set_split(out, LOOM_SPLIT_DIM1, hd);
+	if (m && m->n_head > 0 && m->n_head_kv > 0 &&
+	    t->ne[1] == hd * (m->n_head + 2 * m->n_head_kv)) {
+		out->n_segments = 3;
+		out->segments[0] = hd * m->n_head;
+		out->segments[1] = hd * m->n_head_kv;
+		out->segments[2] = hd * m->n_head_kv;
+	}
+}
+
+/* Attention's projections: q, k, v by columns (whole GQA groups for q,
+ * whole heads for k and v), the output by rows.  False for other names. */
+static bool split_attn(const struct loom_tensor *t, const struct shape *sh,
+		       struct loom_split *out)
+{
+	const char *name = t->name;
+	bool m = sh->m != NULL;
+
+	if (has(name, "attn_qkv"))
+		split_qkv(t, sh, out);
+	else if (has(name, "attn_q"))
+		set_split(out, LOOM_SPLIT_DIM1,
+			  m ? sh->hd * sh->group : guess_head(t->ne[1]));
+	else if (has(name, "attn_k") || has(name, "attn_v"))
+		set_split(out, LOOM_SPLIT_DIM1,
+			  m ? sh->hd : guess_head(t->ne[1]));
+	else if (has(name, "attn_output"))
+		set_split(out, LOOM_SPLIT_DIM0,
+			  m ? sh->hd * sh->group : guess_head(t->ne[0]));
+	else
+		return false;
+	return true;
+}
+
+/* The KV cache by heads, wherever its layout keeps them. */
+static void split_cache(const struct loom_tensor *t, const struct shape *sh,
+			struct loom_split *out)
+{
+	int64_t hkv = sh->m ? sh->m->n_head_kv : 0, hd = sh->hd;
+
+	if (hkv > 1 && t->ne[2] == hkv)
+		set_split(out, LOOM_SPLIT_DIM2, 1);
+	else if (hkv > 1 && t->ne[1] == hkv && t->ne[0] == hd)
+		set_split(out, LOOM_SPLIT_DIM1, 1);
+	else if (hkv > 0 && t->ne[0] == hd * hkv)
+		set_split(out, LOOM_SPLIT_DIM0, hd);
+	else if (hkv > 0 && t->ne[1] == hd * hkv)
+		set_split(out, LOOM_SPLIT_DIM1, hd);
+	else if (!sh->m && t->ne[2] > 1)
+		set_split(out, LOOM_SPLIT_DIM2, 1);
+	else if (!sh->m)
+		set_split(out, LOOM_SPLIT_DIM0, guess_head(t->ne[0]));
+	else
+		set_split(out, LOOM_SPLIT_MIRRORED, 1);
+}
+
 /* The default policy (loom_meta_split_default in loom-backend.h).
  * Granularities: q and the attention output by whole GQA groups
  * (head_dim * n_head / n_head_kv), k and v by whole heads, so that device
@@ -50,9 +121,8 @@ static int64_t ffn_granularity(int64_t n_ff)
 int meta_split_default(const struct loom_tensor *t, struct loom_split *out,
 		       void *userdata)
 {
-	const struct loom_meta_model *m = userdata;
+	struct shape sh = { .m = userdata, .hd = 1, .group = 1 };
 	const char *name;
-	int64_t hd = 1, group = 1;
 
 	if (!t || !out)
 		return loom_error_set(LOOM_E_INVAL,
@@ -60,62 +130,26 @@ int meta_split_default(const struct loom_tensor *t, struct loom_split *out,
 				      "argument");
 	memset(out, 0, sizeof(*out));
 	name = t->name;
-	if (m && m->head_dim > 0) {
-		hd = m->head_dim;
-		if (m->n_head > 0 && m->n_head_kv > 0 &&
-		    m->n_head % m->n_head_kv == 0)
-			group = m->n_head / m->n_head_kv;
+	if (sh.m && sh.m->head_dim > 0) {
+		sh.hd = sh.m->head_dim;
+		if (sh.m->n_head > 0 && sh.m->n_head_kv > 0 &&
+		    sh.m->n_head % sh.m->n_head_kv == 0)
+			sh.group = sh.m->n_head / sh.m->n_head_kv;
 	}
 
-	if (has(name, "norm") || has(name, "ffn_gate_inp")) {
+	if (has(name, "norm") || has(name, "ffn_gate_inp"))
 		set_split(out, LOOM_SPLIT_MIRRORED, 1);
-	} else if (has(name, "attn_qkv")) {
-		if (!m)
-			hd = guess_head(t->ne[1]);
-		set_split(out, LOOM_SPLIT_DIM1, hd);
-		if (m && m->n_head > 0 && m->n_head_kv > 0 &&
-		    t->ne[1] == hd * (m->n_head + 2 * m->n_head_kv)) {
-			out->n_segments = 3;
-			out->segments[0] = hd * m->n_head;
-			out->segments[1] = hd * m->n_head_kv;
-			out->segments[2] = hd * m->n_head_kv;
-		}
-	} else if (has(name, "attn_q")) {
-		set_split(out, LOOM_SPLIT_DIM1,
-			  m ? hd * group : guess_head(t->ne[1]));
-	} else if (has(name, "attn_k") || has(name, "attn_v")) {
-		set_split(out, LOOM_SPLIT_DIM1, m ? hd : guess_head(t->ne[1]));
-	} else if (has(name, "attn_output")) {
-		set_split(out, LOOM_SPLIT_DIM0,
-			  m ? hd * group : guess_head(t->ne[0]));
-	} else if (has(name, "ffn_up") || has(name, "ffn_gate")) {
+	else if (split_attn(t, &sh, out))
+		;
+	else if (has(name, "ffn_up") || has(name, "ffn_gate"))
 		set_split(out, LOOM_SPLIT_DIM1, ffn_granularity(t->ne[1]));
-	} else if (has(name, "ffn_down")) {
+	else if (has(name, "ffn_down"))
 		set_split(out, LOOM_SPLIT_DIM0, ffn_granularity(t->ne[0]));
-	} else if (has(name, "cache_k") || has(name, "cache_v")) {
-		/* By heads, wherever the layout keeps them. */
-		int64_t hkv = m ? m->n_head_kv : 0;
-
-		if (hkv > 1 && t->ne[2] == hkv)
-			set_split(out, LOOM_SPLIT_DIM2, 1);
-		else if (hkv > 1 && t->ne[1] == hkv && t->ne[0] == hd)
-			set_split(out, LOOM_SPLIT_DIM1, 1);
-		else if (hkv > 0 && t->ne[0] == hd * hkv)
-			set_split(out, LOOM_SPLIT_DIM0, hd);
-		else if (hkv > 0 && t->ne[1] == hd * hkv)
-			set_split(out, LOOM_SPLIT_DIM1, hd);
-		else if (!m && t->ne[2] > 1)
-			set_split(out, LOOM_SPLIT_DIM2, 1);
-		else if (!m)
-			set_split(out, LOOM_SPLIT_DIM0,
-				  guess_head(t->ne[0]));
-		else
-			set_split(out, LOOM_SPLIT_MIRRORED, 1);
-	} else if (!strcmp(name, "output") ||
-		   !strcmp(name, "output.weight")) {
+	else if (has(name, "cache_k") || has(name, "cache_v"))
+		split_cache(t, &sh, out);
+	else if (!strcmp(name, "output") || !strcmp(name, "output.weight"))
 		set_split(out, LOOM_SPLIT_DIM1, 1);
-	} else {
+	else
 		set_split(out, LOOM_SPLIT_MIRRORED, 1);
-	}
 	return LOOM_OK;
 }

@@ -1,87 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* meta-split.c - split states: slice sizes from a callback's answer and the
- * device ratios (largest remainder), and moving data between the host and
- * the slices of a split tensor.  Op rules live in meta-plan.c.
+/* meta-split.c - slice sizes from a callback's answer and the device
+ * ratios (largest remainder), and moving data between the host and the
+ * slices of a split tensor.  The states themselves live in meta-state.c,
+ * the op rules in meta-rules.c.
  */
 #include "meta.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-const char *meta_state_name(enum loom_split_state s)
-{
-	switch (s) {
-	case LOOM_SPLIT_DIM0:
-		return "SPLIT(0)";
-	case LOOM_SPLIT_DIM1:
-		return "SPLIT(1)";
-	case LOOM_SPLIT_DIM2:
-		return "SPLIT(2)";
-	case LOOM_SPLIT_DIM3:
-		return "SPLIT(3)";
-	case LOOM_SPLIT_MIRRORED:
-		return "MIRRORED";
-	case LOOM_SPLIT_PARTIAL:
-		return "PARTIAL";
-	}
-	return "unknown";
-}
-
-void meta_state_whole(struct meta_state *st, enum loom_split_state state)
-{
-	memset(st, 0, sizeof(*st));
-	st->state = state;
-}
-
-int64_t meta_state_dev_len(const struct meta_state *st,
-			   const struct meta_dev *md, int j)
-{
-	int64_t sum = 0;
-
-	for (int s = 0; s < st->n_seg; s++)
-		sum += st->len[s][md->first + j];
-	return sum;
-}
-
-int64_t meta_state_dev_start(const struct meta_state *st,
-			     const struct meta_dev *md, int s, int j)
-{
-	int64_t sum = 0;
-
-	for (int k = 0; k < md->first + j; k++)
-		sum += st->len[s][k];
-	return sum;
-}
-
-int64_t meta_state_seg_len(const struct meta_state *st,
-			   const struct meta_dev *md, int s)
-{
-	int64_t sum = 0;
-
-	for (int k = 0; k < md->n_all; k++)
-		sum += st->len[s][k];
-	return sum;
-}
-
-/* True when a and b are the same state cut at the same places (over the
- * whole world, so that every rank answers alike). */
-bool meta_state_same_slices(const struct meta_state *a,
-			    const struct meta_state *b,
-			    const struct meta_dev *md)
-{
-	if (a->state != b->state)
-		return false;
-	if (a->state > LOOM_SPLIT_DIM3)
-		return true;
-	if (a->n_seg != b->n_seg)
-		return false;
-	for (int s = 0; s < a->n_seg; s++)
-		for (int k = 0; k < md->n_all; k++)
-			if (a->len[s][k] != b->len[s][k])
-				return false;
-	return true;
-}
 
 /* Cuts units into n shares following the weights by the largest-remainder
  * rule: every share is the floor of its quota, and the units left over go
@@ -125,55 +52,55 @@ static void largest_remainder(int64_t units, const float *w, int n,
 	}
 }
 
-/* Turns a callback's answer for t into a state with slice sizes. */
-static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
-			    const struct loom_split *sp, struct meta_state *out)
+/* The segments of t along axis the callback's answer sp gives: its own,
+ * which must add up to the dimension, or the whole dimension as one. */
+static int split_segments(const struct loom_tensor *t, int axis,
+			  const struct loom_split *sp, int64_t *seg,
+			  int *n_seg)
 {
-	int64_t seg[META_MAX_SEG], g, blck, sum = 0;
-	int n_seg, axis;
+	int64_t sum = 0;
 
-	if ((int)sp->state < LOOM_SPLIT_DIM0 || sp->state > LOOM_SPLIT_PARTIAL)
-		return loom_error_set(LOOM_E_INVAL,
-				      "split callback gave an unknown state %d "
-				      "for %s", (int)sp->state, t->name);
-	meta_state_whole(out, sp->state);
-	if (sp->state > LOOM_SPLIT_DIM3)
-		return LOOM_OK;
-
-	axis = (int)sp->state;
-	n_seg = sp->n_segments;
-	if (n_seg < 0 || n_seg > META_MAX_SEG)
+	*n_seg = sp->n_segments;
+	if (*n_seg < 0 || *n_seg > META_MAX_SEG)
 		return loom_error_set(LOOM_E_INVAL,
 				      "split callback gave %d segments for %s "
-				      "(at most %d)", n_seg, t->name,
+				      "(at most %d)", *n_seg, t->name,
 				      META_MAX_SEG);
-	if (n_seg == 0) {
-		n_seg = 1;
+	if (*n_seg == 0) {
+		*n_seg = 1;
 		seg[0] = t->ne[axis];
-	} else {
-		for (int s = 0; s < n_seg; s++) {
-			seg[s] = sp->segments[s];
-			if (seg[s] < 0)
-				return loom_error_set(LOOM_E_INVAL,
-						      "split callback gave a "
-						      "negative segment for %s",
-						      t->name);
-			if (seg[s] > t->ne[axis] - sum)
-				return loom_error_set(LOOM_E_INVAL,
-						      "segments of %s add up to "
-						      "more than its dimension "
-						      "%d (%lld)", t->name,
-						      axis,
-						      (long long)t->ne[axis]);
-			sum += seg[s];
-		}
-		if (sum != t->ne[axis])
-			return loom_error_set(LOOM_E_INVAL,
-					      "segments of %s add up to %lld, "
-					      "not its dimension %d (%lld)",
-					      t->name, (long long)sum, axis,
-					      (long long)t->ne[axis]);
+		return LOOM_OK;
 	}
+	for (int s = 0; s < *n_seg; s++) {
+		seg[s] = sp->segments[s];
+		if (seg[s] < 0)
+			return loom_error_set(LOOM_E_INVAL,
+					      "split callback gave a negative "
+					      "segment for %s", t->name);
+		if (seg[s] > t->ne[axis] - sum)
+			return loom_error_set(LOOM_E_INVAL,
+					      "segments of %s add up to more "
+					      "than its dimension %d (%lld)",
+					      t->name, axis,
+					      (long long)t->ne[axis]);
+		sum += seg[s];
+	}
+	if (sum != t->ne[axis])
+		return loom_error_set(LOOM_E_INVAL,
+				      "segments of %s add up to %lld, not its "
+				      "dimension %d (%lld)", t->name,
+				      (long long)sum, axis,
+				      (long long)t->ne[axis]);
+	return LOOM_OK;
+}
+
+/* The unit every slice of t along axis is a multiple of: the callback's
+ * granularity, and along dimension 0 the type's block too. */
+static int slice_granule(const struct loom_tensor *t, int axis,
+			 const struct loom_split *sp, int64_t *g_out,
+			 int64_t *blck_out)
+{
+	int64_t g, blck;
 
 	if (sp->granularity < 0)
 		return loom_error_set(LOOM_E_INVAL,
@@ -194,7 +121,32 @@ static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
 		if (g < blck)
 			g = blck;
 	}
+	*g_out = g;
+	*blck_out = blck;
+	return LOOM_OK;
+}
 
+/* Turns a callback's answer for t into a state with slice sizes. */
+static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
+			    const struct loom_split *sp, struct meta_state *out)
+{
+	int64_t seg[META_MAX_SEG], g = 1, blck = 1;
+	int n_seg, axis, rc;
+
+	if ((int)sp->state < LOOM_SPLIT_DIM0 || sp->state > LOOM_SPLIT_PARTIAL)
+		return loom_error_set(LOOM_E_INVAL,
+				      "split callback gave an unknown state %d "
+				      "for %s", (int)sp->state, t->name);
+	meta_state_whole(out, sp->state);
+	if (sp->state > LOOM_SPLIT_DIM3)
+		return LOOM_OK;
+
+	axis = (int)sp->state;
+	rc = split_segments(t, axis, sp, seg, &n_seg);
+	if (!rc)
+		rc = slice_granule(t, axis, sp, &g, &blck);
+	if (rc)
+		return rc;
 	out->n_seg = n_seg;
 	for (int s = 0; s < n_seg; s++) {
 		if (seg[s] % g != 0)

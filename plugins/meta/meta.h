@@ -127,12 +127,11 @@ struct meta_buffer {
 /* meta-plugin.c */
 struct meta_dev *meta_dev_of(loom_dev_t *dev);
 
-/* meta-split.c */
 /* The default split policy (meta-policy.c): loom_meta_split_default. */
 int meta_split_default(const struct loom_tensor *t, struct loom_split *out,
 		       void *userdata);
-int meta_split_of(struct meta_dev *md, const struct loom_tensor *t, bool ask,
-		  struct meta_state *out);
+
+/* meta-state.c */
 void meta_state_whole(struct meta_state *st, enum loom_split_state state);
 /* Elements of the split axis local member j holds, over all segments. */
 int64_t meta_state_dev_len(const struct meta_state *st,
@@ -147,6 +146,10 @@ bool meta_state_same_slices(const struct meta_state *a,
 			    const struct meta_state *b,
 			    const struct meta_dev *md);
 const char *meta_state_name(enum loom_split_state s);
+
+/* meta-split.c */
+int meta_split_of(struct meta_dev *md, const struct loom_tensor *t, bool ask,
+		  struct meta_state *out);
 int64_t meta_axis_bytes(const struct loom_tensor *t, int axis, int64_t pos);
 /* Set/get of a tensor of a meta buffer or a computed node, blocking or,
  * with bes (one member backend per device), asynchronous. */

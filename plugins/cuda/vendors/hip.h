@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* cuda-to-hip.h - maps the CUDA runtime, cuBLAS and NCCL names the CUDA
+/* vendors/hip.h - maps the CUDA runtime, cuBLAS and NCCL names the CUDA
  * plugin's sources use to HIP, rocBLAS (through hipBLAS) and RCCL, so the
  * same sources build the HIP plugin.  Only names the sources use are here.
  */
-#ifndef LOOM_CUDA_TO_HIP_H
-#define LOOM_CUDA_TO_HIP_H
+#ifndef LOOM_CUDA_VENDORS_HIP_H
+#define LOOM_CUDA_VENDORS_HIP_H
 
 #ifdef __HIPCC__
 #include <hip/hip_runtime.h>
@@ -118,4 +118,4 @@
 
 /* NCCL names are RCCL's own; nothing to map. */
 
-#endif /* LOOM_CUDA_TO_HIP_H */
+#endif /* LOOM_CUDA_VENDORS_HIP_H */
