@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # doc/local.mk - the documentation beyond the README and the manual
 # pages (NEWS with its API renames, the API walk-through, the meta device's rules, the
-# table of ops, several devices
+# table of ops, the weight types, several devices
 # and processes, benchmarks, accuracy, the GPU check, fuzzing), and the
 # plugin author's guide with the plugin template it builds on, all
 # installed in docdir.
@@ -15,7 +15,8 @@ dist_doc_DATA = \
 	doc/meta.md \
 	doc/ops.md \
 	doc/plugin-guide.md \
-	doc/scale-out.md
+	doc/scale-out.md \
+	doc/types.md
 plugintemplatedir = $(docdir)/plugin-template
 dist_plugintemplate_DATA = \
 	examples/plugin-template/Makefile \

@@ -20,12 +20,15 @@ void loom__clear_error(void);
 /* loom_env_get() without logging (for the log level itself). */
 const char *loom__getenv_quiet(const char *name);
 
-/* n values (whole blocks) of any type but I32 to F32 and back (quant.c);
- * quantizing rounds to the nearest the block allows. */
-void loom__dequantize(enum loom_type type, const void *src, float *dst,
-		      int64_t n);
-void loom__quantize(enum loom_type type, const float *src, void *dst,
-		    int64_t n);
+/* A type's conversions of n values (whole blocks) to F32 and back
+ * (quant.c); quantizing rounds to the nearest the block allows. */
+struct loom__type_codec {
+	void (*to_f32)(const void *src, float *dst, int64_t n);
+	void (*from_f32)(const float *src, void *dst, int64_t n);
+};
+
+/* type's entry, or NULL for a type that holds no numbers (I32). */
+const struct loom__type_codec *loom__type_codec(enum loom_type type);
 
 /* ---- tensors, contexts, graphs (tensor.c, ops.c, graph.c, galloc.c) ---- */
 

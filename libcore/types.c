@@ -165,11 +165,6 @@ float loom_bf16_to_f32(uint16_t h)
 	return bits_f32((uint32_t)h << 16);
 }
 
-static bool float_like(enum loom_type type)
-{
-	return type != LOOM_TYPE_I32;
-}
-
 /* Converts through a small F32 staging block; its length is a multiple of
  * every block size, so only the last step can be short. */
 int loom_type_convert(enum loom_type src_type, const void *src,
@@ -198,7 +193,10 @@ int loom_type_convert(enum loom_type src_type, const void *src,
 			memmove(dst, src, loom_type_row_size(src_type, n));
 		return LOOM_OK;
 	}
-	if (!float_like(src_type) || !float_like(dst_type))
+	const struct loom__type_codec *from = loom__type_codec(src_type);
+	const struct loom__type_codec *to = loom__type_codec(dst_type);
+
+	if (!from || !to)
 		return loom_error_set(LOOM_E_UNSUPPORTED,
 				      "loom_type_convert: no conversion from %s "
 				      "to %s",
@@ -211,8 +209,8 @@ int loom_type_convert(enum loom_type src_type, const void *src,
 	for (int64_t i = 0; i < n; i += CHUNK) {
 		int64_t m = n - i < CHUNK ? n - i : CHUNK;
 
-		loom__dequantize(src_type, s, tmp, m);
-		loom__quantize(dst_type, tmp, d, m);
+		from->to_f32(s, tmp, m);
+		to->from_f32(tmp, d, m);
 		s += loom_type_row_size(src_type, m);
 		d += loom_type_row_size(dst_type, m);
 	}

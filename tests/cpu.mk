@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: MIT
 # tests/cpu.mk - the CPU plugin's own tests: its thread pool and stream,
 # 2D copies, features and variants, partitions and the allreduce entry
-# point, the weight buffer type, and attention run as one kernel.  Every op on every device is tests/test-ops.
+# point, the weight buffer type, attention run as one kernel, and the int8
+# products of activations that hold infinities or NaNs.  Every op on every
+# device is tests/test-ops.
 check_PROGRAMS += tests/test-cpu-pool tests/test-cpu-partitions \
-	tests/test-cpu-weights tests/test-cpu-attn
+	tests/test-cpu-weights tests/test-cpu-attn tests/test-cpu-quant
 TESTS += tests/test-cpu-pool tests/test-cpu-partitions tests/test-cpu-weights \
-	tests/test-cpu-attn
+	tests/test-cpu-attn tests/test-cpu-quant
 
 tests_test_cpu_pool_SOURCES = tests/test-cpu-pool.c
 tests_test_cpu_pool_CPPFLAGS = $(TEST_CPPFLAGS)
@@ -24,3 +26,8 @@ tests_test_cpu_attn_SOURCES = tests/test-cpu-attn.c tests/test-util.c \
 	tests/test-util.h
 tests_test_cpu_attn_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_cpu_attn_LDADD = $(TEST_LIBS)
+
+tests_test_cpu_quant_SOURCES = tests/test-cpu-quant.c tests/test-util.c \
+	tests/test-util.h
+tests_test_cpu_quant_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_cpu_quant_LDADD = $(TEST_LIBS)

@@ -263,7 +263,9 @@ static const enum loom_type float_types[] = {
 
 static const enum loom_type quant_types[] = {
 	LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K,
-	LOOM_TYPE_Q6_K,
+	LOOM_TYPE_Q6_K, LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1,
+	LOOM_TYPE_Q3_K, LOOM_TYPE_Q2_K, LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS,
+	LOOM_TYPE_MXFP4,
 };
 
 /* add, sub, mul, div: shapes, broadcasting, types, views. */
@@ -541,8 +543,10 @@ static void add_mul_mat_cases(void)
 		{ 1, 1, 1 }, { 3, 17, 1 }, { 17, 3, 5 }, { 64, 33, 1 },
 		{ 128, 64, 17 },
 	};
+	/* One block against four rows: the NMSE of a single output is
+	 * that of one sum, as large as it is small against its terms. */
 	static const int64_t kmn_q[][3] = {
-		{ 32, 1, 1 }, { 64, 17, 1 }, { 96, 33, 5 }, { 256, 64, 17 },
+		{ 32, 4, 1 }, { 64, 17, 1 }, { 96, 33, 5 }, { 256, 64, 17 },
 	};
 	static const enum loom_type all_a[] = {
 		LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16, LOOM_TYPE_Q8_0,
@@ -770,7 +774,9 @@ static void add_get_rows_cases(void)
 	static const enum loom_type types[] = {
 		LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16, LOOM_TYPE_Q8_0,
 		LOOM_TYPE_I32, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K,
-		LOOM_TYPE_Q6_K,
+		LOOM_TYPE_Q6_K, LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1,
+		LOOM_TYPE_Q3_K, LOOM_TYPE_Q2_K, LOOM_TYPE_IQ4_NL,
+		LOOM_TYPE_IQ4_XS, LOOM_TYPE_MXFP4,
 	};
 	struct op_case *c;
 	struct input *a;

@@ -240,12 +240,21 @@ static void test_quant_types(void)
 		enum loom_type type;
 		size_t struct_size;
 		double max_nmse; /* normal input; each is ~1.3x what we get */
+		double max_err;  /* on the blocks of one value, one sign */
 	} types[] = {
-		{ LOOM_TYPE_Q8_0, sizeof(struct loom_block_q8_0), 4e-5 },
-		{ LOOM_TYPE_Q4_0, sizeof(struct loom_block_q4_0), 1e-2 },
-		{ LOOM_TYPE_Q4_K, sizeof(struct loom_block_q4_k), 8e-3 },
-		{ LOOM_TYPE_Q5_K, sizeof(struct loom_block_q5_k), 2e-3 },
-		{ LOOM_TYPE_Q6_K, sizeof(struct loom_block_q6_k), 5e-4 },
+		{ LOOM_TYPE_Q8_0, sizeof(struct loom_block_q8_0), 4e-5, 7.0 / 8 },
+		{ LOOM_TYPE_Q4_0, sizeof(struct loom_block_q4_0), 1e-2, 7.0 / 8 },
+		{ LOOM_TYPE_Q4_K, sizeof(struct loom_block_q4_k), 8e-3, 7.0 / 8 },
+		{ LOOM_TYPE_Q5_K, sizeof(struct loom_block_q5_k), 2e-3, 7.0 / 8 },
+		{ LOOM_TYPE_Q6_K, sizeof(struct loom_block_q6_k), 5e-4, 7.0 / 8 },
+		{ LOOM_TYPE_Q4_1, sizeof(struct loom_block_q4_1), 8.5e-3, 7.0 / 8 },
+		{ LOOM_TYPE_Q5_0, sizeof(struct loom_block_q5_0), 2.5e-3, 7.0 / 8 },
+		{ LOOM_TYPE_Q5_1, sizeof(struct loom_block_q5_1), 2e-3, 7.0 / 8 },
+		{ LOOM_TYPE_Q3_K, sizeof(struct loom_block_q3_k), 3.2e-2, 7.0 / 8 },
+		{ LOOM_TYPE_Q2_K, sizeof(struct loom_block_q2_k), 1.45e-1, 7.0 / 6 },
+		{ LOOM_TYPE_IQ4_NL, sizeof(struct loom_block_iq4_nl), 8.5e-3, 7.0 / 8 },
+		{ LOOM_TYPE_IQ4_XS, sizeof(struct loom_block_iq4_xs), 8.5e-3, 7.0 / 8 },
+		{ LOOM_TYPE_MXFP4, sizeof(struct loom_block_mxfp4), 1.8e-2, 1.0 },
 	};
 	enum { N = 256 * 32 };
 	GRand *rand = g_rand_new_with_seed(11);
@@ -301,7 +310,8 @@ static void test_quant_types(void)
 		for (int i = 0; i < bs; i++)
 			g_assert_cmpfloat(ref[i], ==, 0.0);
 		for (int i = bs; i < 3 * bs; i++)
-			g_assert_cmpfloat(fabs(ref[i] - x[i]), <=, 7.0 / 8);
+			g_assert_cmpfloat(fabs(ref[i] - x[i]), <=,
+					  types[t].max_err);
 	}
 	/* Whole blocks only. */
 	g_assert_cmpint(loom_type_convert(LOOM_TYPE_F32, x, LOOM_TYPE_Q4_K, q,
@@ -388,6 +398,14 @@ static void test_type_traits(void)
 		{ LOOM_TYPE_Q4_K, "q4_k", 256, 144 },
 		{ LOOM_TYPE_Q5_K, "q5_k", 256, 176 },
 		{ LOOM_TYPE_Q6_K, "q6_k", 256, 210 },
+		{ LOOM_TYPE_Q4_1, "q4_1", 32, 20 },
+		{ LOOM_TYPE_Q5_0, "q5_0", 32, 22 },
+		{ LOOM_TYPE_Q5_1, "q5_1", 32, 24 },
+		{ LOOM_TYPE_Q3_K, "q3_k", 256, 110 },
+		{ LOOM_TYPE_Q2_K, "q2_k", 256, 84 },
+		{ LOOM_TYPE_IQ4_NL, "iq4_nl", 32, 18 },
+		{ LOOM_TYPE_IQ4_XS, "iq4_xs", 256, 136 },
+		{ LOOM_TYPE_MXFP4, "mxfp4", 32, 17 },
 	};
 	enum loom_type t;
 

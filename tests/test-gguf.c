@@ -529,7 +529,7 @@ static void test_corrupt(void)
 static void test_types(void)
 {
 	const struct gguf_tensor_type *tt = gguf_tensor_type_get(8);
-	struct gguf_tensor t = { .name = "blk.0.ffn_up.weight", .type = 39 };
+	struct gguf_tensor t = { .name = "blk.0.ffn_up.weight", .type = 9 };
 	enum loom_type lt;
 
 	g_assert_nonnull(tt);
@@ -541,12 +541,29 @@ static void test_types(void)
 	t.type = 30;
 	g_assert_cmpint(gguf_tensor_loom_type(&t, &lt), ==, LOOM_OK);
 	g_assert_cmpint(lt, ==, LOOM_TYPE_BF16);
+	/* Types Loom has, by the format's numbers. */
+	static const struct {
+		uint32_t id;
+		enum loom_type type;
+	} have[] = {
+		{ 3, LOOM_TYPE_Q4_1 }, { 6, LOOM_TYPE_Q5_0 },
+		{ 7, LOOM_TYPE_Q5_1 }, { 10, LOOM_TYPE_Q2_K },
+		{ 11, LOOM_TYPE_Q3_K }, { 20, LOOM_TYPE_IQ4_NL },
+		{ 23, LOOM_TYPE_IQ4_XS }, { 39, LOOM_TYPE_MXFP4 },
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(have); i++) {
+		t.type = have[i].id;
+		g_assert_cmpint(gguf_tensor_loom_type(&t, &lt), ==, LOOM_OK);
+		g_assert_cmpint(lt, ==, have[i].type);
+		g_assert_cmpint(gguf_tensor_type_of(have[i].type), ==,
+				(int)have[i].id);
+	}
 	/* A type the format has and Loom lacks is refused by name. */
-	t.type = 39;
+	t.type = 9;
 	g_assert_cmpint(gguf_tensor_loom_type(&t, &lt), ==,
 			LOOM_E_UNSUPPORTED);
 	g_assert_cmpstr(loom_error_message(), ==,
-			"tensor 'blk.0.ffn_up.weight': type mxfp4 is not "
+			"tensor 'blk.0.ffn_up.weight': type q8_1 is not "
 			"supported by Loom");
 }
 

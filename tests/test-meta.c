@@ -758,7 +758,10 @@ static void test_quant_mul_mat(void)
 {
 	static const enum loom_type types[] = {
 		LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K,
-		LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0,
+		LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_1,
+		LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_Q3_K,
+		LOOM_TYPE_Q2_K, LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS,
+		LOOM_TYPE_MXFP4,
 	};
 	static const float r3[3] = { 0.5f, 0.3f, 0.2f };
 	static const int64_t n_el[4] = { QK * QM, QM * QK, QK * QM * QE,
@@ -1028,6 +1031,13 @@ static void test_bad_callbacks(void)
  * the first), and a granularity that is not a multiple of 256 is refused. */
 static void test_kquant_blocks(void)
 {
+	static const enum loom_type super[] = {
+		LOOM_TYPE_Q3_K, LOOM_TYPE_Q2_K, LOOM_TYPE_IQ4_XS,
+	};
+	static const enum loom_type small[] = {
+		LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1,
+		LOOM_TYPE_IQ4_NL, LOOM_TYPE_MXFP4,
+	};
 	static const struct rule rules[] = {
 		{ .name = "k", .state = LOOM_SPLIT_DIM0 },
 		{ .name = "k64", .state = LOOM_SPLIT_DIM0, .granularity = 64 },
@@ -1056,6 +1066,13 @@ static void test_kquant_blocks(void)
 	g_assert_nonnull(strstr(loom_error_message(), "q6_k block size 256"));
 	g_assert_cmpint(alloc_one(meta, LOOM_TYPE_Q4_0, 64, 2, "k64"), ==,
 			LOOM_OK);
+	/* Every other type of 256-value blocks, and of 32. */
+	for (size_t i = 0; i < G_N_ELEMENTS(super); i++)
+		g_assert_cmpint(alloc_one(meta, super[i], 512, 2, "k64"), ==,
+				LOOM_E_INVAL);
+	for (size_t i = 0; i < G_N_ELEMENTS(small); i++)
+		g_assert_cmpint(alloc_one(meta, small[i], 64, 2, "k64"), ==,
+				LOOM_OK);
 }
 
 /* A view of an empty split weight is an error, not a division by its

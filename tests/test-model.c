@@ -393,7 +393,7 @@ static char *rewrite(const char *src, enum edit edit, const char *arch)
 		if (edit == E_DROP && it)
 			continue;
 		if (edit == E_TYPE && it)
-			gguf_writer_add_tensor(w, t->name, 7, t->n_dims, t->ne,
+			gguf_writer_add_tensor(w, t->name, 9, t->n_dims, t->ne,
 					       NULL);
 		else if (edit == E_SHAPE && it)
 			gguf_writer_add_tensor(w, t->name, t->type, t->n_dims,
@@ -435,7 +435,7 @@ static void test_refused(void)
 		{ E_ZERO_FREQ, LOOM_E_INVAL, "llama: rope_freqs.weight: factor 0 "
 		  "is 0, not a positive number" },
 		{ E_TYPE, LOOM_E_UNSUPPORTED, "tensor 'blk.1.ffn_up.weight': "
-		  "type q5_1 is not supported by Loom" },
+		  "type q8_1 is not supported by Loom" },
 		{ E_SHAPE, LOOM_E_INVAL, "gguf: tensor 'blk.1.ffn_up.weight' "
 		  "is [128, 96, 1], the model needs [96, 128, 1]" },
 		{ E_EXTRA, LOOM_E_UNSUPPORTED, "gguf: tensor "

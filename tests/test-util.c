@@ -278,6 +278,140 @@ static void q6_k_to_double(const uint8_t *p, double *out)
 	}
 }
 
+/* The 32 4-bit codes of Q4_0's layout at qs (value i < 16 the low nibble
+ * of byte i, 16 + i its high one), with bit i of the little-endian word
+ * at qh (when not NULL) as each one's fifth bit. */
+static void codes32(const uint8_t *qs, const uint8_t *qh, int *q)
+{
+	uint32_t h = qh ? (uint32_t)qh[0] | (uint32_t)qh[1] << 8 |
+			  (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24 : 0;
+
+	for (int i = 0; i < 32; i++) {
+		int nib = i < 16 ? qs[i] & 0x0f : qs[i - 16] >> 4;
+
+		q[i] = nib + ((h >> i & 1) ? 16 : 0);
+	}
+}
+
+/* Q4_1: half d, half m, 16 bytes; v = d * q + m. */
+static void q4_1_to_double(const uint8_t *p, double *out)
+{
+	int q[32];
+
+	codes32(p + 4, NULL, q);
+	for (int i = 0; i < 32; i++)
+		out[i] = half_at(p) * q[i] + half_at(p + 2);
+}
+
+/* Q5_0: half d, 4 bytes qh, 16 bytes; v = d * (q - 16). */
+static void q5_0_to_double(const uint8_t *p, double *out)
+{
+	int q[32];
+
+	codes32(p + 6, p + 2, q);
+	for (int i = 0; i < 32; i++)
+		out[i] = half_at(p) * (q[i] - 16);
+}
+
+/* Q5_1: half d, half m, 4 bytes qh, 16 bytes; v = d * q + m. */
+static void q5_1_to_double(const uint8_t *p, double *out)
+{
+	int q[32];
+
+	codes32(p + 8, p + 4, q);
+	for (int i = 0; i < 32; i++)
+		out[i] = half_at(p) * q[i] + half_at(p + 2);
+}
+
+/* The 2-bit field of value i of a Q2_K/Q3_K block: for each half n (128
+ * values, qs + 32 n) and l < 32, values 128 n + l, + 32, + 64, + 96 are
+ * bits 0-1, 2-3, 4-5, 6-7 of qs[32 n + l]. */
+static int two_bits(const uint8_t *qs, int i)
+{
+	int n = i / 128, g = i % 128 / 32, l = i % 32;
+
+	return qs[32 * n + l] >> (2 * g) & 3;
+}
+
+/* Q3_K: 32 bytes hmask, 64 bytes qs, 12 bytes of scales, half d.  The
+ * 16 6-bit scales: scale j's low 4 bits are the low nibble of byte j (j
+ * < 8) or the high nibble of byte j - 8; its top 2 are bits 2 (j / 4),
+ * 2 (j / 4) + 1 of byte 8 + j % 4.  Value i = 32 g + l (g < 8) takes its
+ * third bit from bit g of hmask[l]; v = d * (scale - 32) * (q - 4). */
+static void q3_k_to_double(const uint8_t *p, double *out)
+{
+	const uint8_t *hm = p, *qs = p + 32, *k = p + 96;
+	double d = half_at(p + 108);
+
+	for (int i = 0; i < 256; i++) {
+		int j = i / 16;
+		int lo = j < 8 ? k[j] & 0x0f : k[j - 8] >> 4;
+		int sc = lo | (k[8 + j % 4] >> (2 * (j / 4)) & 3) << 4;
+		int q = two_bits(qs, i) + ((hm[i % 32] >> (i / 32) & 1) ? 4 : 0);
+
+		out[i] = d * (sc - 32) * (q - 4);
+	}
+}
+
+/* Q2_K: 16 bytes of scales (low nibble the scale, high the min of each
+ * 16 values), 64 bytes qs, half d, half dmin; v = d * sc * q - dmin * m. */
+static void q2_k_to_double(const uint8_t *p, double *out)
+{
+	double d = half_at(p + 80), dmin = half_at(p + 82);
+
+	for (int i = 0; i < 256; i++)
+		out[i] = d * (p[i / 16] & 0x0f) * two_bits(p + 16, i) -
+			 dmin * (p[i / 16] >> 4);
+}
+
+static const int iq4nl_table[16] = {
+	-127, -104, -83, -65, -49, -35, -22, -10,
+	1, 13, 25, 38, 53, 69, 89, 113,
+};
+
+/* IQ4_NL: half d, 16 bytes of codes; v = d * table[q]. */
+static void iq4_nl_to_double(const uint8_t *p, double *out)
+{
+	int q[32];
+
+	codes32(p + 2, NULL, q);
+	for (int i = 0; i < 32; i++)
+		out[i] = half_at(p) * iq4nl_table[q[i]];
+}
+
+/* IQ4_XS: half d, 16-bit scales_h, 4 bytes scales_l, 128 bytes of codes
+ * (16 per 32 values).  Sub-block j's 6-bit scale: nibble j % 2 of
+ * scales_l[j / 2], top bits 2 j, 2 j + 1 of scales_h; v = d * (scale -
+ * 32) * table[q]. */
+static void iq4_xs_to_double(const uint8_t *p, double *out)
+{
+	unsigned sh = p[2] | p[3] << 8;
+
+	for (int j = 0; j < 8; j++) {
+		int ls = (p[4 + j / 2] >> (4 * (j % 2)) & 0x0f) |
+			 (sh >> (2 * j) & 3) << 4;
+		int q[32];
+
+		codes32(p + 8 + 16 * j, NULL, q);
+		for (int i = 0; i < 32; i++)
+			out[32 * j + i] = half_at(p) * (ls - 32) *
+					  iq4nl_table[q[i]];
+	}
+}
+
+/* MXFP4: an E8M0 exponent e, 16 bytes of E2M1 codes (sign, 2 exponent
+ * bits, 1 mantissa bit); v = 2^(e - 127) * fp4(q). */
+static void mxfp4_to_double(const uint8_t *p, double *out)
+{
+	static const double fp4[8] = { 0, 0.5, 1, 1.5, 2, 3, 4, 6 };
+	int q[32];
+
+	codes32(p + 1, NULL, q);
+	for (int i = 0; i < 32; i++)
+		out[i] = ldexp(q[i] & 8 ? -fp4[q[i] & 7] : fp4[q[i] & 7],
+			       p[0] - 127);
+}
+
 typedef void (*block_decoder)(const uint8_t *p, double *out);
 
 static block_decoder decoder_of(enum loom_type type)
@@ -293,6 +427,22 @@ static block_decoder decoder_of(enum loom_type type)
 		return q5_k_to_double;
 	case LOOM_TYPE_Q6_K:
 		return q6_k_to_double;
+	case LOOM_TYPE_Q4_1:
+		return q4_1_to_double;
+	case LOOM_TYPE_Q5_0:
+		return q5_0_to_double;
+	case LOOM_TYPE_Q5_1:
+		return q5_1_to_double;
+	case LOOM_TYPE_Q3_K:
+		return q3_k_to_double;
+	case LOOM_TYPE_Q2_K:
+		return q2_k_to_double;
+	case LOOM_TYPE_IQ4_NL:
+		return iq4_nl_to_double;
+	case LOOM_TYPE_IQ4_XS:
+		return iq4_xs_to_double;
+	case LOOM_TYPE_MXFP4:
+		return mxfp4_to_double;
 	default:
 		return NULL;
 	}

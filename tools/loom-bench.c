@@ -66,8 +66,10 @@ static void usage(FILE *f)
 		"                      first non-meta one the reference\n"
 		"  -j, --json          one JSON object on stdout\n"
 		"  --reps N            timed runs after a warm-up (default 5)\n"
-		"  --type T[,T...]     f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k\n"
-		"                      (gemm: f32; gemv: all of them)\n"
+		"  --type T[,T...]     f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|\n"
+		"                      q2_k|q3_k|q4_k|q5_k|q6_k|iq4_nl|iq4_xs|\n"
+		"                      mxfp4 (gemm: f32; gemv, by default:\n"
+		"                      f32 f16 bf16 q8_0 q4_0 q4_k q5_k q6_k)\n"
 		"  --compare openblas  gemm, gemv: OpenBLAS in the same table\n"
 		"  --preset P          model: ");
 	for (const char *const *p = llama_preset_names(); *p; p++)

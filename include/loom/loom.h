@@ -108,7 +108,15 @@ LOOM_API const char *loom_env_get(const char *name);
 	X(Q4_0, "q4_0", 32, 18)                                              \
 	X(Q4_K, "q4_k", 256, 144)                                            \
 	X(Q5_K, "q5_k", 256, 176)                                            \
-	X(Q6_K, "q6_k", 256, 210)
+	X(Q6_K, "q6_k", 256, 210)                                            \
+	X(Q4_1, "q4_1", 32, 20)                                              \
+	X(Q5_0, "q5_0", 32, 22)                                              \
+	X(Q5_1, "q5_1", 32, 24)                                              \
+	X(Q3_K, "q3_k", 256, 110)                                            \
+	X(Q2_K, "q2_k", 256, 84)                                             \
+	X(IQ4_NL, "iq4_nl", 32, 18)                                          \
+	X(IQ4_XS, "iq4_xs", 256, 136)                                        \
+	X(MXFP4, "mxfp4", 32, 17)
 
 enum loom_type {
 #define LOOM_X_(name, str, blck, size) LOOM_TYPE_##name,
@@ -175,6 +183,89 @@ struct loom_block_q6_k {
 	int8_t scales[LOOM_QK_K / 16];
 	uint16_t d; /* half */
 };
+
+/* A Q4_1 block: 32 values v[i] = d * q[i] + m with 4-bit q[i], nibbles
+ * as in Q4_0. */
+struct loom_block_q4_1 {
+	uint16_t d; /* half */
+	uint16_t m; /* half */
+	uint8_t qs[LOOM_QK4_0 / 2];
+};
+
+/* A Q5_0 block: 32 values v[i] = d * (q[i] - 16) with 5-bit q[i]: the low
+ * 4 bits as Q4_0's nibbles, the fifth bit of q[i] bit i of qh (read as a
+ * little-endian 32-bit word). */
+struct loom_block_q5_0 {
+	uint16_t d; /* half */
+	uint8_t qh[4];
+	uint8_t qs[LOOM_QK4_0 / 2];
+};
+
+/* A Q5_1 block: 32 values v[i] = d * q[i] + m, q[i] as in Q5_0. */
+struct loom_block_q5_1 {
+	uint16_t d; /* half */
+	uint16_t m; /* half */
+	uint8_t qh[4];
+	uint8_t qs[LOOM_QK4_0 / 2];
+};
+
+/* A Q3_K super-block: 256 values in 16 sub-blocks of 16, value i being
+ * d * (sc[i / 16] - 32) * (q - 4) with 3-bit q.  Value i = 128 h + 32 g +
+ * l (g < 4, l < 32) has its low 2 bits in bits 2 g, 2 g + 1 of
+ * qs[32 h + l] and its third in bit 4 h + g of hmask[l].  The 6-bit
+ * sc[s] take their low 4 bits from the low (s < 8) or high (s >= 8)
+ * nibble of scales[s % 8], their top 2 from bits 2 (s / 4), 2 (s / 4) + 1
+ * of scales[8 + s % 4]. */
+struct loom_block_q3_k {
+	uint8_t hmask[LOOM_QK_K / 8];
+	uint8_t qs[LOOM_QK_K / 4];
+	uint8_t scales[12];
+	uint16_t d; /* half */
+};
+
+/* A Q2_K super-block: 256 values in 16 sub-blocks of 16, value i being
+ * d * (scales[i / 16] & 15) * q - dmin * (scales[i / 16] >> 4) with 2-bit
+ * q laid out as Q3_K's low 2 bits. */
+struct loom_block_q2_k {
+	uint8_t scales[LOOM_QK_K / 16];
+	uint8_t qs[LOOM_QK_K / 4];
+	uint16_t d;    /* half */
+	uint16_t dmin; /* half */
+};
+
+/* An IQ4_NL block: 32 values v[i] = d * LOOM_IQ4NL_VALUES[q[i]] with
+ * 4-bit q[i], nibbles as in Q4_0. */
+struct loom_block_iq4_nl {
+	uint16_t d; /* half */
+	uint8_t qs[LOOM_QK4_0 / 2];
+};
+
+/* An IQ4_XS super-block: 256 values in 8 sub-blocks of 32, sub-block s
+ * being IQ4_NL's with step d * (ls[s] - 32); the 6-bit ls[s] takes its
+ * low 4 bits from nibble s % 2 of scales_l[s / 2], its top 2 from bits
+ * 2 s, 2 s + 1 of scales_h.  qs[16 s .. 16 s + 15] are sub-block s's
+ * nibbles, as Q4_0's. */
+struct loom_block_iq4_xs {
+	uint16_t d; /* half */
+	uint16_t scales_h;
+	uint8_t scales_l[LOOM_QK_K / 64];
+	uint8_t qs[LOOM_QK_K / 2];
+};
+
+/* An MXFP4 block (OCP microscaling): 32 values v[i] = 2^(e - 128) *
+ * LOOM_MXFP4_VALUES[q[i]], q[i] 4-bit E2M1 codes (doubled, so that they
+ * are integers), nibbles as in Q4_0. */
+struct loom_block_mxfp4 {
+	uint8_t e;
+	uint8_t qs[LOOM_QK4_0 / 2];
+};
+
+/* The 16 values of IQ4_NL's and IQ4_XS's codes, and MXFP4's (doubled). */
+#define LOOM_IQ4NL_VALUES                                                   \
+	{ -127, -104, -83, -65, -49, -35, -22, -10,                         \
+	  1, 13, 25, 38, 53, 69, 89, 113 }
+#define LOOM_MXFP4_VALUES                                                   \
+	{ 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 }
 
 LOOM_API const char *loom_type_name(enum loom_type type);
 /* Looks a type up by name ("f32", "q8_0"); returns LOOM_E_NOT_FOUND. */

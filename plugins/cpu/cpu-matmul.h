@@ -9,6 +9,7 @@
 #define LOOM_CPU_MATMUL_H
 
 #include "cpu-ops.h"
+#include "cpu-types.h"
 
 #include <stdatomic.h>
 
@@ -182,11 +183,6 @@ cpu_rows_mm cpu_amx_mm;
  * layout. */
 #define CPU_W_ROWS 16
 #define CPU_W_CHUNK 128
-
-/* X(type) for every type it interleaves. */
-#define CPU_W_TYPES(X)                                                   \
-	X(LOOM_TYPE_Q8_0) X(LOOM_TYPE_Q4_0) X(LOOM_TYPE_Q4_K)            \
-	X(LOOM_TYPE_Q5_K) X(LOOM_TYPE_Q6_K)
 
 /* Whether t is such a matrix (stored interleaved). */
 bool cpu_w_interleaved(const struct loom_tensor *t);

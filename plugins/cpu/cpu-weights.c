@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* cpu-weights.c - the weight buffer type ("weight_buffer_type"): host
- * memory whose Q8_0, Q4_0, Q4_K, Q5_K and Q6_K matrices are stored 16
+ * memory whose matrices of a type with fields in cpu-types.h are stored 16
  * rows to a group, interleaved block by block, so that the decode kernels
  * (matmul-w.c) read 16 rows' blocks as whole vectors.  A group's block
  * holds each field of the 16 rows' blocks in turn: a half as 16 halves,
@@ -20,53 +20,10 @@
 
 #if defined(CPU_HAVE_WEIGHTS)
 
-/* A field of a block: its offset and bytes.  In a group's block it
- * starts 16 times as far in, element i (2 bytes for a half, else 4) of
- * row r at 16 * i * w + r * w. */
-struct w_field {
-	uint8_t off, bytes;
-};
-
-#define FIELD(T, f) { offsetof(struct T, f), sizeof(((struct T *)0)->f) }
-
-/* The fields of each type the buffer interleaves, in their order. */
-static const struct w_field q4_0_fields[] = {
-	FIELD(loom_block_q4_0, d), FIELD(loom_block_q4_0, qs), { 0 },
-};
-static const struct w_field q8_0_fields[] = {
-	FIELD(loom_block_q8_0, d), FIELD(loom_block_q8_0, qs), { 0 },
-};
-static const struct w_field q4_k_fields[] = {
-	FIELD(loom_block_q4_k, d), FIELD(loom_block_q4_k, dmin),
-	FIELD(loom_block_q4_k, scales), FIELD(loom_block_q4_k, qs), { 0 },
-};
-static const struct w_field q5_k_fields[] = {
-	FIELD(loom_block_q5_k, d), FIELD(loom_block_q5_k, dmin),
-	FIELD(loom_block_q5_k, scales), FIELD(loom_block_q5_k, qh),
-	FIELD(loom_block_q5_k, qs), { 0 },
-};
-static const struct w_field q6_k_fields[] = {
-	FIELD(loom_block_q6_k, ql), FIELD(loom_block_q6_k, qh),
-	FIELD(loom_block_q6_k, scales), FIELD(loom_block_q6_k, d), { 0 },
-};
-
 /* NULL for a type the buffer stores as it is. */
 static const struct w_field *fields_of(enum loom_type type)
 {
-	switch (type) {
-	case LOOM_TYPE_Q4_0:
-		return q4_0_fields;
-	case LOOM_TYPE_Q8_0:
-		return q8_0_fields;
-	case LOOM_TYPE_Q4_K:
-		return q4_k_fields;
-	case LOOM_TYPE_Q5_K:
-		return q5_k_fields;
-	case LOOM_TYPE_Q6_K:
-		return q6_k_fields;
-	default:
-		return NULL;
-	}
+	return cpu_type_of(type)->w;
 }
 
 static size_t elem_bytes(const struct w_field *f)

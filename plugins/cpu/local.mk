@@ -27,6 +27,7 @@ CPU_PLUGIN_SOURCES = \
 	plugins/cpu/ops-copy.c \
 	plugins/cpu/ops-reduce.c \
 	plugins/cpu/cpu-matmul.h \
+	plugins/cpu/cpu-types.h \
 	plugins/cpu/cpu-simd.h \
 	plugins/cpu/ops-matmul.c \
 	plugins/cpu/matmul-gemm.c \

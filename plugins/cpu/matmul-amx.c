@@ -181,7 +181,7 @@ static AMX_TARGET void decode_row(const enum loom_type type, const char *row,
 		__m128i u1 = _mm256_extracti128_si256(u, 1);
 		__m512 lo, hi;
 
-		if (type == LOOM_TYPE_Q8_0) {
+		if (cpu_types[type].is_signed) {
 			lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(u0));
 			hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(u1));
 		} else {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* matmul-q8.c - products of quantized weights (Q8_0, Q4_0, Q4_K, Q5_K,
- * Q6_K) with activations quantized on the fly to 8 bits: int8 x int8 dot
+/* matmul-q8.c - products of quantized weights (every type of
+ * CPU_Q8_TYPES) with activations quantized on the fly to 8 bits: int8 x int8 dot
  * products (VNNI where the CPU has it, else AVX2's pair multiplies).  The
  * float kernels and the work division live in ops-matmul.c.
  */
@@ -9,6 +9,7 @@
 #if defined(CPU_HAVE_Q8)
 
 #include <cpuid.h>
+#include <float.h>
 #include <pthread.h>
 
 /* Rows of a and columns (rows of b) a tile computes: as many
@@ -54,20 +55,24 @@ size_t cpu_q8_col_bytes(int64_t k)
 	return ((size_t)k + (3 * n32 + n16) * 4 + 63) & ~(size_t)63;
 }
 
-/* The largest |x| of 32 floats. */
+/* The largest |x| of 32 floats, compared as integers, so that an
+ * infinity or a NaN among them is what comes back (a NaN's bits are
+ * above infinity's; max_ps would drop a NaN depending on its place). */
 static inline float amax32(const float *x)
 {
-	const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-	__m256 m = _mm256_setzero_ps();
-	__m128 h;
+	const __m256i abs = _mm256_set1_epi32(0x7fffffff);
+	__m256i m = _mm256_setzero_si256();
+	__m128i h;
 	int i;
 
 	for (i = 0; i < 32; i += 8)
-		m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + i), abs));
-	h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-	h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-	h = _mm_max_ss(h, _mm_movehdup_ps(h));
-	return _mm_cvtss_f32(h);
+		m = _mm256_max_epi32(m, _mm256_and_si256(_mm256_loadu_si256(
+			(const __m256i *)(x + i)), abs));
+	h = _mm_max_epi32(_mm256_castsi256_si128(m),
+			  _mm256_extracti128_si256(m, 1));
+	h = _mm_max_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+	h = _mm_max_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+	return _mm_cvtss_f32(_mm_castsi128_ps(h));
 }
 
 /* The sum of the 8 32-bit lanes of v. */
@@ -81,7 +86,12 @@ static inline int32_t hsum_epi32(__m256i v)
 	return _mm_cvtsi128_si32(h);
 }
 
-/* q = round(x / d) to nearest even, as lrintf would, 8 at a time. */
+/* q = round(x / d) to nearest even, as lrintf would, 8 at a time.  A
+ * group holding an infinity or a NaN has no such d: its blocks get q = 0
+ * and d = NaN (their sums too), so that every product with them is NaN,
+ * as the float product would be NaN or infinite.  A group whose values
+ * are all below 2^-120 in magnitude, where 127 / d would overflow, gets
+ * q = 0 and d = 0. */
 void cpu_q8_quantize(const float *x, int64_t k, int64_t group, char *out)
 {
 	int8_t *qs = (int8_t *)out;
@@ -97,7 +107,8 @@ void cpu_q8_quantize(const float *x, int64_t k, int64_t group, char *out)
 		for (i = 0; i < per; i++) {
 			float a = amax32(x + 32 * (b + i));
 
-			amax = a > amax ? a : amax;
+			/* A NaN, once there, stays. */
+			amax = isnan(amax) || a <= amax ? amax : a;
 		}
 		for (i = 0; i < per; i++)
 			d[b + i] = amax;
@@ -105,11 +116,18 @@ void cpu_q8_quantize(const float *x, int64_t k, int64_t group, char *out)
 	for (b = 0; b < k / 32; b++) {
 		const float *xb = x + 32 * b;
 		float amax = d[b];
-		__m256 id = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+		__m256 id = _mm256_set1_ps(amax >= 0x1p-120f ? 127.0f / amax :
+					   0.0f);
 		__m256i q[4], p;
 		int sum0, sum1;
 
-		d[b] = amax / 127.0f;
+		if (!(amax <= FLT_MAX)) {
+			memset(qs + 32 * b, 0, 32);
+			d[b] = s[2 * b] = s[2 * b + 1] = s32[b] = NAN;
+			o32[b] = 0;
+			continue;
+		}
+		d[b] = amax >= 0x1p-120f ? amax / 127.0f : 0.0f;
 		for (int i = 0; i < 4; i++)
 			q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(
 				_mm256_loadu_ps(xb + 8 * i), id));
@@ -129,31 +147,47 @@ void cpu_q8_quantize(const float *x, int64_t k, int64_t group, char *out)
 	}
 }
 
+/* cpu_q8_row_scales of a type of 32-value blocks whose step leads the
+ * block (a half, or an E8M0 byte), its offset as its entry says. */
+static void block_scales(enum loom_type type, const char *row, int64_t k,
+			 float *sc, float *o)
+{
+	const struct cpu_type *ct = cpu_type_of(type);
+
+	for (int64_t b = 0; b < k / 32; b++) {
+		const uint8_t *p = (const uint8_t *)row + b * ct->bytes;
+		uint16_t h;
+		uint32_t bits;
+		float d, off = 0.0f;
+
+		if (ct->e8m0) {
+			bits = cpu_e8m0_half_bits(p[0]);
+			memcpy(&d, &bits, 4);
+		} else {
+			memcpy(&h, p, 2);
+			d = cpu_f16_to_f32(h);
+		}
+		if (ct->off == CPU_OFF_INT) {
+			off = (float)-ct->off_int * d;
+		} else if (ct->off == CPU_OFF_MIN) {
+			memcpy(&h, p + 2, 2);
+			off = -cpu_f16_to_f32(h);
+		}
+		sc[2 * b] = sc[2 * b + 1] = d;
+		o[2 * b] = o[2 * b + 1] = off;
+	}
+}
+
 void cpu_q8_row_scales(enum loom_type type, const char *row, int64_t k,
 		       float *sc, float *o)
 {
 	int64_t b, i;
 
+	if (cpu_type_of(type)->gv == CPU_GV_BLOCK) {
+		block_scales(type, row, k, sc, o);
+		return;
+	}
 	switch (type) {
-	case LOOM_TYPE_Q8_0:
-		for (b = 0; b < k / 32; b++) {
-			const struct loom_block_q8_0 *x =
-				(const struct loom_block_q8_0 *)row + b;
-
-			sc[2 * b] = sc[2 * b + 1] = cpu_f16_to_f32(x->d);
-			o[2 * b] = o[2 * b + 1] = 0.0f;
-		}
-		break;
-	case LOOM_TYPE_Q4_0:
-		for (b = 0; b < k / 32; b++) {
-			const struct loom_block_q4_0 *x =
-				(const struct loom_block_q4_0 *)row + b;
-			float d = cpu_f16_to_f32(x->d);
-
-			sc[2 * b] = sc[2 * b + 1] = d;
-			o[2 * b] = o[2 * b + 1] = 8.0f * d;
-		}
-		break;
 	case LOOM_TYPE_Q4_K:
 	case LOOM_TYPE_Q5_K:
 		for (b = 0; b < k / 256; b++) {
@@ -186,6 +220,51 @@ void cpu_q8_row_scales(enum loom_type type, const char *row, int64_t k,
 			for (i = 0; i < 16; i++) {
 				sc[16 * b + i] = d * (float)x->scales[i];
 				o[16 * b + i] = 32.0f * sc[16 * b + i];
+			}
+		}
+		break;
+	case LOOM_TYPE_Q3_K:
+		for (b = 0; b < k / 256; b++) {
+			const struct loom_block_q3_k *x =
+				(const struct loom_block_q3_k *)row + b;
+			float d = cpu_f16_to_f32(x->d);
+
+			for (i = 0; i < 16; i++) {
+				int lo = i < 8 ? x->scales[i] & 15 :
+						 x->scales[i - 8] >> 4;
+				int hi = x->scales[8 + i % 4] >> (2 * (i / 4)) & 3;
+
+				sc[16 * b + i] = d * (float)((lo | hi << 4) - 32);
+				o[16 * b + i] = 4.0f * sc[16 * b + i];
+			}
+		}
+		break;
+	case LOOM_TYPE_Q2_K:
+		for (b = 0; b < k / 256; b++) {
+			const struct loom_block_q2_k *x =
+				(const struct loom_block_q2_k *)row + b;
+			float d = cpu_f16_to_f32(x->d);
+			float dmin = cpu_f16_to_f32(x->dmin);
+
+			for (i = 0; i < 16; i++) {
+				sc[16 * b + i] = d * (float)(x->scales[i] & 15);
+				o[16 * b + i] = dmin * (float)(x->scales[i] >> 4);
+			}
+		}
+		break;
+	case LOOM_TYPE_IQ4_XS:
+		for (b = 0; b < k / 256; b++) {
+			const struct loom_block_iq4_xs *x =
+				(const struct loom_block_iq4_xs *)row + b;
+			float d = cpu_f16_to_f32(x->d);
+
+			for (i = 0; i < 8; i++) {
+				int ls = (x->scales_l[i / 2] >> (4 * (i % 2)) &
+					  15) | (x->scales_h >> (2 * i) & 3) << 4;
+
+				sc[16 * b + 2 * i] = sc[16 * b + 2 * i + 1] =
+					d * (float)(ls - 32);
+				o[16 * b + 2 * i] = o[16 * b + 2 * i + 1] = 0.0f;
 			}
 		}
 		break;
@@ -296,7 +375,7 @@ INLINE void tile_step(const enum loom_type type, const bool vnni,
 
 		__builtin_prefetch(rows[r] + block_offset(type, j) + 1024);
 		w = q_weights(type, rows[r], j, half);
-		if (type == LOOM_TYPE_Q8_0) {
+		if (cpu_types[type].is_signed) {
 			neg[r] = q_signs(w);
 			u[r] = q_abs(w);
 		} else {
@@ -311,7 +390,8 @@ INLINE void tile_step(const enum loom_type type, const bool vnni,
 
 		UNROLL
 		for (r = 0; r < nr; r++) {
-			QI t = dot_u8s8(q_zero(), u[r], type == LOOM_TYPE_Q8_0 ?
+			QI t = dot_u8s8(q_zero(), u[r],
+					cpu_types[type].is_signed ?
 					q_signed(a, neg[r]) : a, vnni);
 
 			acc[r][c] = vfma(q_float(t), vmul(s[r], d),
@@ -350,7 +430,7 @@ INLINE void tile(const enum loom_type type, const bool vnni,
 		for (c = 0; c < nc; c++) {
 			float off = 0.0f;
 
-			if (type != LOOM_TYPE_Q8_0) {
+			if (!cpu_types[type].is_signed) {
 				const float *orow = o + r * n16;
 				VF v = vzero();
 				int64_t i = 0;
@@ -450,9 +530,7 @@ static void mm(enum loom_type type, bool vnni, const char *a, size_t arow,
 
 bool cpu_q8_supports(enum loom_type type)
 {
-	return type == LOOM_TYPE_Q8_0 || type == LOOM_TYPE_Q4_0 ||
-	       type == LOOM_TYPE_Q4_K || type == LOOM_TYPE_Q5_K ||
-	       type == LOOM_TYPE_Q6_K;
+	return cpu_type_of(type)->bytes != 0;
 }
 
 size_t cpu_q8_tmp_floats(int64_t k)

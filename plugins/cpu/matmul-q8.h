@@ -17,11 +17,6 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
-/* X(type) for every type the int8 kernels take. */
-#define CPU_Q8_TYPES(X)                                                  \
-	X(LOOM_TYPE_Q8_0) X(LOOM_TYPE_Q4_0) X(LOOM_TYPE_Q4_K)            \
-	X(LOOM_TYPE_Q5_K) X(LOOM_TYPE_Q6_K)
-
 /* ------------------------------------------------------------------------
  * Activations, one row (a column of the product) of k values: per block
  * of 32, d = max|x| / 127 and q = round(x / d); per 16 and per 32
@@ -88,6 +83,58 @@ INLINE __m256i shift16(__m256i v, const int by)
 	       by < 0 ? _mm256_srli_epi16(v, -by) : v;
 }
 
+/* The 32 nibbles of Q4_0's layout at qs as bytes: the 16 bytes in the
+ * lower half, shifted by 4 in the upper (a variable shift across halves
+ * costs Zen 1 more than the 128-bit shift and the insert). */
+INLINE __m256i nibbles32(const uint8_t *qs)
+{
+	__m128i w = _mm_loadu_si128((const __m128i *)qs);
+
+	return _mm256_and_si256(_mm256_inserti128_si256(
+		_mm256_castsi128_si256(w), _mm_srli_epi16(w, 4), 1),
+		_mm256_set1_epi8(15));
+}
+
+/* 0xff in byte i where bit i of the 32-bit word at p is set. */
+INLINE __m256i bit_bytes(const uint8_t *p)
+{
+	uint32_t m;
+
+	memcpy(&m, p, 4);
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+	return _mm256_movm_epi8(m);
+#else
+	/* Byte i takes byte i / 8 of m and keeps bit i % 8. */
+	const __m256i spread = _mm256_setr_epi64x(
+		0, 0x0101010101010101, 0x0202020202020202,
+		0x0303030303030303);
+	const __m256i bit = _mm256_set1_epi64x((int64_t)0x8040201008040201);
+	__m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)m), spread);
+
+	return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+#endif
+}
+
+/* Codes 0-15 (bytes of u) looked up in a table of 16 signed bytes. */
+INLINE __m256i lookup16(__m256i u, const int8_t *table)
+{
+	return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(
+		_mm_loadu_si128((const __m128i *)table)), u);
+}
+
+/* The tables of IQ4_NL/IQ4_XS and MXFP4 (loom.h). */
+static const int8_t cpu_iq4nl_values[16] = LOOM_IQ4NL_VALUES;
+static const int8_t cpu_mxfp4_values[16] = LOOM_MXFP4_VALUES;
+
+/* The 2-bit fields of Q2_K/Q3_K's 32-value block t (of 8) at qs as
+ * bytes. */
+INLINE __m256i crumbs32(const uint8_t *qs, int t)
+{
+	__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * (t / 4)));
+
+	return _mm256_and_si256(shift16(q, -2 * (t % 4)), _mm256_set1_epi8(3));
+}
+
 /* The 32 values of block j as bytes (see above). */
 INLINE __m256i block_u8(const enum loom_type type, const char *row,
 			int64_t j)
@@ -100,17 +147,49 @@ INLINE __m256i block_u8(const enum loom_type type, const char *row,
 
 		return _mm256_loadu_si256((const __m256i *)x->qs);
 	}
-	if (type == LOOM_TYPE_Q4_0) {
-		const struct loom_block_q4_0 *x =
-			(const struct loom_block_q4_0 *)row + j;
-		/* The 16 bytes in the lower half, shifted by 4 in the
-		 * upper: a variable shift across halves costs Zen 1 more
-		 * than the 128-bit shift and the insert. */
-		__m128i w = _mm_loadu_si128((const __m128i *)x->qs);
+	if (type == LOOM_TYPE_Q4_0)
+		return nibbles32(((const struct loom_block_q4_0 *)row + j)->qs);
+	if (type == LOOM_TYPE_Q4_1)
+		return nibbles32(((const struct loom_block_q4_1 *)row + j)->qs);
+	if (type == LOOM_TYPE_Q5_0) {
+		const struct loom_block_q5_0 *x =
+			(const struct loom_block_q5_0 *)row + j;
 
-		return _mm256_and_si256(_mm256_inserti128_si256(
-			_mm256_castsi128_si256(w), _mm_srli_epi16(w, 4), 1),
-			m4);
+		return _mm256_or_si256(nibbles32(x->qs), _mm256_and_si256(
+			bit_bytes(x->qh), _mm256_set1_epi8(16)));
+	}
+	if (type == LOOM_TYPE_Q5_1) {
+		const struct loom_block_q5_1 *x =
+			(const struct loom_block_q5_1 *)row + j;
+
+		return _mm256_or_si256(nibbles32(x->qs), _mm256_and_si256(
+			bit_bytes(x->qh), _mm256_set1_epi8(16)));
+	}
+	if (type == LOOM_TYPE_IQ4_NL)
+		return lookup16(nibbles32(((const struct loom_block_iq4_nl *)
+					   row + j)->qs), cpu_iq4nl_values);
+	if (type == LOOM_TYPE_MXFP4)
+		return lookup16(nibbles32(((const struct loom_block_mxfp4 *)
+					   row + j)->qs), cpu_mxfp4_values);
+	if (type == LOOM_TYPE_IQ4_XS) {
+		const struct loom_block_iq4_xs *x =
+			(const struct loom_block_iq4_xs *)row + j / 8;
+
+		return lookup16(nibbles32(x->qs + 16 * (j % 8)),
+				cpu_iq4nl_values);
+	}
+	if (type == LOOM_TYPE_Q2_K)
+		return crumbs32(((const struct loom_block_q2_k *)row +
+				 j / 8)->qs, (int)(j % 8));
+	if (type == LOOM_TYPE_Q3_K) {
+		const struct loom_block_q3_k *x =
+			(const struct loom_block_q3_k *)row + j / 8;
+		int t = (int)(j % 8);
+		__m256i h = _mm256_loadu_si256((const __m256i *)x->hmask);
+
+		/* Bit t of each byte of hmask to bit 2. */
+		return _mm256_or_si256(crumbs32(x->qs, t), _mm256_and_si256(
+			shift16(h, 2 - t), _mm256_set1_epi8(4)));
 	}
 	if (type == LOOM_TYPE_Q4_K) {
 		const struct loom_block_q4_k *x =
@@ -153,29 +232,16 @@ INLINE __m256i block_u8(const enum loom_type type, const char *row,
 	}
 }
 
-/* Bytes of one block: 32 values, a K-quant's super-block 256. */
+/* Bytes of one block: 32 values, a super-block 256. */
 INLINE size_t block_bytes(const enum loom_type type)
 {
-	switch (type) {
-	case LOOM_TYPE_Q8_0:
-		return sizeof(struct loom_block_q8_0);
-	case LOOM_TYPE_Q4_0:
-		return sizeof(struct loom_block_q4_0);
-	case LOOM_TYPE_Q4_K:
-		return sizeof(struct loom_block_q4_k);
-	case LOOM_TYPE_Q5_K:
-		return sizeof(struct loom_block_q5_k);
-	default:
-		return sizeof(struct loom_block_q6_k);
-	}
+	return cpu_types[type].bytes;
 }
 
 /* Bytes of a row before its 32-value block j, for prefetching. */
 INLINE size_t block_offset(const enum loom_type type, int64_t j)
 {
-	if (type == LOOM_TYPE_Q8_0 || type == LOOM_TYPE_Q4_0)
-		return (size_t)j * block_bytes(type);
-	return (size_t)j * block_bytes(type) / 8;
+	return (size_t)j * block_bytes(type) / (cpu_types[type].block / 32);
 }
 
 /* ------------------------------------------------------------------------

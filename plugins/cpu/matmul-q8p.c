@@ -26,27 +26,28 @@
 /* Rows of the larger panel. */
 #define PR_MAX 32
 
-/* Scale groups of a row: one per 32 values, per 16 for Q6_K. */
+/* Whether the type's scales are per 16 values (else per 32). */
+INLINE bool per16(const enum loom_type type)
+{
+	return cpu_types[type].span == 16;
+}
+
+/* Scale groups of a row: one per 32 values, or per 16. */
 INLINE int64_t groups(const enum loom_type type, int64_t k)
 {
-	return type == LOOM_TYPE_Q6_K ? k / 16 : k / 32;
+	return per16(type) ? k / 16 : k / 32;
 }
 
 /* Pair products of 4 values, 16 bits each, that may be summed before
- * they overflow: 2 * 127 * max(u) times this stays below 2^15. */
+ * they overflow: 2 * 127 * max(u) times this stays below 2^15, and it
+ * divides the steps of a scale group. */
 INLINE int sums16(const enum loom_type type)
 {
-	switch (type) {
-	case LOOM_TYPE_Q4_0:
-	case LOOM_TYPE_Q4_K:
-		return 8;
-	case LOOM_TYPE_Q5_K:
-		return 4;
-	case LOOM_TYPE_Q6_K:
-		return 2;
-	default: /* Q8_0 */
-		return 1;
-	}
+	int per = per16(type) ? 4 : 8;
+
+	while (per > 1 && 2 * 127 * cpu_types[type].umax * per >= 32768)
+		per /= 2;
+	return per;
 }
 
 /* A panel of k values of pr rows: u[(j * 8 + g) * 4 * pr + 4 * r + i] is
@@ -92,7 +93,7 @@ INLINE void transpose8(__m256i v[8])
 }
 
 /* Rows m, m + nr (nr <= p->pr) of a into the panel; the rows past nr
- * are zeros.  rs holds one row's scales and offsets.  With flip, Q8_0's
+ * are zeros.  rs holds one row's scales and offsets.  With flip, signed
  * bytes get 128 added, so that they are unsigned, and an offset of 128
  * times the scale. */
 INLINE void pack(const enum loom_type type, const bool flip, const char *a,
@@ -100,8 +101,8 @@ INLINE void pack(const enum loom_type type, const bool flip, const char *a,
 		 const struct panel *p, float *rs)
 {
 	const int64_t ng = groups(type, k), n16 = k / 16;
-	const int step = type == LOOM_TYPE_Q6_K ? 1 : 2, pr = p->pr;
-	const bool q8 = flip && type == LOOM_TYPE_Q8_0;
+	const int step = per16(type) ? 1 : 2, pr = p->pr;
+	const bool q8 = flip && cpu_types[type].is_signed;
 	int64_t j, g;
 	int r;
 
@@ -152,11 +153,10 @@ INLINE void scale_group(const enum loom_type type, const struct panel *p,
 
 	UNROLL
 	for (c = 0; c < nc; c++) {
-		/* Q6_K's groups of 16 share their column's d per 32. */
-		__m256 d = _mm256_set1_ps(
-			cols[c].d[type == LOOM_TYPE_Q6_K ? g / 2 : g]);
-		__m256 s = _mm256_set1_ps(type == LOOM_TYPE_Q6_K ?
-					  cols[c].s[g] : cols[c].s32[g]);
+		/* Groups of 16 share their column's d per 32. */
+		__m256 d = _mm256_set1_ps(cols[c].d[per16(type) ? g / 2 : g]);
+		__m256 s = _mm256_set1_ps(per16(type) ? cols[c].s[g] :
+					  cols[c].s32[g]);
 
 		UNROLL
 		for (h = 0; h < PH; h++) {
@@ -165,7 +165,7 @@ INLINE void scale_group(const enum loom_type type, const struct panel *p,
 			acc[h][c] = _mm256_fmadd_ps(
 				_mm256_cvtepi32_ps(t[h][c]),
 				_mm256_mul_ps(sc, d), acc[h][c]);
-			if (type != LOOM_TYPE_Q8_0)
+			if (!cpu_types[type].is_signed)
 				acc[h][c] = _mm256_fnmadd_ps(_mm256_load_ps(
 					p->o + g * PR + 8 * h), s, acc[h][c]);
 		}
@@ -179,7 +179,7 @@ INLINE void tile(const enum loom_type type, const struct panel *p,
 		 float res[VC][PR_MAX])
 {
 	/* Steps of 4 values whose 16-bit sums add up, and per scale. */
-	const int per = sums16(type), span = type == LOOM_TYPE_Q6_K ? 4 : 8;
+	const int per = sums16(type), span = per16(type) ? 4 : 8;
 	const __m256i ones = _mm256_set1_epi16(1);
 	__m256 acc[PH][PC];
 	int64_t j;
@@ -201,7 +201,7 @@ INLINE void tile(const enum loom_type type, const struct panel *p,
 			UNROLL
 			for (h = 0; h < PH; h++) {
 				wg[h] = _mm256_load_si256(w + g * PH + h);
-				u[h] = type == LOOM_TYPE_Q8_0 ?
+				u[h] = cpu_types[type].is_signed ?
 					_mm256_abs_epi8(wg[h]) : wg[h];
 			}
 			UNROLL
@@ -214,7 +214,7 @@ INLINE void tile(const enum loom_type type, const struct panel *p,
 				UNROLL
 				for (h = 0; h < PH; h++) {
 					__m256i q = _mm256_maddubs_epi16(u[h],
-						type == LOOM_TYPE_Q8_0 ?
+						cpu_types[type].is_signed ?
 						_mm256_sign_epi8(a, wg[h]) : a);
 
 					s16[h][c] = g % per ? _mm256_add_epi16(
@@ -226,12 +226,12 @@ INLINE void tile(const enum loom_type type, const struct panel *p,
 						_mm256_add_epi32(t[h][c], q);
 				}
 			}
-			/* Q6_K: a scale per 16 values, every 4 steps. */
-			if (type == LOOM_TYPE_Q6_K && g % 4 == 3)
+			/* A scale per 16 values: every 4 steps. */
+			if (per16(type) && g % 4 == 3)
 				scale_group(type, p, cols, nc, 2 * j + g / 4,
 					    t, acc);
 		}
-		if (type != LOOM_TYPE_Q6_K)
+		if (!per16(type))
 			scale_group(type, p, cols, nc, j, t, acc);
 	}
 	UNROLL
@@ -258,10 +258,9 @@ INLINE void scale_group16(const enum loom_type type, const struct panel *p,
 
 	UNROLL
 	for (c = 0; c < nc; c++) {
-		__m512 d = _mm512_set1_ps(
-			cols[c].d[type == LOOM_TYPE_Q6_K ? g / 2 : g]);
-		__m512 s = _mm512_set1_ps(type == LOOM_TYPE_Q6_K ?
-					  cols[c].s[g] : cols[c].s32[g]);
+		__m512 d = _mm512_set1_ps(cols[c].d[per16(type) ? g / 2 : g]);
+		__m512 s = _mm512_set1_ps(per16(type) ? cols[c].s[g] :
+					  cols[c].s32[g]);
 
 		UNROLL
 		for (h = 0; h < VH; h++) {
@@ -283,7 +282,7 @@ INLINE void tile16(const enum loom_type type, const struct panel *p,
 		   const struct qcol *cols, const int nc, int64_t k,
 		   float res[VC][PR_MAX])
 {
-	const int span = type == LOOM_TYPE_Q6_K ? 4 : 8;
+	const int span = per16(type) ? 4 : 8;
 	__m512 acc[VH][VC];
 	__m512i t[VH][VC];
 	int64_t j;
@@ -318,9 +317,9 @@ INLINE void tile16(const enum loom_type type, const struct panel *p,
 							   true);
 			}
 			if (g % span == span - 1)
-				scale_group16(type, p, cols, nc, type ==
-					      LOOM_TYPE_Q6_K ? 2 * j + g / 4 :
-					      j, t, acc);
+				scale_group16(type, p, cols, nc,
+					      per16(type) ? 2 * j + g / 4 : j,
+					      t, acc);
 		}
 	}
 	UNROLL

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* matmul-q8v.c - decode products of quantized weights (fewer columns
- * than a tile has), every type, in 256-bit vectors: the weights go from
+ * than a tile has), every type whose entry names a decode kernel
+ * (cpu-types.h), in 256-bit vectors: the weights go from
  * their blocks straight into the dot products, no cpu_q8_row_scales.
  *
  * A 32-value block of a row times a column's block is one dot product
  * of unsigned weight bytes u by signed activations (dot_u8s8_256: the
- * signs moved to the activations for Q8_0), 8 sums of 4 values each;
+ * signs moved to the activations for signed weights), 8 sums of 4 values each;
  * lanes 0-3 hold the block's first 16 values, lanes 4-7 the last 16.
  * The block's scales multiply them as floats, except for K-quants
  * without VNNI (vk_step_int), where the second of the two multiplies
@@ -29,20 +30,24 @@ INLINE __m256 bcast(float x)
 	return _mm256_set1_ps(x);
 }
 
-/* Q4_0 and Q8_0: block j of nr rows against nc columns.  The product of
- * the two scales multiplies in vector lanes, each scale broadcast
- * straight from memory (the weights' F16 through f16), so that a block
- * takes no shuffle but the activations' for Q8_0's signs. */
+/* 32-value blocks (CPU_GV_BLOCK: Q4_0, Q8_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
+ * MXFP4): block j of nr rows against nc columns.  The product of the two
+ * scales multiplies in vector lanes, each scale broadcast straight from
+ * memory (the weights' F16 through f16, MXFP4's exponent as a float's
+ * bits), so that a block takes no shuffle but
+ * the activations' for signed weights.  An integer offset (Q4_0's 8,
+ * Q5_0's 16) times the column's sum starts the dot product; a min (Q4_1,
+ * Q5_1) multiplies the column's d * sum(q). */
 INLINE void v0_step(const enum loom_type type, const bool vnni,
 		    const char *const *rows,
 		    const int nr, const struct qcol *cols, const int nc,
 		    int64_t j, size_t ahead, const float *f16,
 		    __m256 acc[VR][3])
 {
-	const size_t bs = type == LOOM_TYPE_Q4_0 ?
-		sizeof(struct loom_block_q4_0) : sizeof(struct loom_block_q8_0);
+	const struct cpu_type *ct = &cpu_types[type];
+	const size_t bs = ct->bytes;
 	__m256i a[3], z[3];
-	__m256 da[3];
+	__m256 da[3], sa[3];
 	int r, c;
 
 	UNROLL
@@ -50,31 +55,51 @@ INLINE void v0_step(const enum loom_type type, const bool vnni,
 		a[c] = _mm256_loadu_si256((const __m256i *)(cols[c].qs +
 							    32 * j));
 		da[c] = _mm256_broadcast_ss(cols[c].d + j);
-		z[c] = type == LOOM_TYPE_Q4_0 ?
+		/* o32 is -8 times the sum. */
+		z[c] = ct->off == CPU_OFF_INT ?
 			_mm256_zextsi128_si256(_mm_cvtsi32_si128(
-				cols[c].o32[j])) : _mm256_setzero_si256();
+				cols[c].o32[j] * (ct->off_int / -8))) :
+			_mm256_setzero_si256();
+		if (ct->off == CPU_OFF_MIN)
+			sa[c] = _mm256_setr_ps(cols[c].s32[j], 0, 0, 0, 0, 0,
+					       0, 0);
 	}
 	UNROLL
 	for (r = 0; r < nr; r++) {
 		const char *blk = rows[r] + (size_t)j * bs;
 		__m256i w = block_u8(type, rows[r], j), u = w;
 		uint16_t h;
-		__m256 dw;
+		__m256 dw, mw = _mm256_setzero_ps();
 
 		__builtin_prefetch(blk + ahead);
-		memcpy(&h, blk, 2);
-		dw = _mm256_broadcast_ss(f16 + h);
-		if (type == LOOM_TYPE_Q8_0)
+		if (ct->e8m0) {
+			dw = _mm256_castsi256_ps(_mm256_set1_epi32(
+				(int)cpu_e8m0_half_bits((uint8_t)blk[0])));
+		} else {
+			memcpy(&h, blk, 2);
+			dw = _mm256_broadcast_ss(f16 + h);
+		}
+		if (ct->off == CPU_OFF_MIN) {
+			memcpy(&h, blk + 2, 2);
+			mw = _mm256_broadcast_ss(f16 + h);
+		}
+		if (ct->is_signed)
 			u = _mm256_abs_epi8(w);
 		UNROLL
 		for (c = 0; c < nc; c++) {
-			/* Q4_0's offset starts the sum. */
-			__m256i t = dot_u8s8_256(z[c], u,
-						 type == LOOM_TYPE_Q8_0 ?
+			/* The integer offset starts the sum. */
+			__m256i t = dot_u8s8_256(z[c], u, ct->is_signed ?
 					 _mm256_sign_epi8(a[c], w) : a[c], vnni);
 
-			acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(
-				_mm256_cvtepi32_ps(t), da[c]), dw, acc[r][c]);
+			if (ct->off == CPU_OFF_MIN)
+				acc[r][c] = _mm256_add_ps(acc[r][c],
+					_mm256_fmadd_ps(_mm256_cvtepi32_ps(t),
+						_mm256_mul_ps(da[c], dw),
+						_mm256_mul_ps(sa[c], mw)));
+			else
+				acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(
+					_mm256_cvtepi32_ps(t), da[c]), dw,
+					acc[r][c]);
 		}
 	}
 }
@@ -347,7 +372,7 @@ INLINE void v_rows(const enum loom_type type, const bool vnni,
 		UNROLL
 		for (c = 0; c < 3; c++)
 			acc[r][c] = _mm256_setzero_ps();
-	if (type == LOOM_TYPE_Q4_0 || type == LOOM_TYPE_Q8_0)
+	if (cpu_types[type].gv == CPU_GV_BLOCK)
 		for (j = 0; j < k / 32; j++)
 			v0_step(type, vnni, rows, nr, cols, nc, j, ahead, f16,
 				acc);
@@ -438,15 +463,14 @@ INLINE void q4_0_pairs(const bool vnni, const char *const *rows,
 }
 #endif
 
-/* Rows [m0, m1) of a against n <= 3 columns: rows of Q4_0 and Q8_0 VR at
- * a time against one column, else two at a time. */
+/* Rows [m0, m1) of a against n <= 3 columns: rows of 32-value blocks VR
+ * at a time against one column, else two at a time. */
 INLINE void v_typed(const enum loom_type type, const bool vnni,
 		    const char *a, size_t arow,
 		    int64_t m0, int64_t m1, int64_t k, const char *qb,
 		    int64_t n, const struct cpu_cols *out)
 {
-	const bool wide = n == 1 && (type == LOOM_TYPE_Q4_0 ||
-				     type == LOOM_TYPE_Q8_0);
+	const bool wide = n == 1 && cpu_types[type].gv == CPU_GV_BLOCK;
 	size_t cb = cpu_q8_col_bytes(k);
 	const float *f16 = cpu_q8_f16_table();
 	struct qcol cols[3];
@@ -492,7 +516,7 @@ bool cpu_q8_gv(enum loom_type type, bool vnni, const char *a, size_t arow,
 	       int64_t m0, int64_t m1, int64_t k, const char *qb, int64_t n,
 	       const struct cpu_cols *out)
 {
-	if (n > 3)
+	if (n > 3 || cpu_type_of(type)->gv == CPU_GV_TILE)
 		return false;
 	switch (type) {
 #define CASE(T)                                                 \

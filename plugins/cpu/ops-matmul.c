@@ -303,8 +303,8 @@ static void mm_rows(const struct cpu_task *task, struct loom_tensor *dst,
 	mm_packed_rows(task, dst, mm, align, bp, bytes, scratch);
 }
 
-/* Row i1 of batch (i2, i3) of b quantized into q in groups of the
- * weights' block (type's); tmp holds a row in conversion. */
+/* Row i1 of batch (i2, i3) of b quantized into q in the groups the
+ * weights' type asks for (cpu-types.h); tmp holds a row in conversion. */
 static void quantize_b_row(enum loom_type type, const struct loom_tensor *b,
 			   int64_t i1, int64_t i2, int64_t i3, char *q,
 			   float *tmp)
@@ -315,7 +315,7 @@ static void quantize_b_row(enum loom_type type, const struct loom_tensor *b,
 		to_f32(b->type, (const char *)x, b->nb[0], tmp, b->ne[0]);
 		x = tmp;
 	}
-	cpu_q8_quantize(x, b->ne[0], loom_type_block_size(type), q);
+	cpu_q8_quantize(x, b->ne[0], cpu_type_of(type)->group, q);
 }
 #endif
 

@@ -11,10 +11,14 @@ static bool is_float(enum loom_type type)
 	       type == LOOM_TYPE_BF16;
 }
 
-/* Types the kernels read: the float types and every quantized one. */
+/* Types the kernels read: the float types and the quantized ones the
+ * decoders know (a type appended to loom.h stays on the CPU until its
+ * decoder is written). */
 static bool is_weight_type(enum loom_type type)
 {
-	return is_float(type) || loom_type_is_quantized(type);
+	return is_float(type) || type == LOOM_TYPE_Q8_0 ||
+	       type == LOOM_TYPE_Q4_0 || type == LOOM_TYPE_Q4_K ||
+	       type == LOOM_TYPE_Q5_K || type == LOOM_TYPE_Q6_K;
 }
 
 /* Types the kernels write: quantizing into the K-quants and Q4_0 is left
