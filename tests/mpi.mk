@@ -9,6 +9,15 @@ check_PROGRAMS += tests/mpi-meta
 tests_mpi_meta_SOURCES = tests/mpi-meta.c
 tests_mpi_meta_CPPFLAGS = $(AM_CPPFLAGS)
 tests_mpi_meta_LDADD = examples/libllama.la libcore/libloom.la -lm
+if HAVE_MPI
+# An application that starts MPI itself (the plugin then borrows its
+# world's error handler around each wait only).
+check_PROGRAMS += tests/mpi-app
+tests_mpi_app_SOURCES = tests/mpi-app.c
+tests_mpi_app_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_mpi_app_LDADD = libcore/libloom.la $(MPI_LIBS)
+endif
+EXTRA_DIST += tests/mpi-app.c
 TESTS += tests/test-mpi.sh
 EXTRA_DIST += tests/test-mpi.sh
 

@@ -8,8 +8,11 @@
 # device over the world: a decoder over 1 to 4 ranks of 1 or 2 CPU
 # partitions against one device (logits and greedy tokens), even and
 # uneven ratios, over shared memory and TCP; ranks that differ refused on
-# every rank.  The applications: loom-run and loom-bench model on a saved
-# GGUF file under mpirun, and a killed rank making the others fail.
+# every rank.  Collectives of different sizes give each rank a Loom error
+# (MPI started by the application).  The applications: loom-run and
+# loom-bench model on a saved GGUF file under mpirun, ranks given
+# different prompts refused on every rank, and a killed rank making the
+# others fail.
 # Skips when the plugin or mpirun is absent.
 set -u
 b=${LOOM_TEST_BUILDDIR:-.}
@@ -63,7 +66,7 @@ tcp="--mca btl self,tcp"
 # one core by default).
 wide="--bind-to none"
 
-echo "1..28"
+echo "1..30"
 run "not applicable outside a launcher" "^outside: ok" \
 	$lt "$check" outside
 run "MPI seeing other ranks than the launcher is refused" "^mismatch: ok" \
@@ -115,6 +118,23 @@ run "another model on rank 1 is refused on every rank" "^mismatch shape: ok" \
 run "ratios on rank 1 alone are refused on every rank" \
 	"^mismatch ratios: ok" $lt $mp -np 3 "$meta" mismatch ratios
 
+# An application that started MPI itself gets a Loom error on each rank
+# when the ranks' collectives differ in size, not the end of the job.
+if [ -x "$b/tests/mpi-app" ]; then
+	LOOM_MPI_TIMEOUT=2 timeout 120 $lt $mp -np 2 "$b/tests/mpi-app" \
+		>"$tmp/out" 2>&1
+	if grep -q "^app rank 0: ok: .*every rank must run the same model" \
+		"$tmp/out" &&
+	   grep -q "^app rank 1: ok: " "$tmp/out" &&
+	   ! grep -q "ERRORS_ARE_FATAL" "$tmp/out"; then
+		ok "collectives of different sizes: a Loom error on each rank"
+	else
+		not_ok "collectives of different sizes: a Loom error on each rank"
+	fi
+else
+	ok "# SKIP collectives of different sizes: no tests/mpi-app"
+fi
+
 # The applications, on a saved file.  A context of 20000 tokens lets the
 # killed-rank run below still be decoding when its rank dies.
 tokens() { sed -n 's/.*"tokens": \[\([0-9, ]*\)\].*/\1/p' "$1"; }
@@ -156,6 +176,23 @@ if [ -n "$e" ] && awk -v e="$e" 'BEGIN { exit !(e <= 1e-6) }' &&
 	ok "loom-bench model over 2 ranks matches one device (NMSE $e)"
 else
 	not_ok "loom-bench model over 2 ranks matches one device"
+fi
+
+# Ranks given different prompts and -n: every rank says which differs
+# before a collective of another size (MPI's fatal handler ended the job).
+LOOM_META_WORLD=mpi LOOM_CPU_DEVICES=1 timeout 120 $lt $mp \
+	-np 1 "$run" -m "$tmp/tiny.gguf" --tokens 1,2,3 -n 4 -c 64 \
+	--devices cpu0 : -np 1 "$run" -m "$tmp/tiny.gguf" \
+	--tokens 1,2,3,4,5,6 -n 9 -c 64 --devices cpu0 >/dev/null 2>"$tmp/out"
+rc=$?
+want="rank 1's prompt has another length than rank 0's"
+if [ $rc != 0 ] && grep -q "rank 0: $want" "$tmp/out" &&
+   grep -q "rank 1: $want" "$tmp/out" &&
+   ! grep -q "ERRORS_ARE_FATAL" "$tmp/out"; then
+	ok "ranks with different prompts: each says rank 1 differs"
+else
+	echo "# exit status $rc" >>"$tmp/out"
+	not_ok "ranks with different prompts: each says rank 1 differs"
 fi
 
 # A killed rank: Open MPI ends the whole job unless told to recover, and

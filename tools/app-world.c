@@ -45,3 +45,31 @@ int app_world_bcast(const struct app_world *w, void *data, size_t size)
 		return LOOM_OK;
 	return w->bcast(w->reg, data, size, 0);
 }
+
+int app_world_same(const struct app_world *w, const void *mine, size_t size,
+		   int *first)
+{
+	void *root = malloc(size ? size : 1);
+	float *differ = calloc((size_t)w->n_ranks, sizeof(*differ));
+	int ret;
+
+	*first = -1;
+	if (!root || !differ) {
+		ret = loom_error_set(LOOM_E_NOMEM, "no memory");
+		goto out;
+	}
+	memcpy(root, mine, size);
+	ret = app_world_bcast(w, root, size);
+	if (ret || !w->reg || w->n_ranks < 2)
+		goto out;
+	differ[w->rank] = memcmp(root, mine, size) != 0;
+	ret = w->allreduce(w->reg, differ, (size_t)w->n_ranks,
+			   LOOM_TYPE_F32);
+	for (int r = 0; !ret && r < w->n_ranks && *first < 0; r++)
+		if (differ[r] != 0)
+			*first = r;
+out:
+	free(differ);
+	free(root);
+	return ret;
+}

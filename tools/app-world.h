@@ -30,4 +30,11 @@ bool app_world_prints(const struct app_world *w);
 /* Copies size bytes at data from rank 0 to every rank (nothing alone). */
 int app_world_bcast(const struct app_world *w, void *data, size_t size);
 
+/* Compares size bytes at mine, which every rank gives, with rank 0's:
+ * *first is the first rank whose bytes differ, or -1, the same on every
+ * rank (so that all of them stop together, before a collective of
+ * another size fails).  Alone: -1. */
+int app_world_same(const struct app_world *w, const void *mine, size_t size,
+		   int *first);
+
 #endif

@@ -32,28 +32,30 @@ static const struct {
 
 /* The warnings and errors the library logged while loading: environment
  * mistakes and the like, which the report shows (a user running loom-info
- * is asking what went wrong).  Kept in order, each once. */
+ * is asking what went wrong).  Kept in order as logged; warnings_shown()
+ * picks which to print. */
 static struct {
 	char **v;
-	size_t n;
+	size_t n, cap;
 } warnings;
 
 static void warning_add(const char *msg)
 {
-	char *s, **v;
+	char *s = strdup(msg), **v;
 
-	for (size_t i = 0; i < warnings.n; i++)
-		if (strcmp(warnings.v[i], msg) == 0)
-			return;
-	s = strdup(msg);
-	v = realloc(warnings.v, (warnings.n + 1) * sizeof(*v));
-	if (!s || !v) {
-		free(s);
-		if (v)
-			warnings.v = v;
+	if (!s)
 		return;
+	if (warnings.n == warnings.cap) {
+		size_t cap = warnings.cap ? 2 * warnings.cap : 16;
+
+		v = realloc(warnings.v, cap * sizeof(*v));
+		if (!v) {
+			free(s);
+			return;
+		}
+		warnings.v = v;
+		warnings.cap = cap;
 	}
-	warnings.v = v;
 	warnings.v[warnings.n++] = s;
 }
 
@@ -68,11 +70,35 @@ static void on_log(enum loom_log_level level, const char *msg, void *data)
 			level == LOOM_LOG_INFO ? "info" : "debug", msg);
 }
 
-/* A failed plugin's warning repeats its line in the plugin table. */
-static bool repeats_a_plugin(const char *msg)
+static int cmp_str(const void *a, const void *b)
 {
-	size_t n = loom_plugin_count();
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
+/* Orders warnings by text, then by when they came. */
+static int cmp_warning(const void *a, const void *b)
+{
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	int c = strcmp(warnings.v[i], warnings.v[j]);
+
+	return c ? c : (i > j) - (i < j);
+}
+
+/* Which warnings to print, each once, in the order they came: not a
+ * repeat of an earlier one, nor of a failed plugin's line in the plugin
+ * table.  Sorting both makes it n log n (one run had 4000 search
+ * directories, each with a warning and a record).  The caller frees the
+ * result; NULL when there is no memory (then every warning shows). */
+static bool *warnings_shown(void)
+{
+	size_t n = loom_plugin_count(), n_failed = 0;
+	bool *show = malloc((warnings.n ? warnings.n : 1) * sizeof(*show));
+	size_t *order = malloc((warnings.n ? warnings.n : 1) *
+			       sizeof(*order));
+	char **failed = calloc(n ? n : 1, sizeof(*failed));
+
+	if (!show || !order || !failed)
+		goto err;
 	for (size_t i = 0; i < n; i++) {
 		struct loom_plugin_info p;
 		char buf[1200];
@@ -86,10 +112,32 @@ static bool repeats_a_plugin(const char *msg)
 		else /* a directory of the search path */
 			snprintf(buf, sizeof(buf), "%s: %s", p.file,
 				 p.reason);
-		if (strcmp(buf, msg) == 0)
-			return true;
+		failed[n_failed] = strdup(buf);
+		if (!failed[n_failed++])
+			goto err;
 	}
-	return false;
+	qsort(failed, n_failed, sizeof(*failed), cmp_str);
+	for (size_t i = 0; i < warnings.n; i++)
+		order[i] = i;
+	qsort(order, warnings.n, sizeof(*order), cmp_warning);
+	for (size_t k = 0; k < warnings.n; k++) {
+		const char *w = warnings.v[order[k]];
+
+		show[order[k]] =
+			(k == 0 || strcmp(warnings.v[order[k - 1]], w)) &&
+			!bsearch(&w, failed, n_failed, sizeof(*failed),
+				 cmp_str);
+	}
+	goto out;
+err:
+	free(show);
+	show = NULL;
+out:
+	for (size_t i = 0; failed && i < n_failed; i++)
+		free(failed[i]);
+	free(failed);
+	free(order);
+	return show;
 }
 
 /* Why no device came out of loading, in one sentence; NULL when there are
@@ -313,6 +361,7 @@ static void json_world(void)
 /* error: why loading failed (LOOM_BACKENDS), or NULL. */
 static void print_json(const char *error)
 {
+	bool *show;
 	size_t n;
 
 	fputs("{\"error\": ", stdout);
@@ -400,13 +449,15 @@ static void print_json(const char *error)
 	json_world();
 	fputs(",\n \"warnings\": [", stdout);
 	n = 0;
+	show = warnings_shown();
 	for (size_t i = 0; i < warnings.n; i++) {
-		if (repeats_a_plugin(warnings.v[i]))
+		if (show && !show[i])
 			continue;
 		fputs(n++ ? ", " : "", stdout);
 		json_str(warnings.v[i]);
 	}
 	fputs("]}\n", stdout);
+	free(show);
 }
 
 /* ------------------------------------------------------------------------
@@ -538,16 +589,17 @@ static void print_world(void)
 
 static void print_warnings(void)
 {
-	bool any = false;
+	bool any = false, *show = warnings_shown();
 
 	for (size_t i = 0; i < warnings.n; i++) {
-		if (repeats_a_plugin(warnings.v[i]))
+		if (show && !show[i])
 			continue;
 		if (!any)
 			printf("\nWarnings:\n");
 		printf("  %s\n", warnings.v[i]);
 		any = true;
 	}
+	free(show);
 }
 
 static void print_text(void)

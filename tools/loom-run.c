@@ -346,6 +346,49 @@ static int parse_tokens(const char *s, int64_t n_vocab, int32_t **out,
 	return 0;
 }
 
+/* Over a world, what every rank must run alike: the prompt's length,
+ * then its tokens, the options that size the model's buffers, and those
+ * of sampling.  A difference fails every rank, naming the first rank
+ * that differs. */
+static int agree(const struct opts *o, const int32_t *prompt, int n_prompt)
+{
+	struct {
+		int64_t n_ctx;
+		uint64_t seed;
+		int32_t n_gen, cache, top_k, ignore_eos;
+		float temp, top_p;
+	} args;
+	int r;
+
+	memset(&args, 0, sizeof(args)); /* and its padding, compared too */
+	args.n_ctx = o->n_ctx;
+	args.seed = o->seed;
+	args.n_gen = o->n_gen;
+	args.cache = (int32_t)o->cache;
+	args.top_k = o->top_k;
+	args.ignore_eos = o->ignore_eos;
+	args.temp = o->temp;
+	args.top_p = o->top_p;
+
+	if (app_world_same(&world, &n_prompt, sizeof(n_prompt), &r))
+		return fail("%s", loom_error_message());
+	if (r > 0)
+		return fail("rank %d's prompt has another length than rank "
+			    "0's (every rank runs the same prompt)", r);
+	if (app_world_same(&world, prompt,
+			   (size_t)n_prompt * sizeof(*prompt), &r))
+		return fail("%s", loom_error_message());
+	if (r > 0)
+		return fail("rank %d's prompt differs from rank 0's", r);
+	if (app_world_same(&world, &args, sizeof(args), &r))
+		return fail("%s", loom_error_message());
+	if (r > 0)
+		return fail("rank %d's options (-n, -c, --cache-type, "
+			    "--ignore-eos or sampling) differ from rank 0's",
+			    r);
+	return 0;
+}
+
 /* ------------------------------------------------------------------------
  * Sampling: greedy at temperature 0, else top-k, then top-p, then a draw.
  */
@@ -1046,7 +1089,8 @@ int main(int argc, char **argv)
 		     n_prompt, (long long)hp.n_ctx);
 		goto out;
 	}
-	if (plan_offload(&o, g, &hp, dev, members, n_members, &pl) ||
+	if (agree(&o, prompt, n_prompt) ||
+	    plan_offload(&o, g, &hp, dev, members, n_members, &pl) ||
 	    load(&o, g, &hp, &pl, &m))
 		goto out;
 	if (open_backend(&o, dev, &be) ||

@@ -147,6 +147,42 @@ out:
 	return n_missing;
 }
 
+/* MPI_Testall of n requests (at most 2), its error that of the request
+ * that failed.  Open MPI raises the error of a non-blocking collective
+ * on MPI_COMM_WORLD, whatever its communicator: unless this plugin
+ * started MPI (and set MPI_COMM_WORLD to return errors for good), the
+ * application's handler there is set aside for the call, so that an
+ * error comes back as a status and not as the end of every rank. */
+static int test_all(int n, MPI_Request *reqs, int *done)
+{
+	MPI_Status st[2];
+	MPI_Errhandler app = MPI_ERRHANDLER_NULL;
+	int err, cls;
+
+	for (int i = 0; i < n; i++)
+		st[i].MPI_ERROR = MPI_SUCCESS;
+	if (!mpi_world.we_initialized &&
+	    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &app) == MPI_SUCCESS)
+		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	err = MPI_Testall(n, reqs, done, st);
+	/* A request's own error, when MPI says it is one (still under
+	 * MPI_ERRORS_RETURN: asking about a bad code is an error too). */
+	if (err == MPI_ERR_IN_STATUS)
+		for (int i = 0; i < n; i++)
+			if (st[i].MPI_ERROR != MPI_SUCCESS &&
+			    st[i].MPI_ERROR != MPI_ERR_PENDING &&
+			    MPI_Error_class(st[i].MPI_ERROR, &cls) ==
+				    MPI_SUCCESS) {
+				err = st[i].MPI_ERROR;
+				break;
+			}
+	if (app != MPI_ERRHANDLER_NULL) {
+		MPI_Comm_set_errhandler(MPI_COMM_WORLD, app);
+		MPI_Errhandler_free(&app);
+	}
+	return err;
+}
+
 /* Waits for the n requests until end (from deadline()): polling, for
  * HOLD_S alone, then yielding the core between polls, up to SPIN_S, then
  * with sleeps that grow to a millisecond so that a long wait (a rank
@@ -159,7 +195,7 @@ static int wait_all(int n, MPI_Request *reqs, double end, const char *what)
 	int done = 0, err;
 
 	for (;;) {
-		err = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
+		err = test_all(n, reqs, &done);
 		if (err != MPI_SUCCESS) {
 			w->broken = true;
 			return mpi_fail(err, what);

@@ -52,11 +52,21 @@ static int mpi_score(const char **why)
 int mpi_fail(int err, const char *what)
 {
 	char msg[MPI_MAX_ERROR_STRING];
-	int len = 0;
+	int len = 0, cls = MPI_ERR_OTHER;
 
 	if (MPI_Error_string(err, msg, &len) != MPI_SUCCESS)
 		snprintf(msg, sizeof(msg), "MPI error %d", err);
-	return loom_error_set(LOOM_E_IO, "mpi: %s: %s", what, msg);
+	MPI_Error_class(err, &cls);
+	/* A request of a collective that failed: most often the ranks'
+	 * collectives differ in size (Open MPI says "truncated", or only
+	 * that a request's status holds an error). */
+	return loom_error_set(LOOM_E_IO, "mpi: %s: rank %d of %d: %s%s", what,
+			      mpi_world.rank, mpi_world.n_ranks, msg,
+			      cls == MPI_ERR_TRUNCATE ||
+					      cls == MPI_ERR_IN_STATUS ?
+				      " (do the ranks' collectives differ in "
+				      "size? every rank must run the same "
+				      "model with the same arguments)" : "");
 }
 
 static const char *reg_name(loom_reg_t *reg)
@@ -191,6 +201,10 @@ static int mpi_init(loom_reg_t **out)
 			return mpi_fail(err, "cannot initialise MPI");
 		w->we_initialized = true;
 	}
+	/* MPI is ours: its errors come back to us as statuses (Open MPI
+	 * raises a non-blocking collective's on MPI_COMM_WORLD). */
+	if (w->we_initialized)
+		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	err = MPI_Comm_dup(MPI_COMM_WORLD, &w->comm);
 	if (err != MPI_SUCCESS) {
 		status = mpi_fail(err, "cannot duplicate MPI_COMM_WORLD");

@@ -25,7 +25,8 @@ struct mpi_world {
 
 extern struct mpi_world mpi_world;
 
-/* Records MPI's message for err and returns LOOM_E_IO. */
+/* Records MPI's message for err, naming this rank (and, for a failed
+ * request, that the ranks may disagree), and returns LOOM_E_IO. */
 int mpi_fail(int err, const char *what);
 
 /* mpi-coll.c */
