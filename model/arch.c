@@ -19,18 +19,31 @@ struct arch {
 	const char *name;
 	enum loom_rope_mode rope;
 	bool qkv_bias, qk_norm, moe;
+	/* Gemma: GELU gate, embeddings scaled by sqrt(n_embd), norms after
+	 * attention and FFN, sliding-window layers. */
+	bool gemma;
 };
 
-/* llama covers Llama 2/3, Mistral, TinyLlama and Mixtral (experts). */
+/* llama covers Llama 2/3, Mistral, TinyLlama and Mixtral (experts);
+ * xverse is llama by another name, exaone llama with NEOX rope (both
+ * also in llama.cpp's graphs). */
 static const struct arch archs[] = {
-	{ "llama", LOOM_ROPE_NORMAL, false, false, true },
-	{ "qwen2", LOOM_ROPE_NEOX, true, false, false },
-	{ "qwen3", LOOM_ROPE_NEOX, false, true, false },
-	{ "qwen3moe", LOOM_ROPE_NEOX, false, true, true },
+	{ .name = "llama", .rope = LOOM_ROPE_NORMAL, .moe = true },
+	{ .name = "qwen2", .rope = LOOM_ROPE_NEOX, .qkv_bias = true },
+	{ .name = "qwen3", .rope = LOOM_ROPE_NEOX, .qk_norm = true },
+	{ .name = "qwen3moe", .rope = LOOM_ROPE_NEOX, .qk_norm = true,
+	  .moe = true },
+	{ .name = "gemma3", .rope = LOOM_ROPE_NEOX, .qk_norm = true,
+	  .gemma = true },
+	{ .name = "xverse", .rope = LOOM_ROPE_NORMAL },
+	{ .name = "exaone", .rope = LOOM_ROPE_NEOX },
 };
 
-static const char *const arch_names[] = {
-	"llama", "qwen2", "qwen3", "qwen3moe", NULL,
+#define N_ARCHS (sizeof(archs) / sizeof(archs[0]))
+
+static const char *const arch_names[N_ARCHS + 1] = {
+	"llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "xverse", "exaone",
+	NULL,
 };
 
 const char *const *model_arch_names(void)
@@ -107,6 +120,45 @@ static int rope_scaling(struct keys *k, struct llama_hparams *hp)
 	return LOOM_OK;
 }
 
+/* Gemma's sliding window: layers slide but every pattern-th, at their own
+ * rope base (llama.cpp's defaults where the file is silent).  The scores
+ * are scaled by 1/sqrt(head_dim), but in the 62 layers of Gemma 3 27B by
+ * 1/sqrt(n_embd / n_head), its query_pre_attn_scalar, a value its file
+ * does not hold. */
+static int gemma_keys(struct keys *k, struct llama_hparams *hp)
+{
+	double base, cap;
+	int ret;
+
+	hp->gelu = true;
+	hp->embd_scale = true;
+	hp->post_norms = true;
+	if ((ret = key_int(k, "attention.sliding_window", 0, &hp->n_swa)) ||
+	    (ret = key_int(k, "attention.sliding_window_pattern", 6,
+			   &hp->swa_pattern)) ||
+	    (ret = key_float(k, "rope.freq_base_swa", 10000.0, &base)) ||
+	    (ret = key_float(k, "final_logit_softcapping", 0.0, &cap)))
+		return ret;
+	if (!(base > 0) || !isfinite((float)base))
+		return loom_error_set(LOOM_E_INVAL, "gguf: %s.rope.freq_base_swa"
+				      " is %g, not a positive number", k->arch,
+				      base);
+	if (cap != 0)
+		return loom_error_set(LOOM_E_UNSUPPORTED, "gguf: final logit "
+				      "softcapping (%s.final_logit_softcapping"
+				      " %g) is not supported", k->arch, cap);
+	if (hp->n_swa > MAX_DIM || hp->swa_pattern > MAX_DIM)
+		return loom_error_set(LOOM_E_INVAL, "gguf: %s: sliding window "
+				      "%lld or pattern %lld above %d", k->arch,
+				      (long long)hp->n_swa,
+				      (long long)hp->swa_pattern, MAX_DIM);
+	hp->rope_base_swa = (float)base;
+	if (hp->n_layer == 62)
+		hp->attn_scale = 1.0f / sqrtf((float)(hp->n_embd /
+						      hp->n_head));
+	return LOOM_OK;
+}
+
 /* Why an FFN width of 0 was read: a key that says 0, or none at all (an
  * expert's width falls back to the FFN's). */
 static int ff_missing(struct keys *k)
@@ -157,14 +209,19 @@ int model_hparams(const struct gguf *g, int64_t n_ctx,
 				      "general.architecture");
 	if (ret)
 		return ret;
-	for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++)
+	for (size_t i = 0; i < N_ARCHS; i++)
 		if (!strcmp(archs[i].name, name))
 			a = &archs[i];
-	if (!a)
+	if (!a) {
+		char list[256] = "";
+
+		for (size_t i = 0; i < N_ARCHS; i++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list),
+				 "%s%s", i ? ", " : "", archs[i].name);
 		return loom_error_set(LOOM_E_UNSUPPORTED,
 				      "architecture '%s' is not supported "
-				      "(llama, qwen2, qwen3, qwen3moe are)",
-				      name);
+				      "(%s are)", name, list);
+	}
 	k.arch = a->name;
 	if (n_ctx < 1 || n_ctx > INT32_MAX)
 		return loom_error_set(LOOM_E_INVAL, "context of %lld tokens",
@@ -240,6 +297,8 @@ int model_hparams(const struct gguf *g, int64_t n_ctx,
 				      a->name);
 	h.eps = (float)d;
 	ret = rope_scaling(&k, &h);
+	if (!ret && a->gemma)
+		ret = gemma_keys(&k, &h);
 	if (ret)
 		return ret;
 

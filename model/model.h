@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* model.h - Llama-family models from GGUF files: the architectures Loom
- * runs (llama, qwen2, qwen3, qwen3moe) read into the decoder of
- * examples/llama, with the weights uploaded from the file's mapping.
+ * runs (llama, qwen2, qwen3, qwen3moe, gemma3, xverse, exaone) read into
+ * the decoder of examples/llama, with the weights uploaded from the
+ * file's mapping.
  */
 #ifndef LOOM_MODEL_MODEL_H
 #define LOOM_MODEL_MODEL_H
@@ -55,8 +56,8 @@ int model_split(const struct loom_tensor *t, struct loom_split *out,
 		void *userdata);
 
 /* Writes m's weights (as its device holds them) and hp's keys as a GGUF
- * file of architecture llama that model_hparams and model_load read
- * back.  Used by tests and loom-bench to save a synthetic model. */
+ * file of the architecture its shape is, which model_hparams and
+ * model_load read back.  Used by tests and loom-bench to save a synthetic model. */
 int model_save(struct llama_model *m, const char *path);
 
 /* The bytes token id stands for (tokenizer.ggml.tokens decoded as the

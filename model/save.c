@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* save.c - a model written as a GGUF file of the architecture its shape
- * is (llama, qwen2, qwen3 or qwen3moe), with the keys and tensor names
+ * is (llama, qwen2, qwen3, qwen3moe, gemma3 or exaone), with the keys and tensor names
  * that arch.c reads and llama.cpp writes, and a placeholder vocabulary.
  */
 #include "model.h"
@@ -13,13 +13,22 @@ static const char *arch_of(const struct llama_hparams *hp)
 {
 	bool moe = hp->n_expert && hp->n_expert_used;
 	bool neox = hp->rope_mode == LOOM_ROPE_NEOX;
+	bool gemma = hp->gelu || hp->embd_scale || hp->post_norms ||
+		     hp->n_swa || hp->attn_scale > 0 || hp->rope_base_swa > 0;
 
+	/* Gemma's files hold no score scale: the reader derives it. */
+	if (gemma)
+		return hp->gelu && hp->embd_scale && hp->post_norms &&
+		       !hp->attn_scale && neox && !hp->qkv_bias &&
+		       hp->qk_norm && !moe ? "gemma3" : NULL;
 	if (!neox && !hp->qkv_bias && !hp->qk_norm)
 		return "llama";
 	if (neox && hp->qkv_bias && !hp->qk_norm && !moe)
 		return "qwen2";
 	if (neox && !hp->qkv_bias && hp->qk_norm)
 		return moe ? "qwen3moe" : "qwen3";
+	if (neox && !hp->qkv_bias && !hp->qk_norm && !moe)
+		return "exaone";
 	return NULL;
 }
 
@@ -137,8 +146,8 @@ int model_save(struct llama_model *m, const char *path)
 
 	if (!a)
 		return loom_error_set(LOOM_E_UNSUPPORTED, "no architecture "
-				      "has this model's rope, biases and "
-				      "norms");
+				      "has this model's rope, biases, norms, "
+				      "gate and attention");
 	if (hp->rope_scale > 0 && hp->rope_scale != 1.0f)
 		return loom_error_set(LOOM_E_UNSUPPORTED, "rope scaling is "
 				      "not saved");
@@ -167,6 +176,14 @@ int model_save(struct llama_model *m, const char *path)
 		put_u32(w, a, "expert_count", hp->n_expert);
 		put_u32(w, a, "expert_used_count", hp->n_expert_used);
 	}
+	if (hp->n_swa) {
+		put_u32(w, a, "attention.sliding_window", hp->n_swa);
+		put_u32(w, a, "attention.sliding_window_pattern",
+			hp->swa_pattern);
+	}
+	if (!strcmp(a, "gemma3"))
+		put_f32(w, a, "rope.freq_base_swa", hp->rope_base_swa > 0 ?
+			hp->rope_base_swa : hp->rope_base);
 	ret = put_vocab(w, hp->n_vocab);
 	if (!ret)
 		ret = put_tensors(w, m);

@@ -22,7 +22,7 @@
 
 static char *tmpdir;
 
-enum arch { LLAMA, QWEN2, QWEN3, QWEN3MOE, MIXTRAL };
+enum arch { LLAMA, QWEN2, QWEN3, QWEN3MOE, MIXTRAL, GEMMA3, EXAONE };
 
 struct config {
 	enum arch arch;
@@ -52,7 +52,17 @@ static void shape(enum arch a, enum loom_type type, bool tied,
 	hp->rope_mode = a == LLAMA || a == MIXTRAL ? LOOM_ROPE_NORMAL :
 						     LOOM_ROPE_NEOX;
 	hp->qkv_bias = a == QWEN2;
-	hp->qk_norm = a == QWEN3 || a == QWEN3MOE;
+	hp->qk_norm = a == QWEN3 || a == QWEN3MOE || a == GEMMA3;
+	/* Gemma: a window of 3 in layer 0 and the whole context in layer
+	 * 1, whose rope base is the other one. */
+	if (a == GEMMA3) {
+		hp->gelu = true;
+		hp->embd_scale = true;
+		hp->post_norms = true;
+		hp->n_swa = 3;
+		hp->swa_pattern = 2;
+		hp->rope_base_swa = 10000.0f;
+	}
 	if (a == QWEN3MOE || a == MIXTRAL) {
 		hp->n_expert = 4;
 		hp->n_expert_used = 2;
@@ -132,7 +142,8 @@ static struct llama_model *load(const char *path, loom_dev_t *dev,
 
 /* Mixtral is llama with experts. */
 static const char *const arch_names[] = { "llama", "qwen2", "qwen3",
-					  "qwen3moe", "llama" };
+					  "qwen3moe", "llama", "gemma3",
+					  "exaone" };
 
 static void test_reference(gconstpointer data)
 {
@@ -309,11 +320,14 @@ static void test_meta(gconstpointer data)
 /* ------------------------------------------------------------------------
  * Refusals: a saved file rewritten with one change.
  */
-enum edit { E_ARCH, E_DROP, E_ROPE_FREQS, E_TYPE, E_SHAPE, E_EXTRA,
+enum edit { E_NONE, E_ARCH, E_DROP, E_ROPE_FREQS, E_TYPE, E_SHAPE, E_EXTRA,
 	    E_SCALING, E_HEADS, E_ZERO_FREQ, E_FF_ZERO, E_ROPE_ZERO,
-	    E_ROPE_NAN };
+	    E_ROPE_NAN,
+	    /* Of a gemma3 file; those above of a llama one. */
+	    E_SOFTCAP, E_SWA_BASE };
 
-static char *rewrite(const char *src, enum edit edit)
+/* src with one edit, its architecture renamed to arch unless NULL. */
+static char *rewrite(const char *src, enum edit edit, const char *arch)
 {
 	struct gguf *g;
 	struct gguf_writer *w;
@@ -329,14 +343,23 @@ static char *rewrite(const char *src, enum edit edit)
 			    kv->arr_type == GGUF_TYPE_STRING);
 		char **s = NULL;
 
+		/* The writer's keys of an architecture are numbers. */
+		if (arch && g_str_has_prefix(kv->key, "llama.")) {
+			char *key = g_strconcat(arch, kv->key + 5, NULL);
+
+			gguf_writer_add(w, key, kv->type, kv->data);
+			g_free(key);
+			continue;
+		}
 		if (str) {
 			s = g_new0(char *, kv->n + 1);
 			for (uint64_t k = 0; k < kv->n; k++)
 				s[k] = g_strndup(kv->strs[k].s,
 						 kv->strs[k].n);
 		}
-		if (edit == E_ARCH && !strcmp(kv->key, "general.architecture"))
-			gguf_writer_add_str(w, kv->key, "gpt2");
+		if ((arch || edit == E_ARCH) &&
+		    !strcmp(kv->key, "general.architecture"))
+			gguf_writer_add_str(w, kv->key, arch ? arch : "gpt2");
 		else if (edit == E_HEADS &&
 			 !strcmp(kv->key, "llama.attention.head_count"))
 			gguf_writer_add(w, kv->key, GGUF_TYPE_UINT64,
@@ -348,6 +371,9 @@ static char *rewrite(const char *src, enum edit edit)
 			 !strcmp(kv->key, "llama.rope.freq_base"))
 			gguf_writer_add_f32(w, kv->key,
 					    edit == E_ROPE_ZERO ? 0.0f : NAN);
+		else if (edit == E_SWA_BASE &&
+			 !strcmp(kv->key, "gemma3.rope.freq_base_swa"))
+			gguf_writer_add_f32(w, kv->key, -1.0f);
 		else if (kv->type == GGUF_TYPE_ARRAY)
 			gguf_writer_add_array(w, kv->key, kv->arr_type, kv->n,
 					      str ? (const void *)s : kv->data);
@@ -358,6 +384,8 @@ static char *rewrite(const char *src, enum edit edit)
 	}
 	if (edit == E_SCALING)
 		gguf_writer_add_str(w, "llama.rope.scaling.type", "yarn");
+	if (edit == E_SOFTCAP)
+		gguf_writer_add_f32(w, "gemma3.final_logit_softcapping", 30.0f);
 	for (size_t i = 0; i < gguf_n_tensors(g); i++) {
 		const struct gguf_tensor *t = gguf_tensor_get(g, i);
 		bool it = !strcmp(t->name, "blk.1.ffn_up.weight");
@@ -398,7 +426,8 @@ static void test_refused(void)
 		const char *msg;
 	} cases[] = {
 		{ E_ARCH, LOOM_E_UNSUPPORTED, "architecture 'gpt2' is not "
-		  "supported (llama, qwen2, qwen3, qwen3moe are)" },
+		  "supported (llama, qwen2, qwen3, qwen3moe, gemma3, xverse, "
+		  "exaone are)" },
 		{ E_DROP, LOOM_E_INVAL, "gguf: tensor 'blk.1.ffn_up.weight' is "
 		  "missing" },
 		{ E_ROPE_FREQS, LOOM_E_INVAL, "gguf: tensor 'rope_freqs.weight' "
@@ -422,16 +451,24 @@ static void test_refused(void)
 		  "not a positive number" },
 		{ E_ROPE_NAN, LOOM_E_INVAL, "gguf: llama.rope.freq_base is nan, "
 		  "not a positive number" },
+		{ E_SOFTCAP, LOOM_E_UNSUPPORTED, "gguf: final logit softcapping "
+		  "(gemma3.final_logit_softcapping 30) is not supported" },
+		{ E_SWA_BASE, LOOM_E_INVAL, "gguf: gemma3.rope.freq_base_swa is "
+		  "-1, not a positive number" },
 	};
 	struct llama_hparams hp;
 	loom_dev_t *dev = loom_dev_by_name("cpu0");
-	char *src;
+	char *src[2];
 
-	shape(LLAMA, LOOM_TYPE_F32, false, &hp);
-	hp.n_ff = 128; /* so that a transposed ffn_up differs */
-	src = save_model(&hp, "src.gguf");
+	for (int gemma = 0; gemma < 2; gemma++) {
+		shape(gemma ? GEMMA3 : LLAMA, LOOM_TYPE_F32, false, &hp);
+		hp.n_ff = 128; /* so that a transposed ffn_up differs */
+		src[gemma] = save_model(&hp, gemma ? "src-gemma3.gguf" :
+						     "src.gguf");
+	}
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
-		char *path = rewrite(src, cases[i].edit);
+		char *path = rewrite(src[cases[i].edit >= E_SOFTCAP],
+				     cases[i].edit, NULL);
 		struct llama_hparams h;
 		struct llama_model *m = NULL;
 		struct gguf *g;
@@ -448,8 +485,43 @@ static void test_refused(void)
 		g_unlink(path);
 		g_free(path);
 	}
-	g_unlink(src);
-	g_free(src);
+	for (int gemma = 0; gemma < 2; gemma++) {
+		g_unlink(src[gemma]);
+		g_free(src[gemma]);
+	}
+}
+
+/* An architecture that is llama by another name (xverse): a llama file
+ * renamed gives the same logits. */
+static void test_renamed(void)
+{
+	struct llama_hparams hp;
+	loom_dev_t *dev = loom_dev_by_name("cpu0");
+	int32_t tokens[N_PROMPT] = { 1, 77, 299, 5, 140, 3 };
+	size_t n = (size_t)300 * N_PROMPT;
+	float *logits[2] = { g_new(float, n), g_new(float, n) };
+	char *path[2], arch[32];
+	loom_backend_t *be;
+
+	shape(LLAMA, LOOM_TYPE_F32, false, &hp);
+	path[0] = save_model(&hp, "llama.gguf");
+	path[1] = rewrite(path[0], E_NONE, "xverse");
+	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
+	for (int i = 0; i < 2; i++) {
+		struct llama_model *m = load(path[i], dev, LOOM_TYPE_F32, arch);
+
+		g_assert_cmpstr(arch, ==, i ? "xverse" : "llama");
+		if (llama_eval(m, be, tokens, N_PROMPT, 0, true, logits[i]))
+			g_error("eval: %s", loom_error_message());
+		llama_model_free(m);
+		g_unlink(path[i]);
+		g_free(path[i]);
+	}
+	g_assert_cmpmem(logits[0], n * sizeof(float), logits[1],
+			n * sizeof(float));
+	loom_backend_free(be);
+	g_free(logits[0]);
+	g_free(logits[1]);
 }
 
 /* A model file cut short after it was opened: its weights' pages are
@@ -503,6 +575,12 @@ int main(int argc, char **argv)
 		{ QWEN3MOE, LOOM_TYPE_Q4_K, false, 1e-3, false },
 		{ QWEN3MOE, LOOM_TYPE_Q6_K, false, 1e-3, false },
 		{ MIXTRAL, LOOM_TYPE_Q5_K, false, 1e-3, false },
+		{ GEMMA3, LOOM_TYPE_F32, true, 1e-6, false },
+		{ GEMMA3, LOOM_TYPE_F16, false, 1e-4, false },
+		{ GEMMA3, LOOM_TYPE_Q8_0, true, 1e-3, false },
+		{ GEMMA3, LOOM_TYPE_Q4_K, true, 1e-3, false },
+		{ EXAONE, LOOM_TYPE_F32, false, 1e-6, false },
+		{ EXAONE, LOOM_TYPE_Q8_0, false, 1e-3, true },
 	};
 	static const float uneven2[2] = { 0.7f, 0.3f };
 	static const float uneven3[3] = { 0.5f, 0.3f, 0.2f };
@@ -525,6 +603,11 @@ int main(int argc, char **argv)
 		/* Rope from tables, split by heads. */
 		{ LLAMA, LOOM_TYPE_F32, 3, uneven3, LOOM_TYPE_F32, true },
 		{ QWEN3, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_F32, true },
+		/* Two masks, two rope bases, the extra norms. */
+		{ GEMMA3, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_F32, false },
+		{ GEMMA3, LOOM_TYPE_F16, 3, uneven3, LOOM_TYPE_F32, false },
+		{ GEMMA3, LOOM_TYPE_F32, 3, NULL, LOOM_TYPE_Q8_0, false },
+		{ EXAONE, LOOM_TYPE_F32, 2, uneven2, LOOM_TYPE_F32, false },
 	};
 	const char *path = g_getenv("LOOM_TEST_PLUGIN_PATH");
 	int ret;
@@ -569,6 +652,7 @@ int main(int argc, char **argv)
 	}
 	g_test_add_func("/model/refused", test_refused);
 	g_test_add_func("/model/changed", test_changed);
+	g_test_add_func("/model/renamed", test_renamed);
 	ret = g_test_run();
 	g_rmdir(tmpdir);
 	g_free(tmpdir);

@@ -8,6 +8,7 @@
 #   tools/compare-llama-cpp.py -m model.gguf -p "Hello, world"
 #   tools/compare-llama-cpp.py --vocab-dir DIR [--quantize llama-quantize]
 #   ... --markdown      # ends with the NMSE table of doc/accuracy.md
+#   ... --no-repack     # llama.cpp without its AMX or repacked layouts
 #
 # Without -m it writes the `tiny` and `small` presets in f32, f16, bf16,
 # q8_0, q4_0, q4_k, q5_k and q6_k with `loom-bench model --save` and
@@ -39,6 +40,10 @@ MODELS = [
     ("qwen2", "ggml-vocab-qwen2.gguf", {"bias": True, "tied": True}),
     ("qwen3", "ggml-vocab-qwen2.gguf", {"qk_norm": True, "tied": True}),
     ("qwen3moe", "ggml-vocab-qwen2.gguf", {"qk_norm": True, "moe": True}),
+    ("gemma3", "ggml-vocab-llama-spm.gguf", {"qk_norm": True, "tied": True,
+                                             "gemma": True}),
+    ("xverse", "ggml-vocab-llama-spm.gguf", {}),
+    ("exaone", "ggml-vocab-llama-spm.gguf", {"rope_freqs": True}),
 ]
 
 # Special tokens' texts are tokens on both sides (as llama.cpp's tools
@@ -73,6 +78,20 @@ def nmse(ref, x):
 def nmse_without(per_pos, out):
     rest = [x for i, x in enumerate(per_pos) if i not in out]
     return max(rest) if rest else 0.0
+
+
+def plain_buffers():
+    # llama.cpp's weights in its CPU buffers, none repacked for its extra
+    # kernels (its AMX ones crashed on quantized weights).
+    import llama_cpp.llama_cpp as lc
+
+    default = lc.llama_model_default_params
+
+    def params():
+        p = default()
+        p.use_extra_bufts = False
+        return p
+    lc.llama_model_default_params = params
 
 
 def compare(builddir, model, text, tokens, threads):
@@ -125,7 +144,8 @@ def copy_tokenizer(writer, vocab_path):
 def write_model(path, arch, vocab_path, wtype, opts, seed=1):
     """A model of random weights around vocab_path's tokenizer: 2 layers,
     embedding 256, 4 query heads over 2 KV heads of 64, FFN 512 (4
-    experts of which 2 are used for qwen3moe), wtype for the matrices."""
+    experts of which 2 are used for qwen3moe), wtype for the matrices.
+    gemma3's layer 0 sees a window of 16 tokens, layer 1 them all."""
     import gguf
     import numpy as np
 
@@ -151,6 +171,10 @@ def write_model(path, arch, vocab_path, wtype, opts, seed=1):
         w.add_uint32("%s.expert_feed_forward_length" % arch, n_ff)
     else:
         w.add_uint32("%s.feed_forward_length" % arch, n_ff)
+    if opts.get("gemma"):
+        w.add_uint32("%s.attention.sliding_window" % arch, 16)
+        w.add_uint32("%s.attention.sliding_window_pattern" % arch, 2)
+        w.add_float32("%s.rope.freq_base_swa" % arch, 5000.0)
     qt = {"f32": gguf.GGMLQuantizationType.F32,
           "f16": gguf.GGMLQuantizationType.F16,
           "bf16": gguf.GGMLQuantizationType.BF16,
@@ -196,6 +220,9 @@ def write_model(path, arch, vocab_path, wtype, opts, seed=1):
             vec(b + "attn_q_norm.weight", hd)
             vec(b + "attn_k_norm.weight", hd)
         vec(b + "ffn_norm.weight", n_embd)
+        if opts.get("gemma"):
+            vec(b + "post_attention_norm.weight", n_embd)
+            vec(b + "post_ffw_norm.weight", n_embd)
         if opts.get("moe"):
             # A decisive router: random routers of unit gain leave the
             # top two experts so close that the two sides' rounding
@@ -294,14 +321,20 @@ def main():
     ap.add_argument("--limit", type=float, default=1e-4)
     ap.add_argument("--vocab-dir", help="vocabulary-only GGUF files")
     ap.add_argument("--quantize", help="llama.cpp's llama-quantize")
-    ap.add_argument("--archs", default="llama,qwen2,qwen3,qwen3moe",
+    ap.add_argument("--archs", default="llama,qwen2,qwen3,qwen3moe,gemma3,"
+                    "xverse,exaone",
                     help="--vocab-dir: the architectures (default: all)")
     ap.add_argument("--types", default=",".join(LIMITS),
                     help="the weight types to check (default: all)")
+    ap.add_argument("--no-repack", action="store_true",
+                    help="llama.cpp's weights in plain buffers (not its "
+                    "AMX or repacked layouts)")
     ap.add_argument("--markdown", action="store_true",
                     help="end with the NMSE table in doc/accuracy.md's form")
     o = ap.parse_args()
     use_build_tree(o.builddir)
+    if o.no_repack:
+        plain_buffers()
     tokens = [int(t) for t in o.tokens.split(",")] if o.tokens else None
     failed = 0
     results = []

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* llama.c - a Llama-style decoder built through the public API: synthetic
  * weights, the KV cache, and the graph of one batch (GQA attention with
- * RoPE, RMSNorm, SwiGLU or a mixture-of-experts FFN).  No timing here.
+ * RoPE, RMSNorm, SwiGLU or a mixture-of-experts FFN, and Gemma's sliding
+ * windows, GELU gate and extra norms).  No timing here.
  */
 #include "llama.h"
 
@@ -20,6 +21,7 @@ struct llama_layer {
 	struct loom_tensor *bq, *bk, *bv;
 	struct loom_tensor *q_norm, *k_norm;
 	struct loom_tensor *ffn_norm;
+	struct loom_tensor *post_attn_norm, *post_ffn_norm;
 	struct loom_tensor *ffn_gate, *ffn_up, *ffn_down;
 	struct loom_tensor *ffn_gate_inp;
 	struct loom_tensor *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
@@ -59,7 +61,7 @@ struct llama_model {
 	bool g_all;
 	bool g_placed;
 	struct loom_tensor *in_tokens, *in_pos, *in_kv_ids, *in_v_ids;
-	struct loom_tensor *in_mask, *in_cos, *in_sin;
+	struct loom_tensor *in_mask, *in_mask_swa, *in_cos, *in_sin;
 	struct loom_tensor *out_logits;
 };
 
@@ -154,6 +156,20 @@ int llama_hparams_check(const struct llama_hparams *hp)
 				      "of %lld values rotated",
 				      (long long)hp->n_rot,
 				      (long long)hp->head_dim);
+	if (hp->n_swa < 0 || hp->swa_pattern < 0 || !(hp->attn_scale >= 0) ||
+	    isinf(hp->attn_scale) || !(hp->rope_base_swa >= 0) ||
+	    isinf(hp->rope_base_swa))
+		return loom_error_set(LOOM_E_INVAL,
+				      "llama: sliding window %lld, pattern "
+				      "%lld, score scale %g, rope base %g",
+				      (long long)hp->n_swa,
+				      (long long)hp->swa_pattern,
+				      (double)hp->attn_scale,
+				      (double)hp->rope_base_swa);
+	if (hp->rope_freqs && hp->n_swa)
+		return loom_error_set(LOOM_E_UNSUPPORTED,
+				      "llama: rope frequency factors with a "
+				      "sliding window");
 	if (hp->cache_type != LOOM_TYPE_F32 &&
 	    hp->cache_type != LOOM_TYPE_F16)
 		return loom_error_set(LOOM_E_INVAL,
@@ -420,6 +436,13 @@ static int create_tensors(struct llama_model *m)
 		}
 		W(l->ffn_norm, LOOM_TYPE_F32, 1, hp->n_embd, 1, 1, i, USE_MUL,
 		  "blk.%lld.ffn_norm.weight", li);
+		if (hp->post_norms) {
+			W(l->post_attn_norm, LOOM_TYPE_F32, 1, hp->n_embd, 1, 1,
+			  i, USE_MUL, "blk.%lld.post_attention_norm.weight",
+			  li);
+			W(l->post_ffn_norm, LOOM_TYPE_F32, 1, hp->n_embd, 1, 1,
+			  i, USE_MUL, "blk.%lld.post_ffw_norm.weight", li);
+		}
 		if (is_moe(hp)) {
 			W(l->ffn_gate_inp, LOOM_TYPE_F32, 2, hp->n_embd,
 			  hp->n_expert, 1, i, USE_MAT,
@@ -827,6 +850,32 @@ void llama_meta_model(const struct llama_hparams *hp,
 	out->n_head_kv = hp->n_head_kv;
 }
 
+bool llama_layer_slides(const struct llama_hparams *hp, int64_t il)
+{
+	if (!hp->n_swa)
+		return false;
+	return !hp->swa_pattern || il % hp->swa_pattern != hp->swa_pattern - 1;
+}
+
+void llama_layer_rope(const struct llama_hparams *hp, int64_t il,
+		      float *base, float *scale)
+{
+	if (llama_layer_slides(hp, il)) {
+		*base = hp->rope_base_swa > 0 ? hp->rope_base_swa :
+						hp->rope_base;
+		*scale = 1.0f;
+	} else {
+		*base = hp->rope_base;
+		*scale = hp->rope_scale > 0 ? hp->rope_scale : 1.0f;
+	}
+}
+
+float llama_attn_scale(const struct llama_hparams *hp)
+{
+	return hp->attn_scale > 0 ? hp->attn_scale :
+				    1.0f / sqrtf((float)hp->head_dim);
+}
+
 int llama_model_graph_nodes(const struct llama_model *m)
 {
 	return m->graph ? loom_graph_n_nodes(m->graph) : 0;
@@ -840,7 +889,10 @@ struct build {
 	loom_ctx_t *c;
 	int64_t n_tokens;
 	int64_t n_kv;
-	struct loom_tensor *pos, *kv_ids, *v_ids, *mask;
+	struct loom_tensor *pos, *kv_ids, *v_ids;
+	/* [n_kv, n_tokens * group]: causal, and causal within the sliding
+	 * window; each made when a layer first reads it. */
+	struct loom_tensor *mask, *mask_swa;
 	struct loom_tensor *cos, *sin; /* [head_dim / 2, n_tokens] */
 };
 
@@ -888,23 +940,52 @@ static struct loom_tensor *rope_table(struct build *b, struct loom_tensor *x,
 }
 
 static struct loom_tensor *rope(struct build *b, struct loom_tensor *x,
-				int64_t nh)
+				int64_t nh, int64_t il)
 {
 	const struct llama_hparams *hp = &b->m->hp;
 	int64_t n_rot = hp->n_rot ? hp->n_rot : hp->head_dim;
-	float freq_scale = hp->rope_scale > 0 ? hp->rope_scale : 1.0f;
+	float base, freq_scale;
 
 	if (hp->rope_freqs)
 		return rope_table(b, x, nh);
-	return loom_rope(b->c, x, b->pos, (int)n_rot, hp->rope_mode,
-			 hp->rope_base, freq_scale);
+	llama_layer_rope(hp, il, &base, &freq_scale);
+	return loom_rope(b->c, x, b->pos, (int)n_rot, hp->rope_mode, base,
+			 freq_scale);
+}
+
+static struct loom_tensor *new_input(loom_ctx_t *c, enum loom_type type,
+				     int n_dims, int64_t ne0, int64_t ne1,
+				     const char *name)
+{
+	int64_t ne[2] = { ne0, ne1 };
+	struct loom_tensor *t = loom_tensor_new(c, type, n_dims, ne);
+
+	if (t) {
+		loom_tensor_set_name(t, name);
+		loom_tensor_set_flags(t, LOOM_TENSOR_INPUT);
+	}
+	return t;
+}
+
+/* The mask layer il reads. */
+static struct loom_tensor *layer_mask(struct build *b, int64_t il)
+{
+	const struct llama_hparams *hp = &b->m->hp;
+	bool slides = llama_layer_slides(hp, il);
+	struct loom_tensor **mask = slides ? &b->mask_swa : &b->mask;
+
+	if (!*mask)
+		*mask = new_input(b->c, LOOM_TYPE_F32, 2, b->n_kv,
+				  b->n_tokens * (hp->n_head / hp->n_head_kv),
+				  slides ? "inp_mask_swa" : "inp_mask");
+	return *mask;
 }
 
 /* Self-attention of one layer over the cache window [0, n_kv).  Heads are
  * grouped [head_dim, tokens * group, n_head_kv] so that every query head
  * of a GQA group multiplies its own key/value head without broadcasting. */
 static struct loom_tensor *attention(struct build *b, struct llama_layer *l,
-				     struct loom_tensor *cur)
+				     int64_t il, struct loom_tensor *cur)
 {
 	const struct llama_hparams *hp = &b->m->hp;
 	loom_ctx_t *c = b->c;
@@ -927,8 +1008,8 @@ static struct loom_tensor *attention(struct build *b, struct llama_layer *l,
 		q = rms(b, q, l->q_norm);
 		k = rms(b, k, l->k_norm);
 	}
-	q = rope(b, q, hp->n_head);
-	k = rope(b, k, hkv);
+	q = rope(b, q, hp->n_head, il);
+	k = rope(b, k, hkv, il);
 
 	/* New keys into the cache rows of their positions; new values, one
 	 * value a row of [1, n_ctx, head_dim, n_head_kv], into the cache
@@ -948,7 +1029,7 @@ static struct loom_tensor *attention(struct build *b, struct llama_layer *l,
 	q = loom_reshape_3d(c, q, hd, t * g, hkv);
 
 	kq = loom_mul_mat(c, k, q);
-	kq = loom_soft_max(c, kq, b->mask, 1.0f / sqrtf((float)hd));
+	kq = loom_soft_max(c, kq, layer_mask(b, il), llama_attn_scale(hp));
 	kqv = loom_mul_mat(c, v, kq);
 	kqv = loom_reshape_4d(c, kqv, hd, t, g, hkv);
 	kqv = loom_cont(c, loom_permute(c, kqv, 0, 3, 1, 2));
@@ -962,7 +1043,8 @@ static struct loom_tensor *ffn_dense(struct build *b, struct llama_layer *l,
 	loom_ctx_t *c = b->c;
 	struct loom_tensor *gate, *up;
 
-	gate = loom_silu(c, loom_mul_mat(c, l->ffn_gate, cur));
+	gate = loom_mul_mat(c, l->ffn_gate, cur);
+	gate = b->m->hp.gelu ? loom_gelu(c, gate) : loom_silu(c, gate);
 	up = loom_mul_mat(c, l->ffn_up, cur);
 	return loom_mul_mat(c, l->ffn_down, loom_mul(c, gate, up));
 }
@@ -1009,20 +1091,6 @@ static struct loom_tensor *ffn_moe(struct build *b, struct llama_layer *l,
 	return sum;
 }
 
-static struct loom_tensor *new_input(loom_ctx_t *c, enum loom_type type,
-				     int n_dims, int64_t ne0, int64_t ne1,
-				     const char *name)
-{
-	int64_t ne[2] = { ne0, ne1 };
-	struct loom_tensor *t = loom_tensor_new(c, type, n_dims, ne);
-
-	if (t) {
-		loom_tensor_set_name(t, name);
-		loom_tensor_set_flags(t, LOOM_TENSOR_INPUT);
-	}
-	return t;
-}
-
 /* Builds the graph of a batch of n_tokens over a cache window of n_kv in
  * a fresh context, replacing the previous graph. */
 static int build_graph(struct llama_model *m, int n_tokens, int n_kv,
@@ -1030,7 +1098,6 @@ static int build_graph(struct llama_model *m, int n_tokens, int n_kv,
 {
 	const struct llama_hparams *hp = &m->hp;
 	struct build b = { .m = m, .n_tokens = n_tokens, .n_kv = n_kv };
-	int64_t g = hp->n_head / hp->n_head_kv;
 	struct loom_tensor *x, *cur, *tokens, *v_ids;
 	loom_ctx_t *c;
 	int ret;
@@ -1049,8 +1116,6 @@ static int build_graph(struct llama_model *m, int n_tokens, int n_kv,
 			  hp->head_dim * hp->n_head_kv, "inp_v_ids");
 	b.v_ids = loom_reshape_3d(c, v_ids, n_tokens, hp->head_dim,
 				  hp->n_head_kv);
-	b.mask = new_input(c, LOOM_TYPE_F32, 2, n_kv, n_tokens * g,
-			   "inp_mask");
 	if (hp->rope_freqs) {
 		b.cos = new_input(c, LOOM_TYPE_F32, 2, hp->head_dim / 2,
 				  n_tokens, "inp_rope_cos");
@@ -1059,10 +1124,14 @@ static int build_graph(struct llama_model *m, int n_tokens, int n_kv,
 	}
 
 	x = loom_get_rows(c, m->tok_embd, tokens);
+	if (hp->embd_scale)
+		x = loom_scale(c, x, sqrtf((float)hp->n_embd));
 	for (int64_t i = 0; i < hp->n_layer && x; i++) {
 		struct llama_layer *l = &m->layers[i];
 
-		cur = attention(&b, l, rms(&b, x, l->attn_norm));
+		cur = attention(&b, l, i, rms(&b, x, l->attn_norm));
+		if (hp->post_norms)
+			cur = rms(&b, cur, l->post_attn_norm);
 		x = loom_add(c, x, cur);
 		/* Past the last layer's attention only the tokens whose
 		 * logits are asked for matter: its FFN runs on them alone. */
@@ -1071,6 +1140,8 @@ static int build_graph(struct llama_model *m, int n_tokens, int n_kv,
 					 (size_t)(n_tokens - 1) * x->nb[1]);
 		cur = rms(&b, x, l->ffn_norm);
 		cur = is_moe(hp) ? ffn_moe(&b, l, cur) : ffn_dense(&b, l, cur);
+		if (hp->post_norms)
+			cur = rms(&b, cur, l->post_ffn_norm);
 		x = loom_add(c, x, cur);
 	}
 	x = rms(&b, x, m->output_norm);
@@ -1098,6 +1169,7 @@ static int build_graph(struct llama_model *m, int n_tokens, int n_kv,
 	m->in_kv_ids = b.kv_ids;
 	m->in_v_ids = v_ids;
 	m->in_mask = b.mask;
+	m->in_mask_swa = b.mask_swa;
 	m->in_cos = b.cos;
 	m->in_sin = b.sin;
 	m->out_logits = x;
@@ -1212,7 +1284,7 @@ static int set_inputs(struct llama_model *m, const int32_t *tokens,
 	size_t n_v_ids = n_ids * (size_t)hp->head_dim;
 	int32_t *ids;
 	float *mask;
-	int ret;
+	int ret = LOOM_OK;
 
 	/* Every position of the batch once per kv head (keys) or per value
 	 * of a kv head (values): the first n_ids serve the keys. */
@@ -1224,14 +1296,28 @@ static int set_inputs(struct llama_model *m, const int32_t *tokens,
 	}
 	for (size_t i = 0; i < n_v_ids; i++)
 		ids[i] = n_past + (int32_t)(i % (size_t)n_tokens);
-	for (int64_t r = 0; r < rows; r++) {
-		int64_t last = n_past + r % n_tokens;
+	/* Row r is the query of token r % n_tokens; it sees the positions
+	 * up to its own, the window's last n_swa in the sliding one. */
+	for (int pass = 0; pass < 2 && !ret; pass++) {
+		struct loom_tensor *in = pass ? m->in_mask_swa : m->in_mask;
+		int64_t w = pass ? hp->n_swa : 0;
 
-		for (int64_t j = 0; j < n_kv; j++)
-			mask[r * n_kv + j] = j <= last ? 0.0f : -INFINITY;
+		if (!in)
+			continue;
+		for (int64_t r = 0; r < rows; r++) {
+			int64_t last = n_past + r % n_tokens;
+
+			for (int64_t j = 0; j < n_kv; j++)
+				mask[r * n_kv + j] =
+					j <= last && (!w || last - j < w) ?
+						0.0f : -INFINITY;
+		}
+		ret = loom_tensor_set(in, mask, 0,
+				      (size_t)(rows * n_kv) * sizeof(*mask));
 	}
-	ret = loom_tensor_set(m->in_tokens, tokens, 0,
-			      (size_t)n_tokens * sizeof(*tokens));
+	if (!ret)
+		ret = loom_tensor_set(m->in_tokens, tokens, 0,
+				      (size_t)n_tokens * sizeof(*tokens));
 	/* Rope from tables reads no positions. */
 	if (!ret && !hp->rope_freqs)
 		ret = loom_tensor_set(m->in_pos, ids, 0,
@@ -1242,9 +1328,6 @@ static int set_inputs(struct llama_model *m, const int32_t *tokens,
 	if (!ret)
 		ret = loom_tensor_set(m->in_v_ids, ids, 0,
 				      n_v_ids * sizeof(*ids));
-	if (!ret)
-		ret = loom_tensor_set(m->in_mask, mask, 0,
-				      (size_t)(rows * n_kv) * sizeof(*mask));
 	if (!ret && hp->rope_freqs)
 		ret = set_rope_tables(m, n_tokens, n_past);
 out:

@@ -39,6 +39,21 @@ struct llama_hparams {
 	bool rope_freqs;       /* rope_freqs.weight: a divisor of each pair's
 				* frequency (Llama 3.1); n_rot is head_dim */
 	enum loom_type cache_type; /* KV cache: F32 or F16 */
+	/* Gemma's choices; zero is Llama's. */
+	bool gelu;             /* FFN gate through GELU (tanh), not SiLU */
+	bool embd_scale;       /* embeddings times sqrt(n_embd) */
+	bool post_norms;       /* blk.N.post_attention_norm and post_ffw_norm:
+				* RMSNorm of the attention's and the FFN's
+				* outputs before each is added */
+	float attn_scale;      /* scores' scale; 0: 1 / sqrt(head_dim) */
+	int64_t n_swa;         /* sliding window: a token sees itself and the
+				* n_swa - 1 before it; 0: every layer sees
+				* all */
+	int64_t swa_pattern;   /* with n_swa: layer i slides unless
+				* i % swa_pattern == swa_pattern - 1; 0: all
+				* slide */
+	float rope_base_swa;   /* rope base of sliding layers, which are not
+				* scaled; 0: rope_base */
 };
 
 /* Fills *out with a named preset: "tiny", "tiny-moe", "small",
@@ -51,6 +66,14 @@ const char *const *llama_preset_names(void);
 /* Checks the shape (divisibility, block sizes); LOOM_E_INVAL with a
  * message in loom_error_message() when it cannot be built. */
 int llama_hparams_check(const struct llama_hparams *hp);
+
+/* Whether layer il attends over the sliding window alone. */
+bool llama_layer_slides(const struct llama_hparams *hp, int64_t il);
+/* Layer il's rope base and position scale. */
+void llama_layer_rope(const struct llama_hparams *hp, int64_t il,
+		      float *base, float *scale);
+/* What attention scores are multiplied by before the softmax. */
+float llama_attn_scale(const struct llama_hparams *hp);
 
 /* The shape facts loom_meta_split_default() needs for whole heads. */
 void llama_meta_model(const struct llama_hparams *hp,
@@ -70,10 +93,11 @@ struct llama_source {
 };
 
 /* As llama_model_new, with the weights of src rather than synthetic ones.
- * The tensors are the same, plus blk.N.attn_q/k/v.bias with qkv_bias and
- * blk.N.attn_q_norm/attn_k_norm.weight with qk_norm, rope_freqs.weight
- * [head_dim / 2] with rope_freqs; output.weight is absent with
- * tied_output. */
+ * The tensors are the same, plus blk.N.attn_q/k/v.bias with qkv_bias,
+ * blk.N.attn_q_norm/attn_k_norm.weight with qk_norm,
+ * blk.N.post_attention_norm/post_ffw_norm.weight with post_norms,
+ * rope_freqs.weight [head_dim / 2] with rope_freqs; output.weight is
+ * absent with tied_output. */
 int llama_model_load(const struct llama_hparams *hp, loom_dev_t *dev,
 		     const struct llama_source *src,
 		     struct llama_model **out);

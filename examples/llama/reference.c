@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* reference.c - the example model computed plainly in double precision on
  * the host, from the weights read back from the device: an independent
- * check of llama_eval's graph (attention, cache, RoPE, norms, experts).
+ * check of llama_eval's graph (attention, sliding windows, cache, RoPE,
+ * norms, experts).
  */
 #include "llama.h"
 
@@ -83,18 +84,20 @@ static void rms_norm(const double *x, const double *w, double *y, int64_t n,
 		y[i] = x[i] * s * w[i];
 }
 
-/* The first n values of a head turn by pos * scale * base^(-2i / n):
- * pairs (2i, 2i + 1) in LOOM_ROPE_NORMAL, (i, i + n / 2) in NEOX. */
-static void rope(const struct llama_hparams *hp, double *v, int64_t pos,
-		 const double *factors)
+/* The first n values of a head turn by pos * scale * base^(-2i / n), base
+ * and scale those of layer il: pairs (2i, 2i + 1) in LOOM_ROPE_NORMAL,
+ * (i, i + n / 2) in NEOX. */
+static void rope(const struct llama_hparams *hp, int64_t il, double *v,
+		 int64_t pos, const double *factors)
 {
 	int64_t n = hp->n_rot ? hp->n_rot : hp->head_dim;
-	double scale = hp->rope_scale > 0 ? hp->rope_scale : 1.0;
 	bool neox = hp->rope_mode == LOOM_ROPE_NEOX;
+	float base, scale;
 
+	llama_layer_rope(hp, il, &base, &scale);
 	for (int64_t i = 0; i < n; i += 2) {
 		double th = (double)pos * scale *
-			    pow(hp->rope_base, -(double)i / (double)n) /
+			    pow(base, -(double)i / (double)n) /
 			    (factors ? factors[i / 2] : 1.0);
 		int64_t i0 = neox ? i / 2 : i, i1 = neox ? i / 2 + n / 2 : i + 1;
 		double c = cos(th), s = sin(th), a = v[i0], b = v[i1];
@@ -119,43 +122,53 @@ static void add_to(double *y, const double *b, int64_t n)
 		y[i] += b[i];
 }
 
-static double silu(double x)
+/* The FFN's gate: x sigmoid(x), or GELU's tanh form (sqrt(2 / pi) =
+ * 0.79788...). */
+static double gate(const struct llama_hparams *hp, double x)
 {
+	if (hp->gelu)
+		return 0.5 * x * (1.0 + tanh(0.7978845608028654 *
+					     (x + 0.044715 * x * x * x)));
 	return x / (1.0 + exp(-x));
 }
 
-/* Causal attention of every token over the tokens before it; query head h
- * reads key/value head h / (n_head / n_head_kv). */
-static void attend(const struct llama_hparams *hp, const double *q,
-		   const double *k, const double *v, int64_t n, double *out,
-		   double *score)
+/* Causal attention of every token over the tokens before it (in layer
+ * il, the last n_swa of them when it slides); query head h reads
+ * key/value head h / (n_head / n_head_kv). */
+static void attend(const struct llama_hparams *hp, int64_t il,
+		   const double *q, const double *k, const double *v,
+		   int64_t n, double *out, double *score)
 {
 	int64_t hd = hp->head_dim, nq = hp->n_head * hd, nkv = hp->n_head_kv *
 							       hd;
 	int64_t group = hp->n_head / hp->n_head_kv;
+	int64_t w = llama_layer_slides(hp, il) ? hp->n_swa : n;
+	double scale = llama_attn_scale(hp);
 
 	for (int64_t t = 0; t < n; t++) {
+		int64_t j0 = t - w + 1 > 0 ? t - w + 1 : 0;
+
 		for (int64_t h = 0; h < hp->n_head; h++) {
 			const double *qh = q + t * nq + h * hd;
 			int64_t kh = h / group;
 			double mx = -INFINITY, sum = 0;
 
-			for (int64_t j = 0; j <= t; j++) {
+			for (int64_t j = j0; j <= t; j++) {
 				double s = 0;
 
 				for (int64_t d = 0; d < hd; d++)
 					s += qh[d] * k[j * nkv + kh * hd + d];
-				score[j] = s / sqrt((double)hd);
+				score[j] = s * scale;
 				mx = score[j] > mx ? score[j] : mx;
 			}
-			for (int64_t j = 0; j <= t; j++) {
+			for (int64_t j = j0; j <= t; j++) {
 				score[j] = exp(score[j] - mx);
 				sum += score[j];
 			}
 			for (int64_t d = 0; d < hd; d++) {
 				double s = 0;
 
-				for (int64_t j = 0; j <= t; j++)
+				for (int64_t j = j0; j <= t; j++)
 					s += score[j] * v[j * nkv + kh * hd + d];
 				out[t * nq + h * hd + d] = s / sum;
 			}
@@ -206,7 +219,7 @@ static int moe(struct ref *r, int64_t layer, const double *x, double *out,
 		matvec(ge + e * e_dim, x, g, hp->n_embd, f);
 		matvec(ue + e * e_dim, x, u, hp->n_embd, f);
 		for (int64_t i = 0; i < f; i++)
-			g[i] = silu(g[i]) * u[i];
+			g[i] = gate(hp, g[i]) * u[i];
 		matvec(de + e * e_dim, g, dn, f, hp->n_embd);
 		for (int64_t i = 0; i < hp->n_embd; i++)
 			out[i] += dn[i] * (p[e] / sum) / wsum;
@@ -236,7 +249,7 @@ static int dense(struct ref *r, int64_t layer, const double *x, double *out,
 		matvec(wg, x, g, hp->n_embd, hp->n_ff);
 		matvec(wu, x, u, hp->n_embd, hp->n_ff);
 		for (int64_t i = 0; i < hp->n_ff; i++)
-			g[i] = silu(g[i]) * u[i];
+			g[i] = gate(hp, g[i]) * u[i];
 		matvec(wd, g, out, hp->n_ff, hp->n_embd);
 		ret = LOOM_OK;
 	}
@@ -265,12 +278,16 @@ static int layer_forward(struct ref *r, int64_t l, double *x, int64_t n,
 	double *bv = bias ? read_bias(r, l, "attn_v") : NULL;
 	double *qn = qkn ? read_layer(r, l, "attn_q_norm") : NULL;
 	double *kn = qkn ? read_layer(r, l, "attn_k_norm") : NULL;
+	bool post = hp->post_norms;
+	double *pa = post ? read_layer(r, l, "post_attention_norm") : NULL;
+	double *pf = post ? read_layer(r, l, "post_ffw_norm") : NULL;
 	double *cur = buf[0], *q = buf[1], *k = buf[2], *v = buf[3];
 	double *att = buf[4], *score = buf[5], *g = buf[6], *u = buf[7];
 	int ret = LOOM_E_NOMEM;
 
 	if (!an || !wq || !wk || !wv || !wo || !fn ||
-	    (bias && (!bq || !bk || !bv)) || (qkn && (!qn || !kn)))
+	    (bias && (!bq || !bk || !bv)) || (qkn && (!qn || !kn)) ||
+	    (post && (!pa || !pf)))
 		goto out;
 	for (int64_t t = 0; t < n; t++) {
 		rms_norm(x + t * e, an, cur, e, hp->eps);
@@ -287,19 +304,21 @@ static int layer_forward(struct ref *r, int64_t l, double *x, int64_t n,
 
 			if (qkn)
 				rms_norm(qh, qn, qh, hd, hp->eps);
-			rope(hp, qh, t, r->freqs);
+			rope(hp, l, qh, t, r->freqs);
 		}
 		for (int64_t h = 0; h < hp->n_head_kv; h++) {
 			double *kh = k + t * nkv + h * hd;
 
 			if (qkn)
 				rms_norm(kh, kn, kh, hd, hp->eps);
-			rope(hp, kh, t, r->freqs);
+			rope(hp, l, kh, t, r->freqs);
 		}
 	}
-	attend(hp, q, k, v, n, att, score);
+	attend(hp, l, q, k, v, n, att, score);
 	for (int64_t t = 0; t < n; t++) {
 		matvec(wo, att + t * nq, cur, nq, e);
+		if (post)
+			rms_norm(cur, pa, cur, e, hp->eps);
 		for (int64_t i = 0; i < e; i++)
 			x[t * e + i] += cur[i];
 	}
@@ -312,11 +331,15 @@ static int layer_forward(struct ref *r, int64_t l, double *x, int64_t n,
 			      dense(r, l, cur, o, g, u);
 		if (ret)
 			goto out;
+		if (post)
+			rms_norm(o, pf, o, e, hp->eps);
 		for (int64_t i = 0; i < e; i++)
 			x[t * e + i] += o[i];
 	}
 	ret = LOOM_OK;
 out:
+	free(pf);
+	free(pa);
 	free(kn);
 	free(qn);
 	free(bv);
@@ -363,8 +386,9 @@ int llama_reference_eval(struct llama_model *m, const int32_t *tokens,
 	if (!x || !emb || !onorm || !out)
 		goto out;
 	for (int64_t t = 0; t < n; t++)
-		memcpy(x + t * e, emb + (int64_t)tokens[t] * e,
-		       (size_t)e * sizeof(*x));
+		for (int64_t i = 0; i < e; i++)
+			x[t * e + i] = emb[(int64_t)tokens[t] * e + i] *
+				       (hp->embd_scale ? sqrt((double)e) : 1.0);
 	for (int64_t l = 0; l < hp->n_layer; l++) {
 		ret = layer_forward(&r, l, x, n, buf);
 		if (ret)
