@@ -13,7 +13,8 @@ hip_kernel_sources = $(cuda_kernel_sources:.cu=-hip.hip)
 CLEANFILES += $(hip_kernel_sources)
 plugins/cuda/%-hip.hip: plugins/cuda/%.cu
 	$(AM_V_GEN)$(MKDIR_P) plugins/cuda && \
-		echo '#include "$(*F).cu"' > $@
+		printf '/* SPDX-License-Identifier: MIT */\n#include "%s.cu"\n' \
+			'$(*F)' > $@
 
 SUFFIXES += .hip
 
