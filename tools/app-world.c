@@ -58,11 +58,12 @@ int app_world_same(const struct app_world *w, const void *mine, size_t size,
 		ret = loom_error_set(LOOM_E_NOMEM, "no memory");
 		goto out;
 	}
-	memcpy(root, mine, size);
+	if (size)
+		memcpy(root, mine, size);
 	ret = app_world_bcast(w, root, size);
 	if (ret || !w->reg || w->n_ranks < 2)
 		goto out;
-	differ[w->rank] = memcmp(root, mine, size) != 0;
+	differ[w->rank] = size && memcmp(root, mine, size) != 0;
 	ret = w->allreduce(w->reg, differ, (size_t)w->n_ranks,
 			   LOOM_TYPE_F32);
 	for (int r = 0; !ret && r < w->n_ranks && *first < 0; r++)
