@@ -3,9 +3,9 @@
 # splits, data movement, allreduce and errors, and a decoder stack against
 # a single device.
 check_PROGRAMS += tests/test-meta tests/test-meta-llama tests/test-meta-rules \
-	tests/test-meta-weights
+	tests/test-meta-weights tests/test-meta-kquant
 TESTS += tests/test-meta tests/test-meta-llama tests/test-meta-rules \
-	tests/test-meta-weights
+	tests/test-meta-weights tests/test-meta-kquant
 
 tests_test_meta_SOURCES = tests/test-meta.c
 tests_test_meta_CPPFLAGS = $(TEST_CPPFLAGS)
@@ -28,3 +28,9 @@ tests_test_meta_weights_SOURCES = tests/test-meta-weights.c tests/test-util.c \
 	tests/test-util.h
 tests_test_meta_weights_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_meta_weights_LDADD = $(TEST_LIBS)
+
+# A 7B-shaped attention with K-quant weights over 2 and 3 partitions.
+tests_test_meta_kquant_SOURCES = tests/test-meta-kquant.c tests/test-util.c \
+	tests/test-util.h
+tests_test_meta_kquant_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_meta_kquant_LDADD = $(TEST_LIBS)
