@@ -4,7 +4,8 @@
  * over 2 and 3 partitions: the q cut (dimension 1, by heads) and the
  * output cut (dimension 0, where a 256-value block spans two heads) agree,
  * and the result matches one device and a double product.  Also the
- * policy's units where two heads make no whole block or too few units.
+ * policy's units where two heads make no whole block or too few units,
+ * and one KV head (attention whole on every member).
  */
 #include <glib.h>
 #include <stdlib.h>
@@ -184,6 +185,7 @@ static void test_units(void)
 	static const struct loom_meta_model gqa = { 128, 32, 8 };
 	static const struct loom_meta_model small = { 64, 9, 3 };
 	static const struct loom_meta_model few = { 128, 8, 8 };
+	static const struct loom_meta_model mqa = { 256, 4, 1 };
 	enum loom_split_state st;
 
 	g_assert_cmpint(granularity(&llama7b, "blk.0.attn_q.weight",
@@ -204,6 +206,18 @@ static void test_units(void)
 				    LOOM_TYPE_F32, 576, 576, &st), ==, 192);
 	g_assert_cmpint(granularity(&few, "blk.0.attn_q.weight",
 				    LOOM_TYPE_F32, 1024, 1024, &st), ==, 128);
+	/* One KV head: attention and its cache whole on every member. */
+	granularity(&mqa, "blk.0.attn_q.weight", LOOM_TYPE_F32, 640, 1024,
+		    &st);
+	g_assert_cmpint(st, ==, LOOM_SPLIT_MIRRORED);
+	granularity(&mqa, "blk.0.attn_output.weight", LOOM_TYPE_Q4_K, 1024,
+		    640, &st);
+	g_assert_cmpint(st, ==, LOOM_SPLIT_MIRRORED);
+	granularity(&mqa, "cache_k.0", LOOM_TYPE_F16, 256, 64, &st);
+	g_assert_cmpint(st, ==, LOOM_SPLIT_MIRRORED);
+	granularity(&mqa, "blk.0.ffn_up.weight", LOOM_TYPE_F32, 640, 2048,
+		    &st);
+	g_assert_cmpint(st, ==, LOOM_SPLIT_DIM1);
 }
 
 static const enum loom_type out_types[] = {

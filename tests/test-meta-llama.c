@@ -15,8 +15,10 @@
 #define N_PROMPT 7
 #define N_GEN 3
 
-/* Shapes no device count divides: 3 KV heads, odd FFN and vocab sizes. */
-static void shape(struct llama_hparams *hp, bool moe)
+/* Shapes no device count divides: 3 KV heads, odd FFN and vocab sizes;
+ * or one KV head with q/k norms (Gemma 3 270M's attention), fewer KV
+ * heads than partitions. */
+static void shape(struct llama_hparams *hp, bool moe, bool mqa)
 {
 	g_assert_cmpint(llama_hparams_preset(moe ? "tiny-moe" : "tiny", hp), ==,
 			LOOM_OK);
@@ -31,6 +33,12 @@ static void shape(struct llama_hparams *hp, bool moe)
 	if (moe) {
 		hp->n_expert = 4;
 		hp->n_expert_used = 2;
+	}
+	if (mqa) {
+		hp->n_head = 4;
+		hp->n_head_kv = 1;
+		hp->head_dim = 18;
+		hp->qk_norm = true;
 	}
 	g_assert_cmpint(llama_hparams_check(hp), ==, LOOM_OK);
 }
@@ -91,6 +99,7 @@ struct config {
 	bool moe;
 	int n;
 	const float *ratios;
+	bool mqa;
 };
 
 static const float even[4] = { 1, 1, 1, 1 };
@@ -109,7 +118,7 @@ static void test_stack(gconstpointer data)
 	size_t n_ref, n_got;
 	double e;
 
-	shape(&hp, c->moe);
+	shape(&hp, c->moe, c->mqa);
 	llama_meta_model(&hp, &model);
 	for (int j = 0; j < c->n; j++) {
 		char name[16];
@@ -136,11 +145,12 @@ static void test_stack(gconstpointer data)
 int main(int argc, char **argv)
 {
 	static const struct config configs[] = {
-		{ false, 2, NULL }, { false, 2, uneven2 },
-		{ false, 3, NULL }, { false, 3, uneven3 },
-		{ false, 4, NULL }, { false, 4, uneven4 },
-		{ true, 2, NULL },  { true, 3, uneven3 },
-		{ true, 4, even },
+		{ false, 2, NULL, false }, { false, 2, uneven2, false },
+		{ false, 3, NULL, false }, { false, 3, uneven3, false },
+		{ false, 4, NULL, false }, { false, 4, uneven4, false },
+		{ true, 2, NULL, false },  { true, 3, uneven3, false },
+		{ true, 4, even, false },
+		{ false, 2, NULL, true },  { false, 3, uneven3, true },
 	};
 	const char *path = g_getenv("LOOM_TEST_PLUGIN_PATH");
 	int ret;
@@ -160,6 +170,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < G_N_ELEMENTS(configs); i++) {
 		const struct config *c = &configs[i];
 		char *name = g_strdup_printf("/meta/llama/%s/n%d/%s",
+					     c->mqa ? "one-kv-head" :
 					     c->moe ? "moe" : "dense", c->n,
 					     c->ratios && c->ratios != even
 						     ? "uneven" : "even");

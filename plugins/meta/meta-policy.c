@@ -92,6 +92,16 @@ static bool split_attn(const struct loom_tensor *t, const struct shape *sh,
 	const char *name = t->name;
 	bool m = sh->m != NULL;
 
+	/* One KV head: attention is whole on every member (the head cannot
+	 * be shared, and a member without it would leave the q/k norms and
+	 * the cache nothing to cut), and needs no allreduce. */
+	if (m && sh->m->n_head_kv == 1 &&
+	    (has(name, "attn_qkv") || has(name, "attn_q") ||
+	     has(name, "attn_k") || has(name, "attn_v") ||
+	     has(name, "attn_output"))) {
+		set_split(out, LOOM_SPLIT_MIRRORED, 1);
+		return true;
+	}
 	if (has(name, "attn_qkv"))
 		split_qkv(t, sh, out);
 	else if (has(name, "attn_q"))
@@ -116,7 +126,9 @@ static void split_cache(const struct loom_tensor *t, const struct shape *sh,
 {
 	int64_t hkv = sh->m ? sh->m->n_head_kv : 0, hd = sh->hd, u = sh->unit;
 
-	if (hkv > 1 && t->ne[2] == hkv)
+	if (hkv == 1)
+		set_split(out, LOOM_SPLIT_MIRRORED, 1); /* as attention */
+	else if (hkv > 1 && t->ne[2] == hkv)
 		set_split(out, LOOM_SPLIT_DIM2, u);
 	else if (hkv > 1 && t->ne[1] == hkv && t->ne[0] == hd)
 		set_split(out, LOOM_SPLIT_DIM1, u);
