@@ -15,6 +15,7 @@
 #include <loom/loom-plugin.h>
 
 #include "cuda-compat.h"
+#include "cuda-types.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -9,6 +9,7 @@
 cuda_host_sources = \
 	plugins/cuda/cuda-compat.h \
 	plugins/cuda/cuda-plugin.h \
+	plugins/cuda/cuda-types.h \
 	plugins/cuda/plugin.c \
 	plugins/cuda/compute.c \
 	plugins/cuda/capture.c \
@@ -29,6 +30,7 @@ cuda_kernel_headers = \
 	plugins/cuda/ops-common.cuh \
 	plugins/cuda/ops-quant.cuh \
 	plugins/cuda/cuda-plugin.h \
+	plugins/cuda/cuda-types.h \
 	plugins/cuda/cuda-compat.h \
 	plugins/cuda/vendors/hip.h
 

@@ -110,17 +110,18 @@ __device__ __forceinline__ void mmv_store(const mmv_args &p,
  * Quantized weights.
  */
 
-/* Blocks staged per step, a multiple of 16 bytes: 64 for Q8_0 and Q4_0
- * (2176 and 1152 bytes, 64 units of 32 values), 16 for the K-quants
- * (2304-3360 bytes, 128 units); each lane takes several units.  What a
+/* Blocks staged per step, a multiple of 16 bytes: 64 for the types of
+ * 32 values (1088-2176 bytes, 64 units of 32 values), 16 for the K-quants
+ * (1344-3360 bytes, 128 units); each lane takes several units.  What a
  * warp has in flight sets the bandwidth: on an H200, 576-byte steps
  * (Q4_0, Q4_K) read 37-40% of the copy bandwidth, these 54-79%; twice as
  * many blocks gave no more. */
 template <int T> struct qstage {
 	enum {
-		blocks = T == LOOM_TYPE_Q8_0 || T == LOOM_TYPE_Q4_0 ? 64 : 16,
+		blocks = qtraits<T>::blck == 32 ? 64 : 16,
 		bytes = blocks * qtraits<T>::size,
 	};
+	static_assert(bytes % 16 == 0, "a step of whole 16-byte loads");
 };
 
 template <int T, int NC>
@@ -153,16 +154,23 @@ __global__ void __launch_bounds__(MMV_WARPS * 32) mmv_q_kernel(mmv_args p)
 
 			/* Stage the blocks: 16 bytes a lane where the row is
 			 * aligned (every step starts aligned: G * BS is a
-			 * multiple of 16), 2 bytes for the rest. */
+			 * multiple of 16), 2 bytes for the rest (1 for
+			 * MXFP4's 17-byte blocks). */
 			if (p.aligned) {
 #pragma unroll 4
 				for (int i = lane; i < bytes / 16; i += 32)
 					((int4 *)sm)[i] =
 						__ldg((const int4 *)src + i);
-				done = bytes / 16 * 8;
+				done = bytes / 16 * 16;
 			}
-			for (int i = done + lane; i < bytes / 2; i += 32)
-				((uint16_t *)sm)[i] = ((const uint16_t *)src)[i];
+			if (BS % 2)
+				for (int i = done + lane; i < bytes; i += 32)
+					sm[i] = src[i];
+			else
+				for (int i = done / 2 + lane; i < bytes / 2;
+				     i += 32)
+					((uint16_t *)sm)[i] =
+						((const uint16_t *)src)[i];
 			__syncwarp();
 			for (int u = lane; u < nbh * UPB; u += 32) {
 				const uint8_t *blk = sm + u / UPB * BS;
@@ -331,21 +339,12 @@ static void launch_nc(const mmv_args &p, dim3 grid, cudaStream_t s)
 	dim3 block(MMV_WARPS * 32);
 
 	switch (p.a.type) {
-	case LOOM_TYPE_Q8_0:
-		mmv_q_kernel<LOOM_TYPE_Q8_0, NC><<<grid, block, 0, s>>>(p);
+#define MMV_Q_(name)                                                       \
+	case LOOM_TYPE_##name:                                             \
+		mmv_q_kernel<LOOM_TYPE_##name, NC><<<grid, block, 0, s>>>(p); \
 		break;
-	case LOOM_TYPE_Q4_0:
-		mmv_q_kernel<LOOM_TYPE_Q4_0, NC><<<grid, block, 0, s>>>(p);
-		break;
-	case LOOM_TYPE_Q4_K:
-		mmv_q_kernel<LOOM_TYPE_Q4_K, NC><<<grid, block, 0, s>>>(p);
-		break;
-	case LOOM_TYPE_Q5_K:
-		mmv_q_kernel<LOOM_TYPE_Q5_K, NC><<<grid, block, 0, s>>>(p);
-		break;
-	case LOOM_TYPE_Q6_K:
-		mmv_q_kernel<LOOM_TYPE_Q6_K, NC><<<grid, block, 0, s>>>(p);
-		break;
+		CUDA_QUANT_TYPES(MMV_Q_)
+#undef MMV_Q_
 	case LOOM_TYPE_F32:
 		mmv_f_kernel<LOOM_TYPE_F32, NC><<<grid, block, 0, s>>>(p);
 		break;
