@@ -11,6 +11,13 @@ cuda_host_sources = \
 	plugins/cuda/cuda-plugin.h \
 	plugins/cuda/cuda-types.h \
 	plugins/cuda/plugin.c \
+	plugins/cuda/features.c \
+	plugins/cuda/device.c \
+	plugins/cuda/buffer-type.c \
+	plugins/cuda/buffer.c \
+	plugins/cuda/copy-2d.c \
+	plugins/cuda/backend.c \
+	plugins/cuda/event.c \
 	plugins/cuda/compute.c \
 	plugins/cuda/capture.c \
 	plugins/cuda/allreduce.c
