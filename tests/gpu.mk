@@ -27,6 +27,16 @@ tests_test_gpu_quant_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
 tests_test_gpu_quant_CXXFLAGS = -std=c++17 -Wall -Wextra -Wno-unused-parameter
 tests_test_gpu_quant_LDADD = $(TEST_LIBS)
 
+# The CUDA plugin's graph signatures and slot choice (host code): runs
+# everywhere, GPU or not.
+check_PROGRAMS += tests/test-cuda-graph-sig
+TESTS += tests/test-cuda-graph-sig
+tests_test_cuda_graph_sig_SOURCES = tests/test-cuda-graph-sig.c \
+	plugins/cuda/graph-sig.c plugins/cuda/graph-sig.h
+tests_test_cuda_graph_sig_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/plugins/cuda
+tests_test_cuda_graph_sig_LDADD = $(TEST_LIBS)
+
 # The CUDA plugin's fast paths against a double reference; skips without
 # a CUDA device.
 check_PROGRAMS += tests/test-gpu-paths

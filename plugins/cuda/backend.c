@@ -22,6 +22,7 @@ void *cuda_scratch(struct cuda_backend *be, int slot, size_t size)
 	if (be->capturing) {
 		/* A captured graph would keep the old block's address. */
 		be->capture_broken = true;
+		be->capture_grow = true;
 		loom_error_set(LOOM_E_STATE, "%s: scratch cannot grow while "
 			       "a graph is captured", be->dev->name);
 		return NULL;

@@ -104,6 +104,7 @@ struct cuda_backend {
 	bool own_gemm;          /* use the plugin's GEMM, not the BLAS */
 	bool capturing;         /* a CUDA graph is being captured */
 	bool capture_broken;    /* something in the capture cannot replay */
+	bool capture_grow;      /* the capture needed more scratch */
 	void *scratch[CUDA_SCRATCH_COUNT];
 	size_t scratch_size[CUDA_SCRATCH_COUNT];
 	uint64_t scratch_gen;   /* counts reallocations of any slot */

@@ -19,6 +19,8 @@ cuda_host_sources = \
 	plugins/cuda/backend.c \
 	plugins/cuda/event.c \
 	plugins/cuda/compute.c \
+	plugins/cuda/graph-sig.h \
+	plugins/cuda/graph-sig.c \
 	plugins/cuda/capture.c \
 	plugins/cuda/allreduce.c
 cuda_kernel_sources = \
