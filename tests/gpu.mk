@@ -43,14 +43,14 @@ check_PROGRAMS += tests/test-gpu-paths
 TESTS += tests/test-gpu-paths
 tests_test_gpu_paths_SOURCES = tests/test-gpu-paths.c tests/test-util.c \
 	tests/test-util.h
-tests_test_gpu_paths_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_gpu_paths_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
 tests_test_gpu_paths_LDADD = $(TEST_LIBS)
 
 # Built for check-gpu; it reports figures, so it is not in TESTS.
 check_PROGRAMS += tests/test-gpu-perf
 tests_test_gpu_perf_SOURCES = tests/test-gpu-perf.c tests/test-util.c \
 	tests/test-util.h
-tests_test_gpu_perf_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_gpu_perf_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
 tests_test_gpu_perf_LDADD = $(TEST_LIBS)
 
 # Sizes past the grid and index limits; heavy, so check-gpu runs it.

@@ -13,6 +13,8 @@
 
 #include <loom/loom-plugin.h>
 
+#include "cuda-types.h"
+
 #include <glib.h>
 #include <math.h>
 #include <string.h>
@@ -163,11 +165,11 @@ static void check_mul_mat(loom_dev_t *dev, loom_backend_t *be,
 	run_free(&r);
 }
 
+/* Every quantized type the plugin reads (its list). */
 static const enum loom_type quant_types[] = {
-	LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K,
-	LOOM_TYPE_Q6_K, LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1,
-	LOOM_TYPE_Q3_K, LOOM_TYPE_Q2_K, LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS,
-	LOOM_TYPE_MXFP4,
+#define QUANT_TYPE_(name) LOOM_TYPE_##name,
+	CUDA_QUANT_TYPES(QUANT_TYPE_)
+#undef QUANT_TYPE_
 };
 
 /* get_rows of every quantized type on the GPU (ids repeated, out of order

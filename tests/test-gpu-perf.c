@@ -16,6 +16,8 @@
 
 #include <loom/loom-plugin.h>
 
+#include "cuda-types.h"
+
 #include <glib.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -353,11 +355,10 @@ int main(int argc, char **argv)
 	fails += gemm(dev, LOOM_TYPE_Q8_0, 8192, 8192, 8192, boost);
 	/* Decode: one column, and four (a small batch), per type. */
 	static const enum loom_type gemv_types[] = {
-		LOOM_TYPE_F32, LOOM_TYPE_BF16, LOOM_TYPE_F16, LOOM_TYPE_Q8_0,
-		LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K,
-		LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_Q3_K,
-		LOOM_TYPE_Q2_K, LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS,
-		LOOM_TYPE_MXFP4,
+		LOOM_TYPE_F32, LOOM_TYPE_BF16, LOOM_TYPE_F16,
+#define GEMV_TYPE_(name) LOOM_TYPE_##name,
+		CUDA_QUANT_TYPES(GEMV_TYPE_)
+#undef GEMV_TYPE_
 	};
 
 	for (size_t i = 0; i < G_N_ELEMENTS(gemv_types); i++)

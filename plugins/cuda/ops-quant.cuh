@@ -3,9 +3,11 @@
  * value, the 32 values of one sub-unit as float (the arithmetic is
  * libcore's, quant.c, operation by operation and never fused, so get_rows
  * and copies give the CPU's values bit for bit), and a sub-unit's dot
- * product with 8-bit activations by dp4a, for the GEMV.  Included by
- * ops-common.cuh; without a CUDA compiler it builds as host C++, which
- * tests/test-gpu-quant.cc checks against libcore's conversions.
+ * product with 8-bit activations by dp4a, for the GEMV: four templates
+ * on the type, each with a branch per type of cuda-types.h's list.
+ * Included by ops-common.cuh; without a CUDA compiler it builds as host
+ * C++, which tests/test-gpu-quant.cc checks against libcore's
+ * conversions.
  */
 #ifndef LOOM_CUDA_OPS_QUANT_CUH
 #define LOOM_CUDA_OPS_QUANT_CUH
