@@ -3,8 +3,9 @@
  * choice (plugins/cuda/graph-sig.c), host code that needs no GPU: a
  * decode step whose KV window grew is a new graph of the same kernels and
  * takes over the executable graph of the step before, while graphs of
- * other kernels, graphs computed in turn and graphs without an
- * executable graph do not.
+ * other kernels or of another number of tokens, and slots without an
+ * executable graph, give none, and of graphs computed in turn each
+ * takes its own predecessor's.
  */
 #include <glib.h>
 #include <string.h>
@@ -18,31 +19,38 @@ enum { D = 64, KV = 256 };
 /* Fake device addresses: the signatures only compare them. */
 static char arena[1 << 20];
 
-/* A decode-like step: scores of n queries against the first len rows of
- * a KV cache, softmax, their values.  *ctx is made here. */
+static struct loom_tensor *at(struct loom_tensor *t, size_t off)
+{
+	g_assert_nonnull(t);
+	t->data = arena + off;
+	return t;
+}
+
+/* A decode-like step of n tokens: a query projection, its scores against
+ * the first len rows of a KV cache, softmax, the values, the output
+ * projection and the residual.  *ctx is made here. */
 static loom_graph_t *step(loom_ctx_t **ctx, int64_t len, int64_t n,
 			  size_t cache_off)
 {
-	struct loom_tensor *cache, *q, *k, *s, *p, *out;
+	struct loom_tensor *cache, *x, *q, *k, *s, *p, *o, *out;
+	loom_ctx_t *c;
 	loom_graph_t *g;
 
 	g_assert_cmpint(loom_ctx_new(0, ctx), ==, LOOM_OK);
-	cache = loom_tensor_new_2d(*ctx, LOOM_TYPE_F32, D, KV);
-	q = loom_tensor_new_2d(*ctx, LOOM_TYPE_F32, D, n);
-	cache->data = arena + cache_off;
-	q->data = arena + 4096;
-	k = loom_view_2d(*ctx, cache, D, len, cache->nb[1], 0);
-	k->data = cache->data;
-	s = loom_mul_mat(*ctx, k, q);
-	s->data = arena + 8192;
-	p = loom_soft_max(*ctx, s, NULL, 0.125f);
-	p->data = arena + 65536;
-	out = loom_mul_mat(*ctx, p, loom_tensor_new_2d(*ctx, LOOM_TYPE_F32,
-						       len, D));
-	out->src[1]->data = arena + 131072;
-	out->data = arena + 262144;
-	g_assert_nonnull(out);
-	g_assert_cmpint(loom_graph_new(*ctx, &g), ==, LOOM_OK);
+	c = *ctx;
+	cache = at(loom_tensor_new_2d(c, LOOM_TYPE_F32, D, KV), cache_off);
+	x = at(loom_tensor_new_2d(c, LOOM_TYPE_F32, D, n), 4096);
+	q = at(loom_mul_mat(c, at(loom_tensor_new_2d(c, LOOM_TYPE_F16, D, D),
+				  8192), x), 16384);
+	k = at(loom_view_2d(c, cache, D, len, cache->nb[1], 0), cache_off);
+	s = at(loom_mul_mat(c, k, q), 20480);
+	p = at(loom_soft_max(c, s, NULL, 0.125f), 65536);
+	o = at(loom_mul_mat(c, at(loom_tensor_new_2d(c, LOOM_TYPE_F32, len,
+						     D), 131072), p), 196608);
+	o = at(loom_mul_mat(c, at(loom_tensor_new_2d(c, LOOM_TYPE_F16, D, D),
+				  8192), o), 200704);
+	out = at(loom_scale(c, at(loom_add(c, o, x), 204800), 0.5f), 208896);
+	g_assert_cmpint(loom_graph_new(c, &g), ==, LOOM_OK);
 	g_assert_cmpint(loom_graph_expand(g, out), ==, LOOM_OK);
 	return g;
 }
@@ -83,24 +91,31 @@ static void test_compare(void)
 	sig_of(&c, 64, 1, 0);
 	sig_of(&d, 32, 1, 16384);
 	sig_of(&e, 32, 4, 0);
-	g_assert_cmpuint(a.n, ==, 3);
+	g_assert_cmpuint(a.n, ==, 7);
 	g_assert_true(cuda_sig_equal(&a, &b));
 	g_assert_false(cuda_sig_equal(&a, &c));
 	g_assert_false(cuda_sig_equal(&a, &d));
-	/* A longer window, another address: the same kernels. */
+	/* A longer window (the shapes of 3 nodes of 7 change), another
+	 * address: the same kernels.  Four tokens for one: every shape
+	 * changes, and the kernels with them. */
 	g_assert_true(cuda_sig_same_kernels(&a, &c));
 	g_assert_true(cuda_sig_same_kernels(&a, &d));
-	g_assert_true(cuda_sig_same_kernels(&a, &e));
+	g_assert_false(cuda_sig_same_kernels(&a, &e));
+	g_assert_false(cuda_sig_equal(&a, &e));
 	g_assert_false(cuda_sig_equal(&empty, &empty));
 	g_assert_false(cuda_sig_same_kernels(&empty, &empty));
-	/* Another parameter (the softmax's scale), another type, one node
-	 * fewer: other kernels. */
-	b.v[1].op_params[0] ^= 1;
+	/* Another parameter (the softmax's scale), another type, an
+	 * operand more, one node fewer: other kernels. */
+	b.v[2].op_params[0] ^= 1;
 	g_assert_false(cuda_sig_same_kernels(&a, &b));
-	b.v[1].op_params[0] ^= 1;
-	b.v[0].t.type = LOOM_TYPE_F16;
+	b.v[2].op_params[0] ^= 1;
+	b.v[0].src[0].type = LOOM_TYPE_BF16;
 	g_assert_false(cuda_sig_same_kernels(&a, &b));
-	b.v[0].t.type = LOOM_TYPE_F32;
+	b.v[0].src[0].type = LOOM_TYPE_F16;
+	b.v[2].src[1] = b.v[2].src[0];
+	g_assert_false(cuda_sig_same_kernels(&a, &b));
+	b.v[2].src[1] = a.v[2].src[1];
+	g_assert_true(cuda_sig_equal(&a, &b));
 	b.n--;
 	g_assert_false(cuda_sig_same_kernels(&a, &b));
 	g_assert_false(cuda_sig_equal(&a, &b));
@@ -136,7 +151,7 @@ static void test_pick(void)
 	sig_of(&w96, 96, 1, 0);
 	sig_of(&far, 32, 1, 32768);
 	sig_of(&other, 32, 1, 0);
-	other.v[1].op_params[0] ^= 1;
+	other.v[2].op_params[0] ^= 1;
 
 	/* The graph itself: its slot, nothing moved. */
 	{

@@ -54,10 +54,12 @@ bool cuda_sig_equal(const struct cuda_sig *a, const struct cuda_sig *b);
 
 /* The same kernels in the same order, launched alike: the same ops,
  * parameters and types and the same operands present, while addresses,
- * shapes and strides may differ, as when a KV window grows.  A graph
- * captured from one updates in place an executable graph captured from
- * the other where the kernels the BLAS picks for the new sizes stay the
- * same. */
+ * strides and the shapes of fewer than half of the nodes may differ, as
+ * when a KV window grows (only attention's shapes change; another number
+ * of tokens changes nearly every node's, and the kernels taken with it).
+ * A graph captured from one updates in place an executable graph
+ * captured from the other where the kernels the BLAS picks for the new
+ * sizes stay the same. */
 bool cuda_sig_same_kernels(const struct cuda_sig *a,
 			   const struct cuda_sig *b);
 
