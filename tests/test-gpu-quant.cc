@@ -234,19 +234,38 @@ static void test_list(void)
 	g_assert_false(cuda_quant_type(LOOM_TYPE_COUNT));
 }
 
-/* table4 maps each of four nibbles through a table; spread4 puts four
- * bits in four bytes. */
+/* qperm picks bytes as the device's __byte_perm is documented to;
+ * table4 maps each of four nibbles through its table, every one of the
+ * 65536 combinations; spread4 puts four bits in four bytes. */
 static void test_table4(void)
 {
-	int8_t tbl[16];
+	static const int8_t iq[16] = LOOM_IQ4NL_VALUES;
+	static const int8_t mx[16] = LOOM_MXFP4_VALUES;
 
-	for (int i = 0; i < 16; i++)
-		tbl[i] = (int8_t)(i * 17 - 128);
-	g_assert_cmpint(table4(tbl, 0x0F00010E), ==,
-			(int)((uint32_t)(uint8_t)tbl[14] |
-			      (uint32_t)(uint8_t)tbl[1] << 8 |
-			      (uint32_t)(uint8_t)tbl[0] << 16 |
-			      (uint32_t)(uint8_t)tbl[15] << 24));
+	g_assert_cmpuint(qperm(0x33221100u, 0x77665544u, 0x3210u), ==,
+			 0x33221100u);
+	g_assert_cmpuint(qperm(0x33221100u, 0x77665544u, 0x4567u), ==,
+			 0x44556677u);
+	/* Bit 3 of a selector and bits 16-31 are not read. */
+	g_assert_cmpuint(qperm(0x33221100u, 0x77665544u, 0xffff8888u), ==,
+			 0x00000000u);
+	for (int x = 0; x < 65536; x++) {
+		int in = (x & 15) | (x >> 4 & 15) << 8 | (x >> 8 & 15) << 16 |
+			 (x >> 12 & 15) << 24;
+		uint32_t want_iq = 0, want_mx = 0;
+
+		for (int n = 0; n < 4; n++) {
+			want_iq |= (uint32_t)(uint8_t)iq[x >> (4 * n) & 15]
+				   << (8 * n);
+			want_mx |= (uint32_t)(uint8_t)mx[x >> (4 * n) & 15]
+				   << (8 * n);
+		}
+		if ((uint32_t)table4<false>(in) != want_iq ||
+		    (uint32_t)table4<true>(in) != want_mx)
+			g_error("table4 of %#x: %#x %#x, want %#x %#x", in,
+				(uint32_t)table4<false>(in),
+				(uint32_t)table4<true>(in), want_iq, want_mx);
+	}
 	g_assert_cmpint(spread4(0xA), ==, 0x01000100);
 	g_assert_cmpint(spread4(0xF), ==, 0x01010101);
 }

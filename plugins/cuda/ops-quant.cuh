@@ -293,15 +293,55 @@ QFN int dot4(int a, int b, int c)
 #endif
 }
 
-/* The four nibbles (one a byte) of x through a table of 16 signed bytes. */
-QFN int table4(const int8_t *tbl, int x)
+/* Bytes s[2:0], s[6:4], s[10:8], s[14:12] of the eight bytes y:x (x the
+ * low four), as the device's __byte_perm. */
+QFN uint32_t qperm(uint32_t x, uint32_t y, uint32_t s)
 {
+#if defined(__CUDACC__) || defined(__HIPCC__)
+	return __byte_perm(x, y, s);
+#else
+	uint64_t v = (uint64_t)y << 32 | x;
 	uint32_t r = 0;
 
-QUNROLL
-	for (int s = 0; s < 32; s += 8)
-		r |= (uint32_t)(uint8_t)tbl[(x >> s) & 15] << s;
-	return (int)r;
+	for (int n = 0; n < 4; n++)
+		r |= (uint32_t)(uint8_t)(v >> (8 * ((s >> (4 * n)) & 7)))
+		     << (8 * n);
+	return r;
+#endif
+}
+
+/* A table of 16 signed bytes as four little-endian words, compile-time
+ * constants (the GEMV's lookups stay in registers). */
+constexpr int8_t qv_iq4nl[16] = LOOM_IQ4NL_VALUES;
+constexpr int8_t qv_mxfp4[16] = LOOM_MXFP4_VALUES;
+
+constexpr uint32_t qpack4(const int8_t *v, int i)
+{
+	return (uint32_t)(uint8_t)v[i] | (uint32_t)(uint8_t)v[i + 1] << 8 |
+	       (uint32_t)(uint8_t)v[i + 2] << 16 |
+	       (uint32_t)(uint8_t)v[i + 3] << 24;
+}
+
+template <bool MX> struct qtable4 {
+	static constexpr const int8_t *v = MX ? qv_mxfp4 : qv_iq4nl;
+	static constexpr uint32_t w0 = qpack4(v, 0), w1 = qpack4(v, 4);
+	static constexpr uint32_t w2 = qpack4(v, 8), w3 = qpack4(v, 12);
+};
+
+/* The four nibbles (one a byte) of x through the IQ4 (MX false) or MXFP4
+ * table: two byte permutes, entries 0-7 and 8-15, and bit 3 of each
+ * nibble picks one. */
+template <bool MX>
+QFN int table4(int x)
+{
+	typedef qtable4<MX> t;
+	const uint32_t sel = (x & 0x7) | ((x >> 4) & 0x70) |
+			     ((x >> 8) & 0x700) | ((x >> 12) & 0x7000);
+	const uint32_t lo = qperm(t::w0, t::w1, sel);
+	const uint32_t hi = qperm(t::w2, t::w3, sel);
+	const uint32_t m = ((uint32_t)(x >> 3) & 0x01010101u) * 0xFFu;
+
+	return (int)((lo & ~m) | (hi & m));
 }
 
 /* Four bits (3..0) of x spread to bit 0 of four bytes. */
@@ -392,7 +432,7 @@ QUNROLL
 					      2 : 8 + 16 * u), w);
 QUNROLL
 		for (int i = 0; i < 8; i++)
-			w[i] = table4(mx ? kv_mxfp4 : kv_iq4nl, w[i]);
+			w[i] = table4<mx>(w[i]);
 	}
 }
 
