@@ -474,6 +474,7 @@ int model_split(const struct loom_tensor *t, struct loom_split *out,
 	const struct loom_meta_model *m = userdata;
 	int64_t hd = m && m->head_dim > 0 ? m->head_dim : 1;
 	const char *dot = t ? strrchr(t->name, '.') : NULL;
+	struct loom_split w;
 
 	if (!dot || strcmp(dot, ".bias"))
 		return loom_meta_split_default(t, out, userdata);
@@ -482,5 +483,14 @@ int model_split(const struct loom_tensor *t, struct loom_split *out,
 	out->granularity = hd;
 	if (strstr(t->name, "attn_q.") && m && m->n_head_kv > 0)
 		out->granularity = hd * (m->n_head / m->n_head_kv);
+	/* A q, k or v bias follows its projection: the policy's unit (whole
+	 * blocks of heads), or whole where the projection is (one KV head). */
+	if (strstr(t->name, "attn_") && !strstr(t->name, "norm") &&
+	    loom_meta_split_default(t, &w, userdata) == LOOM_OK) {
+		if (w.state == LOOM_SPLIT_DIM1)
+			out->granularity = w.granularity;
+		else if (w.state == LOOM_SPLIT_MIRRORED)
+			out->state = LOOM_SPLIT_MIRRORED;
+	}
 	return LOOM_OK;
 }
