@@ -126,6 +126,13 @@ static void member_sizes(struct model_run *r, struct llama_model *m,
 	if (!buf_sizes ||
 	    buf_sizes(llama_model_weight_buffer(m), w, MODEL_MAX_MEMBERS))
 		return;
+	if (llama_model_matrix_buffer(m)) {
+		size_t mw[MODEL_MAX_MEMBERS] = { 0 };
+
+		buf_sizes(llama_model_matrix_buffer(m), mw, MODEL_MAX_MEMBERS);
+		for (int j = 0; j < MODEL_MAX_MEMBERS; j++)
+			w[j] += mw[j];
+	}
 	if (cbuf)
 		buf_sizes(cbuf, c, MODEL_MAX_MEMBERS);
 	if (be_sizes)

@@ -601,6 +601,14 @@ static int member_sizes(struct llama_model *m, loom_dev_t *dev,
 		return 1;
 	}
 	fn(llama_model_weight_buffer(m), w, (size_t)n);
+	if (llama_model_matrix_buffer(m)) {
+		size_t mw[MAX_DEVS] = { 0 };
+
+		fn(llama_model_matrix_buffer(m), mw,
+		   (size_t)(n < MAX_DEVS ? n : MAX_DEVS));
+		for (int j = 0; j < n && j < MAX_DEVS; j++)
+			w[j] += mw[j];
+	}
 	if (cb)
 		fn(cb, c, (size_t)n);
 	return n;
