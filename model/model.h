@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* model.h - Llama-family models from GGUF files: the architectures Loom
- * runs (llama, qwen2, qwen3, qwen3moe, gemma3, xverse, exaone) read into
- * the decoder of examples/llama, with the weights uploaded from the
- * file's mapping.
+/* model.h - models from GGUF files: the architectures of arch-table.c
+ * read into the decoder (decoder.h), with the weights uploaded from the
+ * file's mapping; vocabularies, tokenizers and chat templates.
  */
 #ifndef LOOM_MODEL_MODEL_H
 #define LOOM_MODEL_MODEL_H
 
 #include "gguf.h"
-#include "llama.h"
+#include "decoder.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -53,6 +53,11 @@ static void shape(enum arch a, enum loom_type type, bool tied,
 						     LOOM_ROPE_NEOX;
 	hp->qkv_bias = a == QWEN2;
 	hp->qk_norm = a == QWEN3 || a == QWEN3MOE || a == GEMMA3;
+	hp->arch = a == QWEN2 ? MODEL_ARCH_QWEN2 :
+		   a == QWEN3 ? MODEL_ARCH_QWEN3 :
+		   a == QWEN3MOE ? MODEL_ARCH_QWEN3MOE :
+		   a == GEMMA3 ? MODEL_ARCH_GEMMA3 :
+		   a == EXAONE ? MODEL_ARCH_EXAONE : MODEL_ARCH_LLAMA;
 	/* Gemma: a window of 3 in layer 0 and the whole context in layer
 	 * 1, whose rope base is the other one. */
 	if (a == GEMMA3) {
@@ -427,7 +432,7 @@ static void test_refused(void)
 	} cases[] = {
 		{ E_ARCH, LOOM_E_UNSUPPORTED, "architecture 'gpt2' is not "
 		  "supported (llama, qwen2, qwen3, qwen3moe, gemma3, xverse, "
-		  "exaone are)" },
+		  "exaone, phi3 are)" },
 		{ E_DROP, LOOM_E_INVAL, "gguf: tensor 'blk.1.ffn_up.weight' is "
 		  "missing" },
 		{ E_ROPE_FREQS, LOOM_E_INVAL, "gguf: tensor 'rope_freqs.weight' "

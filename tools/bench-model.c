@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* bench-model.c - `loom-bench model`: the example Llama-style decoder
- * (examples/llama) run as prefill then decode on the best single device
+ * (model/) run as prefill then decode on the best single device
  * and on a meta device, tokens/s beside the STREAM bandwidth, with the
  * meta output checked against the single device.  With --gpu-layers (or
  * a device that lacks ops of the model) a run spans two devices through
@@ -10,7 +10,7 @@
 #include "app-devices.h"
 #include "app-world.h"
 #include "bench-util.h"
-#include "llama.h"
+#include "decoder.h"
 #include "model.h"
 
 #include <errno.h>
