@@ -4,6 +4,7 @@
  * architecture with its rope, features, own keys and graph builder.
  */
 #include "arch.h"
+#include "gguf.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -33,7 +34,7 @@ const struct model_tensor_info model_tensor_infos[MT_COUNT] = {
 	[MT_ATTN_V] = W("attn_v.weight", D_EMBD, D_KV, D_1, USE_MAT,
 			C_SEP_QKV, CUT_OUT, UNIT_HEAD),
 	[MT_ATTN_QKV] = W("attn_qkv.weight", D_EMBD, D_QKV, D_1,
-			  USE_MAT, C_FUSED_QKV, CUT_OUT, UNIT_QKV),
+			  USE_MAT, C_FUSED_QKV, CUT_MIRROR, UNIT_ANY),
 	[MT_ATTN_OUT] = W("attn_output.weight", D_Q, D_EMBD, D_1,
 			  USE_MAT, C_ALWAYS, CUT_IN, UNIT_GROUP),
 	[MT_ATTN_Q_BIAS] = F("attn_q.bias", D_Q, D_1, D_1, USE_ADD,
@@ -234,6 +235,25 @@ int model_gemma3_keys(struct keys *k, struct llama_hparams *hp)
 	return LOOM_OK;
 }
 
+/* Phi-3: q, k and v in one matrix or three (both are in llama.cpp's
+ * graph), gate and up in one.  Its long-context files scale rope by
+ * per-frequency factors, long and short, which Loom lacks: refused by
+ * name.  llama.cpp runs Phi-3 without its sliding window, as Loom does. */
+static int phi3_keys(struct keys *k, struct llama_hparams *hp)
+{
+	static const char *const longrope[] = { "rope_factors_long.weight",
+						"rope_factors_short.weight" };
+
+	for (size_t i = 0; i < sizeof(longrope) / sizeof(longrope[0]); i++)
+		if (gguf_tensor_find(k->g, longrope[i]))
+			return loom_error_set(LOOM_E_UNSUPPORTED, "gguf: %s: "
+					      "long-rope scaling (tensor '%s')"
+					      " is not supported", k->arch,
+					      longrope[i]);
+	hp->fused_qkv = gguf_tensor_find(k->g, "blk.0.attn_qkv.weight");
+	return LOOM_OK;
+}
+
 #define DENSE ARCH_DENSE
 #define GEMMA (ARCH_DENSE | ARCH_GEMMA | ARCH_QK_NORM)
 
@@ -256,7 +276,8 @@ static const struct model_arch archs[MODEL_ARCH_COUNT] = {
 	{ "exaone", MODEL_ARCH_EXAONE, LOOM_ROPE_NEOX, DENSE, NULL,
 	  model_build_llama },
 	{ "phi3", MODEL_ARCH_PHI3, LOOM_ROPE_NEOX,
-	  DENSE | ARCH_FUSED_QKV | ARCH_FUSED_UP, NULL, model_build_llama },
+	  DENSE | ARCH_FUSED_QKV | ARCH_FUSED_UP, phi3_keys,
+	  model_build_llama },
 };
 
 const struct model_arch *model_arch_get(enum model_arch_id id)

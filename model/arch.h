@@ -111,8 +111,6 @@ enum model_unit {
 	UNIT_HEAD,  /* head_dim */
 	UNIT_GROUP, /* head_dim * n_head / n_head_kv: a GQA group */
 	UNIT_FF,    /* the FFN's blocks */
-	UNIT_QKV,   /* heads, in three segments q, k, v */
-	UNIT_FF2,   /* the FFN's blocks, in two segments gate, up */
 };
 
 struct model_tensor_info {

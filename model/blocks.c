@@ -121,11 +121,12 @@ static void project_qkv(struct build *b, int64_t il, struct loom_tensor *cur,
 	}
 	qkv = loom_mul_mat(c, blk_w(b, il, MT_ATTN_QKV), cur);
 	for (int i = 0; i < 3; i++) {
-		out[i] = qkv ? loom_cont(c, loom_view_3d(c, qkv, hd, nh[i], t,
-							 (size_t)hd *
-								 sizeof(float),
+		/* Each a segment of the rows (a meta device cuts the matrix
+		 * in these three), made whole, then cut into heads. */
+		out[i] = qkv ? loom_cont(c, loom_view_2d(c, qkv, hd * nh[i], t,
 							 qkv->nb[1], off)) :
 			       NULL;
+		out[i] = loom_reshape_3d(c, out[i], hd, nh[i], t);
 		off += (size_t)(hd * nh[i]) * sizeof(float);
 	}
 }

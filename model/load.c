@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* load.c - a model's weights uploaded from a GGUF file's mapping (every
- * tensor of the file used, none missing), and the split policy of the
- * meta device.
+ * tensor of the file used, none missing).
  */
 #include "model.h"
 
@@ -148,21 +147,4 @@ bool model_dev_runs(const struct gguf *g, const struct llama_hparams *hp,
 	ok = llama_dev_runs(hp, &src, dev, what, size);
 	free(s.used);
 	return ok;
-}
-
-int model_split(const struct loom_tensor *t, struct loom_split *out,
-		void *userdata)
-{
-	const struct loom_meta_model *m = userdata;
-	int64_t hd = m && m->head_dim > 0 ? m->head_dim : 1;
-	const char *dot = t ? strrchr(t->name, '.') : NULL;
-
-	if (!dot || strcmp(dot, ".bias"))
-		return loom_meta_split_default(t, out, userdata);
-	memset(out, 0, sizeof(*out));
-	out->state = LOOM_SPLIT_DIM0;
-	out->granularity = hd;
-	if (strstr(t->name, "attn_q.") && m && m->n_head_kv > 0)
-		out->granularity = hd * (m->n_head / m->n_head_kv);
-	return LOOM_OK;
 }

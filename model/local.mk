@@ -14,6 +14,7 @@ model_libmodel_la_SOURCES = \
 	model/arch-table.c \
 	model/hparams.c \
 	model/load.c \
+	model/split.c \
 	model/decoder.h \
 	model/decoder-int.h \
 	model/decoder.c \

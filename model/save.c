@@ -21,7 +21,7 @@ static const char *arch_of(const struct llama_hparams *hp)
 	if (!a || hp->rope_mode != a->rope || hp->attn_scale > 0 ||
 	    hp->qkv_bias != !!(a->flags & ARCH_QKV_BIAS) ||
 	    hp->qk_norm != !!(a->flags & ARCH_QK_NORM) ||
-	    hp->fused_qkv != !!(a->flags & ARCH_FUSED_QKV) ||
+	    (hp->fused_qkv && !(a->flags & ARCH_FUSED_QKV)) ||
 	    hp->fused_up != !!(a->flags & ARCH_FUSED_UP) ||
 	    gemma != !!(a->flags & ARCH_GEMMA))
 		return NULL;

@@ -22,7 +22,7 @@
 
 static char *tmpdir;
 
-enum arch { LLAMA, QWEN2, QWEN3, QWEN3MOE, MIXTRAL, GEMMA3, EXAONE };
+enum arch { LLAMA, QWEN2, QWEN3, QWEN3MOE, MIXTRAL, GEMMA3, EXAONE, PHI3 };
 
 struct config {
 	enum arch arch;
@@ -57,7 +57,10 @@ static void shape(enum arch a, enum loom_type type, bool tied,
 		   a == QWEN3 ? MODEL_ARCH_QWEN3 :
 		   a == QWEN3MOE ? MODEL_ARCH_QWEN3MOE :
 		   a == GEMMA3 ? MODEL_ARCH_GEMMA3 :
-		   a == EXAONE ? MODEL_ARCH_EXAONE : MODEL_ARCH_LLAMA;
+		   a == EXAONE ? MODEL_ARCH_EXAONE :
+		   a == PHI3 ? MODEL_ARCH_PHI3 : MODEL_ARCH_LLAMA;
+	/* Phi-3: q, k, v in one matrix, gate and up in another. */
+	hp->fused_qkv = hp->fused_up = a == PHI3;
 	/* Gemma: a window of 3 in layer 0 and the whole context in layer
 	 * 1, whose rope base is the other one. */
 	if (a == GEMMA3) {
@@ -148,7 +151,7 @@ static struct llama_model *load(const char *path, loom_dev_t *dev,
 /* Mixtral is llama with experts. */
 static const char *const arch_names[] = { "llama", "qwen2", "qwen3",
 					  "qwen3moe", "llama", "gemma3",
-					  "exaone" };
+					  "exaone", "phi3" };
 
 static void test_reference(gconstpointer data)
 {
@@ -252,7 +255,7 @@ static void test_meta(gconstpointer data)
 {
 	const struct meta_config *c = data;
 	struct llama_hparams hp;
-	static struct loom_meta_model mm;
+	static struct model_split_state mm;
 	struct loom_meta_opts opts = { .size = sizeof(opts) };
 	loom_dev_t *devs[3], *meta;
 	struct llama_model *m;
@@ -278,7 +281,7 @@ static void test_meta(gconstpointer data)
 	hp.cache_type = c->cache;
 	hp.rope_freqs = c->freqs;
 	path = save_model(&hp, "meta.gguf");
-	llama_meta_model(&hp, &mm);
+	model_split_state_init(&hp, &mm);
 	for (int j = 0; j < c->n; j++) {
 		char name[8];
 
@@ -586,6 +589,10 @@ int main(int argc, char **argv)
 		{ GEMMA3, LOOM_TYPE_Q4_K, true, 1e-3, false },
 		{ EXAONE, LOOM_TYPE_F32, false, 1e-6, false },
 		{ EXAONE, LOOM_TYPE_Q8_0, false, 1e-3, true },
+		{ PHI3, LOOM_TYPE_F32, false, 1e-6, false },
+		{ PHI3, LOOM_TYPE_F16, true, 1e-4, false },
+		{ PHI3, LOOM_TYPE_Q8_0, false, 1e-3, false },
+		{ PHI3, LOOM_TYPE_Q4_K, false, 1e-3, false },
 	};
 	static const float uneven2[2] = { 0.7f, 0.3f };
 	static const float uneven3[3] = { 0.5f, 0.3f, 0.2f };
@@ -613,6 +620,10 @@ int main(int argc, char **argv)
 		{ GEMMA3, LOOM_TYPE_F16, 3, uneven3, LOOM_TYPE_F32, false },
 		{ GEMMA3, LOOM_TYPE_F32, 3, NULL, LOOM_TYPE_Q8_0, false },
 		{ EXAONE, LOOM_TYPE_F32, 2, uneven2, LOOM_TYPE_F32, false },
+		/* Fused q/k/v and gate/up, cut in segments. */
+		{ PHI3, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_F32, false },
+		{ PHI3, LOOM_TYPE_F32, 3, NULL, LOOM_TYPE_F32, false },
+		{ PHI3, LOOM_TYPE_F16, 3, uneven3, LOOM_TYPE_Q8_0, false },
 	};
 	const char *path = g_getenv("LOOM_TEST_PLUGIN_PATH");
 	int ret;

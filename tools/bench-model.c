@@ -418,12 +418,12 @@ static void fall_back(struct model_bench *mb)
 }
 
 /* The model's shape, for the meta devices the runs make. */
-static struct loom_meta_model *model_shape(struct model_bench *mb)
+static struct model_split_state *model_shape(struct model_bench *mb)
 {
 	/* A meta device keeps the pointer: it must outlive the run. */
-	static struct loom_meta_model shape;
+	static struct model_split_state shape;
 
-	llama_meta_model(&mb->hp, &shape);
+	model_split_state_init(&mb->hp, &shape);
 	return &shape;
 }
 
