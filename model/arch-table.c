@@ -254,12 +254,29 @@ static int phi3_keys(struct keys *k, struct llama_hparams *hp)
 	return LOOM_OK;
 }
 
+/* Mistral 3 is llama but for an attention temperature, which Loom lacks:
+ * refused when the file sets one. */
+static int mistral3_keys(struct keys *k, struct llama_hparams *hp)
+{
+	double t;
+	int ret = model_key_float(k, "attention.temperature_scale", 0.0, &t);
+
+	(void)hp;
+	if (!ret && t != 0)
+		ret = loom_error_set(LOOM_E_UNSUPPORTED, "gguf: %s: attention "
+				     "temperature scaling (%s.attention."
+				     "temperature_scale %g) is not supported",
+				     k->arch, k->arch, t);
+	return ret;
+}
+
 #define DENSE ARCH_DENSE
 #define GEMMA (ARCH_DENSE | ARCH_GEMMA | ARCH_QK_NORM)
 
 /* llama covers Llama 2/3, Mistral, TinyLlama and Mixtral (experts);
- * xverse is llama by another name, exaone llama with NEOX rope (both
- * also in llama.cpp's graphs). */
+ * xverse and internlm2 are llama by other names, mistral3 too without
+ * its temperature, exaone llama with NEOX rope (all also in llama.cpp's
+ * graphs). */
 static const struct model_arch archs[MODEL_ARCH_COUNT] = {
 	{ "llama", MODEL_ARCH_LLAMA, LOOM_ROPE_NORMAL, DENSE | ARCH_MOE,
 	  NULL, model_build_llama },
@@ -278,6 +295,10 @@ static const struct model_arch archs[MODEL_ARCH_COUNT] = {
 	{ "phi3", MODEL_ARCH_PHI3, LOOM_ROPE_NEOX,
 	  DENSE | ARCH_FUSED_QKV | ARCH_FUSED_UP, phi3_keys,
 	  model_build_llama },
+	{ "internlm2", MODEL_ARCH_INTERNLM2, LOOM_ROPE_NORMAL, DENSE, NULL,
+	  model_build_llama },
+	{ "mistral3", MODEL_ARCH_MISTRAL3, LOOM_ROPE_NORMAL, DENSE,
+	  mistral3_keys, model_build_llama },
 };
 
 const struct model_arch *model_arch_get(enum model_arch_id id)
