@@ -52,3 +52,8 @@ tests_fuzz_gguf_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/model \
 tests_fuzz_gguf_LDFLAGS = -no-install
 tests_fuzz_gguf_LDADD = model/libmodel.la $(TEST_LIBS)
 EXTRA_DIST += tests/fuzz-gguf-corpus
+
+# An application of the public API (examples/generate.c) built against the
+# headers alone, on a file loom-bench saves, against loom-run.
+TESTS += tests/test-model-api.sh
+EXTRA_DIST += tests/test-model-api.sh
