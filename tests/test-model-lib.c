@@ -4,7 +4,9 @@
  * own on the same file, and every misuse (NULL, bad parameters, evaluating
  * before loading, loading twice, a context set after loading, an id out
  * of range) fails with its status; the sampler picks the largest logit
- * greedily and draws in proportion to the softmax at a temperature.
+ * greedily and draws in proportion to the softmax at a temperature; the
+ * split policy cuts each tensor as its role says and refuses names of no
+ * role.
  */
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -102,6 +104,61 @@ static void test_misuse(void)
 	loom_model_free(NULL);
 }
 
+/* The split policy cuts by the role table: each name's state and unit,
+ * and names of no role refused. */
+static void test_split(void)
+{
+	static const struct {
+		const char *name;
+		int status;
+		enum loom_split_state state;
+		int64_t granularity;
+	} cases[] = {
+		{ "blk.3.attn_q.weight", LOOM_OK, LOOM_SPLIT_DIM1, 32 * 4 },
+		{ "blk.3.attn_k.weight", LOOM_OK, LOOM_SPLIT_DIM1, 32 },
+		{ "blk.0.attn_q.bias", LOOM_OK, LOOM_SPLIT_DIM0, 32 * 4 },
+		{ "blk.1.attn_output.weight", LOOM_OK, LOOM_SPLIT_DIM0, 32 * 4 },
+		{ "blk.1.ffn_down.weight", LOOM_OK, LOOM_SPLIT_DIM0, 32 },
+		{ "blk.1.ffn_up.weight", LOOM_OK, LOOM_SPLIT_DIM1, 32 },
+		{ "blk.0.attn_qkv.weight", LOOM_OK, LOOM_SPLIT_MIRRORED, 1 },
+		{ "blk.0.ffn_gate_inp.weight", LOOM_OK, LOOM_SPLIT_MIRRORED, 1 },
+		{ "blk.2.attn_norm.weight", LOOM_OK, LOOM_SPLIT_MIRRORED, 1 },
+		{ "token_embd.weight", LOOM_OK, LOOM_SPLIT_MIRRORED, 1 },
+		{ "output.weight", LOOM_OK, LOOM_SPLIT_DIM1, 1 },
+		{ "cache_v.7", LOOM_OK, LOOM_SPLIT_DIM2, 1 },
+		{ "blk.x.attn_q.weight", LOOM_E_INVAL, 0, 0 },
+		{ "blk.0.attn_zz.weight", LOOM_E_INVAL, 0, 0 },
+		{ "cache_k.", LOOM_E_INVAL, 0, 0 },
+		{ "rope_factors_long.weight", LOOM_E_INVAL, 0, 0 },
+	};
+	struct llama_hparams hp;
+	struct model_split_state st;
+	loom_ctx_t *c;
+
+	/* 8 query heads of 32 over 2 KV heads: groups of 4; an FFN of 96. */
+	g_assert_cmpint(llama_hparams_preset("tiny", &hp), ==, LOOM_OK);
+	hp.n_head = 8;
+	hp.n_ff = 96;
+	model_split_state_init(&hp, &st);
+	g_assert_cmpint(loom_ctx_new(0, &c), ==, LOOM_OK);
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		struct loom_tensor *t = loom_tensor_new_2d(c, LOOM_TYPE_F32, 96,
+							   96);
+		struct loom_split out;
+
+		if (strstr(cases[i].name, ".bias"))
+			t = loom_tensor_new_1d(c, LOOM_TYPE_F32, 256);
+		loom_tensor_set_name(t, cases[i].name);
+		g_assert_cmpint(model_split(t, &out, &st), ==, cases[i].status);
+		if (cases[i].status)
+			continue;
+		g_assert_cmpint(out.state, ==, cases[i].state);
+		g_assert_cmpint(out.granularity, ==, cases[i].granularity);
+	}
+	g_assert_cmpint(model_split(NULL, NULL, &st), ==, LOOM_E_INVAL);
+	loom_ctx_free(c);
+}
+
 static void test_sample(void)
 {
 	struct loom_sample_params hot = { .temp = 1.0f, .top_p = 1.0f };
@@ -152,6 +209,7 @@ int main(int argc, char **argv)
 		g_setenv("LOOM_PLUGIN_PATH", pp, TRUE);
 	g_setenv("LOOM_BACKENDS", "cpu", TRUE);
 	g_test_add_func("/model-lib/sample", test_sample);
+	g_test_add_func("/model-lib/split", test_split);
 	if (loom_load_all() || !loom_dev_by_name("cpu0")) {
 		g_test_skip("no cpu plugin");
 		return g_test_run();
