@@ -246,7 +246,7 @@ int loom_model_chat_family(const loom_model_t *m, const char *name,
 	return ret;
 }
 
-int loom_model_chat_turn(const loom_model_t *m, const char *template,
+int loom_model_chat_turn(const loom_model_t *m, const char *tmpl,
 			 const char *system, const char *user, bool first,
 			 char **out)
 {
@@ -256,7 +256,7 @@ int loom_model_chat_turn(const loom_model_t *m, const char *template,
 	if (!m || !user || !out)
 		return loom_error_set(LOOM_E_INVAL, "loom_model_chat_turn: "
 				      "NULL argument");
-	ret = template ? model_chat_by_name(template, &kind) :
+	ret = tmpl ? model_chat_by_name(tmpl, &kind) :
 			 model_chat_detect(m->g, &kind);
 	if (ret)
 		return ret;

@@ -202,7 +202,8 @@ static struct loom_tensor *ffn_dense(struct build *b, int64_t il,
 		gate = loom_mul_mat(c, blk_w(b, il, MT_FFN_GATE), cur);
 	}
 	gate = gelu ? loom_gelu(c, gate) : loom_silu(c, gate);
-	return loom_mul_mat(c, blk_w(b, il, MT_FFN_DOWN), loom_mul(c, gate, up));
+	return loom_mul_mat(c, blk_w(b, il, MT_FFN_DOWN),
+			    loom_mul(c, gate, up));
 }
 
 /* Router softmax, top-k experts with renormalized weights, SwiGLU experts

@@ -233,7 +233,8 @@ static int read_tensors(const struct gguf *g, struct llama_hparams *h)
 {
 	const char *qname = h->fused_qkv ? "blk.0.attn_qkv.weight" :
 					   "blk.0.attn_q.weight";
-	const struct gguf_tensor *emb = gguf_tensor_find(g, "token_embd.weight");
+	const struct gguf_tensor *emb = gguf_tensor_find(g,
+							 "token_embd.weight");
 	const struct gguf_tensor *wq = gguf_tensor_find(g, qname);
 
 	if (!emb || !wq)

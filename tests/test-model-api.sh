@@ -3,7 +3,8 @@
 # tests/test-model-api.sh - an application of the model library's public
 # API: examples/generate.c builds against include/ alone (loom.h,
 # loom-backend.h, loom-model.h, as installed) and libloom-model, exports
-# nothing but loom_model_* from the library, and its greedy tokens on a
+# nothing but loom_model_* from the library, the header compiles as C++
+# too, and its greedy tokens on a
 # file loom-bench saves are loom-run's, on one CPU partition and on a
 # meta device over two; a missing file fails with one message.  TAP
 # output.
@@ -22,7 +23,7 @@ export LOOM_PLUGIN_PATH LOOM_CPU_DEVICES LD_LIBRARY_PATH
 n=0
 failed=0
 
-echo "1..6"
+echo "1..7"
 
 result() {
 	n=$((n + 1))
@@ -41,6 +42,18 @@ ${CC:-cc} -I"$src/include" -o "$dir/generate" "$src/examples/generate.c" \
 	-L"$b/model/.libs" -lloom-model -L"$b/libcore/.libs" -lloom \
 	2>"$dir/err"
 result $? "an application builds against the public headers alone"
+
+# The header in a C++ program (no C++ keyword among its names).
+printf '#include <loom/loom-model.h>\nint main() { return 0; }\n' \
+	>"$dir/cxx.cc"
+if command -v "${CXX:-c++}" >/dev/null 2>&1; then
+	"${CXX:-c++}" -I"$src/include" -c -o "$dir/cxx.o" "$dir/cxx.cc" \
+		2>"$dir/err"
+	result $? "loom-model.h compiles as C++"
+else
+	n=$((n + 1))
+	echo "ok $n # SKIP no C++ compiler"
+fi
 
 others=$(nm -D --defined-only "$b/model/.libs/libloom-model.so" 2>"$dir/err" |
 	awk '$2 == "T" && $3 !~ /^loom_model_/' | head -n 3)

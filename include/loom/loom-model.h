@@ -120,7 +120,7 @@ LOOM_MODEL_API int loom_model_token_text(const loom_model_t *m, int32_t id,
  * (<|im_end|>, <end_of_turn>, <|eot_id|>, ...). */
 LOOM_MODEL_API bool loom_model_is_eog(const loom_model_t *m, int32_t id);
 
-/* One turn of a conversation in the chat format of template (chatml,
+/* One turn of a conversation in the chat format of tmpl (chatml,
  * llama3, gemma, phi3, mistral, gpt-oss; NULL: the one the file's
  * tokenizer.chat_template is recognised as, LOOM_E_NOT_FOUND when it has
  * none, LOOM_E_UNSUPPORTED when it is of no family known): the end of
@@ -129,8 +129,9 @@ LOOM_MODEL_API bool loom_model_is_eog(const loom_model_t *m, int32_t id);
  * LOOM_MODEL_PARSE_SPECIAL.  *out (malloc'ed, the caller frees) is
  * NUL-terminated. */
 LOOM_MODEL_API int loom_model_chat_turn(const loom_model_t *m,
-					const char *template, const char *system,
-					const char *user, bool first, char **out);
+					const char *tmpl, const char *system,
+					const char *user, bool first,
+					char **out);
 
 /* Evaluates n_tokens ids at positions n_past.. on be (a backend of the
  * device m is loaded on), writing their keys and values into the cache.
