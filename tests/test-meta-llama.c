@@ -10,7 +10,7 @@
 
 #include <loom/loom-backend.h>
 
-#include "../examples/llama/llama.h"
+#include "../model/decoder.h"
 
 #define N_PROMPT 7
 #define N_GEN 3

@@ -44,6 +44,9 @@ MODELS = [
                                              "gemma": True}),
     ("xverse", "ggml-vocab-llama-spm.gguf", {}),
     ("exaone", "ggml-vocab-llama-spm.gguf", {"rope_freqs": True}),
+    ("phi3", "ggml-vocab-phi-3.gguf", {"fused": True}),
+    ("internlm2", "ggml-vocab-llama-spm.gguf", {}),
+    ("mistral3", "ggml-vocab-llama-bpe.gguf", {"rope_freqs": True}),
 ]
 
 # Special tokens' texts are tokens on both sides (as llama.cpp's tools
@@ -145,7 +148,8 @@ def write_model(path, arch, vocab_path, wtype, opts, seed=1):
     """A model of random weights around vocab_path's tokenizer: 2 layers,
     embedding 256, 4 query heads over 2 KV heads of 64, FFN 512 (4
     experts of which 2 are used for qwen3moe), wtype for the matrices.
-    gemma3's layer 0 sees a window of 16 tokens, layer 1 them all."""
+    gemma3's layer 0 sees a window of 16 tokens, layer 1 them all; phi3
+    has q, k, v in one attn_qkv and gate then up in one ffn_up."""
     import gguf
     import numpy as np
 
@@ -208,9 +212,12 @@ def write_model(path, arch, vocab_path, wtype, opts, seed=1):
     for i in range(n_layer):
         b = "blk.%d." % i
         vec(b + "attn_norm.weight", n_embd)
-        mat(b + "attn_q.weight", n_head * hd, n_embd)
-        mat(b + "attn_k.weight", n_kv * hd, n_embd)
-        mat(b + "attn_v.weight", n_kv * hd, n_embd)
+        if opts.get("fused"):
+            mat(b + "attn_qkv.weight", (n_head + 2 * n_kv) * hd, n_embd)
+        else:
+            mat(b + "attn_q.weight", n_head * hd, n_embd)
+            mat(b + "attn_k.weight", n_kv * hd, n_embd)
+            mat(b + "attn_v.weight", n_kv * hd, n_embd)
         mat(b + "attn_output.weight", n_embd, n_head * hd)
         if opts.get("bias"):
             vec(b + "attn_q.bias", n_head * hd, 0.0)
@@ -232,6 +239,9 @@ def write_model(path, arch, vocab_path, wtype, opts, seed=1):
             mat(b + "ffn_gate_exps.weight", n_exp, n_ff, n_embd)
             mat(b + "ffn_up_exps.weight", n_exp, n_ff, n_embd)
             mat(b + "ffn_down_exps.weight", n_exp, n_embd, n_ff)
+        elif opts.get("fused"):
+            mat(b + "ffn_up.weight", 2 * n_ff, n_embd)
+            mat(b + "ffn_down.weight", n_embd, n_ff)
         else:
             mat(b + "ffn_gate.weight", n_ff, n_embd)
             mat(b + "ffn_up.weight", n_ff, n_embd)
@@ -322,7 +332,7 @@ def main():
     ap.add_argument("--vocab-dir", help="vocabulary-only GGUF files")
     ap.add_argument("--quantize", help="llama.cpp's llama-quantize")
     ap.add_argument("--archs", default="llama,qwen2,qwen3,qwen3moe,gemma3,"
-                    "xverse,exaone",
+                    "xverse,exaone,phi3,internlm2,mistral3",
                     help="--vocab-dir: the architectures (default: all)")
     ap.add_argument("--types", default=",".join(LIMITS),
                     help="the weight types to check (default: all)")

@@ -467,7 +467,7 @@ static int decide(const struct opts *o, const float *logits, int64_t nv,
 /* ------------------------------------------------------------------------
  * Devices.
  */
-static struct loom_meta_model meta_model;
+static struct model_split_state meta_model;
 
 /* Partial offload: with --gpu-layers, the first device holds layers
  * 0..N-1 and the second (members[1], else a CPU device) the rest; without
@@ -530,7 +530,7 @@ make:
 		*out = members[0];
 		return 0;
 	}
-	llama_meta_model(hp, &meta_model);
+	model_split_state_init(hp, &meta_model);
 	if (loom_meta_dev_new(members, (size_t)n, model_split, &meta_model, &mo,
 			      out))
 		return fail("%s: %s", o->devices ? "--devices" : "meta device",

@@ -6,7 +6,7 @@
  *
  *   run [--check] [preset] [device] [n_prompt] [n_gen] [type]
  */
-#include "llama.h"
+#include "decoder.h"
 
 #include <math.h>
 #include <stdio.h>

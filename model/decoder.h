@@ -1,16 +1,32 @@
 /* SPDX-License-Identifier: MIT */
-/* llama.h - a Llama-style decoder written against the public Loom API:
- * seeded synthetic weights on any device (a meta device included), a KV
- * cache, and one call that evaluates a batch of tokens.
+/* decoder.h - the decoders of the model library, written against the
+ * public Loom API: the architectures of arch.h (each with its graph
+ * builder), seeded synthetic weights on any device (a meta device
+ * included), a KV cache, and one call that evaluates a batch of tokens.
  */
-#ifndef LOOM_EXAMPLE_LLAMA_H
-#define LOOM_EXAMPLE_LLAMA_H
+#ifndef LOOM_MODEL_DECODER_H
+#define LOOM_MODEL_DECODER_H
 
 #include <loom/loom-backend.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The architectures (arch-table.c); zero is llama. */
+enum model_arch_id {
+	MODEL_ARCH_LLAMA,
+	MODEL_ARCH_QWEN2,
+	MODEL_ARCH_QWEN3,
+	MODEL_ARCH_QWEN3MOE,
+	MODEL_ARCH_GEMMA3,
+	MODEL_ARCH_XVERSE,
+	MODEL_ARCH_EXAONE,
+	MODEL_ARCH_PHI3,
+	MODEL_ARCH_INTERNLM2,
+	MODEL_ARCH_MISTRAL3,
+	MODEL_ARCH_COUNT,
+};
 
 /* Model shape.  n_expert == 0 (or n_expert_used == 0) means a dense
  * SwiGLU FFN; otherwise every layer has a mixture-of-experts FFN that
@@ -54,6 +70,11 @@ struct llama_hparams {
 				* slide */
 	float rope_base_swa;   /* rope base of sliding layers, which are not
 				* scaled; 0: rope_base */
+	/* The architecture, whose graph builder runs the model and whose
+	 * features (arch.h) bound the choices above. */
+	enum model_arch_id arch;
+	bool fused_qkv;        /* attn_qkv: q, k and v in one matrix */
+	bool fused_up;         /* ffn_up [n_embd, 2 n_ff]: gate, then up */
 };
 
 /* Fills *out with a named preset: "tiny", "tiny-moe", "small",
@@ -235,4 +256,4 @@ int llama_reference_eval(struct llama_model *m, const int32_t *tokens,
 }
 #endif
 
-#endif /* LOOM_EXAMPLE_LLAMA_H */
+#endif /* LOOM_MODEL_DECODER_H */
