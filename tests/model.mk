@@ -52,3 +52,11 @@ tests_fuzz_gguf_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/model \
 tests_fuzz_gguf_LDFLAGS = -no-install
 tests_fuzz_gguf_LDADD = model/libmodel.la $(TEST_LIBS)
 EXTRA_DIST += tests/fuzz-gguf-corpus
+
+# gpt-oss's metadata as llama.cpp's writer names it.
+check_PROGRAMS += tests/test-gpt-oss
+TESTS += tests/test-gpt-oss
+tests_test_gpt_oss_SOURCES = tests/test-gpt-oss.c
+tests_test_gpt_oss_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/model
+tests_test_gpt_oss_LDFLAGS = -no-install
+tests_test_gpt_oss_LDADD = model/libmodel.la $(TEST_LIBS)
