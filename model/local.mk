@@ -34,3 +34,14 @@ model_libmodel_la_SOURCES = \
 	model/unicode-data.c
 model_libmodel_la_LIBADD = libcore/libloom.la -lm
 EXTRA_DIST += model/gen-unicode.py
+
+# The installed library: the API of include/loom/loom-model.h over the
+# convenience library, whose own functions stay hidden.
+lib_LTLIBRARIES += model/libloom-model.la
+model_libloom_model_la_SOURCES = model/api.c model/sample.c
+model_libloom_model_la_LDFLAGS = -version-info $(LOOM_MODEL_LT_VERSION) \
+	-no-undefined $(NO_UNDEFINED) \
+	-Wl,--version-script=$(srcdir)/model/libloom-model.sym
+model_libloom_model_la_LIBADD = model/libmodel.la libcore/libloom.la -lm
+EXTRA_model_libloom_model_la_DEPENDENCIES = model/libloom-model.sym
+EXTRA_DIST += model/libloom-model.sym

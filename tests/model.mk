@@ -60,3 +60,8 @@ tests_test_gpt_oss_SOURCES = tests/test-gpt-oss.c
 tests_test_gpt_oss_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/model
 tests_test_gpt_oss_LDFLAGS = -no-install
 tests_test_gpt_oss_LDADD = model/libmodel.la $(TEST_LIBS)
+
+# An application of the public API (examples/generate.c) built against the
+# headers alone, on a file loom-bench saves, against loom-run.
+TESTS += tests/test-model-api.sh
+EXTRA_DIST += tests/test-model-api.sh
