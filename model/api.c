@@ -7,6 +7,7 @@
 
 #include "model.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +17,9 @@ struct loom_model {
 	struct gguf *g;
 	struct llama_hparams hp;
 	char arch[32];
-	struct model_tokenizer *tok;
+	struct model_tokenizer *tok; /* NULL: tok_status, tok_msg say why */
+	int tok_status;
+	char tok_msg[256];
 	int32_t *eog;
 	int n_eog;
 	struct model_split_state split;
@@ -69,8 +72,9 @@ int loom_model_open(const char *path, const struct loom_model_params *params,
 	ret = gguf_open(path, &m->g);
 	if (!ret)
 		ret = model_hparams(m->g, n_ctx, cache, &m->hp, m->arch);
-	if (!ret)
-		ret = model_tokenizer_new(m->g, &m->tok);
+	if (!ret && (m->tok_status = model_tokenizer_new(m->g, &m->tok)))
+		snprintf(m->tok_msg, sizeof(m->tok_msg), "%s",
+			 loom_error_message());
 	if (!ret)
 		ret = model_eog_tokens(m->g, &m->eog, &m->n_eog);
 	if (ret) {
@@ -119,15 +123,69 @@ int loom_model_split_policy(loom_model_t *m, loom_split_fn *fn,
 	return LOOM_OK;
 }
 
-int loom_model_load(loom_model_t *m, loom_dev_t *dev)
+int64_t loom_model_n_layer(const loom_model_t *m)
 {
+	return m ? m->hp.n_layer : 0;
+}
+
+int64_t loom_model_n_ctx_train(const loom_model_t *m)
+{
+	char key[64];
+	int64_t v;
+
+	if (!m)
+		return 0;
+	snprintf(key, sizeof(key), "%s.context_length", m->arch);
+	return gguf_get_int(m->g, key, &v) || v < 0 ? 0 : v;
+}
+
+int loom_model_set_n_ctx(loom_model_t *m, int64_t n)
+{
+	if (!m || m->lm || n < 1 || n > INT32_MAX)
+		return loom_error_set(LOOM_E_INVAL, "loom_model_set_n_ctx: %s",
+				      !m ? "NULL model" : m->lm ?
+				      "the model is loaded" : "bad length");
+	m->hp.n_ctx = n;
+	return LOOM_OK;
+}
+
+bool loom_model_dev_runs(const loom_model_t *m, loom_dev_t *dev, char *what,
+			 size_t size)
+{
+	if (!m || !dev) {
+		loom_error_set(LOOM_E_INVAL, "loom_model_dev_runs: NULL "
+			       "argument");
+		return false;
+	}
+	return model_dev_runs(m->g, &m->hp, dev, what, size);
+}
+
+int loom_model_load_with(loom_model_t *m, loom_dev_t *dev,
+			 const struct loom_model_load_params *p)
+{
+	struct llama_placement pl = { .first = dev };
+
 	if (!m || !dev)
 		return loom_error_set(LOOM_E_INVAL, "loom_model_load: NULL "
 				      "argument");
+	if (p && p->size < sizeof(*p))
+		return loom_error_set(LOOM_E_INVAL, "loom_model_load_with: "
+				      "params of %u bytes (%zu needed)",
+				      (unsigned)p->size, sizeof(*p));
 	if (m->lm)
 		return loom_error_set(LOOM_E_INVAL, "loom_model_load: the "
 				      "model is loaded already");
-	return model_load(m->g, &m->hp, dev, &m->lm);
+	if (p) {
+		pl.rest = p->rest;
+		pl.n_first = p->n_first;
+	}
+	return model_load_placed(m->g, &m->hp, &pl, p ? p->progress : NULL,
+				 p ? p->user : NULL, &m->lm);
+}
+
+int loom_model_load(loom_model_t *m, loom_dev_t *dev)
+{
+	return loom_model_load_with(m, dev, NULL);
 }
 
 int loom_model_tokenize(const loom_model_t *m, const char *text,
@@ -142,6 +200,8 @@ int loom_model_tokenize(const loom_model_t *m, const char *text,
 				LOOM_MODEL_PARSE_SPECIAL))
 		return loom_error_set(LOOM_E_INVAL, "loom_model_tokenize: "
 				      "flags 0x%x", flags);
+	if (!m->tok)
+		return loom_error_set(m->tok_status, "%s", m->tok_msg);
 	if (flags & LOOM_MODEL_ADD_SPECIAL)
 		f |= MODEL_TOKENIZE_ADD_SPECIAL;
 	if (flags & LOOM_MODEL_PARSE_SPECIAL)
@@ -168,6 +228,22 @@ bool loom_model_is_eog(const loom_model_t *m, int32_t id)
 		if (m->eog[i] == id)
 			return true;
 	return false;
+}
+
+int loom_model_chat_family(const loom_model_t *m, const char *name,
+			   const char **family)
+{
+	enum model_chat kind;
+	int ret;
+
+	if (!m || !family)
+		return loom_error_set(LOOM_E_INVAL, "loom_model_chat_family: "
+				      "NULL argument");
+	ret = name ? model_chat_by_name(name, &kind) :
+		     model_chat_detect(m->g, &kind);
+	if (!ret)
+		*family = model_chat_name(kind);
+	return ret;
 }
 
 int loom_model_chat_turn(const loom_model_t *m, const char *template,
@@ -199,6 +275,39 @@ int loom_model_eval(loom_model_t *m, loom_backend_t *be,
 				      "model is not loaded");
 	return llama_eval(m->lm, be, tokens, n_tokens, n_past, all_logits,
 			  logits);
+}
+
+int loom_model_eval_sched(loom_model_t *m, loom_sched_t *s,
+			  const int32_t *tokens, int n_tokens, int n_past,
+			  bool all_logits, float *logits)
+{
+	if (!m || !s)
+		return loom_error_set(LOOM_E_INVAL, "loom_model_eval_sched: "
+				      "NULL argument");
+	if (!m->lm)
+		return loom_error_set(LOOM_E_INVAL, "loom_model_eval: the "
+				      "model is not loaded");
+	return llama_eval_sched(m->lm, s, tokens, n_tokens, n_past,
+				all_logits, logits);
+}
+
+int loom_model_memory(const loom_model_t *m, struct loom_model_memory *out)
+{
+	const struct llama_model *lm = m ? m->lm : NULL;
+
+	if (!lm || !out)
+		return loom_error_set(LOOM_E_INVAL, "loom_model_memory: %s",
+				      out && m ? "the model is not loaded" :
+						 "NULL argument");
+	out->weight_bytes = llama_model_weight_bytes(lm);
+	out->cache_bytes = llama_model_cache_bytes(lm);
+	out->compute_bytes = llama_model_compute_bytes(lm);
+	out->held_bytes[0] = llama_model_held_bytes(lm, 0);
+	out->held_bytes[1] = llama_model_held_bytes(lm, 1);
+	out->weight_buffer = llama_model_weight_buffer(lm);
+	out->compute_buffer = llama_model_compute_buffer(lm);
+	out->rest = llama_model_rest_device(lm);
+	return LOOM_OK;
 }
 
 int loom_model_reset(loom_model_t *m)

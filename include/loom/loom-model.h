@@ -13,6 +13,9 @@
  * values into the cache), loom_model_sample() logits into the next id,
  * and loom_model_token_text() an id back into text.
  *
+ * A vocabulary Loom cannot tokenize does not stop loom_model_open: the
+ * model runs on token ids, and loom_model_tokenize() says why.
+ *
  * Every function returns LOOM_OK or a negative LOOM_E_* with its message
  * in loom_error_message(); none aborts on a caller's mistake.  A model is
  * used by one thread at a time.
@@ -61,11 +64,42 @@ LOOM_MODEL_API int64_t loom_model_n_ctx(const loom_model_t *m);
 LOOM_MODEL_API int loom_model_split_policy(loom_model_t *m, loom_split_fn *fn,
 					   void **userdata);
 
+/* The file's layers, and its training context ({arch}.context_length; 0
+ * when it has none). */
+LOOM_MODEL_API int64_t loom_model_n_layer(const loom_model_t *m);
+LOOM_MODEL_API int64_t loom_model_n_ctx_train(const loom_model_t *m);
+/* Sets the cache's length before the model is loaded (LOOM_E_INVAL
+ * after, or for n outside 1..INT32_MAX). */
+LOOM_MODEL_API int loom_model_set_n_ctx(loom_model_t *m, int64_t n);
+
+/* True when dev runs every op of m's graph with the file's weight types;
+ * else false, with the first op it lacks (or why no graph could be made)
+ * in what (size bytes). */
+LOOM_MODEL_API bool loom_model_dev_runs(const loom_model_t *m,
+					loom_dev_t *dev, char *what,
+					size_t size);
+
 /* Creates m's weights and KV cache on dev and uploads the file's weights
  * (once; LOOM_E_INVAL when m is loaded already).  A tensor of the file
  * the architecture does not use, or one it needs and the file lacks, is
  * refused by name.  Evaluate with a backend of dev. */
 LOOM_MODEL_API int loom_model_load(loom_model_t *m, loom_dev_t *dev);
+
+/* How loom_model_load_with() places and loads: with rest, a partial
+ * offload over two devices (layers [0, n_first) on the first device, the
+ * others, the embeddings and any weight whose op the first device cannot
+ * run on rest; evaluate with loom_model_eval_sched() over backends of
+ * both); progress (when not NULL) is called after each tensor with the
+ * bytes uploaded and the file's tensor bytes. */
+struct loom_model_load_params {
+	uint32_t size; /* sizeof(struct loom_model_load_params) */
+	loom_dev_t *rest;
+	int64_t n_first;
+	void (*progress)(size_t done, size_t total, void *user);
+	void *user;
+};
+LOOM_MODEL_API int loom_model_load_with(loom_model_t *m, loom_dev_t *dev,
+					const struct loom_model_load_params *p);
 
 /* Tokenizing flags. */
 enum {
@@ -108,8 +142,37 @@ LOOM_MODEL_API int loom_model_chat_turn(const loom_model_t *m,
 LOOM_MODEL_API int loom_model_eval(loom_model_t *m, loom_backend_t *be,
 				   const int32_t *tokens, int n_tokens,
 				   int n_past, bool all_logits, float *logits);
+/* As loom_model_eval, through scheduler s (whose backends include ones
+ * of the devices holding the weights). */
+LOOM_MODEL_API int loom_model_eval_sched(loom_model_t *m, loom_sched_t *s,
+					 const int32_t *tokens, int n_tokens,
+					 int n_past, bool all_logits,
+					 float *logits);
 /* Forgets the cache's contents (a new conversation starts at 0). */
 LOOM_MODEL_API int loom_model_reset(loom_model_t *m);
+
+/* What a loaded model holds: weights and cache bytes, the compute buffer
+ * of loom_model_eval (0 and NULL before the first), the bytes held on the
+ * first device and on rest ([1], 0 without), the buffer of the weights on
+ * the first device, and rest (NULL without). */
+struct loom_model_memory {
+	size_t weight_bytes;
+	size_t cache_bytes;
+	size_t compute_bytes;
+	size_t held_bytes[2];
+	loom_buffer_t *weight_buffer;
+	loom_buffer_t *compute_buffer;
+	loom_dev_t *rest;
+};
+LOOM_MODEL_API int loom_model_memory(const loom_model_t *m,
+				     struct loom_model_memory *out);
+
+/* The chat family of name (NULL: the one the file's template is
+ * recognised as) into *family (static): errors as loom_model_chat_turn's.
+ */
+LOOM_MODEL_API int loom_model_chat_family(const loom_model_t *m,
+					  const char *name,
+					  const char **family);
 
 struct loom_sample_params {
 	float temp;  /* 0 (or below): greedy, the largest logit */
