@@ -48,10 +48,10 @@ const struct model_tensor_info model_tensor_infos[MT_COUNT] = {
 	[MT_ATTN_K_NORM] = F("attn_k_norm.weight", D_HEAD, D_1, D_1,
 			     USE_MUL, C_QK_NORM, CUT_MIRROR, UNIT_ANY),
 	[MT_ATTN_POST_NORM] = F("post_attention_norm.weight", D_EMBD,
-				D_1, D_1, USE_MUL, C_POST, CUT_MIRROR,
+				D_1, D_1, USE_MUL, C_POST_ATTN, CUT_MIRROR,
 				UNIT_ANY),
 	[MT_FFN_NORM] = F("ffn_norm.weight", D_EMBD, D_1, D_1,
-			  USE_MUL, C_ALWAYS, CUT_MIRROR, UNIT_ANY),
+			  USE_MUL, C_FFN_NORM, CUT_MIRROR, UNIT_ANY),
 	[MT_FFN_GATE] = W("ffn_gate.weight", D_EMBD, D_FF, D_1,
 			  USE_MAT, C_GATE, CUT_OUT, UNIT_FF),
 	[MT_FFN_UP] = W("ffn_up.weight", D_EMBD, D_FF, D_1, USE_MAT,
@@ -69,6 +69,23 @@ const struct model_tensor_info model_tensor_infos[MT_COUNT] = {
 			     D_EXPERT, USE_EXPS, C_MOE, CUT_OUT, UNIT_FF),
 	[MT_FFN_DOWN_EXPS] = W("ffn_down_exps.weight", D_FF, D_EMBD,
 			       D_EXPERT, USE_EXPS, C_MOE, CUT_IN, UNIT_FF),
+	/* gpt-oss's: a sink per head (cut with the heads by the op's
+	 * rule), the biases of the output and the router (added whole),
+	 * of the experts' gate and up (cut as their outputs, dimension 0)
+	 * and of down (added whole). */
+	[MT_ATTN_SINKS] = F("attn_sinks.weight", D_HEADS, D_1, D_1, USE_ADD,
+			    C_OAI, CUT_MIRROR, UNIT_ANY),
+	[MT_ATTN_OUT_BIAS] = F("attn_output.bias", D_EMBD, D_1, D_1, USE_ADD,
+			       C_OAI, CUT_MIRROR, UNIT_ANY),
+	[MT_FFN_GATE_INP_BIAS] = F("ffn_gate_inp.bias", D_EXPERT, D_1, D_1,
+				   USE_ADD, C_OAI, CUT_MIRROR, UNIT_ANY),
+	[MT_FFN_GATE_EXPS_BIAS] = F("ffn_gate_exps.bias", D_FF, D_EXPERT,
+				    D_1, USE_ADD, C_OAI, CUT_IN, UNIT_FF),
+	[MT_FFN_UP_EXPS_BIAS] = F("ffn_up_exps.bias", D_FF, D_EXPERT, D_1,
+				  USE_ADD, C_OAI, CUT_IN, UNIT_FF),
+	[MT_FFN_DOWN_EXPS_BIAS] = F("ffn_down_exps.bias", D_EMBD, D_EXPERT,
+				    D_1, USE_ADD, C_OAI, CUT_MIRROR,
+				    UNIT_ANY),
 	/* The cache: keys [head_dim, n_ctx, n_head_kv], a position per row
 	 * so that set_rows writes tokens and each head is one matrix for
 	 * attention; values transposed, [n_ctx, head_dim, n_head_kv], a
@@ -112,6 +129,12 @@ bool model_tensor_wanted(const struct llama_hparams *hp, enum model_tensor r)
 		return hp->rope_freqs;
 	case C_UNTIED:
 		return !hp->tied_output;
+	case C_FFN_NORM:
+		return !hp->oai;
+	case C_POST_ATTN:
+		return hp->post_norms || hp->oai;
+	case C_OAI:
+		return hp->oai;
 	}
 	return false;
 }
@@ -126,7 +149,7 @@ static int64_t dim(const struct llama_hparams *hp, enum model_dim d)
 		[D_FF] = hp->n_ff, [D_FF2] = 2 * hp->n_ff,
 		[D_HEAD] = hp->head_dim, [D_HALF] = hp->head_dim / 2,
 		[D_EXPERT] = hp->n_expert, [D_CTX] = hp->n_ctx,
-		[D_HKV] = hp->n_head_kv,
+		[D_HKV] = hp->n_head_kv, [D_HEADS] = hp->n_head,
 	};
 
 	return v[d];
@@ -270,6 +293,29 @@ static int mistral3_keys(struct keys *k, struct llama_hparams *hp)
 	return ret;
 }
 
+/* gpt-oss: every other layer slides (its window in the file), all at one
+ * rope base and scale. */
+int model_gpt_oss_keys(struct keys *k, struct llama_hparams *hp)
+{
+	int ret;
+
+	if ((ret = model_key_int(k, "attention.sliding_window", 0,
+				 &hp->n_swa)) ||
+	    (ret = model_key_int(k, "attention.sliding_window_pattern", 2,
+				 &hp->swa_pattern)))
+		return ret;
+	if (hp->n_swa > INT32_MAX || hp->swa_pattern > INT32_MAX)
+		return loom_error_set(LOOM_E_INVAL, "gguf: %s: sliding window "
+				      "%lld or pattern %lld too large",
+				      k->arch, (long long)hp->n_swa,
+				      (long long)hp->swa_pattern);
+	if (!hp->n_expert || !hp->n_expert_used)
+		return loom_error_set(LOOM_E_INVAL, "gguf: %s has no experts "
+				      "(%s.expert_count, expert_used_count)",
+				      k->arch, k->arch);
+	return LOOM_OK;
+}
+
 #define DENSE ARCH_DENSE
 #define GEMMA (ARCH_DENSE | ARCH_GEMMA | ARCH_QK_NORM)
 
@@ -299,6 +345,9 @@ static const struct model_arch archs[MODEL_ARCH_COUNT] = {
 	  model_build_llama },
 	{ "mistral3", MODEL_ARCH_MISTRAL3, LOOM_ROPE_NORMAL, DENSE,
 	  mistral3_keys, model_build_llama },
+	{ "gpt-oss", MODEL_ARCH_GPT_OSS, LOOM_ROPE_NEOX,
+	  ARCH_MOE | ARCH_QKV_BIAS | ARCH_OAI, model_gpt_oss_keys,
+	  model_build_gpt_oss },
 };
 
 const struct model_arch *model_arch_get(enum model_arch_id id)

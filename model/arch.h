@@ -38,6 +38,12 @@ enum model_tensor {
 	MT_FFN_GATE_EXPS,
 	MT_FFN_UP_EXPS,
 	MT_FFN_DOWN_EXPS,
+	MT_ATTN_SINKS,
+	MT_ATTN_OUT_BIAS,
+	MT_FFN_GATE_INP_BIAS,
+	MT_FFN_GATE_EXPS_BIAS,
+	MT_FFN_UP_EXPS_BIAS,
+	MT_FFN_DOWN_EXPS_BIAS,
 	MT_CACHE_K,
 	MT_CACHE_V,
 	MT_COUNT,
@@ -60,6 +66,7 @@ enum model_dim {
 	D_EXPERT,
 	D_CTX,
 	D_HKV,    /* n_head_kv */
+	D_HEADS,  /* n_head */
 };
 
 /* Which type a tensor has before a file says otherwise. */
@@ -93,6 +100,9 @@ enum model_cond {
 	C_MOE,
 	C_FREQS,
 	C_UNTIED,
+	C_FFN_NORM,  /* all but gpt-oss, which norms by post_attention_norm */
+	C_POST_ATTN, /* post_norms, or gpt-oss's FFN norm */
+	C_OAI,       /* gpt-oss's sinks and biases */
 };
 
 /* How tensor parallelism cuts it (loom_split): whole on every device,
@@ -151,6 +161,8 @@ enum {
 				   * windows */
 	ARCH_FUSED_QKV = 1u << 5, /* attn_qkv */
 	ARCH_FUSED_UP = 1u << 6,  /* ffn_up holds gate then up */
+	ARCH_OAI = 1u << 7,       /* gpt-oss: sinks, biases, clamped SwiGLU
+				   * experts */
 };
 
 struct build;
@@ -179,6 +191,7 @@ const struct model_arch *model_arch_find(const char *name);
 /* The builders (build-*.c). */
 struct loom_tensor *model_build_llama(struct build *b);
 struct loom_tensor *model_build_gemma3(struct build *b);
+struct loom_tensor *model_build_gpt_oss(struct build *b);
 
 /* Reading metadata (hparams.c): the file and the architecture's name. */
 struct keys {
@@ -192,5 +205,6 @@ int model_key_float(struct keys *k, const char *what, double def,
 		    double *out);
 /* The architectures' own keys (arch-table.c). */
 int model_gemma3_keys(struct keys *k, struct llama_hparams *hp);
+int model_gpt_oss_keys(struct keys *k, struct llama_hparams *hp);
 
 #endif /* LOOM_MODEL_ARCH_H */

@@ -64,6 +64,12 @@ static struct loom_tensor *rope(struct build *b, struct loom_tensor *x,
 	if (hp->rope_freqs)
 		return rope_table(b, x, nh);
 	llama_layer_rope(hp, il, &base, &freq_scale);
+	if (hp->yarn_n_ctx)
+		/* ext_factor 1, beta_fast 32 and beta_slow 1: llama.cpp's */
+		return loom_rope_yarn(b->c, x, b->pos, (int)n_rot,
+				      hp->rope_mode, base, freq_scale,
+				      (int)hp->yarn_n_ctx, 1.0f,
+				      hp->yarn_attn_factor, 32.0f, 1.0f);
 	return loom_rope(b->c, x, b->pos, (int)n_rot, hp->rope_mode, base,
 			 freq_scale);
 }
@@ -173,12 +179,24 @@ struct loom_tensor *blk_attention(struct build *b, int64_t il,
 	q = loom_reshape_3d(c, q, hd, t * g, hkv);
 
 	kq = loom_mul_mat(c, k, q);
-	kq = loom_soft_max(c, kq, layer_mask(b, il), llama_attn_scale(hp));
+	if (hp->oai) {
+		/* [n_kv, tokens, n_head]: the heads in their order, each
+		 * with its sink; the mask's first rows are the tokens'. */
+		kq = loom_reshape_3d(c, kq, b->n_kv, t, hp->n_head);
+		kq = loom_soft_max_sinks(c, kq, layer_mask(b, il),
+					 blk_w(b, il, MT_ATTN_SINKS),
+					 llama_attn_scale(hp));
+		kq = loom_reshape_3d(c, kq, b->n_kv, t * g, hkv);
+	} else {
+		kq = loom_soft_max(c, kq, layer_mask(b, il),
+				   llama_attn_scale(hp));
+	}
 	kqv = loom_mul_mat(c, v, kq);
 	kqv = loom_reshape_4d(c, kqv, hd, t, g, hkv);
 	kqv = loom_cont(c, loom_permute(c, kqv, 0, 3, 1, 2));
 	kqv = loom_reshape_2d(c, kqv, hd * hp->n_head, t);
-	return loom_mul_mat(c, blk_w(b, il, MT_ATTN_OUT), kqv);
+	kqv = loom_mul_mat(c, blk_w(b, il, MT_ATTN_OUT), kqv);
+	return hp->oai ? loom_add(c, kqv, blk_w(b, il, MT_ATTN_OUT_BIAS)) : kqv;
 }
 
 /* The gated FFN: act(gate) * up, down; gate and up from their own

@@ -102,6 +102,19 @@ static int check_rope(const struct llama_hparams *hp)
 				      (long long)hp->swa_pattern,
 				      (double)hp->attn_scale,
 				      (double)hp->rope_base_swa);
+	if (hp->yarn_n_ctx < 0 || hp->yarn_n_ctx > INT32_MAX ||
+	    (hp->yarn_n_ctx && (!(hp->rope_scale > 0) ||
+				!isfinite(hp->yarn_attn_factor))))
+		return loom_error_set(LOOM_E_INVAL,
+				      "llama: YaRN over %lld positions, "
+				      "scale %g, attention factor %g",
+				      (long long)hp->yarn_n_ctx,
+				      (double)hp->rope_scale,
+				      (double)hp->yarn_attn_factor);
+	if (hp->rope_freqs && hp->yarn_n_ctx)
+		return loom_error_set(LOOM_E_UNSUPPORTED,
+				      "llama: rope frequency factors with "
+				      "YaRN");
 	if (hp->rope_freqs && hp->n_swa)
 		return loom_error_set(LOOM_E_UNSUPPORTED,
 				      "llama: rope frequency factors with a "
@@ -120,7 +133,7 @@ static int check_arch(const struct llama_hparams *hp)
 {
 	const struct model_arch *a = model_arch_get(hp->arch);
 	bool gemma = hp->gelu || hp->embd_scale || hp->post_norms ||
-		     hp->n_swa || hp->rope_base_swa > 0;
+		     hp->rope_base_swa > 0;
 	const struct {
 		bool used;
 		unsigned flag;
@@ -133,6 +146,8 @@ static int check_arch(const struct llama_hparams *hp)
 		{ gemma, ARCH_GEMMA, "Gemma's choices" },
 		{ hp->fused_qkv, ARCH_FUSED_QKV, "a fused attn_qkv" },
 		{ hp->fused_up, ARCH_FUSED_UP, "a fused ffn_up" },
+		{ hp->n_swa > 0, ARCH_GEMMA | ARCH_OAI, "sliding windows" },
+		{ hp->oai, ARCH_OAI, "gpt-oss's sinks and biases" },
 	};
 
 	if (!a)
@@ -399,7 +414,8 @@ void llama_layer_rope(const struct llama_hparams *hp, int64_t il,
 	if (llama_layer_slides(hp, il)) {
 		*base = hp->rope_base_swa > 0 ? hp->rope_base_swa :
 						hp->rope_base;
-		*scale = 1.0f;
+		/* Gemma's sliding layers are not scaled; gpt-oss's are. */
+		*scale = hp->oai && hp->rope_scale > 0 ? hp->rope_scale : 1.0f;
 	} else {
 		*base = hp->rope_base;
 		*scale = hp->rope_scale > 0 ? hp->rope_scale : 1.0f;

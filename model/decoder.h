@@ -25,6 +25,7 @@ enum model_arch_id {
 	MODEL_ARCH_PHI3,
 	MODEL_ARCH_INTERNLM2,
 	MODEL_ARCH_MISTRAL3,
+	MODEL_ARCH_GPT_OSS,
 	MODEL_ARCH_COUNT,
 };
 
@@ -75,6 +76,15 @@ struct llama_hparams {
 	enum model_arch_id arch;
 	bool fused_qkv;        /* attn_qkv: q, k and v in one matrix */
 	bool fused_up;         /* ffn_up [n_embd, 2 n_ff]: gate, then up */
+	/* gpt-oss's choices; zero is Llama's. */
+	bool oai;              /* attention sinks and an output bias; the FFN
+				* normed by post_attention_norm; the router
+				* and the experts biased, the experts through
+				* the clamped SwiGLU (loom_swiglu_oai) */
+	int64_t yarn_n_ctx;    /* YaRN over this many original positions
+				* (rope_scale the factor's inverse); 0: no
+				* YaRN */
+	float yarn_attn_factor; /* YaRN's scale of the rotation */
 };
 
 /* Fills *out with a named preset: "tiny", "tiny-moe", "small",

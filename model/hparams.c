@@ -55,11 +55,47 @@ int model_key_float(struct keys *k, const char *what, double def,
 	return ret;
 }
 
-/* Positions scale linearly or not at all; other schemes are refused. */
+/* YaRN (as llama.cpp applies it): the extension over the original
+ * context (the trained one where the file names none), its rotation
+ * scale 1 times the file's attention factor. */
+static int rope_yarn(struct keys *k, struct llama_hparams *hp)
+{
+	int64_t n_ctx;
+	double attn, log_mul;
+	int ret;
+
+	if ((ret = model_key_int(k, "context_length", 0, &n_ctx)) ||
+	    (ret = model_key_int(k, "rope.scaling.original_context_length",
+				 n_ctx, &hp->yarn_n_ctx)) ||
+	    (ret = model_key_float(k, "rope.scaling.attn_factor", 1.0,
+				   &attn)) ||
+	    (ret = model_key_float(k, "rope.scaling.yarn_log_multiplier", 0.0,
+				   &log_mul)))
+		return ret;
+	if (!hp->yarn_n_ctx || hp->yarn_n_ctx > INT32_MAX)
+		return loom_error_set(LOOM_E_INVAL, "gguf: %s: YaRN needs the "
+				      "original context length (%s.rope."
+				      "scaling.original_context_length), not "
+				      "%lld", k->arch, k->arch,
+				      (long long)hp->yarn_n_ctx);
+	if (log_mul != 0)
+		return loom_error_set(LOOM_E_UNSUPPORTED, "gguf: %s: YaRN's "
+				      "log multiplier (%g) is not supported",
+				      k->arch, log_mul);
+	if (!isfinite((float)attn))
+		return loom_error_set(LOOM_E_INVAL, "gguf: %s.rope.scaling."
+				      "attn_factor %g", k->arch, attn);
+	hp->yarn_attn_factor = (float)attn;
+	return LOOM_OK;
+}
+
+/* Positions scale linearly, by YaRN or not at all; other schemes are
+ * refused. */
 static int rope_scaling(struct keys *k, struct llama_hparams *hp)
 {
 	char key[128], type[32];
 	double factor;
+	bool yarn;
 	int ret;
 
 	snprintf(key, sizeof(key), "%s.rope.scaling.type", k->arch);
@@ -68,10 +104,12 @@ static int rope_scaling(struct keys *k, struct llama_hparams *hp)
 		return LOOM_OK;
 	if (ret)
 		return ret;
-	if (strcmp(type, "linear"))
+	yarn = !strcmp(type, "yarn");
+	if (strcmp(type, "linear") && !yarn)
 		return loom_error_set(LOOM_E_UNSUPPORTED,
 				      "gguf: rope scaling '%s' is not "
-				      "supported (none and linear are)", type);
+				      "supported (none, linear and yarn are)",
+				      type);
 	ret = model_key_float(k, "rope.scaling.factor", 1.0, &factor);
 	if (ret)
 		return ret;
@@ -79,7 +117,7 @@ static int rope_scaling(struct keys *k, struct llama_hparams *hp)
 		return loom_error_set(LOOM_E_INVAL, "gguf: rope scaling "
 				      "factor %g", factor);
 	hp->rope_scale = (float)(1.0 / factor);
-	return LOOM_OK;
+	return yarn ? rope_yarn(k, hp) : LOOM_OK;
 }
 
 /* Why an FFN width of 0 was read: a key that says 0, or none at all (an
@@ -261,6 +299,7 @@ static void arch_choices(const struct model_arch *a, struct llama_hparams *h)
 	h->fused_qkv = a->flags & ARCH_FUSED_QKV;
 	h->fused_up = a->flags & ARCH_FUSED_UP;
 	h->gelu = h->embd_scale = h->post_norms = a->flags & ARCH_GEMMA;
+	h->oai = a->flags & ARCH_OAI;
 }
 
 int model_hparams(const struct gguf *g, int64_t n_ctx,

@@ -22,6 +22,7 @@ model_libmodel_la_SOURCES = \
 	model/blocks.c \
 	model/build-llama.c \
 	model/build-gemma3.c \
+	model/build-gpt-oss.c \
 	model/reference.c \
 	model/save.c \
 	model/vocab.c \

@@ -114,6 +114,8 @@ enum model_pretok {
 	MODEL_PRETOK_GEMMA4,
 	MODEL_PRETOK_TEKKEN,    /* Mistral's: words split at case changes */
 	MODEL_PRETOK_DEEPSEEK3,
+	MODEL_PRETOK_GPT4O,     /* GPT-4o's (o200k, gpt-oss): tekken's with
+				 * contractions and numbers of 1-3 digits */
 };
 /* The pre-tokenizer of tokenizer.ggml.pre's name into *kind; else
  * LOOM_E_UNSUPPORTED (no message). */

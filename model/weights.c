@@ -121,6 +121,13 @@ static bool dev_runs_use(loom_ctx_t *c, loom_dev_t *dev, struct loom_tensor *t,
 		return r && loom_dev_supports_op(dev, r);
 	case USE_MUL:
 	case USE_ADD:
+		if (u == USE_ADD && t->ne[1] > 1) {
+			/* a bias per expert (gpt-oss's), added by id */
+			x = loom_tensor_new_3d(c, LOOM_TYPE_F32, t->ne[0], 1, 1);
+			ids = loom_tensor_new_2d(c, LOOM_TYPE_I32, 1, 1);
+			r = loom_add_id(c, x, t, ids);
+			return r && loom_dev_supports_op(dev, r);
+		}
 		x = loom_tensor_new_1d(c, LOOM_TYPE_F32, t->ne[0]);
 		r = u == USE_MUL ? loom_mul(c, x, t) : loom_add(c, x, t);
 		return r && loom_dev_supports_op(dev, r);

@@ -53,6 +53,14 @@ tests_fuzz_gguf_LDFLAGS = -no-install
 tests_fuzz_gguf_LDADD = model/libmodel.la $(TEST_LIBS)
 EXTRA_DIST += tests/fuzz-gguf-corpus
 
+# gpt-oss's metadata as llama.cpp's writer names it.
+check_PROGRAMS += tests/test-gpt-oss
+TESTS += tests/test-gpt-oss
+tests_test_gpt_oss_SOURCES = tests/test-gpt-oss.c
+tests_test_gpt_oss_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/model
+tests_test_gpt_oss_LDFLAGS = -no-install
+tests_test_gpt_oss_LDADD = model/libmodel.la $(TEST_LIBS)
+
 # An application of the public API (examples/generate.c) built against the
 # headers alone, on a file loom-bench saves, against loom-run.
 TESTS += tests/test-model-api.sh

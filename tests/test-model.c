@@ -329,7 +329,7 @@ static void test_meta(gconstpointer data)
  * Refusals: a saved file rewritten with one change.
  */
 enum edit { E_NONE, E_ARCH, E_DROP, E_ROPE_FREQS, E_TYPE, E_SHAPE, E_EXTRA,
-	    E_SCALING, E_HEADS, E_ZERO_FREQ, E_FF_ZERO, E_ROPE_ZERO,
+	    E_SCALING, E_YARN_LOG, E_HEADS, E_ZERO_FREQ, E_FF_ZERO, E_ROPE_ZERO,
 	    E_ROPE_NAN, E_LONGROPE, E_TEMP,
 	    /* Of a gemma3 file; those above of a llama one. */
 	    E_SOFTCAP, E_SWA_BASE };
@@ -391,7 +391,12 @@ static char *rewrite(const char *src, enum edit edit, const char *arch)
 		g_strfreev(s);
 	}
 	if (edit == E_SCALING)
+		gguf_writer_add_str(w, "llama.rope.scaling.type", "longrope");
+	if (edit == E_YARN_LOG) {
 		gguf_writer_add_str(w, "llama.rope.scaling.type", "yarn");
+		gguf_writer_add_f32(w, "llama.rope.scaling.yarn_log_multiplier",
+				    0.1f);
+	}
 	if (edit == E_SOFTCAP)
 		gguf_writer_add_f32(w, "gemma3.final_logit_softcapping", 30.0f);
 	if (edit == E_TEMP)
@@ -442,7 +447,7 @@ static void test_refused(void)
 	} cases[] = {
 		{ E_ARCH, LOOM_E_UNSUPPORTED, "architecture 'gpt2' is not "
 		  "supported (llama, qwen2, qwen3, qwen3moe, gemma3, xverse, "
-		  "exaone, phi3, internlm2, mistral3 are)", NULL },
+		  "exaone, phi3, internlm2, mistral3, gpt-oss are)", NULL },
 		{ E_DROP, LOOM_E_INVAL, "gguf: tensor 'blk.1.ffn_up.weight' is "
 		  "missing", NULL },
 		{ E_ROPE_FREQS, LOOM_E_INVAL, "gguf: tensor 'rope_freqs.weight' "
@@ -455,8 +460,10 @@ static void test_refused(void)
 		  "is [128, 96, 1], the model needs [96, 128, 1]", NULL },
 		{ E_EXTRA, LOOM_E_UNSUPPORTED, "gguf: tensor "
 		  "'blk.0.attn_q.bias' is not used by this architecture", NULL },
-		{ E_SCALING, LOOM_E_UNSUPPORTED, "gguf: rope scaling 'yarn' is "
-		  "not supported (none and linear are)", NULL },
+		{ E_SCALING, LOOM_E_UNSUPPORTED, "gguf: rope scaling 'longrope' "
+		  "is not supported (none, linear and yarn are)", NULL },
+		{ E_YARN_LOG, LOOM_E_UNSUPPORTED, "gguf: llama: YaRN's log "
+		  "multiplier (0.1) is not supported", NULL },
 		{ E_HEADS, LOOM_E_INVAL, "gguf: llama: a size above 16777216 "
 		  "(embedding 96, heads 1099511627776/3, layers 2, experts "
 		  "0/0)", NULL },

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* loom-model.h - the model library: runs a GGUF model file (the
  * architectures llama, qwen2, qwen3, qwen3moe, gemma3, xverse, exaone,
- * phi3, internlm2, mistral3) on a Loom device, a meta device included.
+ * phi3, internlm2, mistral3, gpt-oss) on a Loom device, a meta device
+ * included.
  * Link with libloom-model (pkg-config loom-model).
  *
  * A run: loom_model_open() reads the file's shape and vocabulary;
