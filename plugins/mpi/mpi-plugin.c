@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mpi-private.h"
 
@@ -180,6 +181,47 @@ static double timeout_from_env(void)
 	return t;
 }
 
+/* LOOM_MPI_ALLREDUCE: auto (by size and rank count), doubling, ring or
+ * mpi (the library's MPI_Iallreduce); read once, alike on every rank
+ * (the launcher passes one environment to all). */
+static enum mpi_algo algo_from_env(void)
+{
+	static const char *const names[] = { "auto", "doubling", "ring",
+					     "mpi" };
+	const char *v = loom_env_get("LOOM_MPI_ALLREDUCE");
+
+	if (!v)
+		return MPI_ALGO_AUTO;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(v, names[i]))
+			return (enum mpi_algo)i;
+	loom_log(LOOM_LOG_WARN, "mpi: LOOM_MPI_ALLREDUCE=%s is none of auto, "
+		 "doubling, ring, mpi; using auto", v);
+	return MPI_ALGO_AUTO;
+}
+
+/* LOOM_MPI_SPIN_US: how long a wait polls before it yields the core.
+ * Default 1 ms, or 0 when this host's ranks outnumber its cores (the
+ * peer may be waiting for this one's core). */
+static double hold_from_env(int n_local)
+{
+	const char *v = loom_env_get("LOOM_MPI_SPIN_US");
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	double def = cores > 0 && n_local > cores ? 0 : 1e-3;
+	char *end;
+	double us;
+
+	if (!v)
+		return def;
+	us = strtod(v, &end);
+	if (*end || !(us >= 0) || us > 1e7) {
+		loom_log(LOOM_LOG_WARN, "mpi: LOOM_MPI_SPIN_US=%s is not a "
+			 "number of microseconds; using %.0f", v, def * 1e6);
+		return def;
+	}
+	return us * 1e-6;
+}
+
 static int mpi_init(loom_reg_t **out)
 {
 	struct mpi_world *w = &mpi_world;
@@ -231,14 +273,17 @@ static int mpi_init(loom_reg_t **out)
 	MPI_Comm_rank(w->local, &w->local_rank);
 	MPI_Comm_size(w->local, &w->n_local);
 	w->timeout_s = timeout_from_env();
+	w->hold_s = hold_from_env(w->n_local);
+	w->algo = algo_from_env();
 	status = mpi_coll_init(w);
 	if (status)
 		goto err_free;
 	status = loom_reg_new(&reg_iface, w, out);
 	if (status)
 		goto err_free;
-	loom_log(LOOM_LOG_INFO, "mpi: rank %d of %d (%d of %d on this host)",
-		 w->rank, w->n_ranks, w->local_rank, w->n_local);
+	loom_log(LOOM_LOG_INFO, "mpi: rank %d of %d (%d of %d on this host;"
+		 " waits poll %.0f us before yielding)", w->rank, w->n_ranks,
+		 w->local_rank, w->n_local, w->hold_s * 1e6);
 	return LOOM_OK;
 
 err_free:
