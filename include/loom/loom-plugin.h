@@ -594,6 +594,16 @@ typedef int (*loom_world_allreduce_fn)(loom_reg_t *reg, void *data,
 typedef int (*loom_world_bcast_fn)(loom_reg_t *reg, void *data, size_t size,
 				   int root);
 
+/* "world_gather": every rank's bytes, one after the other in rank order:
+ * rank r gives sizes[r] bytes at mine, and root gets them all in all
+ * (sizes[0] + ... + sizes[n_ranks - 1] bytes; rank r's after those of
+ * the ranks before it), or every rank does when root is -1.  sizes (one
+ * per rank) must be the same on every rank; all is read only where it is
+ * written; mine may be the rank's own place in all. */
+#define LOOM_PROC_WORLD_GATHER "world_gather"
+typedef int (*loom_world_gather_fn)(loom_reg_t *reg, const void *mine,
+				    void *all, const size_t *sizes, int root);
+
 /* "world_barrier": returns once every rank has called it. */
 #define LOOM_PROC_WORLD_BARRIER "world_barrier"
 typedef int (*loom_world_barrier_fn)(loom_reg_t *reg);

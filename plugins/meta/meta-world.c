@@ -194,6 +194,8 @@ int meta_world_join(struct meta_dev *md, loom_reg_t *reg)
 	*(void **)&w->allreduce = loom_reg_proc_address(
 		reg, LOOM_PROC_WORLD_ALLREDUCE);
 	*(void **)&w->bcast = loom_reg_proc_address(reg, LOOM_PROC_WORLD_BCAST);
+	*(void **)&w->gather = loom_reg_proc_address(reg,
+						     LOOM_PROC_WORLD_GATHER);
 	if (!world || !w->allreduce || !w->bcast)
 		return loom_error_set(LOOM_E_UNSUPPORTED, "meta: world: "
 				      "plugin %s has no world entry points",
@@ -315,34 +317,46 @@ static size_t pack(const struct meta_dev *md, const struct loom_tensor *t,
 	return used;
 }
 
+/* Every rank's pieces into data on every rank: one "world_gather" of
+ * the packed pieces (or, from a world that has none, one "world_bcast"
+ * per rank), then each rank's unpacked into its place. */
 int meta_world_gather(struct meta_dev *md, const struct loom_tensor *t,
 		      const struct meta_state *st, void *data, size_t n_rows,
 		      size_t unit)
 {
 	struct meta_world *w = md->world;
-	size_t most = 0;
+	size_t total = 0, *sizes, *offs;
 	uint8_t *buf;
 	int rc = LOOM_OK;
 
-	for (int r = 0; r < w->n_ranks; r++) {
-		size_t b = pack(md, t, st, r, data, n_rows, unit, NULL, true);
-
-		most = b > most ? b : most;
-	}
-	buf = malloc(most ? most : 1);
-	if (!buf)
+	sizes = calloc(2 * (size_t)w->n_ranks, sizeof(*sizes));
+	if (!sizes)
 		return loom_error_set(LOOM_E_NOMEM, "get of %s: no memory",
 				      t->name);
-	for (int r = 0; r < w->n_ranks && !rc; r++) {
-		size_t b = pack(md, t, st, r, data, n_rows, unit,
-				r == w->rank ? buf : NULL, true);
-
-		if (!b)
-			continue;
-		rc = w->bcast(w->reg, buf, b, r);
-		if (!rc && r != w->rank)
-			pack(md, t, st, r, data, n_rows, unit, buf, false);
+	offs = sizes + w->n_ranks;
+	for (int r = 0; r < w->n_ranks; r++) {
+		sizes[r] = pack(md, t, st, r, data, n_rows, unit, NULL, true);
+		offs[r] = total;
+		total += sizes[r];
 	}
+	buf = malloc(total ? total : 1);
+	if (!buf) {
+		free(sizes);
+		return loom_error_set(LOOM_E_NOMEM, "get of %s: no memory",
+				      t->name);
+	}
+	pack(md, t, st, w->rank, data, n_rows, unit, buf + offs[w->rank],
+	     true);
+	if (w->gather)
+		rc = w->gather(w->reg, buf + offs[w->rank], buf, sizes, -1);
+	for (int r = 0; !w->gather && r < w->n_ranks && !rc; r++)
+		if (sizes[r])
+			rc = w->bcast(w->reg, buf + offs[r], sizes[r], r);
+	for (int r = 0; r < w->n_ranks && !rc; r++)
+		if (r != w->rank && sizes[r])
+			pack(md, t, st, r, data, n_rows, unit, buf + offs[r],
+			     false);
 	free(buf);
+	free(sizes);
 	return rc;
 }

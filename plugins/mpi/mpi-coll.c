@@ -11,6 +11,8 @@
 #include <config.h>
 
 #include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sched.h>
@@ -547,6 +549,86 @@ int mpi_world_bcast(loom_reg_t *reg, void *data, size_t size, int root)
 		off += k;
 	}
 	return LOOM_OK;
+}
+
+/* world_gather past what MPI's int counts and offsets reach: one
+ * broadcast per rank (every rank gets everything, root or not). */
+static int gather_by_bcast(const void *mine, char *all, const size_t *sizes)
+{
+	size_t off = 0;
+	int st = LOOM_OK;
+
+	for (int r = 0; r < mpi_world.n_ranks && !st; r++) {
+		if (r == mpi_world.rank && all + off != mine)
+			memcpy(all + off, mine, sizes[r]);
+		st = mpi_world_bcast(NULL, all + off, sizes[r], r);
+		off += sizes[r];
+	}
+	return st;
+}
+
+/* One MPI_Igatherv to root, or MPI_Iallgatherv to all (root -1), of
+ * bytes; every rank checks the same sizes alike, so that all of them
+ * fail or none does. */
+int mpi_world_gather(loom_reg_t *reg, const void *mine, void *all,
+		     const size_t *sizes, int root)
+{
+	struct mpi_world *w = &mpi_world;
+	const char *what = "world_gather";
+	int p = w->n_ranks, err, st = usable(what), *cnt, *off;
+	bool fits = true, recv;
+	size_t total = 0;
+	const void *send;
+	MPI_Request req;
+
+	if (st)
+		return st;
+	if (!sizes)
+		return loom_error_set(LOOM_E_INVAL, "%s: no sizes", what);
+	if (root < -1 || root >= p)
+		return loom_error_set(LOOM_E_INVAL, "%s: root %d is not a "
+				      "rank (0..%d) or -1 (all)", what, root,
+				      p - 1);
+	for (int r = 0; r < p; r++) {
+		if (sizes[r] > (size_t)INT_MAX - total)
+			fits = false;
+		total += sizes[r];
+		if (total < sizes[r] || total > (size_t)PTRDIFF_MAX)
+			return loom_error_set(LOOM_E_INVAL, "%s: the sizes "
+					      "overflow", what);
+	}
+	recv = root < 0 || root == w->rank;
+	if ((sizes[w->rank] && !mine) || (total && recv && !all))
+		return loom_error_set(LOOM_E_INVAL, "%s: no data", what);
+	if (!fits)
+		return gather_by_bcast(mine, all, sizes);
+	cnt = malloc(2 * (size_t)p * sizeof(*cnt));
+	if (!cnt)
+		return loom_error_set(LOOM_E_NOMEM, "%s: no memory", what);
+	off = cnt + p;
+	total = 0;
+	for (int r = 0; r < p; r++) {
+		cnt[r] = (int)sizes[r];
+		off[r] = (int)total;
+		total += sizes[r];
+	}
+	send = recv && mine == (char *)all + off[w->rank] ? MPI_IN_PLACE
+							  : mine;
+	if (root < 0)
+		err = MPI_Iallgatherv(send, cnt[w->rank], MPI_BYTE, all, cnt,
+				      off, MPI_BYTE, w->comm, &req);
+	else
+		err = MPI_Igatherv(send, cnt[w->rank], MPI_BYTE, all, cnt,
+				   off, MPI_BYTE, root, w->comm, &req);
+	/* MPI reads the counts and offsets until the request completes. */
+	if (err != MPI_SUCCESS) {
+		free(cnt);
+		return mpi_fail(err, what);
+	}
+	st = wait_all(1, &req, deadline(), what);
+	if (!w->broken)
+		free(cnt);
+	return st;
 }
 
 int mpi_world_barrier(loom_reg_t *reg)

@@ -117,6 +117,8 @@ static void *reg_proc_address(loom_reg_t *reg, const char *name)
 			mpi_world_allreduce_bare;
 	if (!strcmp(name, LOOM_PROC_WORLD_BCAST))
 		return (void *)(loom_world_bcast_fn)mpi_world_bcast;
+	if (!strcmp(name, LOOM_PROC_WORLD_GATHER))
+		return (void *)(loom_world_gather_fn)mpi_world_gather;
 	if (!strcmp(name, LOOM_PROC_WORLD_BARRIER))
 		return (void *)(loom_world_barrier_fn)mpi_world_barrier;
 	return NULL;

@@ -48,8 +48,8 @@ int mpi_world_allreduce(loom_reg_t *reg, void *data, size_t n,
 int mpi_world_allreduce_bare(loom_reg_t *reg, void *data, size_t n,
 			     enum loom_type type);
 int mpi_world_bcast(loom_reg_t *reg, void *data, size_t size, int root);
-int mpi_world_gather(loom_reg_t *reg, const void *mine, size_t size,
-		     void *all, const size_t *sizes);
+int mpi_world_gather(loom_reg_t *reg, const void *mine, void *all,
+		     const size_t *sizes, int root);
 int mpi_world_barrier(loom_reg_t *reg);
 
 #endif /* LOOM_MPI_PRIVATE_H */
