@@ -630,6 +630,16 @@ typedef int (*loom_allreduce_world_fn)(loom_backend_t *const *backends,
 				       const struct loom_allreduce_opts *opts,
 				       const struct loom_world_group *group);
 
+/* "allreduce_world_prepare": makes now what "allreduce_world" needs for
+ * these n devices of this rank in group (its communicators), so that the
+ * first compute does not; called by every rank at once, as a collective
+ * (a meta device over the world, when it is made).  A rank that fails
+ * says so; the meta device then compares every rank's status. */
+#define LOOM_PROC_ALLREDUCE_WORLD_PREPARE "allreduce_world_prepare"
+typedef int (*loom_allreduce_world_prepare_fn)(
+	loom_dev_t *const *devs, size_t n,
+	const struct loom_world_group *group);
+
 /* The entry points above but the world's, each once: X(NAME) for
  * LOOM_PROC_NAME.  The core resolves each when a plugin registers, and
  * loom-info lists them; the world's are the world plugin's to its users. */
@@ -649,7 +659,8 @@ typedef int (*loom_allreduce_world_fn)(loom_backend_t *const *backends,
 	X(SPLIT_DEFAULT)                                                     \
 	X(META_BUFFER_DEV_SIZES)                                             \
 	X(META_BACKEND_DEV_SIZES)                                            \
-	X(ALLREDUCE_WORLD)
+	X(ALLREDUCE_WORLD)                                                    \
+	X(ALLREDUCE_WORLD_PREPARE)
 
 #ifdef __cplusplus
 }

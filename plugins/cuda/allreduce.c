@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* allreduce.c - the "allreduce" and "allreduce_world" entry points over
- * NCCL (RCCL for HIP): communicators per device group, created on first
- * use and cached (a world group's over every rank's devices, its id sent
- * from world rank 0 through the world's "world_bcast", made without
- * blocking and given up, aborted, after LOOM_MPI_TIMEOUT seconds, as is a
- * collective over the world that does not end), and the rules for what
+/* allreduce.c - the "allreduce", "allreduce_world" and
+ * "allreduce_world_prepare" entry points over NCCL (RCCL for HIP):
+ * communicators per device group, cached (a local group's made on first
+ * use; a world group's over every rank's devices when the meta device is
+ * made, its id sent from world rank 0 through the world's "world_bcast",
+ * without blocking and given up, aborted, after LOOM_MPI_TIMEOUT seconds,
+ * as is a collective over the world that does not end), and the rules for what
  * the collective declines.  LOOM_CUDA_ALLREDUCE=none, read once per
  * process, makes it decline everything (=nccl, or unset, uses NCCL).
  * Each call leaves the calling thread's current device as it found it.
@@ -639,6 +640,72 @@ int cuda_allreduce_world(loom_backend_t *const *backends,
 	if (!status)
 		status = reduce(backends, tensors, n, &c, grp);
 	pthread_mutex_unlock(&c.reg->lock);
+	device_restore(dev);
+	return status;
+}
+
+/* The world group's communicators, made when the meta device is (every
+ * rank at once), so that no compute waits for NCCL's init or hangs in
+ * it: the same group allreduce_world finds later by key and devices. */
+int cuda_allreduce_world_prepare(loom_dev_t *const *devs, size_t n,
+				 const struct loom_world_group *g)
+{
+	struct cuda_comm_group *grp = NULL;
+	struct cuda_reg *reg = NULL;
+	loom_world_allreduce_fn sum;
+	int ids[CUDA_MAX_DEVICES], dev, rc, status = LOOM_OK;
+	float refused;
+
+	if (!g || g->size < sizeof(*g) || !g->world || g->n_members < 1 ||
+	    g->first < 0)
+		return loom_error_set(LOOM_E_INVAL, "%s: allreduce_world_"
+				      "prepare: a bad world group",
+				      LOOM_GPU_NAME);
+	*(void **)&sum = loom_reg_proc_address(g->world,
+					       LOOM_PROC_WORLD_ALLREDUCE);
+	if (!sum)
+		return loom_error_set(LOOM_E_UNSUPPORTED, "%s: nccl: plugin %s "
+				      "has no world", LOOM_GPU_NAME,
+				      loom_reg_name(g->world));
+	if (!devs || n < 1 || n > CUDA_MAX_DEVICES ||
+	    (size_t)g->first + n > (size_t)g->n_members)
+		status = loom_error_set(LOOM_E_INVAL, "%s: allreduce_world_"
+					"prepare: %zu devices from member %d "
+					"of %d", LOOM_GPU_NAME, n, g->first,
+					g->n_members);
+	for (size_t i = 0; !status && i < n; i++) {
+		struct cuda_dev *cd;
+
+		if (!devs[i] || strcmp(loom_reg_name(loom_dev_reg(devs[i])),
+				       LOOM_GPU_NAME)) {
+			status = loom_error_set(LOOM_E_INVAL, "%s: allreduce_"
+						"world_prepare: member %zu is "
+						"not a %s device",
+						LOOM_GPU_NAME, i,
+						LOOM_GPU_NAME);
+			break;
+		}
+		cd = loom_dev_context(devs[i]);
+		reg = cd->reg;
+		ids[i] = cd->id;
+		for (size_t j = 0; j < i; j++)
+			if (ids[j] == ids[i])
+				status = LOOM_E_DECLINED; /* one GPU twice */
+	}
+	if (!status && !cuda_nccl_enabled())
+		status = LOOM_E_DECLINED;
+	/* Every rank's verdict first: a rank that cannot join leaves the
+	 * others out of NCCL's init too, instead of waiting there. */
+	refused = status ? 1.0f : 0.0f;
+	rc = sum(g->world, &refused, 1, LOOM_TYPE_F32);
+	if (rc)
+		return status ? status : rc;
+	if (status || refused > 0)
+		return status ? status : LOOM_E_DECLINED;
+	dev = device_save();
+	pthread_mutex_lock(&reg->lock);
+	status = world_group_get(reg, g, ids, (int)n, &grp);
+	pthread_mutex_unlock(&reg->lock);
 	device_restore(dev);
 	return status;
 }

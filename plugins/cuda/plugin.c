@@ -1080,6 +1080,10 @@ static void *reg_proc_address(loom_reg_t *reg, const char *name)
 		return (void *)(loom_allreduce_fn)cuda_allreduce;
 	if (!strcmp(name, LOOM_PROC_ALLREDUCE_WORLD) && cuda_nccl_enabled())
 		return (void *)(loom_allreduce_world_fn)cuda_allreduce_world;
+	if (!strcmp(name, LOOM_PROC_ALLREDUCE_WORLD_PREPARE) &&
+	    cuda_nccl_enabled())
+		return (void *)(loom_allreduce_world_prepare_fn)
+			cuda_allreduce_world_prepare;
 #endif
 	return NULL;
 }

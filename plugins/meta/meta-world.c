@@ -176,6 +176,35 @@ static int check_agreement(struct meta_dev *md, const float *all)
 	return LOOM_OK;
 }
 
+/* What the plugin that reduces across the ranks needs (its
+ * communicators), made now on every rank at once rather than in the first
+ * compute; when it declines (on every rank alike: it compares their
+ * verdicts), the meta device's own reduce runs instead. */
+static int prepare_plugin_reduce(struct meta_dev *md)
+{
+	struct meta_world *w = md->world;
+	loom_allreduce_world_prepare_fn prep;
+	struct loom_world_group grp = {
+		.size = sizeof(grp),
+		.world = w->reg,
+		.n_members = md->n_all,
+		.first = md->first,
+		.key = w->digest,
+	};
+	int rc;
+
+	*(void **)&prep = loom_reg_proc_address(
+		loom_dev_reg(md->members[0]), LOOM_PROC_ALLREDUCE_WORLD_PREPARE);
+	if (!prep)
+		return LOOM_OK;
+	rc = prep(md->members, (size_t)md->n, &grp);
+	if (rc == LOOM_E_DECLINED) {
+		w->plugin_reduce = NULL;
+		rc = LOOM_OK;
+	}
+	return rc;
+}
+
 int meta_world_join(struct meta_dev *md, loom_reg_t *reg)
 {
 	struct meta_world *w = calloc(1, sizeof(*w));
@@ -232,6 +261,8 @@ int meta_world_join(struct meta_dev *md, loom_reg_t *reg)
 	w->plugin_reduce = red && differs(w, all, F_REDUCE) < 0 ? fn : NULL;
 	w->digest = meta_hash(HASH_SEED, all,
 			      (size_t)w->n_ranks * F_COUNT * sizeof(*all));
+	if (w->plugin_reduce)
+		rc = prepare_plugin_reduce(md);
 out:
 	free(all);
 	return rc;
