@@ -156,7 +156,7 @@ out:
  * started MPI (and set MPI_COMM_WORLD to return errors for good), the
  * application's handler there is set aside for the call, so that an
  * error comes back as a status and not as the end of every rank. */
-static int test_all(int n, MPI_Request *reqs, int *done)
+static int test_all(int n, MPI_Request *reqs, int *done, MPI_Status *out)
 {
 	MPI_Status st[2];
 	MPI_Errhandler app = MPI_ERRHANDLER_NULL;
@@ -183,6 +183,8 @@ static int test_all(int n, MPI_Request *reqs, int *done)
 		MPI_Comm_set_errhandler(MPI_COMM_WORLD, app);
 		MPI_Errhandler_free(&app);
 	}
+	if (out && *done)
+		memcpy(out, st, (size_t)n * sizeof(*st));
 	return err;
 }
 
@@ -190,7 +192,8 @@ static int test_all(int n, MPI_Request *reqs, int *done)
  * the world's hold_s alone, then yielding the core between polls, up to SPIN_S, then
  * with sleeps that grow to a millisecond so that a long wait (a rank
  * that is late or dead) leaves the core to others. */
-static int wait_all(int n, MPI_Request *reqs, double end, const char *what)
+static int wait_all(int n, MPI_Request *reqs, double end, const char *what,
+		    MPI_Status *out)
 {
 	struct mpi_world *w = &mpi_world;
 	double start = now(), t;
@@ -198,7 +201,7 @@ static int wait_all(int n, MPI_Request *reqs, double end, const char *what)
 	int done = 0, err;
 
 	for (;;) {
-		err = test_all(n, reqs, &done);
+		err = test_all(n, reqs, &done, out);
 		if (err != MPI_SUCCESS) {
 			w->broken = true;
 			return mpi_fail(err, what);
@@ -307,23 +310,27 @@ static int scratch(struct mpi_world *w, size_t bytes, const char *what)
 	return LOOM_OK;
 }
 
-/* One exchange with peer: sends n values at out and receives m into in
- * (either may be 0 values: no message), waited for until end. */
-static int exchange(const void *out, size_t n, void *in, size_t m,
-		    MPI_Datatype dt, int peer, double end, const char *what)
+/* One step of a point-to-point allreduce: sends n values at out to
+ * peer `to` and receives m into in from `from` (either may be 0 values:
+ * no message), waited for until end.  A message shorter than m is a rank
+ * that sums another size (MPI says only that a longer one is truncated):
+ * the ranks are out of step from there on. */
+static int exchange(const void *out, size_t n, int to, void *in, size_t m,
+		    int from, MPI_Datatype dt, double end, const char *what)
 {
 	struct mpi_world *w = &mpi_world;
 	MPI_Request req[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
-	int err, k = 0;
+	MPI_Status st[2];
+	int err, k = 0, got = -1;
 
 	if (m) {
-		err = MPI_Irecv(in, (int)m, dt, peer, 0, w->comm, &req[k]);
+		err = MPI_Irecv(in, (int)m, dt, from, 0, w->comm, &req[k]);
 		if (err != MPI_SUCCESS)
 			return mpi_fail(err, what);
 		k++;
 	}
 	if (n) {
-		err = MPI_Isend(out, (int)n, dt, peer, 0, w->comm, &req[k]);
+		err = MPI_Isend(out, (int)n, dt, to, 0, w->comm, &req[k]);
 		if (err != MPI_SUCCESS) {
 			/* A receive may stay posted: the world is gone. */
 			w->broken = true;
@@ -331,7 +338,20 @@ static int exchange(const void *out, size_t n, void *in, size_t m,
 		}
 		k++;
 	}
-	return wait_all(k, req, end, what);
+	err = wait_all(k, req, end, what, st);
+	if (err || !m)
+		return err;
+	if (MPI_Get_count(&st[0], dt, &got) != MPI_SUCCESS ||
+	    got != (int)m) {
+		w->broken = true;
+		return loom_error_set(LOOM_E_IO, "mpi: %s: rank %d of %d: "
+				      "rank %d sent %d values, not %zu (do the "
+				      "ranks' collectives differ in size? "
+				      "every rank must run the same model with "
+				      "the same arguments)", what, w->rank,
+				      w->n_ranks, from, got, m);
+	}
+	return LOOM_OK;
 }
 
 /* Recursive doubling of n values (that fit an int): with pof2 the
@@ -356,11 +376,12 @@ static int doubling(char *data, size_t n, MPI_Datatype dt, MPI_Op op,
 		return st;
 	if (me < 2 * rem) {
 		if (me % 2 == 0) {
-			st = exchange(data, n, NULL, 0, dt, me + 1, end, what);
+			st = exchange(data, n, me + 1, NULL, 0, -1, dt, end,
+				      what);
 			vr = -1;
 		} else {
-			st = exchange(NULL, 0, w->scratch, n, dt, me - 1, end,
-				      what);
+			st = exchange(NULL, 0, -1, w->scratch, n, me - 1, dt,
+				      end, what);
 			vr = me / 2;
 			if (!st) {
 				err = MPI_Reduce_local(w->scratch, data, (int)n,
@@ -378,7 +399,8 @@ static int doubling(char *data, size_t n, MPI_Datatype dt, MPI_Op op,
 		int vpeer = vr ^ mask;
 		int peer = vpeer < rem ? vpeer * 2 + 1 : vpeer + rem;
 
-		st = exchange(data, n, w->scratch, n, dt, peer, end, what);
+		st = exchange(data, n, peer, w->scratch, n, peer, dt, end,
+			      what);
 		if (st)
 			return st;
 		err = MPI_Reduce_local(w->scratch, data, (int)n, dt, op);
@@ -386,8 +408,10 @@ static int doubling(char *data, size_t n, MPI_Datatype dt, MPI_Op op,
 			return mpi_fail(err, what);
 	}
 	if (me < 2 * rem)
-		st = me % 2 ? exchange(data, n, NULL, 0, dt, me - 1, end, what)
-			    : exchange(NULL, 0, data, n, dt, me + 1, end, what);
+		st = me % 2 ? exchange(data, n, me - 1, NULL, 0, -1, dt, end,
+				       what)
+			    : exchange(NULL, 0, -1, data, n, me + 1, dt, end,
+				       what);
 	return st;
 }
 
@@ -425,26 +449,16 @@ static int ring(char *data, size_t n, MPI_Datatype dt, MPI_Op op,
 		 * the allgather is one chunk ahead (its own summed one). */
 		int sc = (w->rank - s + (gather ? 1 : 0) + 2 * p) % p;
 		int rc = (sc + p - 1) % p;
-		MPI_Request req[2];
 		int err;
 
 		chunk(n, p, sc, &off, &len);
 		chunk(n, p, rc, &roff, &rlen);
-		err = MPI_Irecv(gather ? data + roff * es : w->scratch,
-				(int)rlen, dt, left, 0, w->comm, &req[0]);
-		if (err != MPI_SUCCESS)
-			return mpi_fail(err, what);
-		err = MPI_Isend(data + off * es, (int)len, dt, right, 0,
-				w->comm, &req[1]);
-		if (err != MPI_SUCCESS) {
-			/* The receive stays posted: the world is gone. */
-			w->broken = true;
-			return mpi_fail(err, what);
-		}
-		st = wait_all(2, req, end, what);
+		st = exchange(data + off * es, len, right,
+			      gather ? data + roff * es : w->scratch, rlen,
+			      left, dt, end, what);
 		if (st)
 			return st;
-		if (!gather) {
+		if (!gather && rlen) {
 			err = MPI_Reduce_local(w->scratch, data + roff * es,
 					       (int)rlen, dt, op);
 			if (err != MPI_SUCCESS)
@@ -501,7 +515,7 @@ static int allreduce(void *data, size_t n, enum loom_type type, bool bare)
 					     mpi_world.comm, &req);
 			if (err != MPI_SUCCESS)
 				return mpi_fail(err, what);
-			st = wait_all(1, &req, deadline(), what);
+			st = wait_all(1, &req, deadline(), what, NULL);
 			if (st)
 				return st;
 		}
@@ -543,7 +557,7 @@ int mpi_world_bcast(loom_reg_t *reg, void *data, size_t size, int root)
 
 		if (err != MPI_SUCCESS)
 			return mpi_fail(err, "world_bcast");
-		st = wait_all(1, &req, deadline(), "world_bcast");
+		st = wait_all(1, &req, deadline(), "world_bcast", NULL);
 		if (st)
 			return st;
 		off += k;
@@ -625,7 +639,7 @@ int mpi_world_gather(loom_reg_t *reg, const void *mine, void *all,
 		free(cnt);
 		return mpi_fail(err, what);
 	}
-	st = wait_all(1, &req, deadline(), what);
+	st = wait_all(1, &req, deadline(), what, NULL);
 	if (!w->broken)
 		free(cnt);
 	return st;
@@ -641,5 +655,5 @@ int mpi_world_barrier(loom_reg_t *reg)
 	err = MPI_Ibarrier(mpi_world.comm, &req);
 	if (err != MPI_SUCCESS)
 		return mpi_fail(err, "world_barrier");
-	return wait_all(1, &req, deadline(), "world_barrier");
+	return wait_all(1, &req, deadline(), "world_barrier", NULL);
 }
