@@ -66,10 +66,9 @@ static double now(void)
  * to answer finds this rank still on its core (a yield on a loaded host
  * gave the core away for a time slice: 11 to 22 times a bare
  * MPI_Allreduce at 1 MiB, which never yields unless the host is
- * oversubscribed).  Then, up to SPIN_S, it yields between polls, leaving
- * the core to whoever else wants it; then it sleeps.  Where this host's
- * ranks outnumber its cores the hold is 0: the peer a rank waits for
- * may need this very core (Open MPI yields at once there too). */
+ * oversubscribed; oversubscribed, the hold measured better than yielding
+ * at once, see mpi-plugin.c).  Then, up to SPIN_S, it yields between
+ * polls, leaving the core to whoever else wants it; then it sleeps. */
 #define SPIN_S 0.05
 
 /* The deadline of a collective that starts now. */
