@@ -564,8 +564,8 @@ int mpi_world_bcast(loom_reg_t *reg, void *data, size_t size, int root)
 	return LOOM_OK;
 }
 
-/* world_gather past what MPI's int counts and offsets reach: one
- * broadcast per rank (every rank gets everything, root or not). */
+/* world_gather to every rank past what MPI's int counts and offsets
+ * reach: one broadcast per rank. */
 static int gather_by_bcast(const void *mine, char *all, const size_t *sizes)
 {
 	size_t off = 0;
@@ -613,6 +613,11 @@ int mpi_world_gather(loom_reg_t *reg, const void *mine, void *all,
 	recv = root < 0 || root == w->rank;
 	if ((sizes[w->rank] && !mine) || (total && recv && !all))
 		return loom_error_set(LOOM_E_INVAL, "%s: no data", what);
+	if (!fits && root >= 0)
+		return loom_error_set(LOOM_E_UNSUPPORTED, "%s: %zu bytes to "
+				      "rank %d: more than MPI's int counts "
+				      "reach (gather to all ranks instead)",
+				      what, total, root);
 	if (!fits)
 		return gather_by_bcast(mine, all, sizes);
 	cnt = malloc(2 * (size_t)p * sizeof(*cnt));
