@@ -32,9 +32,10 @@
 	X(LOOM_TYPE_Q5_K) X(LOOM_TYPE_Q6_K)
 
 /* The decode kernel of a type (matmul-q8v.c): a 32-value block with its
- * step first, a half or an E8M0 exponent (CPU_GV_BLOCK); a Q4_K/Q5_K/Q6_K
- * super-block
- * (CPU_GV_SUPER); or the generic tile on the row's scales (matmul-q8.c). */
+ * step first, a half or an E8M0 exponent (CPU_GV_BLOCK); a super-block of
+ * 256 (CPU_GV_SUPER: its scales decoded per super-block, in vectors); or
+ * the generic tile on the row's scales (matmul-q8.c).  A super-block
+ * type whose group is 32 takes the float kernel without VNNI too. */
 enum cpu_gv { CPU_GV_TILE, CPU_GV_BLOCK, CPU_GV_SUPER };
 
 /* How a CPU_GV_BLOCK block's offset enters the sum: none; off times the
@@ -135,11 +136,11 @@ static const struct cpu_type cpu_types[LOOM_TYPE_COUNT] = {
 	},
 	[LOOM_TYPE_Q3_K] = {
 		.bytes = sizeof(struct loom_block_q3_k), .block = 256,
-		.group = 32, .span = 16, .umax = 7, .gv = CPU_GV_TILE,
+		.group = 32, .span = 16, .umax = 7, .gv = CPU_GV_SUPER,
 	},
 	[LOOM_TYPE_Q2_K] = {
 		.bytes = sizeof(struct loom_block_q2_k), .block = 256,
-		.group = 32, .span = 16, .umax = 3, .gv = CPU_GV_TILE,
+		.group = 32, .span = 16, .umax = 3, .gv = CPU_GV_SUPER,
 	},
 	[LOOM_TYPE_IQ4_NL] = {
 		.bytes = sizeof(struct loom_block_iq4_nl), .block = 32,
@@ -149,7 +150,7 @@ static const struct cpu_type cpu_types[LOOM_TYPE_COUNT] = {
 	[LOOM_TYPE_IQ4_XS] = {
 		.bytes = sizeof(struct loom_block_iq4_xs), .block = 256,
 		.group = 32, .span = 32, .umax = 127, .is_signed = true,
-		.gv = CPU_GV_TILE,
+		.gv = CPU_GV_SUPER,
 	},
 	[LOOM_TYPE_MXFP4] = {
 		.bytes = sizeof(struct loom_block_mxfp4), .block = 32,
