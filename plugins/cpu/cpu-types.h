@@ -29,7 +29,8 @@
  * fields below; matmul-w.c has their decode kernels). */
 #define CPU_W_TYPES(X)                                                   \
 	X(LOOM_TYPE_Q8_0) X(LOOM_TYPE_Q4_0) X(LOOM_TYPE_Q4_K)            \
-	X(LOOM_TYPE_Q5_K) X(LOOM_TYPE_Q6_K)
+	X(LOOM_TYPE_Q5_K) X(LOOM_TYPE_Q6_K) X(LOOM_TYPE_Q4_1)            \
+	X(LOOM_TYPE_IQ4_NL)
 
 /* The decode kernel of a type (matmul-q8v.c): a 32-value block with its
  * step first, a half or an E8M0 exponent (CPU_GV_BLOCK); a super-block of
@@ -73,6 +74,13 @@ static const struct w_field cpu_w_q4_0[] = {
 };
 static const struct w_field cpu_w_q8_0[] = {
 	W_FIELD(loom_block_q8_0, d), W_FIELD(loom_block_q8_0, qs), { 0 },
+};
+static const struct w_field cpu_w_q4_1[] = {
+	W_FIELD(loom_block_q4_1, d), W_FIELD(loom_block_q4_1, m),
+	W_FIELD(loom_block_q4_1, qs), { 0 },
+};
+static const struct w_field cpu_w_iq4_nl[] = {
+	W_FIELD(loom_block_iq4_nl, d), W_FIELD(loom_block_iq4_nl, qs), { 0 },
 };
 static const struct w_field cpu_w_q4_k[] = {
 	W_FIELD(loom_block_q4_k, d), W_FIELD(loom_block_q4_k, dmin),
@@ -122,7 +130,7 @@ static const struct cpu_type cpu_types[LOOM_TYPE_COUNT] = {
 	[LOOM_TYPE_Q4_1] = {
 		.bytes = sizeof(struct loom_block_q4_1), .block = 32,
 		.group = 32, .span = 32, .umax = 15, .gv = CPU_GV_BLOCK,
-		.off = CPU_OFF_MIN,
+		.off = CPU_OFF_MIN, .w = cpu_w_q4_1,
 	},
 	[LOOM_TYPE_Q5_0] = {
 		.bytes = sizeof(struct loom_block_q5_0), .block = 32,
@@ -145,7 +153,7 @@ static const struct cpu_type cpu_types[LOOM_TYPE_COUNT] = {
 	[LOOM_TYPE_IQ4_NL] = {
 		.bytes = sizeof(struct loom_block_iq4_nl), .block = 32,
 		.group = 32, .span = 32, .umax = 127, .is_signed = true,
-		.gv = CPU_GV_BLOCK,
+		.gv = CPU_GV_BLOCK, .w = cpu_w_iq4_nl,
 	},
 	[LOOM_TYPE_IQ4_XS] = {
 		.bytes = sizeof(struct loom_block_iq4_xs), .block = 256,
