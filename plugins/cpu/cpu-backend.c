@@ -64,6 +64,17 @@ static bool runs_rope(const struct loom_tensor *op)
 	       n_dims >= 0 && n_dims % 2 == 0 && n_dims <= op->src[0]->ne[0];
 }
 
+static bool runs_soft_max_sinks(const struct loom_tensor *op)
+{
+	return runs_soft_max(op) && src_is(op, 2, LOOM_TYPE_F32);
+}
+
+static bool runs_add_id(const struct loom_tensor *op)
+{
+	return op->type == LOOM_TYPE_F32 && src_float(op, 0) &&
+	       src_float(op, 1) && src_is(op, 2, LOOM_TYPE_I32);
+}
+
 static bool runs_mul_mat(const struct loom_tensor *op)
 {
 	const struct loom_tensor *a = op->src[0];
@@ -157,6 +168,10 @@ static const struct cpu_op cpu_ops[LOOM_OP_COUNT] = {
 	[LOOM_OP_SUM_ROWS] = { cpu_op_sum_rows, runs_rows },
 	[LOOM_OP_ARGMAX] = { cpu_op_argmax, runs_index },
 	[LOOM_OP_TOP_K] = { cpu_op_top_k, runs_index },
+	[LOOM_OP_SOFT_MAX_SINKS] = { cpu_op_soft_max, runs_soft_max_sinks },
+	[LOOM_OP_ROPE_YARN] = { cpu_op_rope, runs_rope },
+	[LOOM_OP_SWIGLU_OAI] = { cpu_op_swiglu_oai, runs_binary },
+	[LOOM_OP_ADD_ID] = { cpu_op_add_id, runs_add_id },
 };
 
 /* Leaves and views: no kernel runs. */

@@ -166,6 +166,8 @@ static const struct cuda_op cuda_ops[LOOM_OP_COUNT] = {
 	[LOOM_OP_SUM_ROWS] = { runs_rows, cuda_op_reduce },
 	[LOOM_OP_ARGMAX] = { runs_index, cuda_op_reduce },
 	[LOOM_OP_TOP_K] = { runs_index, cuda_op_reduce },
+	/* soft_max_sinks, rope_yarn, swiglu_oai, add_id: no kernels yet,
+	 * so cuda_supports_op refuses them. */
 };
 
 /* Says whether the kernels compute t exactly as loom.h defines it. */
