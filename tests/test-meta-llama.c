@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* test-meta-llama.c - a decoder stack (GQA attention with a KV cache and
- * RoPE, RMSNorm, SwiGLU or top-k MoE FFN, or gpt-oss's with sinks,
- * biases, sliding windows and YaRN) run on one CPU device and on meta
- * devices over 2, 3 and 4 CPU partitions: the logits must agree.
+/* test-meta-llama.c - a decoder stack of each model family (GQA
+ * attention with a KV cache and RoPE, RMSNorm, SwiGLU or top-k MoE FFN;
+ * gpt-oss's sinks, biases, sliding windows and YaRN; qwen2's biases;
+ * Gemma 3's one KV head, norms and windows; phi3's fused matrices) run on
+ * one CPU device and on meta devices over 2, 3 and 4 CPU partitions, cut
+ * by the model library's policy: the logits must agree.
  */
 #include <glib.h>
 #include <math.h>
@@ -17,11 +19,28 @@
 #define N_PROMPT 7
 #define N_GEN 3
 
+/* The model families the stacks are built as. */
+enum family {
+	F_DENSE,   /* llama */
+	F_MOE,     /* llama with experts (Mixtral) */
+	F_OAI,     /* gpt-oss */
+	F_MQA,     /* qwen3 with one KV head: Gemma 3 270M's attention */
+	F_BIAS,    /* qwen2: q/k/v biases */
+	F_GEMMA,   /* gemma3 */
+	F_FUSED,   /* phi3: fused attn_qkv and gate/up */
+};
+
+static const char *const family_names[] = {
+	"dense", "moe", "gpt-oss", "one-kv-head", "qwen2", "gemma3", "phi3",
+};
+
 /* Shapes no device count divides: 3 KV heads, odd FFN and vocab sizes;
- * with mqa one KV head and q/k norms (Gemma 3 270M's attention), fewer
- * KV heads than partitions. */
-static void shape(struct llama_hparams *hp, bool moe, bool oai, bool mqa)
+ * F_MQA and F_GEMMA have one KV head and q/k norms, fewer KV heads than
+ * partitions. */
+static void shape(struct llama_hparams *hp, enum family f)
 {
+	bool moe = f == F_MOE || f == F_OAI;
+
 	g_assert_cmpint(llama_hparams_preset(moe ? "tiny-moe" : "tiny", hp), ==,
 			LOOM_OK);
 	hp->n_vocab = 203;
@@ -36,7 +55,8 @@ static void shape(struct llama_hparams *hp, bool moe, bool oai, bool mqa)
 		hp->n_expert = 4;
 		hp->n_expert_used = 2;
 	}
-	if (oai) {
+	switch (f) {
+	case F_OAI:
 		/* Windows of 4 tokens in every other layer, YaRN by 4 over
 		 * 16 positions. */
 		hp->arch = MODEL_ARCH_GPT_OSS;
@@ -47,13 +67,39 @@ static void shape(struct llama_hparams *hp, bool moe, bool oai, bool mqa)
 		hp->yarn_n_ctx = 16;
 		hp->rope_scale = 0.25f;
 		hp->yarn_attn_factor = 1.0f;
-	}
-	if (mqa) {
+		break;
+	case F_MQA:
+	case F_GEMMA:
 		hp->arch = MODEL_ARCH_QWEN3;
+		hp->rope_mode = LOOM_ROPE_NEOX;
 		hp->n_head = 4;
 		hp->n_head_kv = 1;
 		hp->head_dim = 18;
 		hp->qk_norm = true;
+		if (f == F_MQA)
+			break;
+		/* Windows of 4 tokens but in every other layer, GELU, the
+		 * extra norms, scaled embeddings and scores, tied output. */
+		hp->arch = MODEL_ARCH_GEMMA3;
+		hp->gelu = hp->embd_scale = hp->post_norms = true;
+		hp->tied_output = true;
+		hp->attn_scale = 0.2f;
+		hp->n_swa = 4;
+		hp->swa_pattern = 2;
+		hp->rope_base_swa = 10000.0f;
+		break;
+	case F_BIAS:
+		hp->arch = MODEL_ARCH_QWEN2;
+		hp->rope_mode = LOOM_ROPE_NEOX;
+		hp->qkv_bias = true;
+		break;
+	case F_FUSED:
+		hp->arch = MODEL_ARCH_PHI3;
+		hp->rope_mode = LOOM_ROPE_NEOX;
+		hp->fused_qkv = hp->fused_up = true;
+		break;
+	default:
+		break;
 	}
 	g_assert_cmpint(llama_hparams_check(hp), ==, LOOM_OK);
 }
@@ -111,10 +157,9 @@ static double nmse(const float *ref, const float *x, size_t n)
 }
 
 struct config {
-	bool moe, oai;
+	enum family f;
 	int n;
 	const float *ratios;
-	bool mqa;
 };
 
 static const float even[4] = { 1, 1, 1, 1 };
@@ -126,7 +171,6 @@ static void test_stack(gconstpointer data)
 {
 	const struct config *c = data;
 	struct llama_hparams hp;
-	struct loom_meta_model model;
 	struct model_split_state split;
 	struct loom_meta_opts opts = { .size = sizeof(opts) };
 	loom_dev_t *devs[4], *meta;
@@ -134,8 +178,7 @@ static void test_stack(gconstpointer data)
 	size_t n_ref, n_got;
 	double e;
 
-	shape(&hp, c->moe, c->oai, c->mqa);
-	llama_meta_model(&hp, &model);
+	shape(&hp, c->f);
 	for (int j = 0; j < c->n; j++) {
 		char name[16];
 
@@ -144,12 +187,9 @@ static void test_stack(gconstpointer data)
 		g_assert_nonnull(devs[j]);
 	}
 	opts.ratios = c->ratios;
-	/* gpt-oss's tensors (sinks, the experts' biases) are cut by the
-	 * model library's role table, not by the default policy's names. */
+	/* The model library's policy, by the role table, as loom-run's. */
 	model_split_state_init(&hp, &split);
-	if (loom_meta_dev_new(devs, (size_t)c->n,
-			      c->oai || c->mqa ? model_split : NULL,
-			      c->oai ? (void *)&split : (void *)&model, &opts,
+	if (loom_meta_dev_new(devs, (size_t)c->n, model_split, &split, &opts,
 			      &meta))
 		g_error("meta device: %s", loom_error_message());
 
@@ -167,21 +207,18 @@ static void test_stack(gconstpointer data)
 int main(int argc, char **argv)
 {
 	static const struct config configs[] = {
-		{ false, false, 2, NULL, false },
-		{ false, false, 2, uneven2, false },
-		{ false, false, 3, NULL, false },
-		{ false, false, 3, uneven3, false },
-		{ false, false, 4, NULL, false },
-		{ false, false, 4, uneven4, false },
-		{ true, false, 2, NULL, false },
-		{ true, false, 3, uneven3, false },
-		{ true, false, 4, even, false },
-		{ true, true, 2, NULL, false },
-		{ true, true, 3, NULL, false },
-		{ true, true, 3, uneven3, false },
-		{ false, false, 2, NULL, true },
-		{ false, false, 3, uneven3, true },
+		{ F_DENSE, 2, NULL },    { F_DENSE, 2, uneven2 },
+		{ F_DENSE, 3, NULL },    { F_DENSE, 3, uneven3 },
+		{ F_DENSE, 4, NULL },    { F_DENSE, 4, uneven4 },
+		{ F_MOE, 2, NULL },      { F_MOE, 3, uneven3 },
+		{ F_MOE, 4, even },      { F_OAI, 2, NULL },
+		{ F_OAI, 3, NULL },      { F_OAI, 3, uneven3 },
+		{ F_MQA, 2, NULL },      { F_MQA, 3, uneven3 },
+		{ F_BIAS, 2, NULL },     { F_BIAS, 3, uneven3 },
+		{ F_GEMMA, 2, NULL },    { F_GEMMA, 3, uneven3 },
+		{ F_FUSED, 2, NULL },    { F_FUSED, 3, uneven3 },
 	};
+
 	const char *path = g_getenv("LOOM_TEST_PLUGIN_PATH");
 	int ret;
 
@@ -200,9 +237,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < G_N_ELEMENTS(configs); i++) {
 		const struct config *c = &configs[i];
 		char *name = g_strdup_printf("/meta/llama/%s/n%d/%s",
-					     c->oai ? "gpt-oss" :
-					     c->mqa ? "one-kv-head" :
-					     c->moe ? "moe" : "dense", c->n,
+					     family_names[c->f], c->n,
 					     c->ratios && c->ratios != even
 						     ? "uneven" : "even");
 
