@@ -25,10 +25,12 @@
 
 #define EXCLUDED_REASON "excluded by LOOM_BACKENDS"
 
-/* Under the registry lock. */
+/* The search path: written under the registry lock, read by the loading
+ * thread without it (only loading threads write it, one at a time). */
 static char **search_dirs;
 static size_t n_search;
 static bool search_built;
+/* What loom_load_all did: the loading thread's, under the load lock. */
 static bool loaded_all;
 static int load_all_status;
 static char *load_all_msg;
@@ -112,8 +114,12 @@ static int build_search_path(void)
 {
 	struct strv s = { 0 };
 	const char *sys;
+	bool built;
 
-	if (search_built)
+	loom__registry_lock();
+	built = search_built;
+	loom__registry_unlock();
+	if (built)
 		return LOOM_OK;
 	if (strv_split(&s, loom_env_get("LOOM_PLUGIN_PATH"), ':'))
 		goto err_nomem;
@@ -134,9 +140,17 @@ static int build_search_path(void)
 			}
 		}
 	}
-	search_dirs = s.v;
-	n_search = s.n;
-	search_built = true;
+	/* Another thread may have built it meanwhile: the first one stays. */
+	loom__registry_lock();
+	if (!search_built) {
+		search_dirs = s.v;
+		n_search = s.n;
+		search_built = true;
+		s.v = NULL;
+		s.n = 0;
+	}
+	loom__registry_unlock();
+	strv_free(&s);
 	return LOOM_OK;
 
 err_nomem:
@@ -146,12 +160,14 @@ err_nomem:
 
 void loom__loader_reset(void)
 {
+	loom__registry_lock();
 	for (size_t i = 0; i < n_search; i++)
 		free(search_dirs[i]);
 	free(search_dirs);
 	search_dirs = NULL;
 	n_search = 0;
 	search_built = false;
+	loom__registry_unlock();
 	loaded_all = false;
 	load_all_status = LOOM_OK;
 	free(load_all_msg);
@@ -162,8 +178,8 @@ size_t loom_search_path_count(void)
 {
 	size_t n;
 
-	loom__registry_lock();
 	build_search_path();
+	loom__registry_lock();
 	n = n_search;
 	loom__registry_unlock();
 	return n;
@@ -173,8 +189,8 @@ const char *loom_search_path(size_t i)
 {
 	const char *d = NULL;
 
-	loom__registry_lock();
 	build_search_path();
+	loom__registry_lock();
 	if (i < n_search)
 		d = search_dirs[i];
 	loom__registry_unlock();
@@ -768,7 +784,9 @@ static int load_group(const char *dir, const struct strv *files,
 			continue;
 		if (add_file(dir, files->v[i], name, &p))
 			goto err_nomem;
+		loom__registry_lock();
 		p->priority = priority;
+		loom__registry_unlock();
 		if (!first)
 			first = p;
 		if (sort_variant(p, sel_ok, over, dup, res, &vs))
