@@ -21,7 +21,6 @@
 #include <unistd.h>
 
 #include <loom/loom-backend.h>
-#include <loom/loom-plugin.h>
 
 #include "app-devices.h"
 #include "app-world.h"
