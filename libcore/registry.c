@@ -598,13 +598,14 @@ out_unlock:
 
 /* ------------------------------------------------------------------------
  * Priority order.  Devices: their plugin's place in LOOM_BACKENDS when it
- * is given, then higher rank, then type (GPU, IGPU, ACCEL, CPU, META),
- * then the order plugins were found in and each plugin's own order.
+ * is given, then higher rank, then type (GPU, IGPU, ACCEL, CPU, composed
+ * devices last), then the order plugins were found in and each plugin's
+ * own order.
  * Plugins: by their first device in that order, plugins without devices
  * after the others.
  */
 
-/* Where a device type sorts: GPUs first, meta devices last. */
+/* Where a device type sorts: GPUs first, composed devices last. */
 static int type_order(enum loom_dev_type type)
 {
 	switch (type) {

@@ -1099,7 +1099,7 @@ static void mirror_ext(loom_sched_t *s, struct sched_plan *p)
 }
 
 /* Names follow the caller's graph of the moment (plugins may read them:
- * a meta device splits weights by name). */
+ * a composed device splits weights by name). */
 static void refresh_names(struct sched_plan *p)
 {
 	for (size_t k = 0; k < p->n_ext; k++)
