@@ -214,6 +214,51 @@ struct loom_tensor *loom_rope(loom_ctx_t *ctx, struct loom_tensor *a,
 	return make_op(ctx, &p);
 }
 
+struct loom_tensor *loom_soft_max_sinks(loom_ctx_t *ctx,
+					struct loom_tensor *a,
+					struct loom_tensor *mask,
+					struct loom_tensor *sinks, float scale)
+{
+	struct loom_tensor p = { .op = LOOM_OP_SOFT_MAX_SINKS,
+				 .src = { a, mask, sinks } };
+
+	set_f32(&p, 0, scale);
+	return make_op(ctx, &p);
+}
+
+struct loom_tensor *loom_rope_yarn(loom_ctx_t *ctx, struct loom_tensor *a,
+				   struct loom_tensor *pos, int n_dims,
+				   enum loom_rope_mode mode, float freq_base,
+				   float freq_scale, int n_ctx_orig,
+				   float ext_factor, float attn_factor,
+				   float beta_fast, float beta_slow)
+{
+	struct loom_tensor p = { .op = LOOM_OP_ROPE_YARN, .src = { a, pos } };
+
+	p.op_params[0] = n_dims;
+	p.op_params[1] = (int32_t)mode;
+	set_f32(&p, 2, freq_base);
+	set_f32(&p, 3, freq_scale);
+	p.op_params[4] = n_ctx_orig;
+	set_f32(&p, 5, ext_factor);
+	set_f32(&p, 6, attn_factor);
+	set_f32(&p, 7, beta_fast);
+	set_f32(&p, 8, beta_slow);
+	return make_op(ctx, &p);
+}
+
+struct loom_tensor *loom_swiglu_oai(loom_ctx_t *ctx, struct loom_tensor *gate,
+				    struct loom_tensor *up, float alpha,
+				    float limit)
+{
+	struct loom_tensor p = { .op = LOOM_OP_SWIGLU_OAI,
+				 .src = { gate, up } };
+
+	set_f32(&p, 0, alpha);
+	set_f32(&p, 1, limit);
+	return make_op(ctx, &p);
+}
+
 /* ------------------------------------------------------------------------
  * Matrix products and rows.
  */
@@ -221,6 +266,13 @@ struct loom_tensor *loom_mul_mat(loom_ctx_t *ctx, struct loom_tensor *a,
 				 struct loom_tensor *b)
 {
 	return node(ctx, LOOM_OP_MUL_MAT, a, b, NULL);
+}
+
+struct loom_tensor *loom_add_id(loom_ctx_t *ctx, struct loom_tensor *a,
+				struct loom_tensor *biases,
+				struct loom_tensor *ids)
+{
+	return node(ctx, LOOM_OP_ADD_ID, a, biases, ids);
 }
 
 struct loom_tensor *loom_mul_mat_id(loom_ctx_t *ctx, struct loom_tensor *as,

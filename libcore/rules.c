@@ -174,6 +174,21 @@ static int rule_soft_max(struct rule *rl)
 	return result(rl, LOOM_TYPE_F32, a->ne);
 }
 
+/* soft_max_sinks: soft_max's rule, and one F32 sink per head (a's
+ * dimension 2). */
+static int rule_soft_max_sinks(struct rule *rl)
+{
+	const struct loom_tensor *a = rl->t->src[0], *sinks = rl->t->src[2];
+
+	if (rule_soft_max(rl) || need(rl, 2, "sinks"))
+		return LOOM_E_INVAL;
+	if (sinks->type != LOOM_TYPE_F32 || loom_tensor_n_dims(sinks) != 1 ||
+	    sinks->ne[0] != a->ne[2])
+		return fail(rl, "sinks %s must be f32 [n_head = %lld] for a %s",
+			    DESC(sinks), (long long)a->ne[2], DESC(a));
+	return LOOM_OK;
+}
+
 static int rule_rope(struct rule *rl)
 {
 	const struct loom_tensor *t = rl->t, *a = t->src[0], *pos = t->src[1];
@@ -201,6 +216,50 @@ static int rule_rope(struct rule *rl)
 			    "%g finite", (double)freq_base,
 			    (double)freq_scale);
 	return result(rl, LOOM_TYPE_F32, a->ne);
+}
+
+/* rope_yarn: rope's rule, and the parameters of the extension. */
+static int rule_rope_yarn(struct rule *rl)
+{
+	const struct loom_tensor *t = rl->t;
+	int n_ctx_orig = t->op_params[4];
+	float fscale = param_f32(t, 3), ext = param_f32(t, 5);
+	float attn = param_f32(t, 6), fast = param_f32(t, 7);
+	float slow = param_f32(t, 8);
+
+	if (rule_rope(rl))
+		return LOOM_E_INVAL;
+	if (n_ctx_orig <= 0)
+		return fail(rl, "n_ctx_orig %d must be > 0", n_ctx_orig);
+	if (!isfinite(ext) || !isfinite(attn))
+		return fail(rl, "ext_factor %g and attn_factor %g must be "
+			    "finite", (double)ext, (double)attn);
+	if (!(fast > 0.0f) || !(slow > 0.0f) || isinf(fast) || isinf(slow))
+		return fail(rl, "beta_fast %g and beta_slow %g must be finite "
+			    "and > 0", (double)fast, (double)slow);
+	if (ext != 0.0f && !(fscale > 0.0f))
+		return fail(rl, "freq_scale %g must be > 0 where ext_factor "
+			    "is not 0", (double)fscale);
+	return LOOM_OK;
+}
+
+static int rule_swiglu_oai(struct rule *rl)
+{
+	const struct loom_tensor *g = rl->t->src[0], *u = rl->t->src[1];
+	float alpha = param_f32(rl->t, 0), limit = param_f32(rl->t, 1);
+
+	if (need(rl, 0, "gate") || need(rl, 1, "up"))
+		return LOOM_E_INVAL;
+	if (!is_float(g->type) || !is_float(u->type))
+		return fail(rl, "gate %s and up %s must be f32, f16 or bf16",
+			    DESC(g), DESC(u));
+	if (!loom_tensor_same_shape(g, u))
+		return fail(rl, "gate %s and up %s differ in shape", DESC(g),
+			    DESC(u));
+	if (!isfinite(alpha) || !(limit > 0.0f))
+		return fail(rl, "alpha %g must be finite and limit %g > 0",
+			    (double)alpha, (double)limit);
+	return result(rl, LOOM_TYPE_F32, g->ne);
 }
 
 /* ------------------------------------------------------------------------
@@ -272,6 +331,31 @@ static int rule_mul_mat_id(struct rule *rl)
 	ne[2] = ids->ne[1];
 	ne[3] = 1;
 	return result(rl, LOOM_TYPE_F32, ne);
+}
+
+static int rule_add_id(struct rule *rl)
+{
+	const struct loom_tensor *a = rl->t->src[0], *b = rl->t->src[1];
+	const struct loom_tensor *ids = rl->t->src[2];
+
+	if (need(rl, 0, "a") || need(rl, 1, "biases") || need(rl, 2, "ids"))
+		return LOOM_E_INVAL;
+	if (!is_float(a->type) || !is_float(b->type) ||
+	    ids->type != LOOM_TYPE_I32)
+		return fail(rl, "a %s and biases %s must be f32, f16 or bf16 "
+			    "and ids %s i32", DESC(a), DESC(b), DESC(ids));
+	if (a->ne[3] != 1 || b->ne[2] != 1 || b->ne[3] != 1 ||
+	    ids->ne[2] != 1 || ids->ne[3] != 1)
+		return fail(rl, "a %s must be 3D, biases %s and ids %s 2D",
+			    DESC(a), DESC(b), DESC(ids));
+	if (b->ne[0] != a->ne[0] || ids->ne[0] != a->ne[1] ||
+	    ids->ne[1] != a->ne[2])
+		return fail(rl,
+			    "biases %s must be [%lld, n_expert] and ids %s "
+			    "[%lld, %lld] for a %s", DESC(b),
+			    (long long)a->ne[0], DESC(ids),
+			    (long long)a->ne[1], (long long)a->ne[2], DESC(a));
+	return result(rl, LOOM_TYPE_F32, a->ne);
 }
 
 static int rule_get_rows(struct rule *rl)
@@ -689,6 +773,14 @@ static const struct op_row op_table[LOOM_OP_COUNT] = {
 	[LOOM_OP_RESHAPE] = VIEW_ROW(rule_reshape, " (reshaped)"),
 	[LOOM_OP_PERMUTE] = VIEW_ROW(rule_permute, " (permuted)"),
 	[LOOM_OP_TRANSPOSE] = VIEW_ROW(rule_permute, " (transposed)"),
+	[LOOM_OP_SOFT_MAX_SINKS] = { rule_soft_max_sinks, 0, 3, -1, NULL,
+				     LOOM_SPLIT_RULE_SOFT_MAX },
+	[LOOM_OP_ROPE_YARN] = { rule_rope_yarn, 0, 2, -1, NULL,
+				LOOM_SPLIT_RULE_ROPE },
+	[LOOM_OP_SWIGLU_OAI] = { rule_swiglu_oai, 0, 2, -1, NULL,
+				 LOOM_SPLIT_RULE_ELEMENTWISE },
+	[LOOM_OP_ADD_ID] = { rule_add_id, LOOM_OPF_ADDITIVE, 3, -1, NULL,
+			     LOOM_SPLIT_RULE_ADD_ID },
 };
 
 static const char *const op_names[LOOM_OP_COUNT] = {

@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* model.h - Llama-family models from GGUF files: the architectures Loom
- * runs (llama, qwen2, qwen3, qwen3moe, gemma3, xverse, exaone) read into
- * the decoder of examples/llama, with the weights uploaded from the
- * file's mapping.
+/* model.h - models from GGUF files: the architectures of arch-table.c
+ * read into the decoder (decoder.h), with the weights uploaded from the
+ * file's mapping; vocabularies, tokenizers and chat templates.
  */
 #ifndef LOOM_MODEL_MODEL_H
 #define LOOM_MODEL_MODEL_H
 
 #include "gguf.h"
-#include "llama.h"
+#include "decoder.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,9 +48,19 @@ int model_load_placed(const struct gguf *g, const struct llama_hparams *hp,
 bool model_dev_runs(const struct gguf *g, const struct llama_hparams *hp,
 		    loom_dev_t *dev, char *what, size_t size);
 
-/* The split policy for meta devices: loom_meta_split_default (userdata is
- * its struct loom_meta_model), with the projections' biases split as the
- * projections' outputs are. */
+/* The split policy for meta devices (a loom_split_fn): each weight and
+ * cache tensor cut as its role in the architecture's table says (q, k, v,
+ * gate and up by their outputs in whole heads, GQA groups or FFN blocks,
+ * a fused matrix in segments; the attention output and down by their
+ * inputs; the cache by heads; norms, router and embeddings whole).
+ * userdata is a struct model_split_state, which must outlive the meta
+ * device; a tensor of no role is refused. */
+struct model_split_state {
+	struct loom_meta_model shape;
+	bool fused_up;
+};
+void model_split_state_init(const struct llama_hparams *hp,
+			    struct model_split_state *out);
 int model_split(const struct loom_tensor *t, struct loom_split *out,
 		void *userdata);
 
@@ -105,6 +114,8 @@ enum model_pretok {
 	MODEL_PRETOK_GEMMA4,
 	MODEL_PRETOK_TEKKEN,    /* Mistral's: words split at case changes */
 	MODEL_PRETOK_DEEPSEEK3,
+	MODEL_PRETOK_GPT4O,     /* GPT-4o's (o200k, gpt-oss): tekken's with
+				 * contractions and numbers of 1-3 digits */
 };
 /* The pre-tokenizer of tokenizer.ggml.pre's name into *kind; else
  * LOOM_E_UNSUPPORTED (no message). */

@@ -197,7 +197,9 @@ static size_t m_gpt2(const struct seg *s, size_t pos)
  *   | ' '?[^\s\p{L}\p{N}]+[\r\n/]* | \s*[\r\n]+ | \s+(?!\S) | \s+
  * where U is a letter but a-z and L a letter but A-Z (llama.cpp's
  * expression; letters beyond ASCII are both).  Every code point falls in
- * a word. */
+ * a word.  GPT-4o's (o200k) is the same but for a contraction ('s 't 're
+ * 've 'm 'll 'd, any case) that may end each word, and \p{N}{1,3} for
+ * numbers. */
 static bool upper_ish(uint32_t cp)
 {
 	return letter(cp) && !(cp >= 'a' && cp <= 'z');
@@ -208,7 +210,9 @@ static bool lower_ish(uint32_t cp)
 	return letter(cp) && !(cp >= 'A' && cp <= 'Z');
 }
 
-static size_t m_tekken(const struct seg *s, size_t pos)
+static size_t m_numbers3(const struct seg *s, size_t pos);
+
+static size_t tekken_like(const struct seg *s, size_t pos, bool o200k)
 {
 	uint32_t cp = at(s, pos);
 	size_t q = pos, u = 0, i;
@@ -223,16 +227,16 @@ static size_t m_tekken(const struct seg *s, size_t pos)
 		if (lower_ish(at(s, q + k))) {
 			for (i = q + k; lower_ish(at(s, i)); i++)
 				;
-			return i - pos;
+			return i - pos + (o200k ? contraction(s, i, true) : 0);
 		}
 	}
 	if (u) {
 		for (i = q + u; lower_ish(at(s, i)); i++)
 			;
-		return i - pos;
+		return i - pos + (o200k ? contraction(s, i, true) : 0);
 	}
 	if (number(cp))
-		return 1;
+		return o200k ? m_numbers3(s, pos) : 1;
 	if (other(cp == ' ' ? at(s, pos + 1) : cp, false)) {
 		for (i = pos + (cp == ' '); other(at(s, i), false); i++)
 			;
@@ -241,6 +245,16 @@ static size_t m_tekken(const struct seg *s, size_t pos)
 		return i - pos;
 	}
 	return spaces(s, pos, true);
+}
+
+static size_t m_tekken(const struct seg *s, size_t pos)
+{
+	return tekken_like(s, pos, false);
+}
+
+static size_t m_gpt4o(const struct seg *s, size_t pos)
+{
+	return tekken_like(s, pos, true);
 }
 
 /* \p{N}: a number alone. */
@@ -512,6 +526,7 @@ static const struct pretok {
 					  m_numbers } },
 	[MODEL_PRETOK_GEMMA4] = { { m_lines } },
 	[MODEL_PRETOK_TEKKEN] = { { m_tekken } },
+	[MODEL_PRETOK_GPT4O] = { { m_gpt4o } },
 	[MODEL_PRETOK_DEEPSEEK3] = { { m_numbers3, m_cjk_kana, m_deepseek3 } },
 };
 
@@ -549,6 +564,7 @@ static const struct {
 	{ "deepseek-llm", MODEL_PRETOK_DEEPSEEK_LLM },
 	{ "gemma4", MODEL_PRETOK_GEMMA4 },
 	{ "tekken", MODEL_PRETOK_TEKKEN },
+	{ "gpt-4o", MODEL_PRETOK_GPT4O },
 	{ "deepseek-v3", MODEL_PRETOK_DEEPSEEK3 },
 };
 

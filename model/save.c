@@ -1,35 +1,31 @@
 /* SPDX-License-Identifier: MIT */
 /* save.c - a model written as a GGUF file of the architecture its shape
- * is (llama, qwen2, qwen3, qwen3moe, gemma3 or exaone), with the keys and tensor names
- * that arch.c reads and llama.cpp writes, and a placeholder vocabulary.
+ * is (its hparams' architecture), with the keys and tensor names that
+ * hparams.c reads and llama.cpp writes, and a placeholder vocabulary.
  */
 #include "model.h"
+#include "arch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The architecture of hp when a file of it says all that hp chooses: the
+ * rope and features of its table row are hp's.  Gemma's files hold no
+ * score scale: the reader derives it. */
 static const char *arch_of(const struct llama_hparams *hp)
 {
-	bool moe = hp->n_expert && hp->n_expert_used;
-	bool neox = hp->rope_mode == LOOM_ROPE_NEOX;
-	bool gemma = hp->gelu || hp->embd_scale || hp->post_norms ||
-		     hp->n_swa || hp->attn_scale > 0 || hp->rope_base_swa > 0;
+	const struct model_arch *a = model_arch_get(hp->arch);
+	bool gemma = hp->gelu && hp->embd_scale && hp->post_norms;
 
-	/* Gemma's files hold no score scale: the reader derives it. */
-	if (gemma)
-		return hp->gelu && hp->embd_scale && hp->post_norms &&
-		       !hp->attn_scale && neox && !hp->qkv_bias &&
-		       hp->qk_norm && !moe ? "gemma3" : NULL;
-	if (!neox && !hp->qkv_bias && !hp->qk_norm)
-		return "llama";
-	if (neox && hp->qkv_bias && !hp->qk_norm && !moe)
-		return "qwen2";
-	if (neox && !hp->qkv_bias && hp->qk_norm)
-		return moe ? "qwen3moe" : "qwen3";
-	if (neox && !hp->qkv_bias && !hp->qk_norm && !moe)
-		return "exaone";
-	return NULL;
+	if (!a || hp->rope_mode != a->rope || hp->attn_scale > 0 ||
+	    hp->qkv_bias != !!(a->flags & ARCH_QKV_BIAS) ||
+	    hp->qk_norm != !!(a->flags & ARCH_QK_NORM) ||
+	    (hp->fused_qkv && !(a->flags & ARCH_FUSED_QKV)) ||
+	    hp->fused_up != !!(a->flags & ARCH_FUSED_UP) ||
+	    gemma != !!(a->flags & ARCH_GEMMA))
+		return NULL;
+	return a->name;
 }
 
 /* {arch}.what = v as a u32. */

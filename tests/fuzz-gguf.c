@@ -2,9 +2,8 @@
 /* fuzz-gguf.c - the GGUF reader under a fuzzer: parse any bytes, read
  * every pair and tensor the way a loader would, then the model's shape
  * and the tokenizer from them.  Built with
- *   clang -fsanitize=fuzzer,address -Iinclude -Iexamples/llama \
- *       tests/fuzz-gguf.c model/[a-z]*.c \
- *       examples/llama/llama.c libcore/.libs/libloom.so
+ *   clang -fsanitize=fuzzer,address -Iinclude -Imodel \
+ *       tests/fuzz-gguf.c model/[a-z]*.c libcore/.libs/libloom.so
  * it is a libFuzzer target; with -DFUZZ_REPLAY (make check) it is a GLib
  * test that replays the corpus, each file also truncated at every length.
  */

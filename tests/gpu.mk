@@ -27,20 +27,30 @@ tests_test_gpu_quant_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
 tests_test_gpu_quant_CXXFLAGS = -std=c++17 -Wall -Wextra -Wno-unused-parameter
 tests_test_gpu_quant_LDADD = $(TEST_LIBS)
 
+# The CUDA plugin's graph signatures and slot choice (host code): runs
+# everywhere, GPU or not.
+check_PROGRAMS += tests/test-cuda-graph-sig
+TESTS += tests/test-cuda-graph-sig
+tests_test_cuda_graph_sig_SOURCES = tests/test-cuda-graph-sig.c \
+	plugins/cuda/graph-sig.c plugins/cuda/graph-sig.h
+tests_test_cuda_graph_sig_CPPFLAGS = $(TEST_CPPFLAGS) \
+	-I$(top_srcdir)/plugins/cuda
+tests_test_cuda_graph_sig_LDADD = $(TEST_LIBS)
+
 # The CUDA plugin's fast paths against a double reference; skips without
 # a CUDA device.
 check_PROGRAMS += tests/test-gpu-paths
 TESTS += tests/test-gpu-paths
 tests_test_gpu_paths_SOURCES = tests/test-gpu-paths.c tests/test-util.c \
 	tests/test-util.h
-tests_test_gpu_paths_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_gpu_paths_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
 tests_test_gpu_paths_LDADD = $(TEST_LIBS)
 
 # Built for check-gpu; it reports figures, so it is not in TESTS.
 check_PROGRAMS += tests/test-gpu-perf
 tests_test_gpu_perf_SOURCES = tests/test-gpu-perf.c tests/test-util.c \
 	tests/test-util.h
-tests_test_gpu_perf_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_gpu_perf_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
 tests_test_gpu_perf_LDADD = $(TEST_LIBS)
 
 # Sizes past the grid and index limits; heavy, so check-gpu runs it.

@@ -11,7 +11,7 @@ tests_test_meta_LDADD = $(TEST_LIBS)
 
 tests_test_meta_llama_SOURCES = tests/test-meta-llama.c
 tests_test_meta_llama_CPPFLAGS = $(TEST_CPPFLAGS)
-tests_test_meta_llama_LDADD = examples/libllama.la $(TEST_LIBS)
+tests_test_meta_llama_LDADD = model/libmodel.la $(TEST_LIBS)
 
 # The split rules on their own: the rules and the states they read,
 # built into the test.

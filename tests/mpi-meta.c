@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../examples/llama/llama.h"
+#include "../model/decoder.h"
 
 #define N_PROMPT 6
 #define N_GEN 4

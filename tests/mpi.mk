@@ -8,7 +8,7 @@ tests_mpi_check_LDADD = libcore/libloom.la
 check_PROGRAMS += tests/mpi-meta
 tests_mpi_meta_SOURCES = tests/mpi-meta.c
 tests_mpi_meta_CPPFLAGS = $(AM_CPPFLAGS)
-tests_mpi_meta_LDADD = examples/libllama.la libcore/libloom.la -lm
+tests_mpi_meta_LDADD = model/libmodel.la libcore/libloom.la -lm
 if HAVE_MPI
 # An application that starts MPI itself (the plugin then borrows its
 # world's error handler around each wait only).

@@ -95,7 +95,7 @@ struct op_case {
 	int n_in;
 	struct input in[MAX_INPUTS];
 	int32_t ip[4];  /* integer parameters (n_dims, mode, dim, k) */
-	double fp[4];   /* float parameters (eps, scale, freq base/scale) */
+	double fp[8];   /* float parameters (eps, scale, freq base/scale) */
 	int result_in;  /* copy, set_rows: the input the op writes, else -1 */
 	double max_nmse;
 	uint64_t seed;
@@ -1089,6 +1089,167 @@ static void add_top_k_cases(void)
 
 /* Shapes with many rows, so that every thread of a device has several
  * and the last has a remainder. */
+/* ---- the gpt-oss family's ops ---- */
+
+/* Inputs a, the mask when m1 > 0, and the sinks (last). */
+static void add_soft_max_sinks_cases(void)
+{
+	struct op_case *c;
+	struct input *in;
+
+#define SMS(t, a0, a1, a2, a3, l, mt, m1, s, slo, shi, tag)                  \
+	do {                                                                 \
+		c = case_new(LOOM_OP_SOFT_MAX_SINKS, NMSE_F32_ACC);          \
+		in = case_in(c, t, a0, a1, a2, a3, l);                       \
+		in->lo = -3;                                                 \
+		in->hi = 3;                                                  \
+		if (m1)                                                      \
+			case_in(c, mt, a0, m1, 1, 1, LAYOUT_CONT)->fill =    \
+				FILL_MASK;                                   \
+		in = case_in(c, LOOM_TYPE_F32, a2, 1, 1, 1, LAYOUT_CONT);    \
+		in->lo = slo;                                                \
+		in->hi = shi;                                                \
+		c->fp[0] = s;                                                \
+		case_add(c, tag);                                            \
+	} while (0)
+
+	SMS(LOOM_TYPE_F32, 1, 3, 2, 1, LAYOUT_CONT, 0, 0, 1.0, -3, 3,
+	    "scale1");
+	SMS(LOOM_TYPE_F32, 17, 3, 4, 1, LAYOUT_CONT, 0, 0, 1.0, -3, 3,
+	    "scale1");
+	SMS(LOOM_TYPE_F32, 17, 3, 4, 1, LAYOUT_CONT, 0, 0, 0.125, -3, 3,
+	    "scale0.125");
+	SMS(LOOM_TYPE_F32, 32, 7, 4, 2, LAYOUT_CONT, LOOM_TYPE_F16, 7, 0.125,
+	    -3, 3, "mask_scale0.125");
+	SMS(LOOM_TYPE_F32, 32, 7, 4, 2, LAYOUT_CONT, LOOM_TYPE_F32, 16, 1.0,
+	    -3, 3, "mask_pad_scale1");
+	SMS(LOOM_TYPE_F16, 32, 7, 4, 2, LAYOUT_PERMUTE, LOOM_TYPE_F32, 7,
+	    0.125, -3, 3, "mask_scale0.125");
+	SMS(LOOM_TYPE_BF16, 17, 3, 2, 1, LAYOUT_PAD, 0, 0, 0.5, -3, 3,
+	    "scale0.5");
+	SMS(LOOM_TYPE_F32, 1023, 2, 3, 1, LAYOUT_CONT, LOOM_TYPE_F16, 4, 0.5,
+	    -3, 3, "mask_pad_scale0.5");
+	/* Sinks that take nearly all the weight, and none of it. */
+	SMS(LOOM_TYPE_F32, 17, 3, 4, 1, LAYOUT_CONT, LOOM_TYPE_F32, 3, 1.0,
+	    20, 30, "mask_sinks_high");
+	SMS(LOOM_TYPE_F32, 17, 3, 4, 1, LAYOUT_CONT, 0, 0, 1.0, -90, -80,
+	    "sinks_low");
+#undef SMS
+}
+
+static void add_rope_yarn_cases(void)
+{
+	struct op_case *c;
+
+#define YARN(t, hd, l, nd, mode, fs, ext, attn, range, tag)                  \
+	do {                                                                 \
+		c = case_new(LOOM_OP_ROPE_YARN, NMSE_F32_ACC);               \
+		case_in(c, t, hd, 4, 5, 1, l);                               \
+		case_ids(c, FILL_IDS, range, 5, 1, 1);                       \
+		c->ip[0] = nd;                                               \
+		c->ip[1] = mode;                                             \
+		c->ip[2] = 4096;                                             \
+		c->fp[0] = 150000;                                           \
+		c->fp[1] = fs;                                               \
+		c->fp[2] = ext;                                              \
+		c->fp[3] = attn;                                             \
+		c->fp[4] = 32;                                               \
+		c->fp[5] = 1;                                                \
+		case_add(c, tag);                                            \
+	} while (0)
+
+	for (int neox = 0; neox < 2; neox++) {
+		int mode = neox ? LOOM_ROPE_NEOX : LOOM_ROPE_NORMAL;
+
+		/* gpt-oss's: factor 32 over 4096 positions */
+		YARN(LOOM_TYPE_F32, 64, LAYOUT_CONT, 64, mode, 1.0 / 32, 1, 1,
+		     512, neox ? "neox_ext1" : "normal_ext1");
+		YARN(LOOM_TYPE_F32, 64, LAYOUT_CONT, 64, mode, 1.0 / 32, 1, 1,
+		     131072, neox ? "neox_ext1_far" : "normal_ext1_far");
+		YARN(LOOM_TYPE_F32, 64, LAYOUT_CONT, 32, mode, 0.25, 0.5, 0.8,
+		     8192, neox ? "neox_ext0.5_attn0.8" :
+				  "normal_ext0.5_attn0.8");
+		/* ext_factor 0: plain interpolation, scaled */
+		YARN(LOOM_TYPE_F32, 64, LAYOUT_CONT, 64, mode, 0.5, 0, 1.25,
+		     512, neox ? "neox_ext0" : "normal_ext0");
+		YARN(LOOM_TYPE_F16, 64, LAYOUT_CONT, 64, mode, 1.0 / 32, 1, 1,
+		     4096, neox ? "neox_ext1" : "normal_ext1");
+		YARN(LOOM_TYPE_F32, 18, LAYOUT_PAD, 10, mode, 1.0 / 8, 1, 1,
+		     4096, neox ? "neox_ext1" : "normal_ext1");
+	}
+#undef YARN
+}
+
+static void add_swiglu_oai_cases(void)
+{
+	static const int64_t shapes[][4] = {
+		{ 1, 1, 1, 1 }, { 64, 5, 3, 1 }, { 100, 7, 1, 1 },
+		{ 33, 4, 3, 2 },
+	};
+	struct op_case *c;
+	struct input *g, *u;
+
+#define SWI(tg, tu, a0, a1, a2, a3, l, alpha, limit, tag)                    \
+	do {                                                                 \
+		c = case_new(LOOM_OP_SWIGLU_OAI, NMSE_F32_ACC);              \
+		g = case_in(c, tg, a0, a1, a2, a3, l);                       \
+		u = case_in(c, tu, a0, a1, a2, a3, l);                       \
+		g->lo = u->lo = -10;                                         \
+		g->hi = u->hi = 10;                                          \
+		c->fp[0] = alpha;                                            \
+		c->fp[1] = limit;                                            \
+		case_add(c, tag);                                            \
+	} while (0)
+
+	for (size_t i = 0; i < N_OF(shapes); i++)
+		SWI(LOOM_TYPE_F32, LOOM_TYPE_F32, shapes[i][0], shapes[i][1],
+		    shapes[i][2], shapes[i][3], LAYOUT_CONT, 1.702, 7.0,
+		    "alpha1.702_limit7");
+	SWI(LOOM_TYPE_F32, LOOM_TYPE_F32, 64, 5, 3, 1, LAYOUT_CONT, 1.0, 0.5,
+	    "alpha1_limit0.5");
+	SWI(LOOM_TYPE_F32, LOOM_TYPE_F32, 64, 5, 3, 1, LAYOUT_CONT, 1.702,
+	    INFINITY, "alpha1.702_nolimit");
+	SWI(LOOM_TYPE_F16, LOOM_TYPE_BF16, 64, 5, 3, 1, LAYOUT_CONT, 1.702,
+	    7.0, "alpha1.702_limit7");
+	SWI(LOOM_TYPE_F32, LOOM_TYPE_F32, 17, 3, 2, 1, LAYOUT_TRANSPOSE, 1.702,
+	    7.0, "alpha1.702_limit7");
+	SWI(LOOM_TYPE_F32, LOOM_TYPE_F16, 64, 5, 4, 3, LAYOUT_PAD, 1.702, 7.0,
+	    "alpha1.702_limit7");
+#undef SWI
+}
+
+static void add_add_id_cases(void)
+{
+	static const struct {
+		int64_t n, n_used, n_tok, n_expert, range;
+		enum loom_type ta, tb;
+		enum layout la;
+	} cases[] = {
+		{ 64, 4, 3, 8, 8, LOOM_TYPE_F32, LOOM_TYPE_F32, LAYOUT_CONT },
+		{ 1, 1, 1, 1, 1, LOOM_TYPE_F32, LOOM_TYPE_F32, LAYOUT_CONT },
+		{ 100, 2, 7, 32, 32, LOOM_TYPE_F32, LOOM_TYPE_F32,
+		  LAYOUT_CONT },
+		/* ids out of range add nothing */
+		{ 64, 4, 3, 8, 11, LOOM_TYPE_F32, LOOM_TYPE_F32, LAYOUT_CONT },
+		{ 64, 4, 3, 8, 8, LOOM_TYPE_F16, LOOM_TYPE_BF16, LAYOUT_CONT },
+		{ 64, 4, 3, 8, 8, LOOM_TYPE_F32, LOOM_TYPE_F16,
+		  LAYOUT_PERMUTE },
+		{ 17, 4, 3, 5, 5, LOOM_TYPE_F32, LOOM_TYPE_F32, LAYOUT_PAD },
+	};
+	struct op_case *c;
+
+	for (size_t i = 0; i < N_OF(cases); i++) {
+		c = case_new(LOOM_OP_ADD_ID, NMSE_F32);
+		case_in(c, cases[i].ta, cases[i].n, cases[i].n_used,
+			cases[i].n_tok, 1, cases[i].la);
+		case_in(c, cases[i].tb, cases[i].n, cases[i].n_expert, 1, 1,
+			LAYOUT_CONT);
+		case_ids(c, FILL_IDS, cases[i].range, cases[i].n_used,
+			 cases[i].n_tok, 1);
+		case_add(c, cases[i].range > cases[i].n_expert ? "oob" : "");
+	}
+}
+
 static void add_many_rows_cases(void)
 {
 	struct op_case *c;
@@ -1188,6 +1349,10 @@ void ops_cases_make(void)
 	add_top_k_cases();
 	add_many_rows_cases();
 	add_graph_cases();
+	add_soft_max_sinks_cases();
+	add_rope_yarn_cases();
+	add_swiglu_oai_cases();
+	add_add_id_cases();
 }
 
 /* ------------------------------------------------------------------------
@@ -1671,6 +1836,22 @@ static struct loom_tensor *build_op(loom_ctx_t *ctx, const struct op_case *c,
 		return loom_argmax(ctx, s[0]);
 	case LOOM_OP_TOP_K:
 		return loom_top_k(ctx, s[0], c->ip[0]);
+	case LOOM_OP_SOFT_MAX_SINKS:
+		return loom_soft_max_sinks(ctx, s[0],
+					   c->n_in > 2 ? s[1] : NULL,
+					   s[c->n_in - 1], (float)c->fp[0]);
+	case LOOM_OP_ROPE_YARN:
+		return loom_rope_yarn(ctx, s[0], s[1], c->ip[0],
+				      (enum loom_rope_mode)c->ip[1],
+				      (float)c->fp[0], (float)c->fp[1],
+				      c->ip[2], (float)c->fp[2],
+				      (float)c->fp[3], (float)c->fp[4],
+				      (float)c->fp[5]);
+	case LOOM_OP_SWIGLU_OAI:
+		return loom_swiglu_oai(ctx, s[0], s[1], (float)c->fp[0],
+				       (float)c->fp[1]);
+	case LOOM_OP_ADD_ID:
+		return loom_add_id(ctx, s[0], s[1], s[2]);
 	default:
 		return NULL;
 	}
@@ -1760,6 +1941,23 @@ static void reference(const struct op_case *c, struct ref_tensor *r,
 		break;
 	case LOOM_OP_TOP_K:
 		ref_top_k(&r[0], c->ip[0], out);
+		break;
+	case LOOM_OP_SOFT_MAX_SINKS:
+		ref_soft_max_sinks(&r[0], c->n_in > 2 ? &r[1] : NULL,
+				   &r[c->n_in - 1], (float)c->fp[0], out);
+		break;
+	case LOOM_OP_ROPE_YARN:
+		ref_rope_yarn(&r[0], &r[1], c->ip[0], c->ip[1],
+			      (float)c->fp[0], (float)c->fp[1], c->ip[2],
+			      (float)c->fp[2], (float)c->fp[3],
+			      (float)c->fp[4], (float)c->fp[5], out);
+		break;
+	case LOOM_OP_SWIGLU_OAI:
+		ref_swiglu_oai(&r[0], &r[1], (float)c->fp[0],
+			       (float)c->fp[1], out);
+		break;
+	case LOOM_OP_ADD_ID:
+		ref_add_id(&r[0], &r[1], &r[2], out);
 		break;
 	default:
 		assert(!"unreachable");

@@ -13,3 +13,11 @@ EXTRA_DIST += tests/test-ops-no-amx.sh
 
 TESTS += tests/test-ops-meta.sh
 EXTRA_DIST += tests/test-ops-meta.sh
+
+# What the constructors of the gpt-oss family's ops refuse.
+check_PROGRAMS += tests/test-ops-oai
+TESTS += tests/test-ops-oai
+tests_test_ops_oai_SOURCES = tests/test-ops-oai.c
+tests_test_ops_oai_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_ops_oai_LDFLAGS = -no-install
+tests_test_ops_oai_LDADD = $(TEST_LIBS)

@@ -351,3 +351,103 @@ void ref_top_k(const struct ref_tensor *a, int k, struct ref_tensor *out)
 	}
 	free(taken);
 }
+
+/* ---- the gpt-oss family's ops ---- */
+
+void ref_soft_max_sinks(const struct ref_tensor *a,
+			const struct ref_tensor *mask,
+			const struct ref_tensor *sinks, double scale,
+			struct ref_tensor *out)
+{
+	ref_tensor_init(out, a->ne);
+	FOR_EACH_ROW(a->ne, i1, i2, i3) {
+		double sink = sinks->data[i2], max = sink, sum = 0;
+
+		for (int64_t i0 = 0; i0 < a->ne[0]; i0++) {
+			double v = *ref_at(a, i0, i1, i2, i3) * scale;
+
+			if (mask)
+				v += *ref_at(mask, i0, i1, i2 % mask->ne[2],
+					     i3 % mask->ne[3]);
+			*ref_at(out, i0, i1, i2, i3) = v;
+			if (v > max)
+				max = v;
+		}
+		for (int64_t i0 = 0; i0 < a->ne[0]; i0++)
+			sum += exp(*ref_at(out, i0, i1, i2, i3) - max);
+		sum += exp(sink - max);
+		for (int64_t i0 = 0; i0 < a->ne[0]; i0++) {
+			double *o = ref_at(out, i0, i1, i2, i3);
+
+			*o = exp(*o - max) / sum;
+		}
+	}
+}
+
+/* The pair whose rotations over n_ctx positions number beta. */
+static double yarn_pair(int n_dims, int n_ctx, double beta, double base)
+{
+	/* turns(i) = n_ctx / (2 pi base^(2i / n_dims)) = beta */
+	return n_dims * log(n_ctx / (2 * 3.14159265358979323846 * beta)) /
+	       (2 * log(base));
+}
+
+void ref_rope_yarn(const struct ref_tensor *a, const struct ref_tensor *pos,
+		   int n_dims, int mode, double freq_base, double freq_scale,
+		   int n_ctx_orig, double ext_factor, double attn_factor,
+		   double beta_fast, double beta_slow, struct ref_tensor *out)
+{
+	double lo = floor(yarn_pair(n_dims, n_ctx_orig, beta_fast, freq_base));
+	double hi = ceil(yarn_pair(n_dims, n_ctx_orig, beta_slow, freq_base));
+	double mag = attn_factor;
+
+	lo = fmax(lo, 0);
+	hi = fmin(hi, n_dims - 1);
+	if (ext_factor != 0)
+		mag *= 1 + 0.1 * log(1 / freq_scale);
+	ref_tensor_init(out, a->ne);
+	memcpy(out->data, a->data, ref_nelements(a) * sizeof(*a->data));
+	for (int64_t t = 0; t < a->ne[2]; t++)
+	for (int64_t h = 0; h < a->ne[1]; h++)
+	for (int i = 0; i < n_dims / 2; i++) {
+		double extrap = pos->data[t] * pow(freq_base, -2.0 * i / n_dims);
+		double interp = extrap * freq_scale;
+		double ramp = 1 - fmin(1, fmax(0, (i - lo) / fmax(0.001,
+								  hi - lo)));
+		double mix = ramp * ext_factor;
+		double theta = interp + (extrap - interp) * mix;
+		int64_t j0 = mode == 2 ? i : 2 * i;
+		int64_t j1 = mode == 2 ? i + n_dims / 2 : 2 * i + 1;
+		double x0 = *ref_at(a, j0, h, t, 0);
+		double x1 = *ref_at(a, j1, h, t, 0);
+		double c = cos(theta) * mag, s = sin(theta) * mag;
+
+		*ref_at(out, j0, h, t, 0) = x0 * c - x1 * s;
+		*ref_at(out, j1, h, t, 0) = x0 * s + x1 * c;
+	}
+}
+
+void ref_swiglu_oai(const struct ref_tensor *gate, const struct ref_tensor *up,
+		    double alpha, double limit, struct ref_tensor *out)
+{
+	ref_tensor_init(out, gate->ne);
+	for (int64_t i = 0; i < ref_nelements(gate); i++) {
+		double g = fmin(gate->data[i], limit);
+		double u = fmax(-limit, fmin(up->data[i], limit));
+
+		out->data[i] = g / (1 + exp(-alpha * g)) * (u + 1);
+	}
+}
+
+void ref_add_id(const struct ref_tensor *a, const struct ref_tensor *biases,
+		const struct ref_tensor *ids, struct ref_tensor *out)
+{
+	ref_tensor_init(out, a->ne);
+	FOR_EACH(a->ne, i0, e, t, z) {
+		int64_t x = (int64_t)*ref_at(ids, e, t, 0, 0);
+		double b = x >= 0 && x < biases->ne[1] ?
+				   *ref_at(biases, i0, x, 0, 0) : 0;
+
+		*ref_at(out, i0, e, t, z) = *ref_at(a, i0, e, t, z) + b;
+	}
+}

@@ -78,4 +78,24 @@ void ref_argmax(const struct ref_tensor *a, struct ref_tensor *out);
  * index first on ties. */
 void ref_top_k(const struct ref_tensor *a, int k, struct ref_tensor *out);
 
+/* soft_max with sinks[i2] (one per dimension-2 index) in each row's
+ * denominator. */
+void ref_soft_max_sinks(const struct ref_tensor *a,
+			const struct ref_tensor *mask,
+			const struct ref_tensor *sinks, double scale,
+			struct ref_tensor *out);
+/* rope with YaRN's extension (loom.h, loom_rope_yarn). */
+void ref_rope_yarn(const struct ref_tensor *a, const struct ref_tensor *pos,
+		   int n_dims, int mode, double freq_base, double freq_scale,
+		   int n_ctx_orig, double ext_factor, double attn_factor,
+		   double beta_fast, double beta_slow, struct ref_tensor *out);
+/* g sigmoid(alpha g) (u + 1), g = min(gate, limit), u = up in
+ * [-limit, limit]. */
+void ref_swiglu_oai(const struct ref_tensor *gate, const struct ref_tensor *up,
+		    double alpha, double limit, struct ref_tensor *out);
+/* out[:, e, t] = a[:, e, t] + biases[:, ids[e, t]], nothing added for an
+ * id out of range. */
+void ref_add_id(const struct ref_tensor *a, const struct ref_tensor *biases,
+		const struct ref_tensor *ids, struct ref_tensor *out);
+
 #endif /* LOOM_TEST_REF_OPS_H */

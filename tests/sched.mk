@@ -20,7 +20,7 @@ TESTS += tests/test-sched
 tests_test_sched_SOURCES = tests/test-sched.c tests/test-util.c \
 	tests/test-util.h
 tests_test_sched_CPPFLAGS = $(TEST_CPPFLAGS)
-tests_test_sched_LDADD = examples/libllama.la $(TEST_LIBS)
+tests_test_sched_LDADD = model/libmodel.la $(TEST_LIBS)
 EXTRA_tests_test_sched_DEPENDENCIES = tests/acme/loom-acme.la \
 	tests/acmes/loom-acmes.la
 

@@ -171,7 +171,7 @@ refused "an unknown preset lists the presets" 2 \
 "$bench" model --preset tiny --save "$out.gguf" 2>"$out.err"
 LC_ALL=C sed 's/llama/gpt_x/g' "$out.gguf" >"$out.x.gguf"
 refused "another architecture: one message naming the file" 1 \
-	"loom-bench: $out.x.gguf: architecture 'gpt_x' is not supported (llama, qwen2, qwen3, qwen3moe, gemma3, xverse, exaone are)" \
+	"loom-bench: $out.x.gguf: architecture 'gpt_x' is not supported (llama, qwen2, qwen3, qwen3moe, gemma3, xverse, exaone, phi3, internlm2, mistral3, gpt-oss are)" \
 	"$bench" model --gguf "$out.x.gguf" --no-limits
 rm -f "$out.gguf" "$out.x.gguf"
 

@@ -2,7 +2,8 @@
 /* test-gpu-paths.c - the CUDA plugin's fast paths, each run on sizes that
  * take it, checked against a double-precision reference, and seen to run
  * (the plugin logs each path a backend takes, once): the GEMV for every
- * weight type (dp4a for the quantized ones), dequantizing for the BLAS
+ * weight type (dp4a for the quantized ones), get_rows of every quantized
+ * type bit for bit against libcore, dequantizing for the BLAS
  * (over more than one slab), the GQA broadcast in one BLAS call, the
  * experts grouped into GEMMs (ids out of range included), and CUDA graphs
  * captured, replayed and updated in place, against the same graphs run
@@ -11,6 +12,8 @@
 #include "test-util.h"
 
 #include <loom/loom-plugin.h>
+
+#include "cuda-types.h"
 
 #include <glib.h>
 #include <math.h>
@@ -162,10 +165,66 @@ static void check_mul_mat(loom_dev_t *dev, loom_backend_t *be,
 	run_free(&r);
 }
 
+/* Every quantized type the plugin reads (its list). */
 static const enum loom_type quant_types[] = {
-	LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K,
-	LOOM_TYPE_Q6_K,
+#define QUANT_TYPE_(name) LOOM_TYPE_##name,
+	CUDA_QUANT_TYPES(QUANT_TYPE_)
+#undef QUANT_TYPE_
 };
+
+/* get_rows of every quantized type on the GPU (ids repeated, out of order
+ * and out of range), bit for bit against libcore's conversion of the same
+ * blocks: the device's decoders as tests/test-gpu-quant.cc checks them
+ * on the host. */
+static void test_rows_bits(void)
+{
+	enum { K = 512, M = 6, N = 5 };
+	static const int32_t ids[N] = { 5, 0, 3, 5, 6 };
+	loom_dev_t *dev = gpu_begin();
+	loom_backend_t *be;
+
+	if (!dev)
+		return;
+	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
+	for (size_t i = 0; i < G_N_ELEMENTS(quant_types); i++) {
+		enum loom_type t = quant_types[i];
+		struct run r = { 0 };
+		struct loom_tensor *a, *out;
+		size_t bytes = loom_type_row_size(t, K) * M;
+		uint8_t *blocks = g_malloc(bytes);
+		float *want = g_new0(float, (size_t)K * (M + 1));
+		float *got = g_new(float, (size_t)K * N);
+
+		g_assert_cmpint(loom_ctx_new(0, &r.ctx), ==, LOOM_OK);
+		a = loom_tensor_new_2d(r.ctx, t, K, M);
+		out = loom_get_rows(r.ctx, a,
+				    loom_tensor_new_1d(r.ctx, LOOM_TYPE_I32,
+						       N));
+		run_place(&r, dev, out, 3.0, ids, 40 + i);
+		g_assert_cmpint(loom_tensor_get(a, blocks, 0, bytes), ==,
+				LOOM_OK);
+		g_assert_cmpint(loom_type_convert(t, blocks, LOOM_TYPE_F32,
+						  want, (int64_t)K * M), ==,
+				LOOM_OK);
+		run_compute(&r, be);
+		g_assert_cmpint(loom_tensor_get(out, got, 0,
+						(size_t)K * N * 4), ==,
+				LOOM_OK);
+		/* Row 6 is out of range: zeros (want's last row). */
+		for (int n = 0; n < N; n++)
+			if (memcmp(got + n * K, want + ids[n] * K,
+				   K * sizeof(float)))
+				g_error("%s: get_rows row %d differs from "
+					"libcore's values", loom_type_name(t),
+					ids[n]);
+		g_free(got);
+		g_free(want);
+		g_free(blocks);
+		run_free(&r);
+	}
+	loom_backend_free(be);
+	gpu_end();
+}
 
 /* Quantized weights: the GEMV (rows 16-byte aligned and not, whole and
  * partial staging steps, 1 to 8 columns, batches) and the BLAS after
@@ -517,6 +576,7 @@ int main(int argc, char **argv)
 	log_text = g_string_new(NULL);
 	loom_test_load_plugins();
 	g_test_add_func("/gpu-paths/quant", test_quant);
+	g_test_add_func("/gpu-paths/rows_bits", test_rows_bits);
 	g_test_add_func("/gpu-paths/quant_slabs", test_quant_slabs);
 	g_test_add_func("/gpu-paths/float", test_float);
 	g_test_add_func("/gpu-paths/experts", test_experts);

@@ -16,6 +16,8 @@
 
 #include <loom/loom-plugin.h>
 
+#include "cuda-types.h"
+
 #include <glib.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,19 +78,32 @@ struct timed {
 	loom_graph_t *g;
 };
 
-/* Offsets of the half scales in a block of each quantized type. */
+/* Offsets of the half scales in a block of each quantized type (MXFP4's
+ * exponent byte is set apart: 2^-8 .. 2^-2). */
 static int scale_offsets(enum loom_type type, int *off)
 {
 	switch (type) {
 	case LOOM_TYPE_Q8_0:
 	case LOOM_TYPE_Q4_0:
+	case LOOM_TYPE_Q5_0:
+	case LOOM_TYPE_IQ4_NL:
+	case LOOM_TYPE_IQ4_XS:
 		off[0] = 0;
 		return 1;
+	case LOOM_TYPE_Q4_1:
+	case LOOM_TYPE_Q5_1:
 	case LOOM_TYPE_Q4_K:
 	case LOOM_TYPE_Q5_K:
 		off[0] = 0;
 		off[1] = 2;
 		return 2;
+	case LOOM_TYPE_Q2_K:
+		off[0] = 80;
+		off[1] = 82;
+		return 2;
+	case LOOM_TYPE_Q3_K:
+		off[0] = 108;
+		return 1;
 	case LOOM_TYPE_Q6_K:
 		off[0] = 208;
 		return 1;
@@ -111,12 +126,15 @@ static int fill_blocks(struct loom_tensor *t, struct loom_test_rng *rng)
 
 		memcpy(raw + i, &v, 8);
 	}
-	for (size_t b = 0; b + bs <= n; b += bs)
+	for (size_t b = 0; b + bs <= n; b += bs) {
+		if (t->type == LOOM_TYPE_MXFP4)
+			raw[b] = (uint8_t)(120 + b / bs % 7);
 		for (int j = 0; j < k; j++) {
 			uint16_t h = loom_f32_to_f16(1e-3f * (1 + b / bs % 7));
 
 			memcpy(raw + b + off[j], &h, 2);
 		}
+	}
 	st = loom_tensor_set(t, raw, 0, n);
 	g_free(raw);
 	return st;
@@ -337,8 +355,10 @@ int main(int argc, char **argv)
 	fails += gemm(dev, LOOM_TYPE_Q8_0, 8192, 8192, 8192, boost);
 	/* Decode: one column, and four (a small batch), per type. */
 	static const enum loom_type gemv_types[] = {
-		LOOM_TYPE_F32, LOOM_TYPE_BF16, LOOM_TYPE_F16, LOOM_TYPE_Q8_0,
-		LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K,
+		LOOM_TYPE_F32, LOOM_TYPE_BF16, LOOM_TYPE_F16,
+#define GEMV_TYPE_(name) LOOM_TYPE_##name,
+		CUDA_QUANT_TYPES(GEMV_TYPE_)
+#undef GEMV_TYPE_
 	};
 
 	for (size_t i = 0; i < G_N_ELEMENTS(gemv_types); i++)

@@ -2,9 +2,10 @@
 /* test-gpu-quant.cc - the GPU plugins' block decoders (plugins/cuda/
  * ops-quant.cuh) built for the host and checked against libcore's own
  * conversions, so they are proven without a GPU: every value of every
- * quantized type bit for bit (one at a time and a sub-unit at a time),
- * and the GEMV's dp4a dot products against 8-bit activations against a
- * double-precision product of the same values.  The activations are
+ * quantized type of the plugins' list (cuda-types.h) bit for bit, one at
+ * a time and a sub-unit at a time, of quantized data and of blocks of
+ * random bytes, and the GEMV's dp4a dot products against 8-bit
+ * activations against a double-precision product of the same values.  The activations are
  * quantized as the GEMV's kernel does (ops-mmv.cu).
  */
 #include <glib.h>
@@ -50,6 +51,91 @@ static float quantize32(const float *x, int8_t *q)
 	return d;
 }
 
+/* The decoders' values of n values at q of type T against libcore's,
+ * bit for bit: each value alone (get_rows, copies) and by sub-units of 32
+ * (dequantizing for the BLAS). */
+template <int T>
+static void check_values(const uint8_t *q, const float *deq, int n,
+			 const char *what)
+{
+	const int BK = qtraits<T>::blck, BS = qtraits<T>::size;
+	const char *name = loom_type_name((enum loom_type)T);
+
+	for (int i = 0; i < n; i++) {
+		float v = quant_value<T>(q + i / BK * BS, i % BK);
+
+		if (memcmp(&v, &deq[i], sizeof(v)))
+			g_error("%s (%s) value %d: %.9g, libcore %.9g", name,
+				what, i, v, deq[i]);
+	}
+	for (int u = 0; u < n / 32; u++) {
+		float v[32];
+
+		quant_unit<T>(q + u / (BK / 32) * BS, u % (BK / 32), v);
+		for (int j = 0; j < 32; j++)
+			if (memcmp(&v[j], &deq[u * 32 + j], sizeof(v[j])))
+				g_error("%s (%s) sub-unit %d value %d: %.9g, "
+					"libcore %.9g", name, what, u, j, v[j],
+					deq[u * 32 + j]);
+	}
+}
+
+/* Where type T's blocks keep halves (scales), byte offsets; -1 ends. */
+static const int *half_offsets(int type)
+{
+	static const int at0[] = { 0, -1 }, at02[] = { 0, 2, -1 };
+	static const int q2k[] = { 80, 82, -1 }, q3k[] = { 108, -1 };
+	static const int q6k[] = { 208, -1 }, none[] = { -1 };
+
+	switch (type) {
+	case LOOM_TYPE_Q4_1:
+	case LOOM_TYPE_Q5_1:
+	case LOOM_TYPE_Q4_K:
+	case LOOM_TYPE_Q5_K:
+		return at02;
+	case LOOM_TYPE_Q2_K:
+		return q2k;
+	case LOOM_TYPE_Q3_K:
+		return q3k;
+	case LOOM_TYPE_Q6_K:
+		return q6k;
+	case LOOM_TYPE_MXFP4:
+		return none;
+	default:
+		return at0;
+	}
+}
+
+/* Blocks of random bytes, every code and scale bit pattern (a half scale
+ * of exponent 31, inf or NaN, made finite: a NaN's payload is the
+ * device's own), MXFP4's exponents 0, 1 (subnormal scales), 254 and 255
+ * (products past float's range) among them, decoded bit for bit. */
+template <int T>
+static void check_raw(unsigned seed)
+{
+	const int BK = qtraits<T>::blck, BS = qtraits<T>::size;
+	const int NB = 64, n = NB * BK;
+	GRand *r = g_rand_new_with_seed(seed);
+	uint8_t *q = g_new(uint8_t, NB * BS);
+	float *deq = g_new(float, n);
+
+	for (int i = 0; i < NB * BS; i++)
+		q[i] = (uint8_t)g_rand_int_range(r, 0, 256);
+	for (int b = 0; b < NB; b++) {
+		for (const int *o = half_offsets(T); *o >= 0; o++)
+			if ((q[b * BS + *o + 1] & 0x7c) == 0x7c)
+				q[b * BS + *o + 1] &= 0xbf;
+		if (T == LOOM_TYPE_MXFP4 && b < 4)
+			q[b * BS] = (uint8_t)(b < 2 ? b : 252 + b);
+	}
+	g_assert_cmpint(loom_type_convert((enum loom_type)T, q, LOOM_TYPE_F32,
+					  deq, n), ==, LOOM_OK);
+	check_values<T>(q, deq, n, "random blocks");
+	g_free(deq);
+	g_free(q);
+	g_rand_free(r);
+}
+
 template <int T>
 static void check_type(const struct qcase *c)
 {
@@ -63,6 +149,7 @@ static void check_type(const struct qcase *c)
 
 	g_assert_cmpint(loom_type_block_size(c->type), ==, BK);
 	g_assert_cmpint(loom_type_size(c->type), ==, BS);
+	g_assert_true(loom_type_is_quantized(c->type));
 	for (int row = 0; row < ROWS; row++)
 		fill(x + row * K, K, r);
 	fill(y, K, r);
@@ -70,26 +157,8 @@ static void check_type(const struct qcase *c)
 					  (int64_t)K * ROWS), ==, LOOM_OK);
 	g_assert_cmpint(loom_type_convert(c->type, q, LOOM_TYPE_F32, deq,
 					  (int64_t)K * ROWS), ==, LOOM_OK);
-
-	/* Each value alone (get_rows, copies) and by sub-units of 32
-	 * (dequantizing for the BLAS), bit for bit. */
-	for (int i = 0; i < K * ROWS; i++) {
-		float v = quant_value(q + i / BK * BS, c->type, i % BK);
-
-		if (memcmp(&v, &deq[i], sizeof(v)))
-			g_error("%s value %d: %.9g, libcore %.9g",
-				loom_type_name(c->type), i, v, deq[i]);
-	}
-	for (int u = 0; u < K * ROWS / 32; u++) {
-		float v[32];
-
-		quant_unit<T>(q + u / (BK / 32) * BS, u % (BK / 32), v);
-		for (int j = 0; j < 32; j++)
-			if (memcmp(&v[j], &deq[u * 32 + j], sizeof(v[j])))
-				g_error("%s sub-unit %d value %d: %.9g, "
-					"libcore %.9g", loom_type_name(c->type),
-					u, j, v[j], deq[u * 32 + j]);
-	}
+	check_values<T>(q, deq, K * ROWS, "quantized");
+	check_raw<T>(c->seed);
 
 	/* The GEMV's sums: per row, the dp4a dot products of its sub-units
 	 * against the same quantized activations, in double. */
@@ -117,6 +186,7 @@ static void check_type(const struct qcase *c)
 			       loom_type_name(c->type), row, got, ref);
 		/* Float rounding of the per-unit scales only. */
 		g_assert_cmpfloat(fabs(got - ref), <=, 1e-6 * scale + 1e-30);
+		g_assert_cmpfloat(scale, >, 0.0);
 	}
 	g_free(q);
 	g_free(qy);
@@ -131,24 +201,73 @@ static void test_type(gconstpointer data)
 	const struct qcase *c = (const struct qcase *)data;
 
 	switch (c->type) {
-	case LOOM_TYPE_Q8_0:
-		check_type<LOOM_TYPE_Q8_0>(c);
+#define CHECK_(name)                                                       \
+	case LOOM_TYPE_##name:                                             \
+		check_type<LOOM_TYPE_##name>(c);                           \
 		break;
-	case LOOM_TYPE_Q4_0:
-		check_type<LOOM_TYPE_Q4_0>(c);
-		break;
-	case LOOM_TYPE_Q4_K:
-		check_type<LOOM_TYPE_Q4_K>(c);
-		break;
-	case LOOM_TYPE_Q5_K:
-		check_type<LOOM_TYPE_Q5_K>(c);
-		break;
-	case LOOM_TYPE_Q6_K:
-		check_type<LOOM_TYPE_Q6_K>(c);
-		break;
+		CUDA_QUANT_TYPES(CHECK_)
+#undef CHECK_
 	default:
 		g_assert_not_reached();
 	}
+}
+
+/* The plugin's list names quantized types of loom.h, each once, and
+ * nothing else; the float types are not in it. */
+static void test_list(void)
+{
+	static const enum loom_type listed[] = {
+#define LIST_(name) LOOM_TYPE_##name,
+		CUDA_QUANT_TYPES(LIST_)
+#undef LIST_
+	};
+	int seen[LOOM_TYPE_COUNT] = { 0 };
+
+	for (size_t i = 0; i < G_N_ELEMENTS(listed); i++) {
+		g_assert_true(loom_type_is_quantized(listed[i]));
+		g_assert_cmpint(++seen[listed[i]], ==, 1);
+	}
+	for (int t = 0; t < LOOM_TYPE_COUNT; t++)
+		g_assert_cmpint(cuda_quant_type((enum loom_type)t), ==,
+				seen[t] == 1);
+	g_assert_false(cuda_quant_type(LOOM_TYPE_F32));
+	g_assert_false(cuda_quant_type(LOOM_TYPE_COUNT));
+}
+
+/* qperm picks bytes as the device's __byte_perm is documented to;
+ * table4 maps each of four nibbles through its table, every one of the
+ * 65536 combinations; spread4 puts four bits in four bytes. */
+static void test_table4(void)
+{
+	static const int8_t iq[16] = LOOM_IQ4NL_VALUES;
+	static const int8_t mx[16] = LOOM_MXFP4_VALUES;
+
+	g_assert_cmpuint(qperm(0x33221100u, 0x77665544u, 0x3210u), ==,
+			 0x33221100u);
+	g_assert_cmpuint(qperm(0x33221100u, 0x77665544u, 0x4567u), ==,
+			 0x44556677u);
+	/* Bit 3 of a selector and bits 16-31 are not read. */
+	g_assert_cmpuint(qperm(0x33221100u, 0x77665544u, 0xffff8888u), ==,
+			 0x00000000u);
+	for (int x = 0; x < 65536; x++) {
+		int in = (x & 15) | (x >> 4 & 15) << 8 | (x >> 8 & 15) << 16 |
+			 (x >> 12 & 15) << 24;
+		uint32_t want_iq = 0, want_mx = 0;
+
+		for (int n = 0; n < 4; n++) {
+			want_iq |= (uint32_t)(uint8_t)iq[x >> (4 * n) & 15]
+				   << (8 * n);
+			want_mx |= (uint32_t)(uint8_t)mx[x >> (4 * n) & 15]
+				   << (8 * n);
+		}
+		if ((uint32_t)table4<false>(in) != want_iq ||
+		    (uint32_t)table4<true>(in) != want_mx)
+			g_error("table4 of %#x: %#x %#x, want %#x %#x", in,
+				(uint32_t)table4<false>(in),
+				(uint32_t)table4<true>(in), want_iq, want_mx);
+	}
+	g_assert_cmpint(spread4(0xA), ==, 0x01000100);
+	g_assert_cmpint(spread4(0xF), ==, 0x01010101);
 }
 
 /* dot4 is a signed byte dot product (the device's __dp4a). */
@@ -167,13 +286,16 @@ static void test_dot4(void)
 int main(int argc, char **argv)
 {
 	static const enum loom_type types[] = {
-		LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K,
-		LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K,
+#define TYPE_(name) LOOM_TYPE_##name,
+		CUDA_QUANT_TYPES(TYPE_)
+#undef TYPE_
 	};
 	static struct qcase cases[G_N_ELEMENTS(types) * 2];
 
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/gpu-quant/dot4", test_dot4);
+	g_test_add_func("/gpu-quant/table4", test_table4);
+	g_test_add_func("/gpu-quant/list", test_list);
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
 		char *name;
 

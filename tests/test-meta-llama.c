@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test-meta-llama.c - a decoder stack (GQA attention with a KV cache and
- * RoPE, RMSNorm, SwiGLU or top-k MoE FFN) run on one CPU device and on
- * meta devices over 2, 3 and 4 CPU partitions: the logits must agree.
+ * RoPE, RMSNorm, SwiGLU or top-k MoE FFN, or gpt-oss's with sinks,
+ * biases, sliding windows and YaRN) run on one CPU device and on meta
+ * devices over 2, 3 and 4 CPU partitions: the logits must agree.
  */
 #include <glib.h>
 #include <math.h>
@@ -10,13 +11,14 @@
 
 #include <loom/loom-backend.h>
 
-#include "../examples/llama/llama.h"
+#include "../model/decoder.h"
+#include "../model/model.h"
 
 #define N_PROMPT 7
 #define N_GEN 3
 
 /* Shapes no device count divides: 3 KV heads, odd FFN and vocab sizes. */
-static void shape(struct llama_hparams *hp, bool moe)
+static void shape(struct llama_hparams *hp, bool moe, bool oai)
 {
 	g_assert_cmpint(llama_hparams_preset(moe ? "tiny-moe" : "tiny", hp), ==,
 			LOOM_OK);
@@ -31,6 +33,18 @@ static void shape(struct llama_hparams *hp, bool moe)
 	if (moe) {
 		hp->n_expert = 4;
 		hp->n_expert_used = 2;
+	}
+	if (oai) {
+		/* Windows of 4 tokens in every other layer, YaRN by 4 over
+		 * 16 positions. */
+		hp->arch = MODEL_ARCH_GPT_OSS;
+		hp->oai = hp->qkv_bias = true;
+		hp->rope_mode = LOOM_ROPE_NEOX;
+		hp->n_swa = 4;
+		hp->swa_pattern = 2;
+		hp->yarn_n_ctx = 16;
+		hp->rope_scale = 0.25f;
+		hp->yarn_attn_factor = 1.0f;
 	}
 	g_assert_cmpint(llama_hparams_check(hp), ==, LOOM_OK);
 }
@@ -88,7 +102,7 @@ static double nmse(const float *ref, const float *x, size_t n)
 }
 
 struct config {
-	bool moe;
+	bool moe, oai;
 	int n;
 	const float *ratios;
 };
@@ -103,13 +117,14 @@ static void test_stack(gconstpointer data)
 	const struct config *c = data;
 	struct llama_hparams hp;
 	struct loom_meta_model model;
+	struct model_split_state split;
 	struct loom_meta_opts opts = { .size = sizeof(opts) };
 	loom_dev_t *devs[4], *meta;
 	float *ref, *got;
 	size_t n_ref, n_got;
 	double e;
 
-	shape(&hp, c->moe);
+	shape(&hp, c->moe, c->oai);
 	llama_meta_model(&hp, &model);
 	for (int j = 0; j < c->n; j++) {
 		char name[16];
@@ -119,7 +134,12 @@ static void test_stack(gconstpointer data)
 		g_assert_nonnull(devs[j]);
 	}
 	opts.ratios = c->ratios;
-	if (loom_meta_dev_new(devs, (size_t)c->n, NULL, &model, &opts, &meta))
+	/* gpt-oss's tensors (sinks, the experts' biases) are cut by the
+	 * model library's role table, not by the default policy's names. */
+	model_split_state_init(&hp, &split);
+	if (loom_meta_dev_new(devs, (size_t)c->n, c->oai ? model_split : NULL,
+			      c->oai ? (void *)&split : (void *)&model, &opts,
+			      &meta))
 		g_error("meta device: %s", loom_error_message());
 
 	ref = run_model(&hp, devs[0], &n_ref);
@@ -136,11 +156,13 @@ static void test_stack(gconstpointer data)
 int main(int argc, char **argv)
 {
 	static const struct config configs[] = {
-		{ false, 2, NULL }, { false, 2, uneven2 },
-		{ false, 3, NULL }, { false, 3, uneven3 },
-		{ false, 4, NULL }, { false, 4, uneven4 },
-		{ true, 2, NULL },  { true, 3, uneven3 },
-		{ true, 4, even },
+		{ false, false, 2, NULL }, { false, false, 2, uneven2 },
+		{ false, false, 3, NULL }, { false, false, 3, uneven3 },
+		{ false, false, 4, NULL }, { false, false, 4, uneven4 },
+		{ true, false, 2, NULL },  { true, false, 3, uneven3 },
+		{ true, false, 4, even },
+		{ true, true, 2, NULL },   { true, true, 3, NULL },
+		{ true, true, 3, uneven3 },
 	};
 	const char *path = g_getenv("LOOM_TEST_PLUGIN_PATH");
 	int ret;
@@ -160,6 +182,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < G_N_ELEMENTS(configs); i++) {
 		const struct config *c = &configs[i];
 		char *name = g_strdup_printf("/meta/llama/%s/n%d/%s",
+					     c->oai ? "gpt-oss" :
 					     c->moe ? "moe" : "dense", c->n,
 					     c->ratios && c->ratios != even
 						     ? "uneven" : "even");

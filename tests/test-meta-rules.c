@@ -64,6 +64,29 @@ static void run_case(const struct rule_case *c)
 		memcpy(&params[2], &base, sizeof(base));
 		memcpy(&params[3], &scale, sizeof(scale));
 	}
+	if (c->op == LOOM_OP_ROPE_YARN) {
+		const float f[] = { 10000.0f, 0.25f, 1.0f, 1.0f, 32.0f, 1.0f };
+
+		src[1] = loom_tensor_new_1d(ctx, LOOM_TYPE_I32, 2);
+		params[0] = 8;
+		params[4] = 4096;
+		memcpy(&params[2], &f[0], 2 * sizeof(*f));
+		memcpy(&params[5], &f[2], 4 * sizeof(*f));
+	}
+	if (c->op == LOOM_OP_SOFT_MAX_SINKS) {
+		/* a mask broadcast over the heads; one sink per head */
+		src[1] = loom_tensor_new_3d(ctx, LOOM_TYPE_F32, 8, 8, 1);
+		src[2] = loom_tensor_new_1d(ctx, LOOM_TYPE_F32, 2);
+	}
+	if (c->op == LOOM_OP_SWIGLU_OAI) {
+		const float f[] = { 1.702f, 7.0f };
+
+		memcpy(params, f, sizeof(f));
+	}
+	if (c->op == LOOM_OP_ADD_ID) {
+		src[1] = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 8, 4);
+		src[2] = loom_tensor_new_2d(ctx, LOOM_TYPE_I32, 8, 2);
+	}
 	if (c->op == LOOM_OP_TOP_K || c->op == LOOM_OP_CONCAT)
 		params[0] = 2; /* k; the dimension concatenated */
 	t = loom_op_new(ctx, c->op, src, params);
@@ -130,6 +153,30 @@ static const struct rule_case cases[] = {
 	{ "concat P P", LOOM_OP_CONCAT, { P, P }, P, -1 },
 	{ "concat along S2", LOOM_OP_CONCAT, { D2, D2 }, NO, -1 },
 	{ "concat S1 S1", LOOM_OP_CONCAT, { D1, D1 }, D1, -1 },
+	/* soft_max_sinks: the sinks follow the heads */
+	{ "soft_max_sinks S2 cuts sinks", LOOM_OP_SOFT_MAX_SINKS, { D2, M, M },
+	  D2, 2 },
+	{ "soft_max_sinks S1 cuts mask", LOOM_OP_SOFT_MAX_SINKS, { D1, M, M },
+	  D1, 1 },
+	{ "soft_max_sinks M", LOOM_OP_SOFT_MAX_SINKS, { M, M, M }, M, -1 },
+	{ "soft_max_sinks sinks split", LOOM_OP_SOFT_MAX_SINKS, { D2, M, D0 },
+	  NO, -1 },
+	{ "soft_max_sinks P", LOOM_OP_SOFT_MAX_SINKS, { P, M, M }, NO, -1 },
+	/* rope_yarn: never cut inside a head */
+	{ "rope_yarn S2 cuts positions", LOOM_OP_ROPE_YARN, { D2, M }, D2, 1 },
+	{ "rope_yarn S0", LOOM_OP_ROPE_YARN, { D0, M }, NO, -1 },
+	/* swiglu_oai: elementwise, no PARTIAL */
+	{ "swiglu_oai S1 S1", LOOM_OP_SWIGLU_OAI, { D1, D1 }, D1, -1 },
+	{ "swiglu_oai S0 M cuts up", LOOM_OP_SWIGLU_OAI, { D0, M }, D0, 1 },
+	{ "swiglu_oai P", LOOM_OP_SWIGLU_OAI, { P, M }, NO, -1 },
+	/* add_id: the biases follow a's rows; ids whole */
+	{ "add_id M", LOOM_OP_ADD_ID, { M, M, M }, M, -1 },
+	{ "add_id S0 cuts biases", LOOM_OP_ADD_ID, { D0, M, M }, D0, 1 },
+	{ "add_id S0 S0", LOOM_OP_ADD_ID, { D0, D0, M }, D0, -1 },
+	{ "add_id P P", LOOM_OP_ADD_ID, { P, P, M }, P, -1 },
+	{ "add_id P M", LOOM_OP_ADD_ID, { P, M, M }, NO, -1 },
+	{ "add_id S1", LOOM_OP_ADD_ID, { D1, M, M }, NO, -1 },
+	{ "add_id ids split", LOOM_OP_ADD_ID, { M, M, D0 }, NO, -1 },
 };
 
 static void test_case(gconstpointer data)

@@ -22,7 +22,7 @@
 
 static char *tmpdir;
 
-enum arch { LLAMA, QWEN2, QWEN3, QWEN3MOE, MIXTRAL, GEMMA3, EXAONE };
+enum arch { LLAMA, QWEN2, QWEN3, QWEN3MOE, MIXTRAL, GEMMA3, EXAONE, PHI3 };
 
 struct config {
 	enum arch arch;
@@ -53,6 +53,14 @@ static void shape(enum arch a, enum loom_type type, bool tied,
 						     LOOM_ROPE_NEOX;
 	hp->qkv_bias = a == QWEN2;
 	hp->qk_norm = a == QWEN3 || a == QWEN3MOE || a == GEMMA3;
+	hp->arch = a == QWEN2 ? MODEL_ARCH_QWEN2 :
+		   a == QWEN3 ? MODEL_ARCH_QWEN3 :
+		   a == QWEN3MOE ? MODEL_ARCH_QWEN3MOE :
+		   a == GEMMA3 ? MODEL_ARCH_GEMMA3 :
+		   a == EXAONE ? MODEL_ARCH_EXAONE :
+		   a == PHI3 ? MODEL_ARCH_PHI3 : MODEL_ARCH_LLAMA;
+	/* Phi-3: q, k, v in one matrix, gate and up in another. */
+	hp->fused_qkv = hp->fused_up = a == PHI3;
 	/* Gemma: a window of 3 in layer 0 and the whole context in layer
 	 * 1, whose rope base is the other one. */
 	if (a == GEMMA3) {
@@ -143,7 +151,7 @@ static struct llama_model *load(const char *path, loom_dev_t *dev,
 /* Mixtral is llama with experts. */
 static const char *const arch_names[] = { "llama", "qwen2", "qwen3",
 					  "qwen3moe", "llama", "gemma3",
-					  "exaone" };
+					  "exaone", "phi3" };
 
 static void test_reference(gconstpointer data)
 {
@@ -247,7 +255,7 @@ static void test_meta(gconstpointer data)
 {
 	const struct meta_config *c = data;
 	struct llama_hparams hp;
-	static struct loom_meta_model mm;
+	static struct model_split_state mm;
 	struct loom_meta_opts opts = { .size = sizeof(opts) };
 	loom_dev_t *devs[3], *meta;
 	struct llama_model *m;
@@ -273,7 +281,7 @@ static void test_meta(gconstpointer data)
 	hp.cache_type = c->cache;
 	hp.rope_freqs = c->freqs;
 	path = save_model(&hp, "meta.gguf");
-	llama_meta_model(&hp, &mm);
+	model_split_state_init(&hp, &mm);
 	for (int j = 0; j < c->n; j++) {
 		char name[8];
 
@@ -321,8 +329,8 @@ static void test_meta(gconstpointer data)
  * Refusals: a saved file rewritten with one change.
  */
 enum edit { E_NONE, E_ARCH, E_DROP, E_ROPE_FREQS, E_TYPE, E_SHAPE, E_EXTRA,
-	    E_SCALING, E_HEADS, E_ZERO_FREQ, E_FF_ZERO, E_ROPE_ZERO,
-	    E_ROPE_NAN,
+	    E_SCALING, E_YARN_LOG, E_HEADS, E_ZERO_FREQ, E_FF_ZERO, E_ROPE_ZERO,
+	    E_ROPE_NAN, E_LONGROPE, E_TEMP,
 	    /* Of a gemma3 file; those above of a llama one. */
 	    E_SOFTCAP, E_SWA_BASE };
 
@@ -383,9 +391,17 @@ static char *rewrite(const char *src, enum edit edit, const char *arch)
 		g_strfreev(s);
 	}
 	if (edit == E_SCALING)
+		gguf_writer_add_str(w, "llama.rope.scaling.type", "longrope");
+	if (edit == E_YARN_LOG) {
 		gguf_writer_add_str(w, "llama.rope.scaling.type", "yarn");
+		gguf_writer_add_f32(w, "llama.rope.scaling.yarn_log_multiplier",
+				    0.1f);
+	}
 	if (edit == E_SOFTCAP)
 		gguf_writer_add_f32(w, "gemma3.final_logit_softcapping", 30.0f);
+	if (edit == E_TEMP)
+		gguf_writer_add_f32(w, "mistral3.attention.temperature_scale",
+				    0.1f);
 	for (size_t i = 0; i < gguf_n_tensors(g); i++) {
 		const struct gguf_tensor *t = gguf_tensor_get(g, i);
 		bool it = !strcmp(t->name, "blk.1.ffn_up.weight");
@@ -412,6 +428,9 @@ static char *rewrite(const char *src, enum edit edit, const char *arch)
 	if (edit == E_EXTRA)
 		gguf_writer_add_tensor(w, "blk.0.attn_q.bias", 0, 1,
 				       (int64_t[]){ 96 }, zeros);
+	if (edit == E_LONGROPE)
+		gguf_writer_add_tensor(w, "rope_factors_long.weight", 0, 1,
+				       (int64_t[]){ 8 }, zeros);
 	g_assert_cmpint(gguf_writer_save(w, path), ==, LOOM_OK);
 	gguf_writer_free(w);
 	gguf_free(g);
@@ -424,37 +443,46 @@ static void test_refused(void)
 		enum edit edit;
 		int status;
 		const char *msg;
+		const char *arch; /* the llama file renamed */
 	} cases[] = {
 		{ E_ARCH, LOOM_E_UNSUPPORTED, "architecture 'gpt2' is not "
 		  "supported (llama, qwen2, qwen3, qwen3moe, gemma3, xverse, "
-		  "exaone are)" },
+		  "exaone, phi3, internlm2, mistral3, gpt-oss are)", NULL },
 		{ E_DROP, LOOM_E_INVAL, "gguf: tensor 'blk.1.ffn_up.weight' is "
-		  "missing" },
+		  "missing", NULL },
 		{ E_ROPE_FREQS, LOOM_E_INVAL, "gguf: tensor 'rope_freqs.weight' "
-		  "is [4, 1, 1], the model needs [8, 1, 1]" },
+		  "is [4, 1, 1], the model needs [8, 1, 1]", NULL },
 		{ E_ZERO_FREQ, LOOM_E_INVAL, "llama: rope_freqs.weight: factor 0 "
-		  "is 0, not a positive number" },
+		  "is 0, not a positive number", NULL },
 		{ E_TYPE, LOOM_E_UNSUPPORTED, "tensor 'blk.1.ffn_up.weight': "
-		  "type q8_1 is not supported by Loom" },
+		  "type q8_1 is not supported by Loom", NULL },
 		{ E_SHAPE, LOOM_E_INVAL, "gguf: tensor 'blk.1.ffn_up.weight' "
-		  "is [128, 96, 1], the model needs [96, 128, 1]" },
+		  "is [128, 96, 1], the model needs [96, 128, 1]", NULL },
 		{ E_EXTRA, LOOM_E_UNSUPPORTED, "gguf: tensor "
-		  "'blk.0.attn_q.bias' is not used by this architecture" },
-		{ E_SCALING, LOOM_E_UNSUPPORTED, "gguf: rope scaling 'yarn' is "
-		  "not supported (none and linear are)" },
+		  "'blk.0.attn_q.bias' is not used by this architecture", NULL },
+		{ E_SCALING, LOOM_E_UNSUPPORTED, "gguf: rope scaling 'longrope' "
+		  "is not supported (none, linear and yarn are)", NULL },
+		{ E_YARN_LOG, LOOM_E_UNSUPPORTED, "gguf: llama: YaRN's log "
+		  "multiplier (0.1) is not supported", NULL },
 		{ E_HEADS, LOOM_E_INVAL, "gguf: llama: a size above 16777216 "
 		  "(embedding 96, heads 1099511627776/3, layers 2, experts "
-		  "0/0)" },
+		  "0/0)", NULL },
 		{ E_FF_ZERO, LOOM_E_INVAL, "gguf: llama.feed_forward_length "
-		  "is 0" },
+		  "is 0", NULL },
 		{ E_ROPE_ZERO, LOOM_E_INVAL, "gguf: llama.rope.freq_base is 0, "
-		  "not a positive number" },
+		  "not a positive number", NULL },
 		{ E_ROPE_NAN, LOOM_E_INVAL, "gguf: llama.rope.freq_base is nan, "
-		  "not a positive number" },
+		  "not a positive number", NULL },
 		{ E_SOFTCAP, LOOM_E_UNSUPPORTED, "gguf: final logit softcapping "
-		  "(gemma3.final_logit_softcapping 30) is not supported" },
+		  "(gemma3.final_logit_softcapping 30) is not supported", NULL },
 		{ E_SWA_BASE, LOOM_E_INVAL, "gguf: gemma3.rope.freq_base_swa is "
-		  "-1, not a positive number" },
+		  "-1, not a positive number", NULL },
+		{ E_LONGROPE, LOOM_E_UNSUPPORTED, "gguf: phi3: long-rope scaling "
+		  "(tensor 'rope_factors_long.weight') is not supported",
+		  "phi3" },
+		{ E_TEMP, LOOM_E_UNSUPPORTED, "gguf: mistral3: attention "
+		  "temperature scaling (mistral3.attention.temperature_scale "
+		  "0.1) is not supported", "mistral3" },
 	};
 	struct llama_hparams hp;
 	loom_dev_t *dev = loom_dev_by_name("cpu0");
@@ -468,7 +496,7 @@ static void test_refused(void)
 	}
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
 		char *path = rewrite(src[cases[i].edit >= E_SOFTCAP],
-				     cases[i].edit, NULL);
+				     cases[i].edit, cases[i].arch);
 		struct llama_hparams h;
 		struct llama_model *m = NULL;
 		struct gguf *g;
@@ -491,10 +519,11 @@ static void test_refused(void)
 	}
 }
 
-/* An architecture that is llama by another name (xverse): a llama file
- * renamed gives the same logits. */
-static void test_renamed(void)
+/* The architectures that are llama by another name: a llama file renamed
+ * gives the same logits. */
+static void test_renamed(gconstpointer data)
 {
+	const char *name = data;
 	struct llama_hparams hp;
 	loom_dev_t *dev = loom_dev_by_name("cpu0");
 	int32_t tokens[N_PROMPT] = { 1, 77, 299, 5, 140, 3 };
@@ -505,12 +534,12 @@ static void test_renamed(void)
 
 	shape(LLAMA, LOOM_TYPE_F32, false, &hp);
 	path[0] = save_model(&hp, "llama.gguf");
-	path[1] = rewrite(path[0], E_NONE, "xverse");
+	path[1] = rewrite(path[0], E_NONE, name);
 	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
 	for (int i = 0; i < 2; i++) {
 		struct llama_model *m = load(path[i], dev, LOOM_TYPE_F32, arch);
 
-		g_assert_cmpstr(arch, ==, i ? "xverse" : "llama");
+		g_assert_cmpstr(arch, ==, i ? name : "llama");
 		if (llama_eval(m, be, tokens, N_PROMPT, 0, true, logits[i]))
 			g_error("eval: %s", loom_error_message());
 		llama_model_free(m);
@@ -581,6 +610,10 @@ int main(int argc, char **argv)
 		{ GEMMA3, LOOM_TYPE_Q4_K, true, 1e-3, false },
 		{ EXAONE, LOOM_TYPE_F32, false, 1e-6, false },
 		{ EXAONE, LOOM_TYPE_Q8_0, false, 1e-3, true },
+		{ PHI3, LOOM_TYPE_F32, false, 1e-6, false },
+		{ PHI3, LOOM_TYPE_F16, true, 1e-4, false },
+		{ PHI3, LOOM_TYPE_Q8_0, false, 1e-3, false },
+		{ PHI3, LOOM_TYPE_Q4_K, false, 1e-3, false },
 	};
 	static const float uneven2[2] = { 0.7f, 0.3f };
 	static const float uneven3[3] = { 0.5f, 0.3f, 0.2f };
@@ -608,6 +641,10 @@ int main(int argc, char **argv)
 		{ GEMMA3, LOOM_TYPE_F16, 3, uneven3, LOOM_TYPE_F32, false },
 		{ GEMMA3, LOOM_TYPE_F32, 3, NULL, LOOM_TYPE_Q8_0, false },
 		{ EXAONE, LOOM_TYPE_F32, 2, uneven2, LOOM_TYPE_F32, false },
+		/* Fused q/k/v and gate/up, cut in segments. */
+		{ PHI3, LOOM_TYPE_F32, 2, NULL, LOOM_TYPE_F32, false },
+		{ PHI3, LOOM_TYPE_F32, 3, NULL, LOOM_TYPE_F32, false },
+		{ PHI3, LOOM_TYPE_F16, 3, uneven3, LOOM_TYPE_Q8_0, false },
 	};
 	const char *path = g_getenv("LOOM_TEST_PLUGIN_PATH");
 	int ret;
@@ -652,7 +689,11 @@ int main(int argc, char **argv)
 	}
 	g_test_add_func("/model/refused", test_refused);
 	g_test_add_func("/model/changed", test_changed);
-	g_test_add_func("/model/renamed", test_renamed);
+	g_test_add_data_func("/model/renamed/xverse", "xverse", test_renamed);
+	g_test_add_data_func("/model/renamed/internlm2", "internlm2",
+			     test_renamed);
+	g_test_add_data_func("/model/renamed/mistral3", "mistral3",
+			     test_renamed);
 	ret = g_test_run();
 	g_rmdir(tmpdir);
 	g_free(tmpdir);

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "../examples/llama/llama.h"
+#include "../model/decoder.h"
 
 /* A counter of plugin reg ("acme" or "acmes"): "acme_n_compute",
  * "acme_n_supports", "acme_n_queued". */

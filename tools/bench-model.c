@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* bench-model.c - `loom-bench model`: the example Llama-style decoder
- * (examples/llama) run as prefill then decode on the best single device
+ * (model/) run as prefill then decode on the best single device
  * and on a meta device, tokens/s beside the STREAM bandwidth, with the
  * meta output checked against the single device.  With --gpu-layers (or
  * a device that lacks ops of the model) a run spans two devices through
@@ -10,7 +10,7 @@
 #include "app-devices.h"
 #include "app-world.h"
 #include "bench-util.h"
-#include "llama.h"
+#include "decoder.h"
 #include "model.h"
 
 #include <errno.h>
@@ -418,12 +418,12 @@ static void fall_back(struct model_bench *mb)
 }
 
 /* The model's shape, for the meta devices the runs make. */
-static struct loom_meta_model *model_shape(struct model_bench *mb)
+static struct model_split_state *model_shape(struct model_bench *mb)
 {
 	/* A meta device keeps the pointer: it must outlive the run. */
-	static struct loom_meta_model shape;
+	static struct model_split_state shape;
 
-	llama_meta_model(&mb->hp, &shape);
+	model_split_state_init(&mb->hp, &shape);
 	return &shape;
 }
 

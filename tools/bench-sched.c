@@ -8,7 +8,7 @@
  */
 #include "app-devices.h"
 #include "bench-util.h"
-#include "llama.h"
+#include "decoder.h"
 
 #include <stdlib.h>
 #include <string.h>

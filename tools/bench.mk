@@ -21,8 +21,7 @@ tools_loom_bench_SOURCES = \
 	tools/bench-dispatch.c \
 	tools/bench-sched.c \
 	tools/bench-openblas.c
-tools_loom_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/llama \
-	-I$(top_srcdir)/model
+tools_loom_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/model
 tools_loom_bench_LDADD = model/libmodel.la libcore/libloom.la -lpthread -lm
 
 # Against llama.cpp, not built or run by make: the script compiles

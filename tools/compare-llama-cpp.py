@@ -44,6 +44,11 @@ MODELS = [
                                              "gemma": True}),
     ("xverse", "ggml-vocab-llama-spm.gguf", {}),
     ("exaone", "ggml-vocab-llama-spm.gguf", {"rope_freqs": True}),
+    ("phi3", "ggml-vocab-phi-3.gguf", {"fused": True}),
+    ("internlm2", "ggml-vocab-llama-spm.gguf", {}),
+    ("mistral3", "ggml-vocab-llama-bpe.gguf", {"rope_freqs": True}),
+    ("gpt-oss", "ggml-vocab-llama-bpe.gguf", {"bias": True, "moe": True,
+                                              "oai": True}),
 ]
 
 # Special tokens' texts are tokens on both sides (as llama.cpp's tools
@@ -145,7 +150,11 @@ def write_model(path, arch, vocab_path, wtype, opts, seed=1):
     """A model of random weights around vocab_path's tokenizer: 2 layers,
     embedding 256, 4 query heads over 2 KV heads of 64, FFN 512 (4
     experts of which 2 are used for qwen3moe), wtype for the matrices.
-    gemma3's layer 0 sees a window of 16 tokens, layer 1 them all."""
+    gemma3's layer 0 sees a window of 16 tokens, layer 1 them all; phi3
+    has q, k, v in one attn_qkv and gate then up in one ffn_up; gpt-oss
+    slides as gemma3 does, with YaRN (factor 32 over 4096 positions),
+    attention sinks, an output bias, post_attention_norm before the
+    experts, and biases on the router and the experts."""
     import gguf
     import numpy as np
 
@@ -171,6 +180,11 @@ def write_model(path, arch, vocab_path, wtype, opts, seed=1):
         w.add_uint32("%s.expert_feed_forward_length" % arch, n_ff)
     else:
         w.add_uint32("%s.feed_forward_length" % arch, n_ff)
+    if opts.get("oai"):
+        w.add_uint32("%s.attention.sliding_window" % arch, 16)
+        w.add_string("%s.rope.scaling.type" % arch, "yarn")
+        w.add_float32("%s.rope.scaling.factor" % arch, 32.0)
+        w.add_uint32("%s.rope.scaling.original_context_length" % arch, 4096)
     if opts.get("gemma"):
         w.add_uint32("%s.attention.sliding_window" % arch, 16)
         w.add_uint32("%s.attention.sliding_window_pattern" % arch, 2)
@@ -208,10 +222,17 @@ def write_model(path, arch, vocab_path, wtype, opts, seed=1):
     for i in range(n_layer):
         b = "blk.%d." % i
         vec(b + "attn_norm.weight", n_embd)
-        mat(b + "attn_q.weight", n_head * hd, n_embd)
-        mat(b + "attn_k.weight", n_kv * hd, n_embd)
-        mat(b + "attn_v.weight", n_kv * hd, n_embd)
+        if opts.get("fused"):
+            mat(b + "attn_qkv.weight", (n_head + 2 * n_kv) * hd, n_embd)
+        else:
+            mat(b + "attn_q.weight", n_head * hd, n_embd)
+            mat(b + "attn_k.weight", n_kv * hd, n_embd)
+            mat(b + "attn_v.weight", n_kv * hd, n_embd)
         mat(b + "attn_output.weight", n_embd, n_head * hd)
+        if opts.get("oai"):
+            vec(b + "attn_output.bias", n_embd, 0.0)
+            w.add_tensor(b + "attn_sinks.weight",
+                         rng.standard_normal(n_head).astype(np.float32))
         if opts.get("bias"):
             vec(b + "attn_q.bias", n_head * hd, 0.0)
             vec(b + "attn_k.bias", n_kv * hd, 0.0)
@@ -219,7 +240,10 @@ def write_model(path, arch, vocab_path, wtype, opts, seed=1):
         if opts.get("qk_norm"):
             vec(b + "attn_q_norm.weight", hd)
             vec(b + "attn_k_norm.weight", hd)
-        vec(b + "ffn_norm.weight", n_embd)
+        if opts.get("oai"):
+            vec(b + "post_attention_norm.weight", n_embd)
+        else:
+            vec(b + "ffn_norm.weight", n_embd)
         if opts.get("gemma"):
             vec(b + "post_attention_norm.weight", n_embd)
             vec(b + "post_ffw_norm.weight", n_embd)
@@ -232,6 +256,18 @@ def write_model(path, arch, vocab_path, wtype, opts, seed=1):
             mat(b + "ffn_gate_exps.weight", n_exp, n_ff, n_embd)
             mat(b + "ffn_up_exps.weight", n_exp, n_ff, n_embd)
             mat(b + "ffn_down_exps.weight", n_exp, n_embd, n_ff)
+            if opts.get("oai"):
+                vec(b + "ffn_gate_inp.bias", n_exp, 0.0)
+                for e in ("gate", "up"):
+                    w.add_tensor(b + "ffn_%s_exps.bias" % e, (
+                        0.1 * rng.standard_normal((n_exp, n_ff))).astype(
+                        np.float32))
+                w.add_tensor(b + "ffn_down_exps.bias", (
+                    0.1 * rng.standard_normal((n_exp, n_embd))).astype(
+                    np.float32))
+        elif opts.get("fused"):
+            mat(b + "ffn_up.weight", 2 * n_ff, n_embd)
+            mat(b + "ffn_down.weight", n_embd, n_ff)
         else:
             mat(b + "ffn_gate.weight", n_ff, n_embd)
             mat(b + "ffn_up.weight", n_ff, n_embd)
@@ -322,7 +358,7 @@ def main():
     ap.add_argument("--vocab-dir", help="vocabulary-only GGUF files")
     ap.add_argument("--quantize", help="llama.cpp's llama-quantize")
     ap.add_argument("--archs", default="llama,qwen2,qwen3,qwen3moe,gemma3,"
-                    "xverse,exaone",
+                    "xverse,exaone,phi3,internlm2,mistral3,gpt-oss",
                     help="--vocab-dir: the architectures (default: all)")
     ap.add_argument("--types", default=",".join(LIMITS),
                     help="the weight types to check (default: all)")

@@ -17,7 +17,7 @@
 #include "config.h"
 
 #include "bench-util.h"
-#include "llama.h"
+#include "decoder.h"
 
 #include <errno.h>
 #include <getopt.h>

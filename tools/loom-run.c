@@ -17,14 +17,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <loom/loom-backend.h>
+#include <loom/loom-model.h>
 
 #include "app-devices.h"
 #include "app-world.h"
-#include "model.h"
 
 #define MAX_DEVS 16
 
@@ -389,76 +390,19 @@ static int agree(const struct opts *o, const int32_t *prompt, int n_prompt)
 }
 
 /* ------------------------------------------------------------------------
- * Sampling: greedy at temperature 0, else top-k, then top-p, then a draw.
+ * Sampling (loom_model_sample): greedy at temperature 0, else top-k, then
+ * top-p, then a draw.
  */
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-struct cand {
-	float p;
-	int32_t id;
-};
-
-static int cmp_cand(const void *a, const void *b)
-{
-	float x = ((const struct cand *)a)->p, y = ((const struct cand *)b)->p;
-
-	return x < y ? 1 : x > y ? -1 : 0;
-}
-
-static int32_t sample(const struct opts *o, const float *logits, int64_t nv,
-		      struct cand *c, uint64_t *rng)
-{
-	int64_t n = nv, best = 0;
-	double sum = 0, r, acc = 0;
-
-	for (int64_t i = 1; i < nv; i++)
-		if (logits[i] > logits[best])
-			best = i;
-	if (o->temp <= 0)
-		return (int32_t)best;
-	for (int64_t i = 0; i < nv; i++) {
-		c[i].id = (int32_t)i;
-		c[i].p = (logits[i] - logits[best]) / o->temp;
-	}
-	qsort(c, (size_t)nv, sizeof(*c), cmp_cand);
-	if (o->top_k > 0 && o->top_k < n)
-		n = o->top_k;
-	for (int64_t i = 0; i < n; i++) {
-		c[i].p = expf(c[i].p);
-		sum += c[i].p;
-	}
-	for (int64_t i = 0; i < n; i++) {
-		acc += c[i].p / sum;
-		if (acc >= o->top_p) {
-			n = i + 1;
-			break;
-		}
-	}
-	sum = 0;
-	for (int64_t i = 0; i < n; i++)
-		sum += c[i].p;
-	r = (double)(rng_next(rng) >> 11) * (1.0 / 9007199254740992.0) * sum;
-	for (int64_t i = 0; i < n; i++) {
-		r -= c[i].p;
-		if (r <= 0)
-			return c[i].id;
-	}
-	return c[n - 1].id;
-}
-
 /* The next token: rank 0's sample, which every rank of a world takes. */
 static int decide(const struct opts *o, const float *logits, int64_t nv,
-		  struct cand *c, uint64_t *rng, int32_t *tok)
+		  uint64_t *rng, int32_t *tok)
 {
-	*tok = sample(o, logits, nv, c, rng);
-	if (app_world_bcast(&world, tok, sizeof(*tok)))
+	struct loom_sample_params sp = {
+		.temp = o->temp, .top_k = o->top_k, .top_p = o->top_p,
+	};
+
+	if (loom_model_sample(logits, nv, &sp, rng, tok) ||
+	    app_world_bcast(&world, tok, sizeof(*tok)))
 		return fail("sampling: %s", loom_error_message());
 	return 0;
 }
@@ -466,20 +410,24 @@ static int decide(const struct opts *o, const float *logits, int64_t nv,
 /* ------------------------------------------------------------------------
  * Devices.
  */
-static struct loom_meta_model meta_model;
+/* Where the weights go: first, and rest for layers from n_first on (NULL
+ * for a model on one device). */
+struct placement {
+	loom_dev_t *first, *rest;
+	int64_t n_first;
+};
 
 /* Partial offload: with --gpu-layers, the first device holds layers
  * 0..N-1 and the second (members[1], else a CPU device) the rest; without
  * it, a device that lacks ops of the model gets a CPU device for them.
  * pl->rest stays NULL for a model on one device. */
-static int plan_offload(const struct opts *o, struct gguf *g,
-			const struct llama_hparams *hp, loom_dev_t *dev,
-			loom_dev_t **members, int n_members,
-			struct llama_placement *pl)
+static int plan_offload(const struct opts *o, const loom_model_t *m,
+			loom_dev_t *dev, loom_dev_t **members, int n_members,
+			struct placement *pl)
 {
 	char what[160];
 
-	*pl = (struct llama_placement){ .first = dev };
+	*pl = (struct placement){ .first = dev };
 	if (o->gpu_layers >= 0) {
 		pl->first = members[0];
 		pl->rest = app_devices_second(members[0], n_members > 1 ?
@@ -489,10 +437,10 @@ static int plan_offload(const struct opts *o, struct gguf *g,
 					    loom_error_message());
 	}
 	if (loom_dev_type(dev) == LOOM_DEV_TYPE_META ||
-	    model_dev_runs(g, hp, dev, what, sizeof(what)) ||
+	    loom_model_dev_runs(m, dev, what, sizeof(what)) ||
 	    !(pl->rest = app_devices_other_cpu(dev)))
 		return 0;
-	pl->n_first = hp->n_layer;
+	pl->n_first = loom_model_n_layer(m);
 	if (!o->json)
 		fprintf(stderr, "loom-run: %s lacks %s: %s runs what it "
 			"lacks\n", loom_dev_name(dev), what,
@@ -500,10 +448,12 @@ static int plan_offload(const struct opts *o, struct gguf *g,
 	return 0;
 }
 
-static int open_device(const struct opts *o, const struct llama_hparams *hp,
+static int open_device(const struct opts *o, loom_model_t *m,
 		       loom_dev_t **out, loom_dev_t **members, int *n_members)
 {
 	struct loom_meta_opts mo = { .size = sizeof(mo) };
+	loom_split_fn split;
+	void *policy;
 	size_t n = 0;
 
 	if (!o->devices) {
@@ -529,9 +479,8 @@ make:
 		*out = members[0];
 		return 0;
 	}
-	llama_meta_model(hp, &meta_model);
-	if (loom_meta_dev_new(members, (size_t)n, model_split, &meta_model, &mo,
-			      out))
+	if (loom_model_split_policy(m, &split, &policy) ||
+	    loom_meta_dev_new(members, (size_t)n, split, policy, &mo, out))
 		return fail("%s: %s", o->devices ? "--devices" : "meta device",
 			    loom_error_message());
 	return 0;
@@ -554,17 +503,21 @@ static void progress(size_t done, size_t total, void *user)
 
 /* The weights onto their devices, with a progress line on a terminal for
  * files of 64 MiB and more. */
-static int load(const struct opts *o, struct gguf *g,
-		const struct llama_hparams *hp,
-		const struct llama_placement *pl, struct llama_model **m)
+static int load(const struct opts *o, loom_model_t *m,
+		const struct placement *pl)
 {
-	size_t size;
 	int last = -1, ret;
+	struct loom_model_load_params lp = {
+		.size = sizeof(lp), .rest = pl->rest, .n_first = pl->n_first,
+		.user = &last,
+	};
+	struct stat st;
 	bool show;
 
-	gguf_bytes(g, &size);
-	show = !o->json && isatty(2) && size >= (64u << 20);
-	ret = model_load_placed(g, hp, pl, show ? progress : NULL, &last, m);
+	show = !o->json && isatty(2) && !stat(o->model, &st) &&
+	       st.st_size >= (64 << 20);
+	lp.progress = show ? progress : NULL;
+	ret = loom_model_load_with(m, pl->first, &lp);
 	if (ret) {
 		if (show && last >= 0 && last < 100)
 			fputc('\n', stderr);
@@ -575,18 +528,18 @@ static int load(const struct opts *o, struct gguf *g,
 
 /* Bytes each member holds of the model's buffers (weights and cache, and
  * compute); one entry for a plain device. */
-static int member_sizes(struct llama_model *m, loom_dev_t *dev,
+static int member_sizes(const struct loom_model_memory *mem, loom_dev_t *dev,
 			loom_sched_t *s, size_t *w, size_t *c, int n)
 {
 	loom_meta_buffer_dev_sizes_fn fn = NULL;
-	loom_buffer_t *cb = llama_model_compute_buffer(m);
+	loom_buffer_t *cb = mem->compute_buffer;
 
 	memset(w, 0, (size_t)n * sizeof(*w));
 	memset(c, 0, (size_t)n * sizeof(*c));
 	if (s) {
 		/* Split: the two devices' weights and compute memory. */
-		w[0] = llama_model_held_bytes(m, 0);
-		w[1] = llama_model_held_bytes(m, 1);
+		w[0] = mem->held_bytes[0];
+		w[1] = mem->held_bytes[1];
 		c[0] = loom_sched_buffer_size(s, 0);
 		c[1] = loom_sched_buffer_size(s, 1);
 		return 2;
@@ -595,11 +548,11 @@ static int member_sizes(struct llama_model *m, loom_dev_t *dev,
 		*(void **)&fn = loom_reg_proc_address(
 			loom_dev_reg(dev), LOOM_PROC_META_BUFFER_DEV_SIZES);
 	if (!fn) {
-		w[0] = llama_model_held_bytes(m, 0);
+		w[0] = mem->held_bytes[0];
 		c[0] = cb ? loom_buffer_size(cb) : 0;
 		return 1;
 	}
-	fn(llama_model_weight_buffer(m), w, (size_t)n);
+	fn(mem->weight_buffer, w, (size_t)n);
 	if (cb)
 		fn(cb, c, (size_t)n);
 	return n;
@@ -675,37 +628,25 @@ static void catch_sigint(bool restart)
 
 struct session {
 	const struct opts *o;
-	struct gguf *g;
-	struct llama_model *m;
+	loom_model_t *m;
 	loom_backend_t *be;
 	loom_sched_t *s;
 	int64_t nv, n_ctx;
 	float *logits, *last; /* last: the last position's */
 	size_t n_logits;
-	struct cand *cand;
 	uint64_t rng;
-	int32_t *eog; /* the tokens that end a reply */
-	int n_eog;
 	int n_past;
 	int32_t pending; /* shown but not in the cache yet, or -1 */
 	struct stats st;
 };
 
 /* One batch on be, or through s for a model split over two devices. */
-static int eval(struct llama_model *m, loom_backend_t *be, loom_sched_t *s,
+static int eval(loom_model_t *m, loom_backend_t *be, loom_sched_t *s,
 		const int32_t *tokens, int n, int n_past, bool all,
 		float *logits)
 {
-	return s ? llama_eval_sched(m, s, tokens, n, n_past, all, logits)
-		 : llama_eval(m, be, tokens, n, n_past, all, logits);
-}
-
-static bool is_eog(const struct session *ss, int32_t tok)
-{
-	for (int i = 0; i < ss->n_eog; i++)
-		if (ss->eog[i] == tok)
-			return true;
-	return false;
+	return s ? loom_model_eval_sched(m, s, tokens, n, n_past, all, logits)
+		 : loom_model_eval(m, be, tokens, n, n_past, all, logits);
 }
 
 /* The text of tok on stdout, on the rank that prints. */
@@ -715,7 +656,8 @@ static void show(const struct session *ss, int32_t tok)
 
 	if (ss->o->json || !app_world_prints(&world))
 		return;
-	model_token_text(ss->g, tok, text, sizeof(text));
+	if (loom_model_token_text(ss->m, tok, text, sizeof(text)) < 0)
+		return;
 	fputs(text, stdout);
 }
 
@@ -803,10 +745,10 @@ static int reply(struct session *ss, int n)
 	int32_t tok;
 
 	for (int i = 0; i < n && !interrupted; i++) {
-		if (decide(ss->o, ss->last, ss->nv, ss->cand, &ss->rng, &tok) ||
+		if (decide(ss->o, ss->last, ss->nv, &ss->rng, &tok) ||
 		    record(&ss->st, tok))
 			return 1;
-		if (!ss->o->ignore_eos && is_eog(ss, tok))
+		if (!ss->o->ignore_eos && loom_model_is_eog(ss->m, tok))
 			break;
 		show(ss, tok);
 		fflush(stdout);
@@ -826,42 +768,42 @@ static int reply(struct session *ss, int n)
 }
 
 /* The template a chat asks for: --chat-template's, else the file's;
- * *kind -1 (with a line saying why) when the text goes as it is. */
-static int chat_kind(const struct opts *o, struct gguf *g, int *kind)
+ * *family NULL (with a line saying why) when the text goes as it is. */
+static int chat_kind(const struct opts *o, const loom_model_t *m,
+		     const char **family)
 {
-	enum model_chat k;
+	const char *k;
 
-	*kind = -1;
+	*family = NULL;
 	if (!o->chat && !o->chat_template)
 		return 0;
 	if (o->chat_template) {
-		if (model_chat_by_name(o->chat_template, &k))
+		if (loom_model_chat_family(m, o->chat_template, &k))
 			return fail("--chat-template: %s", loom_error_message());
-	} else if (model_chat_detect(g, &k)) {
+	} else if (loom_model_chat_family(m, NULL, &k)) {
 		if (!o->json)
 			fprintf(stderr, "loom-run: %s: the text goes as it is "
 				"(--chat-template NAME names one)\n",
 				loom_error_message());
 		return 0;
 	}
-	*kind = (int)k;
+	*family = k;
 	return 0;
 }
 
-/* The ids of text (a turn of a chat when kind >= 0), BOS and the like
- * when first. */
-static int tokenize(const struct session *ss, struct model_tokenizer *t,
-		    int kind, const char *text, bool first, int32_t **ids,
-		    int *n)
+/* The ids of text (a turn of a chat in family when not NULL), BOS and
+ * the like when first. */
+static int tokenize(const struct session *ss, const char *family,
+		    const char *text, bool first, int32_t **ids, int *n)
 {
 	const struct opts *o = ss->o;
-	unsigned flags = first ? MODEL_TOKENIZE_ADD_SPECIAL : 0;
+	unsigned flags = first ? LOOM_MODEL_ADD_SPECIAL : 0;
 	char *turn = NULL;
 	int ret;
 
-	if (kind >= 0) {
-		if (model_chat_turn((enum model_chat)kind, o->system, text,
-				    first, &turn))
+	if (family) {
+		if (loom_model_chat_turn(ss->m, family, o->system, text, first,
+					 &turn))
 			return fail("--chat: %s", loom_error_message());
 		text = turn;
 	} else if (first && o->system && o->chat) {
@@ -871,9 +813,9 @@ static int tokenize(const struct session *ss, struct model_tokenizer *t,
 		sprintf(turn, "%s\n%s", o->system, text);
 		text = turn;
 	}
-	if (kind >= 0 || !o->no_special)
-		flags |= MODEL_TOKENIZE_PARSE_SPECIAL;
-	ret = model_tokenize(t, text, flags, ids, n);
+	if (family || !o->no_special)
+		flags |= LOOM_MODEL_PARSE_SPECIAL;
+	ret = loom_model_tokenize(ss->m, text, flags, ids, n);
 	free(turn);
 	if (ret)
 		return fail("-p: %s", loom_error_message());
@@ -885,7 +827,7 @@ static int tokenize(const struct session *ss, struct model_tokenizer *t,
 /* A conversation: a turn per line of the input, each reply streamed;
  * SIGINT ends a reply, and the conversation when it comes at the
  * prompt.  Returns the exit status. */
-static int converse(struct session *ss, struct model_tokenizer *t, int kind)
+static int converse(struct session *ss, const char *family)
 {
 	bool tty = isatty(0), first = true;
 	char *line = NULL;
@@ -914,7 +856,7 @@ static int converse(struct session *ss, struct model_tokenizer *t, int kind)
 			line[--len] = 0;
 		if (!len)
 			continue;
-		if (tokenize(ss, t, kind, line, first, &ids, &n) ||
+		if (tokenize(ss, family, line, first, &ids, &n) ||
 		    (n && feed(ss, ids, n)) ||
 		    reply(ss, ss->o->n_gen)) {
 			free(ids);
@@ -934,12 +876,12 @@ static int converse(struct session *ss, struct model_tokenizer *t, int kind)
 /* One prompt, its text shown unless it is a chat's turn, then a reply.
  * Returns the exit status: 130 when SIGINT ended the reply. */
 static int run(struct session *ss, const int32_t *prompt, int n_prompt,
-	       int kind)
+	       const char *family)
 {
 	ss->st.prompt = prompt;
 	if (feed(ss, prompt, n_prompt))
 		return 1;
-	if (kind < 0 && !ss->o->chat)
+	if (!family && !ss->o->chat)
 		for (int i = 0; i < n_prompt; i++)
 			show(ss, prompt[i]);
 	fflush(stdout);
@@ -965,13 +907,16 @@ static size_t peak_rss(void)
 	return (size_t)kib * 1024;
 }
 
-static void report(const struct opts *o, const char *arch,
-		   struct llama_model *m, loom_dev_t *dev, loom_sched_t *s,
-		   loom_dev_t **members, int n_members, const struct stats *st)
+static void report(const struct opts *o, const loom_model_t *m,
+		   loom_dev_t *dev, loom_sched_t *s, loom_dev_t **members,
+		   int n_members, const struct stats *st)
 {
+	struct loom_model_memory mem = { 0 };
 	size_t w[MAX_DEVS], c[MAX_DEVS];
-	int n = member_sizes(m, dev, s, w, c, n_members);
-	size_t compute = llama_model_compute_bytes(m) + (s ? c[0] + c[1] : 0);
+	int n = (loom_model_memory(m, &mem),
+		 member_sizes(&mem, dev, s, w, c, n_members));
+	size_t compute = mem.compute_bytes + (s ? c[0] + c[1] : 0);
+	const char *arch = loom_model_arch(m);
 	double pf = st->prefill_s > 0 ? st->n_prompt / st->prefill_s : 0;
 	/* Decode steps: a reply's first token comes from the prompt's
 	 * logits. */
@@ -987,8 +932,8 @@ static void report(const struct opts *o, const char *arch,
 			"\"cache_bytes\": %zu, \"compute_bytes\": %zu, "
 			"\"peak_rss_bytes\": %zu, \"devices\": [", o->model,
 			arch, loom_dev_name(dev), st->n_prompt, st->n_gen,
-			st->load_s, pf, dc, llama_model_weight_bytes(m),
-			llama_model_cache_bytes(m), compute, peak_rss());
+			st->load_s, pf, dc, mem.weight_bytes, mem.cache_bytes,
+			compute, peak_rss());
 		for (int j = 0; j < n; j++)
 			fprintf(f, "%s{\"name\": \"%s\", \"buffer_bytes\": "
 				"%zu, \"compute_bytes\": %zu}", j ? ", " : "",
@@ -1004,14 +949,13 @@ static void report(const struct opts *o, const char *arch,
 	}
 	fprintf(f, "\nmodel: %s (%s) on %s%s%s\n", o->model, arch,
 		loom_dev_name(dev), s ? " and " : "",
-		s ? loom_dev_name(llama_model_rest_device(m)) : "");
+		s ? loom_dev_name(mem.rest) : "");
 	fprintf(f, "load: %.3f s; prefill: %d tokens, %.1f tok/s; decode: "
 		"%d tokens, %.1f tok/s\n", st->load_s, st->n_prompt, pf,
 		st->n_gen, dc);
 	fprintf(f, "memory: weights %.1f MiB, KV cache %.1f MiB, compute "
 		"%.1f MiB; peak resident %.1f MiB\n",
-		mib(llama_model_weight_bytes(m)),
-		mib(llama_model_cache_bytes(m)), mib(compute),
+		mib(mem.weight_bytes), mib(mem.cache_bytes), mib(compute),
 		mib(peak_rss()));
 	for (int j = 0; j < n && n > 1; j++)
 		fprintf(f, "  %s: weights and cache %.1f MiB, compute %.1f "
@@ -1019,22 +963,65 @@ static void report(const struct opts *o, const char *arch,
 			mib(c[j]));
 }
 
+/* The model file's shape and tokenizer, its cache no longer than the
+ * model was trained for. */
+static int open_model(const struct opts *o, loom_model_t **m)
+{
+	struct loom_model_params mp = {
+		.size = sizeof(mp), .n_ctx = o->n_ctx, .cache_type = o->cache,
+	};
+	int64_t train;
+
+	if (loom_model_open(o->model, &mp, m))
+		return fail("%s: %s", o->model, loom_error_message());
+	train = loom_model_n_ctx_train(*m);
+	if (train > 0 && train < loom_model_n_ctx(*m)) {
+		if (o->ctx_given && app_world_prints(&world))
+			fprintf(stderr, "loom-run: warning: --ctx %lld is "
+				"longer than the model was trained for; the "
+				"cache holds %lld tokens\n",
+				(long long)o->n_ctx, (long long)train);
+		if (loom_model_set_n_ctx(*m, train))
+			return fail("%s", loom_error_message());
+	}
+	return 0;
+}
+
+/* The prompt's ids: --tokens, or -p's text (a chat's turn in family); a
+ * vocabulary Loom cannot tokenize fails here, before any weight loads. */
+static int prompt_ids(const struct session *ss, const char **family,
+		      int32_t **prompt, int *n_prompt)
+{
+	const struct opts *o = ss->o;
+	int32_t *none = NULL;
+	int n = 0;
+
+	if (o->tokens)
+		return parse_tokens(o->tokens, loom_model_n_vocab(ss->m),
+				    prompt, n_prompt);
+	if (loom_model_tokenize(ss->m, "", 0, &none, &n))
+		return fail("%s: %s", o->prompt ? "-p" : "--chat",
+			    loom_error_message());
+	free(none);
+	if (chat_kind(o, ss->m, family) ||
+	    (o->prompt && tokenize(ss, *family, o->prompt, true, prompt,
+				   n_prompt)))
+		return 1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
-	struct gguf *g = NULL;
-	struct llama_hparams hp;
-	struct llama_model *m = NULL;
+	loom_model_t *m = NULL;
 	loom_dev_t *dev, *members[MAX_DEVS];
-	struct llama_placement pl;
+	struct placement pl;
 	loom_backend_t *be = NULL, *be_rest = NULL;
 	loom_sched_t *sched = NULL;
 	struct session ss = { .o = &o, .pending = -1, .rng = 0 };
-	struct model_tokenizer *tok = NULL;
+	const char *family = NULL;
 	int32_t *prompt = NULL;
-	int n_prompt = 0, n_members = 0, ret = 1, kind = -1;
-	int64_t train_ctx;
-	char arch[32], key[64];
+	int n_prompt = 0, n_members = 0, ret = 1;
 	double t0;
 
 	if (parse_opts(argc, argv, &o))
@@ -1043,54 +1030,26 @@ int main(int argc, char **argv)
 		return fail("%s", loom_error_message());
 	app_world_open(&world);
 	t0 = now();
-	if (gguf_open(o.model, &g))
-		return fail("%s", loom_error_message());
-	if (model_hparams(g, o.n_ctx, o.cache, &hp, arch)) {
-		fail("%s: %s", o.model, loom_error_message());
+	if (open_model(&o, &m))
 		goto out;
-	}
-	/* The cache need not be longer than the model was trained for. */
-	snprintf(key, sizeof(key), "%s.context_length", arch);
-	if (!gguf_get_int(g, key, &train_ctx) && train_ctx > 0 &&
-	    train_ctx < hp.n_ctx) {
-		if (o.ctx_given && app_world_prints(&world))
-			fprintf(stderr, "loom-run: warning: --ctx %lld is "
-				"longer than the model was trained for; the "
-				"cache holds %lld tokens\n",
-				(long long)o.n_ctx, (long long)train_ctx);
-		hp.n_ctx = train_ctx;
-	}
-	ss.g = g;
-	if (o.tokens) {
-		if (parse_tokens(o.tokens, hp.n_vocab, &prompt, &n_prompt))
-			goto out;
-	} else if (model_tokenizer_new(g, &tok)) {
-		fail("%s: %s", o.prompt ? "-p" : "--chat", loom_error_message());
+	ss.m = m;
+	if (prompt_ids(&ss, &family, &prompt, &n_prompt))
 		goto out;
-	} else if (chat_kind(&o, g, &kind) ||
-		   (o.prompt && tokenize(&ss, tok, kind, o.prompt, true,
-					 &prompt, &n_prompt))) {
-		goto out;
-	}
 	if (!o.prompt && !o.tokens && world.n_ranks > 1) {
 		fail("--chat: a conversation reads the input of one process; "
 		     "pass -p TEXT under mpirun");
 		goto out;
 	}
-	if (model_eog_tokens(g, &ss.eog, &ss.n_eog)) {
-		fail("%s", loom_error_message());
+	if (open_device(&o, m, &dev, members, &n_members))
 		goto out;
-	}
-	if (open_device(&o, &hp, &dev, members, &n_members))
-		goto out;
-	if (n_prompt > hp.n_ctx) {
+	if (n_prompt > loom_model_n_ctx(m)) {
 		fail("a prompt of %d tokens does not fit a context of %lld",
-		     n_prompt, (long long)hp.n_ctx);
+		     n_prompt, (long long)loom_model_n_ctx(m));
 		goto out;
 	}
 	if (agree(&o, prompt, n_prompt) ||
-	    plan_offload(&o, g, &hp, dev, members, n_members, &pl) ||
-	    load(&o, g, &hp, &pl, &m))
+	    plan_offload(&o, m, dev, members, n_members, &pl) ||
+	    load(&o, m, &pl))
 		goto out;
 	if (open_backend(&o, dev, &be) ||
 	    (pl.rest && open_sched(&o, pl.rest, be, &be_rest, &sched)))
@@ -1101,35 +1060,25 @@ int main(int argc, char **argv)
 		members[1] = pl.rest;
 		n_members = 2;
 	}
-	ss.m = m;
 	ss.be = be;
 	ss.s = sched;
-	ss.nv = hp.n_vocab;
-	ss.n_ctx = hp.n_ctx;
+	ss.nv = loom_model_n_vocab(m);
+	ss.n_ctx = loom_model_n_ctx(m);
 	ss.rng = o.seed;
-	ss.cand = malloc((size_t)hp.n_vocab * sizeof(*ss.cand));
-	if (!ss.cand) {
-		fail("no memory");
-		goto out;
-	}
 	catch_sigint(true);
 	ss.st.load_s = now() - t0;
-	ret = o.prompt || o.tokens ? run(&ss, prompt, n_prompt, kind)
-				   : converse(&ss, tok, kind);
+	ret = o.prompt || o.tokens ? run(&ss, prompt, n_prompt, family)
+				   : converse(&ss, family);
 	if ((!ret || ret == 130) && app_world_prints(&world))
-		report(&o, arch, m, dev, sched, members, n_members, &ss.st);
+		report(&o, m, dev, sched, members, n_members, &ss.st);
 out:
 	loom_sched_free(sched);
 	loom_backend_free(be_rest);
 	loom_backend_free(be);
-	llama_model_free(m);
-	gguf_free(g);
+	loom_model_free(m);
 	free(prompt);
 	free(ss.st.gen);
 	free(ss.logits);
-	free(ss.cand);
-	free(ss.eog);
-	model_tokenizer_free(tok);
 	/* What is still alive here is a leak worth a failure. */
 	if (loom_unload_all()) {
 		fail("%s", loom_error_message());

@@ -3,7 +3,5 @@
 bin_PROGRAMS += tools/loom-run
 tools_loom_run_SOURCES = tools/loom-run.c tools/app-world.h tools/app-world.c \
 	tools/app-devices.h tools/app-devices.c
-tools_loom_run_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/model \
-	-I$(top_srcdir)/examples/llama
-tools_loom_run_LDADD = model/libmodel.la libcore/libloom.la -lm
+tools_loom_run_LDADD = model/libloom-model.la libcore/libloom.la -lm
 EXTRA_DIST += tools/compare-llama-cpp.py

@@ -329,6 +329,8 @@ enum loom_split_rule {
 	LOOM_SPLIT_RULE_WRITE,    /* the written source's state */
 	LOOM_SPLIT_RULE_CONCAT,   /* not along the split dimension */
 	LOOM_SPLIT_RULE_VIEW,     /* the split mapped through the view */
+	LOOM_SPLIT_RULE_ADD_ID,   /* a and the biases split alike along
+				     dimension 0; ids whole */
 	LOOM_SPLIT_RULE_COUNT
 };
 

@@ -318,7 +318,11 @@ LOOM_API int loom_type_convert(enum loom_type src_type, const void *src,
 	X(VIEW, "view")                                                      \
 	X(RESHAPE, "reshape")                                                \
 	X(PERMUTE, "permute")                                                \
-	X(TRANSPOSE, "transpose")
+	X(TRANSPOSE, "transpose")                                            \
+	X(SOFT_MAX_SINKS, "soft_max_sinks")                                  \
+	X(ROPE_YARN, "rope_yarn")                                            \
+	X(SWIGLU_OAI, "swiglu_oai")                                          \
+	X(ADD_ID, "add_id")
 
 enum loom_op {
 #define LOOM_X_(name, str) LOOM_OP_##name,
@@ -381,6 +385,11 @@ enum {
  *   MUL_MAT_ID src[0] experts, src[1] input, src[2] ids
  *   SET_ROWS  src[0] destination, src[1] values, src[2] row ids
  *   CPY       src[0] source, src[1] destination
+ *   SOFT_MAX_SINKS [0] f32 scale   src[1]: optional mask, src[2]: sinks
+ *   ROPE_YARN [0..3] as ROPE [4] i32 n_ctx_orig [5] f32 ext_factor
+ *             [6] f32 attn_factor [7] f32 beta_fast [8] f32 beta_slow
+ *   SWIGLU_OAI [0] f32 alpha [1] f32 limit   src[0] gate, src[1] up
+ *   ADD_ID    src[0] a, src[1] biases, src[2] ids
  */
 struct loom_tensor {
 	enum loom_type type;
@@ -510,6 +519,18 @@ LOOM_API struct loom_tensor *loom_soft_max(loom_ctx_t *ctx,
 					   struct loom_tensor *mask,
 					   float scale);
 
+/* loom_soft_max with a learned logit per head that takes part in the
+ * denominator only ("attention sinks"): with a of [n_kv, n_q, n_head,
+ * n_seq] and sinks F32 [n_head], row (q, h) gives
+ * e^(x_i - m) / (sum_j e^(x_j - m) + e^(sinks[h] - m)), x = a * scale +
+ * mask and m the largest of the x and sinks[h].  mask is as for
+ * loom_soft_max and may be NULL. */
+LOOM_API struct loom_tensor *loom_soft_max_sinks(loom_ctx_t *ctx,
+						 struct loom_tensor *a,
+						 struct loom_tensor *mask,
+						 struct loom_tensor *sinks,
+						 float scale);
+
 enum loom_rope_mode {
 	LOOM_ROPE_NORMAL = 0, /* rotates pairs (x[2i], x[2i+1]) */
 	LOOM_ROPE_NEOX = 2,   /* rotates pairs (x[i], x[i + n_dims/2]) */
@@ -522,6 +543,31 @@ LOOM_API struct loom_tensor *loom_rope(loom_ctx_t *ctx, struct loom_tensor *a,
 				       struct loom_tensor *pos, int n_dims,
 				       enum loom_rope_mode mode,
 				       float freq_base, float freq_scale);
+/* loom_rope with YaRN's context extension.  Pair i's angle is pos *
+ * freq_base^(-2i/n_dims) (theta_e), mixed with its interpolation
+ * freq_scale * theta_e by ext_factor times a ramp that is 1 for pairs
+ * below the correction range and 0 above it, the range running from the
+ * pair that turns beta_fast times over n_ctx_orig positions (floored) to
+ * the one that turns beta_slow times (ceiled), clamped to [0, n_dims - 1].
+ * Cosine and sine are scaled by attn_factor, and by 1 + 0.1 ln(1 /
+ * freq_scale) more where ext_factor is not 0.  ext_factor 0 and
+ * attn_factor 1 give loom_rope. */
+LOOM_API struct loom_tensor *loom_rope_yarn(loom_ctx_t *ctx,
+					    struct loom_tensor *a,
+					    struct loom_tensor *pos,
+					    int n_dims,
+					    enum loom_rope_mode mode,
+					    float freq_base, float freq_scale,
+					    int n_ctx_orig, float ext_factor,
+					    float attn_factor,
+					    float beta_fast, float beta_slow);
+/* The gated unit of the gpt-oss feed-forward: with g = min(gate, limit)
+ * and u = clamp(up, -limit, limit), g * sigmoid(alpha * g) * (u + 1).
+ * gate and up have one shape; limit > 0 (infinity: no clamp). */
+LOOM_API struct loom_tensor *loom_swiglu_oai(loom_ctx_t *ctx,
+					     struct loom_tensor *gate,
+					     struct loom_tensor *up,
+					     float alpha, float limit);
 
 /* a is [K, M, A2, A3] (F32, F16, BF16 or a quantized type), b is
  * [K, N, B2, B3] (F32, F16, BF16) with B2 a multiple of A2 and B3 of A3 (a is broadcast).  The
@@ -540,6 +586,14 @@ LOOM_API struct loom_tensor *loom_mul_mat_id(loom_ctx_t *ctx,
 					     struct loom_tensor *as,
 					     struct loom_tensor *b,
 					     struct loom_tensor *ids);
+/* The bias of each token's chosen experts: a is [n, n_used, n_tokens],
+ * biases [n, n_expert] and ids I32 [n_used, n_tokens], as for
+ * loom_mul_mat_id.  The result is F32, a[:, e, t] + biases[:, ids[e, t]];
+ * a slot whose id is out of range adds nothing. */
+LOOM_API struct loom_tensor *loom_add_id(loom_ctx_t *ctx,
+					 struct loom_tensor *a,
+					 struct loom_tensor *biases,
+					 struct loom_tensor *ids);
 /* a is [ne0, rows, ne2, ne3] of any type; ids is I32 [n, ne2, ne3] (ne2,
  * ne3 may be 1 for a 2D a).  The result is F32 [ne0, n, ne2, ne3] holding
  * the selected rows. */

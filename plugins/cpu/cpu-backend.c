@@ -64,6 +64,17 @@ static bool runs_rope(const struct loom_tensor *op)
 	       n_dims >= 0 && n_dims % 2 == 0 && n_dims <= op->src[0]->ne[0];
 }
 
+static bool runs_soft_max_sinks(const struct loom_tensor *op)
+{
+	return runs_soft_max(op) && src_is(op, 2, LOOM_TYPE_F32);
+}
+
+static bool runs_add_id(const struct loom_tensor *op)
+{
+	return op->type == LOOM_TYPE_F32 && src_float(op, 0) &&
+	       src_float(op, 1) && src_is(op, 2, LOOM_TYPE_I32);
+}
+
 static bool runs_mul_mat(const struct loom_tensor *op)
 {
 	const struct loom_tensor *a = op->src[0];
@@ -159,6 +170,11 @@ static const struct cpu_op cpu_ops[LOOM_OP_COUNT] = {
 	[LOOM_OP_SUM_ROWS] = { .run = cpu_op_sum_rows, .runs = runs_rows },
 	[LOOM_OP_ARGMAX] = { .run = cpu_op_argmax, .runs = runs_index },
 	[LOOM_OP_TOP_K] = { .run = cpu_op_top_k, .runs = runs_index },
+	[LOOM_OP_SOFT_MAX_SINKS] = { .run = cpu_op_soft_max,
+				     .runs = runs_soft_max_sinks },
+	[LOOM_OP_ROPE_YARN] = { .run = cpu_op_rope, .runs = runs_rope },
+	[LOOM_OP_SWIGLU_OAI] = { .run = cpu_op_swiglu_oai, .runs = runs_binary },
+	[LOOM_OP_ADD_ID] = { .run = cpu_op_add_id, .runs = runs_add_id },
 };
 
 /* Leaves and views: no kernel runs. */

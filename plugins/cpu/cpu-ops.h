@@ -217,5 +217,8 @@ void cpu_op_concat(const struct cpu_task *task, struct loom_tensor *dst);
 void cpu_op_sum_rows(const struct cpu_task *task, struct loom_tensor *dst);
 void cpu_op_argmax(const struct cpu_task *task, struct loom_tensor *dst);
 void cpu_op_top_k(const struct cpu_task *task, struct loom_tensor *dst);
+/* ops-oai.c */
+void cpu_op_swiglu_oai(const struct cpu_task *task, struct loom_tensor *dst);
+void cpu_op_add_id(const struct cpu_task *task, struct loom_tensor *dst);
 
 #endif

@@ -26,6 +26,7 @@ CPU_PLUGIN_SOURCES = \
 	plugins/cpu/ops-rows.c \
 	plugins/cpu/ops-copy.c \
 	plugins/cpu/ops-reduce.c \
+	plugins/cpu/ops-oai.c \
 	plugins/cpu/cpu-matmul.h \
 	plugins/cpu/cpu-types.h \
 	plugins/cpu/cpu-simd.h \

@@ -1,12 +1,45 @@
 /* SPDX-License-Identifier: MIT */
 /* ops-rope.c - rotary position embedding, normal (adjacent pairs) and
  * neox (pairs half a rotation apart).  The angles of a token are computed
- * once, in double, and reused for all its heads.
+ * once, in double, and reused for all its heads.  rope_yarn mixes each
+ * pair's frequency with its interpolation and scales the rotation.
  */
 #define _GNU_SOURCE
 #include <math.h>
 
 #include "cpu-ops.h"
+
+/* Pair i's frequency under YaRN (loom.h, loom_rope_yarn), and in *mscale
+ * the factor of cosine and sine. */
+static void yarn_freqs(const struct loom_tensor *dst, double *freq,
+		       double *mscale)
+{
+	int n_dims = loom_tensor_op_param_i32(dst, 0);
+	double base = loom_tensor_op_param_f32(dst, 2);
+	double fscale = loom_tensor_op_param_f32(dst, 3);
+	double n_ctx = loom_tensor_op_param_i32(dst, 4);
+	double ext = loom_tensor_op_param_f32(dst, 5);
+	double fast = loom_tensor_op_param_f32(dst, 7);
+	double slow = loom_tensor_op_param_f32(dst, 8);
+	double k = n_dims / (2.0 * log(base));
+	double lo = floor(k * log(n_ctx / (fast * 2.0 * M_PI)));
+	double hi = ceil(k * log(n_ctx / (slow * 2.0 * M_PI)));
+	double span;
+
+	lo = lo > 0.0 ? lo : 0.0;
+	hi = hi < n_dims - 1 ? hi : n_dims - 1;
+	span = hi - lo > 0.001 ? hi - lo : 0.001;
+	*mscale = loom_tensor_op_param_f32(dst, 6);
+	if (ext != 0.0)
+		*mscale *= 1.0 + 0.1 * log(1.0 / fscale);
+	for (int64_t i = 0; i < n_dims / 2; i++) {
+		double y = (i - lo) / span;
+		double mix = ext * (1.0 - (y < 0.0 ? 0.0 : y > 1.0 ? 1.0 : y));
+
+		freq[i] = pow(base, -2.0 * i / n_dims) *
+			  (fscale * (1.0 - mix) + mix);
+	}
+}
 
 void cpu_op_rope(const struct cpu_task *task, struct loom_tensor *dst)
 {
@@ -23,10 +56,13 @@ void cpu_op_rope(const struct cpu_task *task, struct loom_tensor *dst)
 	/* Each pair's frequency, once per node (half doubles fit in a
 	 * scratch row of at least n_dims floats). */
 	double *freq = (double *)cpu_scratch(task, dst, 3);
+	double mscale = 1.0;
 	int64_t r, r0, r1, i;
 
 	cpu_split_rows(task, loom_tensor_n_rows(dst), &r0, &r1);
-	if (r0 < r1)
+	if (r0 < r1 && dst->op == LOOM_OP_ROPE_YARN)
+		yarn_freqs(dst, freq, &mscale);
+	else if (r0 < r1)
 		for (i = 0; i < half; i++)
 			freq[i] = fscale * pow(base, -2.0 * i / n_dims);
 	for (r = r0; r < r1; r++) {
@@ -44,8 +80,8 @@ void cpu_op_rope(const struct cpu_task *task, struct loom_tensor *dst)
 				double s, c;
 
 				sincos(p * freq[i], &s, &c);
-				cs[i] = (float)c;
-				sn[i] = (float)s;
+				cs[i] = (float)(c * mscale);
+				sn[i] = (float)(s * mscale);
 			}
 			cached = i2;
 		}

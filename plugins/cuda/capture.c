@@ -4,17 +4,22 @@
  * addresses is captured (on its second run: the first one runs node by
  * node and grows the scratch it needs) and from then on replayed with a
  * single launch.  A backend remembers a few graphs; a new one takes the
- * place of the one used longest ago and, when captured, updates that
- * one's executable graph in place where the topology allows.  Graphs with a node that waits
- * for the device on the host are never captured; a capture that fails
- * falls back to running node by node, and after a few failures a backend
- * stops trying.  The kernels are in ops-*.cu, the node-by-node path in
- * compute.c.
+ * place of the one used longest ago.  When a remembered graph has the
+ * same kernels with other shapes or addresses (a KV window grown by a
+ * step), the new one is captured at once into an update of that one's
+ * executable graph, moved to its slot; else it is captured on its second
+ * run into an update of its slot's, where the topology allows
+ * (graph-sig.c chooses).  Graphs with a node
+ * that waits for the device on the host are never captured; a capture
+ * that fails falls back to running node by node, and after a few
+ * failures a backend stops trying.  The kernels are in ops-*.cu, the
+ * node-by-node path in compute.c.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda-plugin.h"
+#include "graph-sig.h"
 
 /* Not with HIP (hipBLAS under capture is untried here), nor before CUDA
  * 12 (whose graph calls take other arguments). */
@@ -43,31 +48,8 @@ int cuda_graphs_run(struct cuda_backend *be, loom_graph_t *g)
  * each member in turn, each its own graph. */
 #define GRAPH_SLOTS 8
 
-/* What a kernel sees of one tensor. */
-struct operand_sig {
-	const void *data;
-	int64_t ne[LOOM_MAX_DIMS];
-	size_t nb[LOOM_MAX_DIMS];
-	int32_t type;
-};
-
-/* What the kernels of one node see: compared byte for byte, so built in
- * zeroed memory (padding included). */
-struct node_sig {
-	int32_t op;
-	int32_t op_params[LOOM_MAX_OP_PARAMS];
-	struct operand_sig t;
-	struct operand_sig src[LOOM_MAX_SRC];
-};
-
-/* A list of the kernel nodes of a graph. */
-struct sig {
-	struct node_sig *v;
-	size_t n, cap;
-};
-
 struct slot {
-	struct sig sig;        /* n == 0: unused */
+	struct cuda_sig sig;   /* n == 0: unused */
 	bool capturable;       /* every node of it can be captured */
 	int runs;              /* computes of it so far */
 	uint64_t stamp;        /* last use, for replacing the oldest */
@@ -78,7 +60,7 @@ struct slot {
 
 struct cuda_graph_cache {
 	struct slot slots[GRAPH_SLOTS];
-	struct sig cur; /* the graph being computed */
+	struct cuda_sig cur; /* the graph being computed */
 	uint64_t clock;
 	int fails;
 };
@@ -107,93 +89,40 @@ void cuda_graphs_free(struct cuda_backend *be)
 		return;
 	for (int i = 0; i < GRAPH_SLOTS; i++) {
 		destroy_exec(&gc->slots[i]);
-		free(gc->slots[i].sig.v);
+		cuda_sig_free(&gc->slots[i].sig);
 	}
-	free(gc->cur.v);
+	cuda_sig_free(&gc->cur);
 	free(gc);
 	be->graphs = NULL;
 }
 
-static bool has_kernel(const struct loom_tensor *t)
+/* The slot for gc->cur's graph: its own, or the one it takes the place
+ * of, with the executable graph of a graph of the same kernels moved
+ * there to be updated by the capture (graph-sig.h); *kin says so. */
+static struct slot *slot_for(struct cuda_graph_cache *gc, bool capturable,
+			     bool *kin)
 {
-	return t->op != LOOM_OP_NONE && !loom_op_is_view(t->op) &&
-	       loom_tensor_n_elements(t) > 0;
-}
+	struct cuda_slot_view views[GRAPH_SLOTS];
+	struct cuda_sig tmp;
+	struct slot *s;
+	int i, donor;
 
-static void operand_of(struct operand_sig *o, const struct loom_tensor *t)
-{
-	o->data = t->data;
-	o->type = (int32_t)t->type;
-	memcpy(o->ne, t->ne, sizeof(o->ne));
-	memcpy(o->nb, t->nb, sizeof(o->nb));
-}
-
-static void node_sig_of(struct node_sig *s, const struct loom_tensor *t)
-{
-	memset(s, 0, sizeof(*s));
-	s->op = (int32_t)t->op;
-	memcpy(s->op_params, t->op_params, sizeof(s->op_params));
-	operand_of(&s->t, t);
-	for (int i = 0; i < LOOM_MAX_SRC; i++)
-		if (t->src[i])
-			operand_of(&s->src[i], t->src[i]);
-}
-
-/* Builds g's list into gc->cur; *capturable says whether every node of
- * it can be captured. */
-static int sig_build(struct cuda_graph_cache *gc, loom_graph_t *g,
-		     bool *capturable)
-{
-	struct sig *c = &gc->cur;
-	size_t n = loom_graph_n_nodes(g);
-
-	c->n = 0;
-	*capturable = true;
-	for (size_t i = 0; i < n; i++) {
-		const struct loom_tensor *t = loom_graph_node(g, i);
-
-		if (!has_kernel(t))
-			continue;
-		if (c->n == c->cap) {
-			size_t cap = c->cap ? 2 * c->cap : 256;
-			struct node_sig *p = realloc(c->v, cap * sizeof(*p));
-
-			if (!p)
-				return loom_error_set(LOOM_E_NOMEM,
-						      "out of memory");
-			c->v = p;
-			c->cap = cap;
-		}
-		node_sig_of(&c->v[c->n++], t);
-		*capturable = *capturable && cuda_node_capturable(t);
+	for (i = 0; i < GRAPH_SLOTS; i++) {
+		views[i].sig = &gc->slots[i].sig;
+		views[i].stamp = gc->slots[i].stamp;
+		views[i].has_exec = gc->slots[i].exec != NULL;
 	}
-	return LOOM_OK;
-}
-
-/* The slot holding gc->cur's graph, or NULL. */
-static struct slot *lookup(struct cuda_graph_cache *gc)
-{
-	for (int i = 0; i < GRAPH_SLOTS; i++) {
-		struct slot *s = &gc->slots[i];
-
-		if (s->sig.n == gc->cur.n && s->sig.n &&
-		    !memcmp(s->sig.v, gc->cur.v,
-			    gc->cur.n * sizeof(*gc->cur.v)))
-			return s;
+	i = cuda_sig_pick(views, GRAPH_SLOTS, &gc->cur, &donor);
+	s = &gc->slots[i];
+	*kin = donor >= 0;
+	if (cuda_sig_equal(&s->sig, &gc->cur))
+		return s;
+	if (donor >= 0 && donor != i) {
+		destroy_exec(s);
+		s->exec = gc->slots[donor].exec;
+		gc->slots[donor].exec = NULL;
+		gc->slots[donor].exec_current = false;
 	}
-	return NULL;
-}
-
-/* Gives gc->cur's graph the slot used longest ago; its executable graph
- * stays, to be updated by the next capture. */
-static struct slot *replace(struct cuda_graph_cache *gc, bool capturable)
-{
-	struct slot *s = &gc->slots[0];
-	struct sig tmp;
-
-	for (int i = 1; i < GRAPH_SLOTS; i++)
-		if (gc->slots[i].stamp < s->stamp)
-			s = &gc->slots[i];
 	tmp = s->sig;
 	s->sig = gc->cur;
 	gc->cur = tmp;
@@ -240,6 +169,7 @@ static int capture(struct cuda_backend *be, struct cuda_graph_cache *gc,
 		return give_up(be, gc, s, cudaGetErrorString(err));
 	be->capturing = true;
 	be->capture_broken = false;
+	be->capture_grow = false;
 	status = cuda_graph_enqueue(be, g);
 	be->capturing = false;
 	end = cudaStreamEndCapture(be->stream, &graph);
@@ -251,6 +181,13 @@ static int capture(struct cuda_backend *be, struct cuda_graph_cache *gc,
 
 		if (graph && cudaGraphDestroy(graph) != cudaSuccess)
 			(void)cudaGetLastError();
+		if (be->capture_grow && end == cudaSuccess) {
+			/* Scratch must grow first: not a failure; the
+			 * node-by-node run grows it, the next run captures. */
+			(void)cudaGetLastError();
+			s->exec_current = false;
+			return LOOM_E_DECLINED;
+		}
 		return give_up(be, gc, s, why);
 	}
 	if (s->exec) {
@@ -285,19 +222,18 @@ int cuda_graphs_run(struct cuda_backend *be, loom_graph_t *g)
 {
 	struct cuda_graph_cache *gc = be->graphs;
 	struct slot *s;
-	bool capturable;
+	bool capturable, kin;
 	int status;
 
 	if (gc->fails >= GRAPH_MAX_FAILS)
 		return LOOM_E_DECLINED;
-	status = sig_build(gc, g, &capturable);
+	status = cuda_sig_build(&gc->cur, g, cuda_node_capturable,
+				&capturable);
 	if (status)
 		return status;
 	if (!gc->cur.n || !capturable)
 		return LOOM_E_DECLINED;
-	s = lookup(gc);
-	if (!s)
-		s = replace(gc, capturable);
+	s = slot_for(gc, capturable, &kin);
 	s->stamp = ++gc->clock;
 	if (s->exec && s->exec_current) {
 		/* Scratch moved since the capture (another graph grew it):
@@ -308,8 +244,11 @@ int cuda_graphs_run(struct cuda_backend *be, loom_graph_t *g)
 		return launch(be, s);
 	}
 	/* The first run goes node by node: it grows the scratch it needs,
-	 * which a capture cannot. */
-	if (++s->runs < 2)
+	 * which a capture cannot.  A graph that took the slot of the same
+	 * kernels (a KV window grown by a step) is captured at once, into
+	 * an update of that slot's executable graph; if it needs more
+	 * scratch, it runs node by node this once. */
+	if (++s->runs < 2 && !kin)
 		return LOOM_E_DECLINED;
 	return capture(be, gc, s, g);
 }

@@ -11,14 +11,12 @@ static bool is_float(enum loom_type type)
 	       type == LOOM_TYPE_BF16;
 }
 
-/* Types the kernels read: the float types and the quantized ones the
- * decoders know (a type appended to loom.h stays on the CPU until its
- * decoder is written). */
+/* Types the kernels read: the float types and the quantized ones with
+ * decoders (cuda-types.h; a type appended to loom.h stays on the CPU
+ * until its decoder is written). */
 static bool is_weight_type(enum loom_type type)
 {
-	return is_float(type) || type == LOOM_TYPE_Q8_0 ||
-	       type == LOOM_TYPE_Q4_0 || type == LOOM_TYPE_Q4_K ||
-	       type == LOOM_TYPE_Q5_K || type == LOOM_TYPE_Q6_K;
+	return is_float(type) || cuda_quant_type(type);
 }
 
 /* Types the kernels write: quantizing into the K-quants and Q4_0 is left
@@ -96,9 +94,15 @@ static bool runs_mul_mat_id(const struct loom_tensor *t)
 	return runs_mul_mat(t) && src_ok(t->src[2], is_i32);
 }
 
+/* What load_row reads: the weight types and I32. */
+static bool is_read_type(enum loom_type type)
+{
+	return is_weight_type(type) || type == LOOM_TYPE_I32;
+}
+
 static bool runs_get_rows(const struct loom_tensor *t)
 {
-	return dst_f32(t) && src_ok(t->src[0], any_type) &&
+	return dst_f32(t) && src_ok(t->src[0], is_read_type) &&
 	       src_ok(t->src[1], is_i32);
 }
 
@@ -162,6 +166,8 @@ static const struct cuda_op cuda_ops[LOOM_OP_COUNT] = {
 	[LOOM_OP_SUM_ROWS] = { runs_rows, cuda_op_reduce },
 	[LOOM_OP_ARGMAX] = { runs_index, cuda_op_reduce },
 	[LOOM_OP_TOP_K] = { runs_index, cuda_op_reduce },
+	/* soft_max_sinks, rope_yarn, swiglu_oai, add_id: no kernels yet,
+	 * so cuda_supports_op refuses them. */
 };
 
 /* Says whether the kernels compute t exactly as loom.h defines it. */

@@ -15,6 +15,7 @@
 #include <loom/loom-plugin.h>
 
 #include "cuda-compat.h"
+#include "cuda-types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -103,6 +104,7 @@ struct cuda_backend {
 	bool own_gemm;          /* use the plugin's GEMM, not the BLAS */
 	bool capturing;         /* a CUDA graph is being captured */
 	bool capture_broken;    /* something in the capture cannot replay */
+	bool capture_grow;      /* the capture needed more scratch */
 	void *scratch[CUDA_SCRATCH_COUNT];
 	size_t scratch_size[CUDA_SCRATCH_COUNT];
 	uint64_t scratch_gen;   /* counts reallocations of any slot */
@@ -137,6 +139,54 @@ int32_t *cuda_host_small(struct cuda_backend *be, size_t n);
 /* Logs, once per backend, that it took path p. */
 void cuda_note_path(struct cuda_backend *be, enum cuda_path p);
 
+/* For release paths, which cannot fail: a failure is logged, not lost. */
+void cuda_warn_on(cudaError_t err, const char *what);
+/* plugin.c: true when reg is this plugin's registry entry. */
+bool cuda_reg_is_ours(loom_reg_t *reg);
+/* features.c: fills reg's get_features list. */
+void cuda_init_features(struct cuda_reg *reg);
+/* device.c: makes device i of reg (its handle and buffer type); which
+ * devices reach each other directly; lets `to` access `from`'s memory. */
+int cuda_init_dev(struct cuda_reg *reg, int i);
+void cuda_find_peers(struct cuda_reg *reg);
+void cuda_enable_peer(struct cuda_dev *from, struct cuda_dev *to);
+/* buffer.c: the device's and pinned host buffers; cuda_drain selects cd
+ * and waits for everything queued on it. */
+extern const struct loom_buffer_iface cuda_dev_buffer_iface;
+extern const struct loom_buffer_iface cuda_host_buffer_iface;
+int cuda_drain(const struct cuda_dev *cd);
+void cuda_buffer_free_mem(struct cuda_buffer *cb);
+/* The device whose memory holds t (a tensor in one of our buffers). */
+struct cuda_dev *cuda_buffer_dev(const struct loom_tensor *t);
+/* buffer-type.c */
+extern const struct loom_buffer_type_iface cuda_dev_buft_iface;
+extern const struct loom_buffer_type_iface cuda_host_buft_iface;
+/* copy-2d.c: the 2D transfers of loom-plugin.h's entry points. */
+int cuda_set_tensor_2d(loom_buffer_t *buf, struct loom_tensor *t,
+		       const void *data, size_t offset, size_t size,
+		       size_t n_copies, size_t stride_tensor,
+		       size_t stride_data);
+int cuda_get_tensor_2d(loom_buffer_t *buf, const struct loom_tensor *t,
+		       void *data, size_t offset, size_t size, size_t n_copies,
+		       size_t stride_tensor, size_t stride_data);
+int cuda_set_tensor_2d_async(loom_backend_t *be, struct loom_tensor *t,
+			     const void *data, size_t offset, size_t size,
+			     size_t n_copies, size_t stride_tensor,
+			     size_t stride_data);
+int cuda_get_tensor_2d_async(loom_backend_t *be,
+			     const struct loom_tensor *t, void *data,
+			     size_t offset, size_t size, size_t n_copies,
+			     size_t stride_tensor, size_t stride_data);
+/* backend.c: a device's init_backend, and waiting for a backend. */
+int cuda_dev_init_backend(loom_dev_t *dev, const char *params,
+			  loom_backend_t **out);
+int cuda_backend_synchronize(loom_backend_t *be);
+/* event.c: the device's and the backends' event methods. */
+int cuda_dev_event_new(loom_dev_t *dev, loom_event_t *ev);
+void cuda_dev_event_free(loom_dev_t *dev, loom_event_t *ev);
+int cuda_dev_event_synchronize(loom_dev_t *dev, loom_event_t *ev);
+int cuda_backend_event_record(loom_backend_t *be, loom_event_t *ev);
+int cuda_backend_event_wait(loom_backend_t *be, loom_event_t *ev);
 /* True when t lives in one of this plugin's device buffers. */
 bool cuda_tensor_on_device(const struct cuda_reg *reg,
 			   const struct loom_tensor *t);

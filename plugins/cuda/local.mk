@@ -9,8 +9,18 @@
 cuda_host_sources = \
 	plugins/cuda/cuda-compat.h \
 	plugins/cuda/cuda-plugin.h \
+	plugins/cuda/cuda-types.h \
 	plugins/cuda/plugin.c \
+	plugins/cuda/features.c \
+	plugins/cuda/device.c \
+	plugins/cuda/buffer-type.c \
+	plugins/cuda/buffer.c \
+	plugins/cuda/copy-2d.c \
+	plugins/cuda/backend.c \
+	plugins/cuda/event.c \
 	plugins/cuda/compute.c \
+	plugins/cuda/graph-sig.h \
+	plugins/cuda/graph-sig.c \
 	plugins/cuda/capture.c \
 	plugins/cuda/allreduce.c
 cuda_kernel_sources = \
@@ -29,6 +39,7 @@ cuda_kernel_headers = \
 	plugins/cuda/ops-common.cuh \
 	plugins/cuda/ops-quant.cuh \
 	plugins/cuda/cuda-plugin.h \
+	plugins/cuda/cuda-types.h \
 	plugins/cuda/cuda-compat.h \
 	plugins/cuda/vendors/hip.h
 

@@ -135,15 +135,14 @@ __device__ __forceinline__ float load_row(const char *p, const tview &v,
 		return bf16_to_float(*(const uint16_t *)(p + i0 * v.nb[0]));
 	case LOOM_TYPE_I32:
 		return (float)*(const int32_t *)(p + i0 * v.nb[0]);
-	case LOOM_TYPE_Q8_0:
-	case LOOM_TYPE_Q4_0:
-		return quant_value((const uint8_t *)p + (i0 / 32) * v.nb[0],
-				   v.type, (int)(i0 % 32));
-	case LOOM_TYPE_Q4_K:
-	case LOOM_TYPE_Q5_K:
-	case LOOM_TYPE_Q6_K:
-		return quant_value((const uint8_t *)p + (i0 / 256) * v.nb[0],
-				   v.type, (int)(i0 % 256));
+#define LOAD_Q_(name)                                                      \
+	case LOOM_TYPE_##name:                                             \
+		return quant_value<LOOM_TYPE_##name>(                      \
+			(const uint8_t *)p +                               \
+				i0 / qtraits<LOOM_TYPE_##name>::blck * v.nb[0], \
+			(int)(i0 % qtraits<LOOM_TYPE_##name>::blck));
+	CUDA_QUANT_TYPES(LOAD_Q_)
+#undef LOAD_Q_
 	default:
 		return 0.0f;
 	}

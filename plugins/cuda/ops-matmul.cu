@@ -491,31 +491,19 @@ int cuda_rows_to(struct cuda_backend *be, const tview &a, const char *mat,
 				      loom_type_name((enum loom_type)a.type),
 				      loom_type_name((enum loom_type)gt));
 	switch (a.type) {
-	case LOOM_TYPE_Q8_0:
-		dequant_rows_kernel<LOOM_TYPE_Q8_0, false>
-			<<<grid, OPS_BLOCK, 0, be->stream>>>(
-				mat, a.nb[1], a.nb[0], K, m0, n, d);
+#define DEQUANT_(name)                                                     \
+	case LOOM_TYPE_##name:                                             \
+		dequant_rows_kernel<LOOM_TYPE_##name,                      \
+				    LOOM_TYPE_##name != LOOM_TYPE_Q8_0>    \
+			<<<grid, OPS_BLOCK, 0, be->stream>>>(              \
+				mat, a.nb[1], a.nb[0], K, m0, n, d);       \
 		break;
-	case LOOM_TYPE_Q4_0:
-		dequant_rows_kernel<LOOM_TYPE_Q4_0, true>
-			<<<grid, OPS_BLOCK, 0, be->stream>>>(
-				mat, a.nb[1], a.nb[0], K, m0, n, d);
-		break;
-	case LOOM_TYPE_Q4_K:
-		dequant_rows_kernel<LOOM_TYPE_Q4_K, true>
-			<<<grid, OPS_BLOCK, 0, be->stream>>>(
-				mat, a.nb[1], a.nb[0], K, m0, n, d);
-		break;
-	case LOOM_TYPE_Q5_K:
-		dequant_rows_kernel<LOOM_TYPE_Q5_K, true>
-			<<<grid, OPS_BLOCK, 0, be->stream>>>(
-				mat, a.nb[1], a.nb[0], K, m0, n, d);
-		break;
-	case LOOM_TYPE_Q6_K:
-		dequant_rows_kernel<LOOM_TYPE_Q6_K, true>
-			<<<grid, OPS_BLOCK, 0, be->stream>>>(
-				mat, a.nb[1], a.nb[0], K, m0, n, d);
-		break;
+		CUDA_QUANT_TYPES(DEQUANT_)
+#undef DEQUANT_
+	default:
+		return loom_error_set(LOOM_E_UNSUPPORTED, "%s: mul_mat: no "
+				      "decoder for %s", be->name,
+				      loom_type_name((enum loom_type)a.type));
 	}
 	return launch_status(be, "mul_mat: dequantize");
 }

@@ -110,17 +110,18 @@ __device__ __forceinline__ void mmv_store(const mmv_args &p,
  * Quantized weights.
  */
 
-/* Blocks staged per step, a multiple of 16 bytes: 64 for Q8_0 and Q4_0
- * (2176 and 1152 bytes, 64 units of 32 values), 16 for the K-quants
- * (2304-3360 bytes, 128 units); each lane takes several units.  What a
+/* Blocks staged per step, a multiple of 16 bytes: 64 for the types of
+ * 32 values (1088-2176 bytes, 64 units of 32 values), 16 for the K-quants
+ * (1344-3360 bytes, 128 units); each lane takes several units.  What a
  * warp has in flight sets the bandwidth: on an H200, 576-byte steps
  * (Q4_0, Q4_K) read 37-40% of the copy bandwidth, these 54-79%; twice as
  * many blocks gave no more. */
 template <int T> struct qstage {
 	enum {
-		blocks = T == LOOM_TYPE_Q8_0 || T == LOOM_TYPE_Q4_0 ? 64 : 16,
+		blocks = qtraits<T>::blck == 32 ? 64 : 16,
 		bytes = blocks * qtraits<T>::size,
 	};
+	static_assert(bytes % 16 == 0, "a step of whole 16-byte loads");
 };
 
 template <int T, int NC>
@@ -153,16 +154,23 @@ __global__ void __launch_bounds__(MMV_WARPS * 32) mmv_q_kernel(mmv_args p)
 
 			/* Stage the blocks: 16 bytes a lane where the row is
 			 * aligned (every step starts aligned: G * BS is a
-			 * multiple of 16), 2 bytes for the rest. */
+			 * multiple of 16), 2 bytes for the rest (1 for
+			 * MXFP4's 17-byte blocks). */
 			if (p.aligned) {
 #pragma unroll 4
 				for (int i = lane; i < bytes / 16; i += 32)
 					((int4 *)sm)[i] =
 						__ldg((const int4 *)src + i);
-				done = bytes / 16 * 8;
+				done = bytes / 16 * 16;
 			}
-			for (int i = done + lane; i < bytes / 2; i += 32)
-				((uint16_t *)sm)[i] = ((const uint16_t *)src)[i];
+			if (BS % 2)
+				for (int i = done + lane; i < bytes; i += 32)
+					sm[i] = src[i];
+			else
+				for (int i = done / 2 + lane; i < bytes / 2;
+				     i += 32)
+					((uint16_t *)sm)[i] =
+						((const uint16_t *)src)[i];
 			__syncwarp();
 			for (int u = lane; u < nbh * UPB; u += 32) {
 				const uint8_t *blk = sm + u / UPB * BS;
@@ -331,21 +339,12 @@ static void launch_nc(const mmv_args &p, dim3 grid, cudaStream_t s)
 	dim3 block(MMV_WARPS * 32);
 
 	switch (p.a.type) {
-	case LOOM_TYPE_Q8_0:
-		mmv_q_kernel<LOOM_TYPE_Q8_0, NC><<<grid, block, 0, s>>>(p);
+#define MMV_Q_(name)                                                       \
+	case LOOM_TYPE_##name:                                             \
+		mmv_q_kernel<LOOM_TYPE_##name, NC><<<grid, block, 0, s>>>(p); \
 		break;
-	case LOOM_TYPE_Q4_0:
-		mmv_q_kernel<LOOM_TYPE_Q4_0, NC><<<grid, block, 0, s>>>(p);
-		break;
-	case LOOM_TYPE_Q4_K:
-		mmv_q_kernel<LOOM_TYPE_Q4_K, NC><<<grid, block, 0, s>>>(p);
-		break;
-	case LOOM_TYPE_Q5_K:
-		mmv_q_kernel<LOOM_TYPE_Q5_K, NC><<<grid, block, 0, s>>>(p);
-		break;
-	case LOOM_TYPE_Q6_K:
-		mmv_q_kernel<LOOM_TYPE_Q6_K, NC><<<grid, block, 0, s>>>(p);
-		break;
+		CUDA_QUANT_TYPES(MMV_Q_)
+#undef MMV_Q_
 	case LOOM_TYPE_F32:
 		mmv_f_kernel<LOOM_TYPE_F32, NC><<<grid, block, 0, s>>>(p);
 		break;
@@ -358,14 +357,76 @@ static void launch_nc(const mmv_args &p, dim3 grid, cudaStream_t s)
 	}
 }
 
+/* b's activations quantized to 8 bits in scratch, into p->qy and p->dy. */
+static int mmv_quantize_b(struct cuda_backend *be, const tview &b,
+			  mmv_args *p)
+{
+	const int64_t K = b.ne[0], b_rows = b.ne[1] * b.ne[2] * b.ne[3];
+	size_t qbytes = ((size_t)(b_rows * K) + 255) / 256 * 256;
+	char *tmp = (char *)cuda_scratch(be, CUDA_SCRATCH_B,
+					 qbytes + (size_t)(b_rows * K / 32) * 4);
+
+	if (!tmp)
+		return LOOM_E_NOMEM;
+	p->qy = (const int8_t *)tmp;
+	p->dy = (const float *)(tmp + qbytes);
+	quantize_act_kernel<<<grid_for(b_rows * K, OPS_BLOCK), OPS_BLOCK, 0,
+			      be->stream>>>(b, (int8_t *)tmp,
+					    (float *)(tmp + qbytes),
+					    b_rows * K / 32);
+	return launch_status(be, "mul_mat: quantize activations");
+}
+
+/* p->b as packed, 16-byte aligned F32 rows: b itself, or a copy. */
+static int mmv_float_b(struct cuda_backend *be, const tview &b, mmv_args *p)
+{
+	const int64_t K = b.ne[0], b_rows = b.ne[1] * b.ne[2] * b.ne[3];
+
+	if (b.type == LOOM_TYPE_F32 && b.nb[0] == 4 && aligned16(b))
+		return LOOM_OK;
+	void *tmp = cuda_scratch(be, CUDA_SCRATCH_B, (size_t)(b_rows * K) * 4);
+
+	if (!tmp)
+		return LOOM_E_NOMEM;
+	int st = cuda_convert_contig(be, b, LOOM_TYPE_F32, tmp);
+
+	if (st)
+		return st;
+	p->b.data = (char *)tmp;
+	p->b.type = LOOM_TYPE_F32;
+	p->b.nb[0] = 4;
+	for (int i = 1; i < 4; i++)
+		p->b.nb[i] = p->b.nb[i - 1] * p->b.ne[i - 1];
+	return LOOM_OK;
+}
+
+static void mmv_launch(const mmv_args &p, int64_t nc, dim3 grid,
+		       cudaStream_t s)
+{
+	switch (nc) {
+	case 1:
+		launch_nc<1>(p, grid, s);
+		break;
+	case 2:
+		launch_nc<2>(p, grid, s);
+		break;
+	case 4:
+		launch_nc<4>(p, grid, s);
+		break;
+	default:
+		launch_nc<8>(p, grid, s);
+		break;
+	}
+}
+
 int cuda_mmv(struct cuda_backend *be, const tview &dst, const tview &a,
 	     const tview &b, const tview &ids, int mode)
 {
 	const int64_t K = a.ne[0], M = a.ne[1];
 	const bool quant = loom_type_is_quantized((enum loom_type)a.type);
-	const int64_t b_rows = b.ne[1] * b.ne[2] * b.ne[3];
 	int64_t nc = 1, gx = (M + MMV_WARPS - 1) / MMV_WARPS;
 	mmv_args p;
+	int st;
 
 	if (a.type == LOOM_TYPE_I32 || K <= 0 || gx > INT32_MAX ||
 	    (quant && K % 32) || (mode == CUDA_MMV_MAT &&
@@ -384,65 +445,18 @@ int cuda_mmv(struct cuda_backend *be, const tview &dst, const tview &a,
 	} else {
 		p.n_groups = dst.ne[1] * dst.ne[2];
 	}
-	if (quant) {
-		size_t qbytes = ((size_t)(b_rows * K) + 255) / 256 * 256;
-		char *tmp = (char *)cuda_scratch(be, CUDA_SCRATCH_B,
-						 qbytes + (size_t)(b_rows * K /
-								   32) * 4);
-
-		if (!tmp)
-			return LOOM_E_NOMEM;
-		p.qy = (const int8_t *)tmp;
-		p.dy = (const float *)(tmp + qbytes);
-		quantize_act_kernel<<<grid_for(b_rows * K, OPS_BLOCK),
-				      OPS_BLOCK, 0, be->stream>>>(
-			b, (int8_t *)tmp, (float *)(tmp + qbytes),
-			b_rows * K / 32);
-		int st = launch_status(be, "mul_mat: quantize activations");
-
-		if (st)
-			return st;
-		p.aligned = aligned16(a);
-	} else {
-		if (b.type != LOOM_TYPE_F32 || b.nb[0] != 4 || !aligned16(b)) {
-			/* A packed F32 copy of b. */
-			void *tmp = cuda_scratch(be, CUDA_SCRATCH_B,
-						 (size_t)(b_rows * K) * 4);
-
-			if (!tmp)
-				return LOOM_E_NOMEM;
-			int st = cuda_convert_contig(be, b, LOOM_TYPE_F32, tmp);
-
-			if (st)
-				return st;
-			p.b.data = (char *)tmp;
-			p.b.type = LOOM_TYPE_F32;
-			p.b.nb[0] = 4;
-			for (int i = 1; i < 4; i++)
-				p.b.nb[i] = p.b.nb[i - 1] * p.b.ne[i - 1];
-		}
-		p.aligned = aligned16(a) && aligned16(p.b);
-	}
-	dim3 grid((unsigned int)gx,
-		  (unsigned int)(p.n_groups < OPS_MAX_BLOCKS ? p.n_groups :
-							       OPS_MAX_BLOCKS));
-
+	st = quant ? mmv_quantize_b(be, b, &p) : mmv_float_b(be, b, &p);
+	if (st)
+		return st;
+	p.aligned = aligned16(a) && (quant || aligned16(p.b));
 	if (p.n_groups == 0)
 		return LOOM_OK;
-	switch (nc) {
-	case 1:
-		launch_nc<1>(p, grid, be->stream);
-		break;
-	case 2:
-		launch_nc<2>(p, grid, be->stream);
-		break;
-	case 4:
-		launch_nc<4>(p, grid, be->stream);
-		break;
-	default:
-		launch_nc<8>(p, grid, be->stream);
-		break;
-	}
+	mmv_launch(p, nc,
+		   dim3((unsigned int)gx,
+			(unsigned int)(p.n_groups < OPS_MAX_BLOCKS ?
+					       p.n_groups :
+					       OPS_MAX_BLOCKS)),
+		   be->stream);
 	cuda_note_path(be, quant ? CUDA_PATH_MMV_Q : CUDA_PATH_MMV_F);
 	return launch_status(be, mode == CUDA_MMV_MAT ? "mul_mat: gemv" :
 							"mul_mat_id: gemv");

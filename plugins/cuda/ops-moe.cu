@@ -135,26 +135,147 @@ static bool blas_reads(const tview &a, int gt, int64_t *lda)
 	return true;
 }
 
+/* The grouped path's operands and scratch. */
+struct moe_job {
+	int64_t K, M, n_expert, n_used, n_pairs;
+	int gt;
+	int64_t ges;              /* bytes of an element of type gt */
+	const float *alpha, *beta; /* the GEMMs' (device when amax) */
+	unsigned int *amax;        /* b's largest magnitude, for F16 */
+	float *alpha_beta;
+	int32_t *off, *pos, *host; /* groups' offsets, pairs' columns */
+	void *x;                   /* b's columns gathered by expert */
+	float *c;                  /* the products, by expert */
+};
+
+/* What the grouped path covers: a few experts, sizes within the BLAS's
+ * int and the scratch's size_t. */
+static bool moe_fits(const tview &a, const moe_job &j)
+{
+	return j.n_expert >= 1 && j.n_expert <= MOE_MAX_EXPERTS &&
+	       a.ne[3] == 1 && j.n_pairs <= INT32_MAX && j.K <= INT32_MAX &&
+	       j.M <= INT32_MAX && j.n_pairs * j.K <= INT64_MAX / 4 &&
+	       j.n_pairs * j.M <= INT64_MAX / 4 &&
+	       !(loom_type_is_quantized((enum loom_type)a.type) && j.K % 32);
+}
+
+/* For F16: b's largest magnitude on the device, and alpha and beta read
+ * from there (the gather scales b into range). */
+static int moe_scale_b(struct cuda_backend *be, const tview &b, moe_job *j)
+{
+	char *small = (char *)cuda_scratch(be, CUDA_SCRATCH_SCALE, 64);
+	cudaError_t err;
+
+	if (!small)
+		return LOOM_E_NOMEM;
+	j->amax = (unsigned int *)small;
+	j->alpha_beta = (float *)(small + 16);
+	err = cudaMemsetAsync(small, 0, sizeof(unsigned int), be->stream);
+	if (err != cudaSuccess)
+		return cuda_error(err, "memset");
+	moe_amax_kernel<<<grid_for(view_nelements(b)), OPS_BLOCK, 0,
+			  be->stream>>>(b, view_nelements(b), j->amax);
+	j->alpha = j->alpha_beta;
+	j->beta = j->alpha_beta + 1;
+	return LOOM_OK;
+}
+
+/* Routes the pairs to their experts, gathers b's columns by expert and
+ * reads the groups' offsets back to the host. */
+static int moe_route(struct cuda_backend *be, const tview &b,
+		     const tview &ids, moe_job *j)
+{
+	int status;
+	cudaError_t err;
+
+	moe_route_kernel<<<1, MOE_ROUTE_THREADS,
+			   2 * (size_t)j->n_expert * sizeof(int32_t),
+			   be->stream>>>(ids, (int)j->n_expert, j->n_used,
+					 j->n_pairs, j->off, j->pos);
+	if (j->gt == LOOM_TYPE_F16) {
+		status = moe_scale_b(be, b, j);
+		if (status)
+			return status;
+	}
+	moe_gather_kernel<<<grid_for(j->n_pairs * j->K), OPS_BLOCK, 0,
+			    be->stream>>>(b, j->pos, j->n_used, j->n_pairs,
+					  j->gt, j->x, j->amax, j->alpha_beta);
+	status = launch_status(be, "mul_mat_id: route");
+	if (status)
+		return status;
+	err = cudaMemcpyAsync(j->host, j->off, (size_t)(j->n_expert + 1) * 4,
+			      cudaMemcpyDefault, be->stream);
+	if (err == cudaSuccess)
+		err = cudaStreamSynchronize(be->stream);
+	if (err != cudaSuccess)
+		return cuda_error(err, "mul_mat_id: reading the groups");
+	return LOOM_OK;
+}
+
+/* One GEMM per expert with columns: its matrix as the BLAS reads it (a
+ * itself, or dequantized or converted into a slab). */
+static int moe_gemms(struct cuda_backend *be, const tview &a,
+		     const moe_job &j)
+{
+	int64_t lda = j.K;
+	const bool direct = blas_reads(a, j.gt, &lda);
+	void *slab = NULL;
+	int status;
+
+	if (!direct) {
+		slab = cuda_scratch(be, CUDA_SCRATCH_A,
+				    (size_t)(j.M * j.K * j.ges));
+		if (!slab)
+			return LOOM_E_NOMEM;
+	}
+	for (int64_t e = 0; e < j.n_expert; e++) {
+		const int64_t first = j.host[e], cnt = j.host[e + 1] - first;
+		const char *mat = a.data + e * a.nb[2];
+
+		if (cnt <= 0)
+			continue;
+		if (first < 0 || first + cnt > j.n_pairs)
+			return loom_error_set(LOOM_E_DEVICE, "%s: mul_mat_id: "
+					      "routing gave expert %lld "
+					      "columns %lld..%lld of %lld",
+					      be->name, (long long)e,
+					      (long long)first,
+					      (long long)(first + cnt),
+					      (long long)j.n_pairs);
+		if (!direct) {
+			status = cuda_rows_to(be, a, mat, 0, j.M, j.gt, slab);
+			if (status)
+				return status;
+			mat = (const char *)slab;
+		}
+		status = cuda_gemm(be, j.gt, j.M, cnt, j.K, mat,
+				   direct ? lda : j.K, 0,
+				   (const char *)j.x + first * j.K * j.ges,
+				   j.K, 0, j.c + first * j.M, j.M, 0, 1,
+				   j.alpha, j.beta, j.amax != NULL);
+		if (status)
+			return status;
+	}
+	return LOOM_OK;
+}
+
 int cuda_moe_grouped(struct cuda_backend *be, const tview &dst,
 		     const tview &a, const tview &b, const tview &ids)
 {
-	const int64_t K = a.ne[0], M = a.ne[1], n_expert = a.ne[2];
-	const int64_t n_used = dst.ne[1], n_tok = dst.ne[2];
-	const int64_t n_pairs = n_used * n_tok;
-	const int gt = cuda_gemm_type(a.type);
-	const int64_t ges = (int64_t)loom_type_size((enum loom_type)gt);
 	static const float one_zero[2] = { 1.0f, 0.0f };
-	const float *alpha = &one_zero[0], *beta = &one_zero[1];
-	unsigned int *amax = NULL;
-	float *alpha_beta = NULL;
-	int64_t lda = K;
-	cudaError_t err;
+	moe_job j = {};
 	int status;
 
-	if (n_expert < 1 || n_expert > MOE_MAX_EXPERTS || a.ne[3] != 1 ||
-	    n_pairs > INT32_MAX || K > INT32_MAX || M > INT32_MAX ||
-	    n_pairs * K > INT64_MAX / 4 || n_pairs * M > INT64_MAX / 4 ||
-	    (loom_type_is_quantized((enum loom_type)a.type) && K % 32))
+	j.K = a.ne[0];
+	j.M = a.ne[1];
+	j.n_expert = a.ne[2];
+	j.n_used = dst.ne[1];
+	j.n_pairs = j.n_used * dst.ne[2];
+	j.gt = cuda_gemm_type(a.type);
+	j.ges = (int64_t)loom_type_size((enum loom_type)j.gt);
+	j.alpha = &one_zero[0];
+	j.beta = &one_zero[1];
+	if (!moe_fits(a, j))
 		return LOOM_E_DECLINED;
 	if (be->capturing) {
 		/* The host reads the groups back: nothing to replay. */
@@ -163,90 +284,27 @@ int cuda_moe_grouped(struct cuda_backend *be, const tview &dst,
 				      "grouped experts cannot be captured",
 				      be->name);
 	}
-	int32_t *route = (int32_t *)cuda_scratch(
+	j.off = (int32_t *)cuda_scratch(
 		be, CUDA_SCRATCH_ROUTE,
-		(size_t)(n_expert + 1 + n_pairs) * sizeof(int32_t));
-	void *x = cuda_scratch(be, CUDA_SCRATCH_B, (size_t)(n_pairs * K * ges));
-	float *c = (float *)cuda_scratch(be, CUDA_SCRATCH_C,
-					 (size_t)(n_pairs * M) * sizeof(float));
-	int32_t *host = cuda_host_small(be, (size_t)n_expert + 1);
-
-	if (!route || !x || !c || !host)
+		(size_t)(j.n_expert + 1 + j.n_pairs) * sizeof(int32_t));
+	j.x = cuda_scratch(be, CUDA_SCRATCH_B,
+			   (size_t)(j.n_pairs * j.K * j.ges));
+	j.c = (float *)cuda_scratch(be, CUDA_SCRATCH_C,
+				    (size_t)(j.n_pairs * j.M) * sizeof(float));
+	j.host = cuda_host_small(be, (size_t)j.n_expert + 1);
+	if (!j.off || !j.x || !j.c || !j.host)
 		return LOOM_E_NOMEM;
-	int32_t *off = route, *pos = route + n_expert + 1;
-
-	moe_route_kernel<<<1, MOE_ROUTE_THREADS,
-			   2 * (size_t)n_expert * sizeof(int32_t),
-			   be->stream>>>(ids, (int)n_expert, n_used, n_pairs,
-					 off, pos);
-	if (gt == LOOM_TYPE_F16) {
-		/* F16 activations scaled into range, as for mul_mat. */
-		char *small = (char *)cuda_scratch(be, CUDA_SCRATCH_SCALE, 64);
-
-		if (!small)
-			return LOOM_E_NOMEM;
-		amax = (unsigned int *)small;
-		alpha_beta = (float *)(small + 16);
-		err = cudaMemsetAsync(small, 0, sizeof(unsigned int),
-				      be->stream);
-		if (err != cudaSuccess)
-			return cuda_error(err, "memset");
-		moe_amax_kernel<<<grid_for(view_nelements(b)), OPS_BLOCK, 0,
-				  be->stream>>>(b, view_nelements(b), amax);
-		alpha = alpha_beta;
-		beta = alpha_beta + 1;
-	}
-	moe_gather_kernel<<<grid_for(n_pairs * K), OPS_BLOCK, 0,
-			    be->stream>>>(b, pos, n_used, n_pairs, gt, x, amax,
-					  alpha_beta);
-	status = launch_status(be, "mul_mat_id: route");
+	j.pos = j.off + j.n_expert + 1;
+	status = moe_route(be, b, ids, &j);
 	if (status)
 		return status;
-	err = cudaMemcpyAsync(host, off, (size_t)(n_expert + 1) * 4,
-			      cudaMemcpyDefault, be->stream);
-	if (err == cudaSuccess)
-		err = cudaStreamSynchronize(be->stream);
-	if (err != cudaSuccess)
-		return cuda_error(err, "mul_mat_id: reading the groups");
 	cuda_note_path(be, CUDA_PATH_MOE_GROUPED);
-
-	const bool direct = blas_reads(a, gt, &lda);
-	void *slab = NULL;
-
-	if (!direct) {
-		slab = cuda_scratch(be, CUDA_SCRATCH_A, (size_t)(M * K * ges));
-		if (!slab)
-			return LOOM_E_NOMEM;
-	}
-	for (int64_t e = 0; e < n_expert; e++) {
-		const int64_t first = host[e], cnt = host[e + 1] - host[e];
-		const char *mat = a.data + e * a.nb[2];
-
-		if (cnt <= 0)
-			continue;
-		if (first < 0 || first + cnt > n_pairs)
-			return loom_error_set(LOOM_E_DEVICE, "%s: mul_mat_id: "
-					      "routing gave expert %lld "
-					      "columns %lld..%lld of %lld",
-					      be->name, (long long)e,
-					      (long long)first,
-					      (long long)(first + cnt),
-					      (long long)n_pairs);
-		if (!direct) {
-			status = cuda_rows_to(be, a, mat, 0, M, gt, slab);
-			if (status)
-				return status;
-			mat = (const char *)slab;
-		}
-		status = cuda_gemm(be, gt, M, cnt, K, mat, direct ? lda : K, 0,
-				   (const char *)x + first * K * ges, K, 0,
-				   c + first * M, M, 0, 1, alpha, beta,
-				   amax != NULL);
-		if (status)
-			return status;
-	}
-	moe_scatter_kernel<<<grid_for(n_pairs * M), OPS_BLOCK, 0,
-			     be->stream>>>(dst, c, pos, n_used, n_pairs);
+	status = moe_gemms(be, a, j);
+	if (status)
+		return status;
+	moe_scatter_kernel<<<grid_for(j.n_pairs * j.M), OPS_BLOCK, 0,
+			     be->stream>>>(dst, j.c, j.pos, j.n_used,
+					   j.n_pairs);
 	return launch_status(be, "mul_mat_id: scatter");
 }
 

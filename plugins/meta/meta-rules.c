@@ -102,6 +102,23 @@ static bool rule_argmax(const struct loom_tensor *t, struct meta_tensor **s,
 	return sa == M || sa == LOOM_SPLIT_DIM1;
 }
 
+/* soft_max_sinks' sinks, one per head (a's dimension 2): whole, cut
+ * along with the heads when a is split there. */
+static bool sinks_meet(struct meta_rule *r, struct meta_tensor **s,
+		       const struct meta_state *a)
+{
+	if (!s[2])
+		return true;
+	if (s[2]->synced.state != M)
+		return false;
+	if (a->state == LOOM_SPLIT_DIM2) {
+		if (a->n_seg != 1)
+			return false;
+		rule_slice(r, 2, 0, a);
+	}
+	return true;
+}
+
 static bool rule_soft_max(const struct loom_tensor *t, struct meta_tensor **s,
 			  struct meta_rule *r, const struct meta_dev *md)
 {
@@ -109,7 +126,7 @@ static bool rule_soft_max(const struct loom_tensor *t, struct meta_tensor **s,
 	enum loom_split_state sa = a->state;
 
 	r->out = *a;
-	if (sa == P || sa == LOOM_SPLIT_DIM0)
+	if (sa == P || sa == LOOM_SPLIT_DIM0 || !sinks_meet(r, s, a))
 		return false;
 	if (!s[1])
 		return true;
@@ -134,7 +151,8 @@ static bool rule_rope(const struct loom_tensor *t, struct meta_tensor **s,
 		rule_slice(r, 1, 0, a);
 		return true;
 	}
-	if (sa == LOOM_SPLIT_DIM0 && a->n_seg == 1 &&
+	/* (rope_yarn's pairs are not rotated by the plain rope of a part) */
+	if (sa == LOOM_SPLIT_DIM0 && a->n_seg == 1 && t->op == LOOM_OP_ROPE &&
 	    loom_tensor_op_param_i32(t, 1) == LOOM_ROPE_NORMAL) {
 		/* whole rotation pairs: every cut even */
 		for (int k = 0; k < md->n_all; k++)
@@ -312,6 +330,30 @@ static bool rule_concat(const struct loom_tensor *t, struct meta_tensor **s,
 	return false;
 }
 
+/* add_id: the biases follow a along dimension 0, where a's rows are
+ * split; ids whole.  Summands pass with summands of the biases. */
+static bool rule_add_id(const struct loom_tensor *t, struct meta_tensor **s,
+			struct meta_rule *r, const struct meta_dev *md)
+{
+	const struct meta_state *a = &s[0]->synced, *b = &s[1]->synced;
+	enum loom_split_state sa = a->state, sb = b->state;
+
+	r->out = *a;
+	if (s[2]->synced.state != M)
+		return false;
+	if (sa == P || sb == P)
+		return partial_passes(t->op, sa, sb);
+	if (sa == M)
+		return sb == M;
+	if (sa != LOOM_SPLIT_DIM0)
+		return false;
+	if (sb == M) {
+		rule_slice(r, 1, 0, a);
+		return true;
+	}
+	return sb == LOOM_SPLIT_DIM0 && meta_state_same_slices(a, b, md);
+}
+
 typedef bool rule_fn(const struct loom_tensor *t, struct meta_tensor **s,
 		     struct meta_rule *r, const struct meta_dev *md);
 
@@ -327,6 +369,7 @@ static rule_fn *const rules[LOOM_SPLIT_RULE_COUNT] = {
 	[LOOM_SPLIT_RULE_GET_ROWS] = rule_get_rows,
 	[LOOM_SPLIT_RULE_WRITE] = rule_write,
 	[LOOM_SPLIT_RULE_CONCAT] = rule_concat,
+	[LOOM_SPLIT_RULE_ADD_ID] = rule_add_id,
 };
 
 bool meta_rule_find(const struct loom_tensor *t, struct meta_tensor **s,

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* reference.c - the example model computed plainly in double precision on
+/* reference.c - a decoder computed plainly in double precision on
  * the host, from the weights read back from the device: an independent
  * check of llama_eval's graph (attention, sliding windows, cache, RoPE,
  * norms, experts).
  */
-#include "llama.h"
+#include "arch.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -105,15 +105,6 @@ static void rope(const struct llama_hparams *hp, int64_t il, double *v,
 		v[i0] = a * c - b * s;
 		v[i1] = a * s + b * c;
 	}
-}
-
-static double *read_bias(struct ref *r, int64_t layer, const char *what)
-{
-	char name[LOOM_MAX_NAME];
-
-	snprintf(name, sizeof(name), "blk.%lld.%s.bias", (long long)layer,
-		 what);
-	return read_weight(r, name);
 }
 
 static void add_to(double *y, const double *b, int64_t n)
@@ -236,27 +227,102 @@ out:
 	return ret;
 }
 
-static int dense(struct ref *r, int64_t layer, const double *x, double *out,
-		 double *g, double *u)
+/* A layer's weights as doubles, by role (NULL where the model has
+ * none); q, k, v (and gate, up) point into one matrix when fused. */
+struct layer_w {
+	double *w[MT_COUNT];
+	const double *q, *k, *v, *gate, *up;
+};
+
+static void free_layer(struct layer_w *lw)
+{
+	for (int i = 0; i < MT_COUNT; i++)
+		free(lw->w[i]);
+}
+
+static int read_layer_w(struct ref *r, int64_t l, struct layer_w *lw)
 {
 	const struct llama_hparams *hp = r->hp;
-	double *wg = read_layer(r, layer, "ffn_gate");
-	double *wu = read_layer(r, layer, "ffn_up");
-	double *wd = read_layer(r, layer, "ffn_down");
-	int ret = LOOM_E_NOMEM;
+	int64_t e = hp->n_embd, nq = hp->n_head * hp->head_dim;
+	int64_t nkv = hp->n_head_kv * hp->head_dim;
+	char name[LOOM_MAX_NAME];
+	bool moe = hp->n_expert && hp->n_expert_used;
 
-	if (wg && wu && wd) {
-		matvec(wg, x, g, hp->n_embd, hp->n_ff);
-		matvec(wu, x, u, hp->n_embd, hp->n_ff);
-		for (int64_t i = 0; i < hp->n_ff; i++)
-			g[i] = gate(hp, g[i]) * u[i];
-		matvec(wd, g, out, hp->n_ff, hp->n_embd);
-		ret = LOOM_OK;
+	memset(lw, 0, sizeof(*lw));
+	for (int i = MT_FIRST_LAYER; i < MT_CACHE_K; i++) {
+		/* The experts are read by moe(), a matrix at a time. */
+		if (!model_tensor_wanted(hp, (enum model_tensor)i) ||
+		    (moe && i >= MT_FFN_GATE_INP))
+			continue;
+		model_tensor_name((enum model_tensor)i, l, name, sizeof(name));
+		if (!(lw->w[i] = read_weight(r, name)))
+			return LOOM_E_NOMEM;
 	}
-	free(wd);
-	free(wu);
-	free(wg);
-	return ret;
+	if (hp->fused_qkv) {
+		lw->q = lw->w[MT_ATTN_QKV];
+		lw->k = lw->q + nq * e;
+		lw->v = lw->k + nkv * e;
+	} else {
+		lw->q = lw->w[MT_ATTN_Q];
+		lw->k = lw->w[MT_ATTN_K];
+		lw->v = lw->w[MT_ATTN_V];
+	}
+	lw->up = lw->w[MT_FFN_UP];
+	lw->gate = hp->fused_up ? lw->up : lw->w[MT_FFN_GATE];
+	if (hp->fused_up && lw->up)
+		lw->up += hp->n_ff * e;
+	return LOOM_OK;
+}
+
+/* The queries, keys and values of token t of the normed cur, roped. */
+static void project(struct ref *r, int64_t l, const struct layer_w *lw,
+		    const double *cur, int64_t t, double *q, double *k,
+		    double *v)
+{
+	const struct llama_hparams *hp = r->hp;
+	int64_t e = hp->n_embd, hd = hp->head_dim;
+	int64_t nq = hp->n_head * hd, nkv = hp->n_head_kv * hd;
+	const double *const *w = (const double *const *)lw->w;
+
+	matvec(lw->q, cur, q + t * nq, e, nq);
+	matvec(lw->k, cur, k + t * nkv, e, nkv);
+	matvec(lw->v, cur, v + t * nkv, e, nkv);
+	if (hp->qkv_bias) {
+		add_to(q + t * nq, w[MT_ATTN_Q_BIAS], nq);
+		add_to(k + t * nkv, w[MT_ATTN_K_BIAS], nkv);
+		add_to(v + t * nkv, w[MT_ATTN_V_BIAS], nkv);
+	}
+	for (int64_t h = 0; h < hp->n_head + hp->n_head_kv; h++) {
+		bool isq = h < hp->n_head;
+		double *x = isq ? q + t * nq + h * hd :
+				  k + t * nkv + (h - hp->n_head) * hd;
+
+		if (hp->qk_norm)
+			rms_norm(x, w[isq ? MT_ATTN_Q_NORM : MT_ATTN_K_NORM],
+				 x, hd, hp->eps);
+		rope(hp, l, x, t, r->freqs);
+	}
+}
+
+/* The dense FFN of the normed x into out. */
+static void dense(const struct llama_hparams *hp, const struct layer_w *lw,
+		  const double *x, double *out, double *g, double *u)
+{
+	matvec(lw->gate, x, g, hp->n_embd, hp->n_ff);
+	matvec(lw->up, x, u, hp->n_embd, hp->n_ff);
+	for (int64_t i = 0; i < hp->n_ff; i++)
+		g[i] = gate(hp, g[i]) * u[i];
+	matvec(lw->w[MT_FFN_DOWN], g, out, hp->n_ff, hp->n_embd);
+}
+
+/* x += the (post-normed) o of each token. */
+static void residual(const struct llama_hparams *hp, const double *post,
+		    double *x, double *o)
+{
+	if (post)
+		rms_norm(o, post, o, hp->n_embd, hp->eps);
+	for (int64_t i = 0; i < hp->n_embd; i++)
+		x[i] += o[i];
 }
 
 /* One layer over all n tokens, x updated in place. */
@@ -264,93 +330,34 @@ static int layer_forward(struct ref *r, int64_t l, double *x, int64_t n,
 			 double *buf[8])
 {
 	const struct llama_hparams *hp = r->hp;
-	int64_t e = hp->n_embd, hd = hp->head_dim;
-	int64_t nq = hp->n_head * hd, nkv = hp->n_head_kv * hd;
-	double *an = read_layer(r, l, "attn_norm");
-	double *wq = read_layer(r, l, "attn_q");
-	double *wk = read_layer(r, l, "attn_k");
-	double *wv = read_layer(r, l, "attn_v");
-	double *wo = read_layer(r, l, "attn_output");
-	double *fn = read_layer(r, l, "ffn_norm");
-	bool bias = hp->qkv_bias, qkn = hp->qk_norm;
-	double *bq = bias ? read_bias(r, l, "attn_q") : NULL;
-	double *bk = bias ? read_bias(r, l, "attn_k") : NULL;
-	double *bv = bias ? read_bias(r, l, "attn_v") : NULL;
-	double *qn = qkn ? read_layer(r, l, "attn_q_norm") : NULL;
-	double *kn = qkn ? read_layer(r, l, "attn_k_norm") : NULL;
-	bool post = hp->post_norms;
-	double *pa = post ? read_layer(r, l, "post_attention_norm") : NULL;
-	double *pf = post ? read_layer(r, l, "post_ffw_norm") : NULL;
+	int64_t e = hp->n_embd, nq = hp->n_head * hp->head_dim;
 	double *cur = buf[0], *q = buf[1], *k = buf[2], *v = buf[3];
 	double *att = buf[4], *score = buf[5], *g = buf[6], *u = buf[7];
-	int ret = LOOM_E_NOMEM;
+	struct layer_w lw;
+	int ret = read_layer_w(r, l, &lw);
 
-	if (!an || !wq || !wk || !wv || !wo || !fn ||
-	    (bias && (!bq || !bk || !bv)) || (qkn && (!qn || !kn)) ||
-	    (post && (!pa || !pf)))
-		goto out;
-	for (int64_t t = 0; t < n; t++) {
-		rms_norm(x + t * e, an, cur, e, hp->eps);
-		matvec(wq, cur, q + t * nq, e, nq);
-		matvec(wk, cur, k + t * nkv, e, nkv);
-		matvec(wv, cur, v + t * nkv, e, nkv);
-		if (bias) {
-			add_to(q + t * nq, bq, nq);
-			add_to(k + t * nkv, bk, nkv);
-			add_to(v + t * nkv, bv, nkv);
-		}
-		for (int64_t h = 0; h < hp->n_head; h++) {
-			double *qh = q + t * nq + h * hd;
-
-			if (qkn)
-				rms_norm(qh, qn, qh, hd, hp->eps);
-			rope(hp, l, qh, t, r->freqs);
-		}
-		for (int64_t h = 0; h < hp->n_head_kv; h++) {
-			double *kh = k + t * nkv + h * hd;
-
-			if (qkn)
-				rms_norm(kh, kn, kh, hd, hp->eps);
-			rope(hp, l, kh, t, r->freqs);
-		}
+	for (int64_t t = 0; t < n && !ret; t++) {
+		rms_norm(x + t * e, lw.w[MT_ATTN_NORM], cur, e, hp->eps);
+		project(r, l, &lw, cur, t, q, k, v);
 	}
-	attend(hp, l, q, k, v, n, att, score);
-	for (int64_t t = 0; t < n; t++) {
-		matvec(wo, att + t * nq, cur, nq, e);
-		if (post)
-			rms_norm(cur, pa, cur, e, hp->eps);
-		for (int64_t i = 0; i < e; i++)
-			x[t * e + i] += cur[i];
+	if (!ret)
+		attend(hp, l, q, k, v, n, att, score);
+	for (int64_t t = 0; t < n && !ret; t++) {
+		matvec(lw.w[MT_ATTN_OUT], att + t * nq, cur, nq, e);
+		residual(hp, lw.w[MT_ATTN_POST_NORM], x + t * e, cur);
 	}
-	for (int64_t t = 0; t < n; t++) {
+	for (int64_t t = 0; t < n && !ret; t++) {
 		double *o = q; /* free now: reused for the FFN output */
 
-		rms_norm(x + t * e, fn, cur, e, hp->eps);
-		ret = hp->n_expert && hp->n_expert_used ?
-			      moe(r, l, cur, o, g, u) :
-			      dense(r, l, cur, o, g, u);
-		if (ret)
-			goto out;
-		if (post)
-			rms_norm(o, pf, o, e, hp->eps);
-		for (int64_t i = 0; i < e; i++)
-			x[t * e + i] += o[i];
+		rms_norm(x + t * e, lw.w[MT_FFN_NORM], cur, e, hp->eps);
+		if (hp->n_expert && hp->n_expert_used)
+			ret = moe(r, l, cur, o, g, u);
+		else
+			dense(hp, &lw, cur, o, g, u);
+		if (!ret)
+			residual(hp, lw.w[MT_FFN_POST_NORM], x + t * e, o);
 	}
-	ret = LOOM_OK;
-out:
-	free(pf);
-	free(pa);
-	free(kn);
-	free(qn);
-	free(bv);
-	free(bk);
-	free(bq);
-	free(fn);
-	free(wo);
-	free(wv);
-	free(wk);
-	free(wq);
-	free(an);
+	free_layer(&lw);
 	return ret;
 }
 

@@ -1,16 +1,33 @@
 /* SPDX-License-Identifier: MIT */
-/* llama.h - a Llama-style decoder written against the public Loom API:
- * seeded synthetic weights on any device (a meta device included), a KV
- * cache, and one call that evaluates a batch of tokens.
+/* decoder.h - the decoders of the model library, written against the
+ * public Loom API: the architectures of arch.h (each with its graph
+ * builder), seeded synthetic weights on any device (a meta device
+ * included), a KV cache, and one call that evaluates a batch of tokens.
  */
-#ifndef LOOM_EXAMPLE_LLAMA_H
-#define LOOM_EXAMPLE_LLAMA_H
+#ifndef LOOM_MODEL_DECODER_H
+#define LOOM_MODEL_DECODER_H
 
 #include <loom/loom-backend.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The architectures (arch-table.c); zero is llama. */
+enum model_arch_id {
+	MODEL_ARCH_LLAMA,
+	MODEL_ARCH_QWEN2,
+	MODEL_ARCH_QWEN3,
+	MODEL_ARCH_QWEN3MOE,
+	MODEL_ARCH_GEMMA3,
+	MODEL_ARCH_XVERSE,
+	MODEL_ARCH_EXAONE,
+	MODEL_ARCH_PHI3,
+	MODEL_ARCH_INTERNLM2,
+	MODEL_ARCH_MISTRAL3,
+	MODEL_ARCH_GPT_OSS,
+	MODEL_ARCH_COUNT,
+};
 
 /* Model shape.  n_expert == 0 (or n_expert_used == 0) means a dense
  * SwiGLU FFN; otherwise every layer has a mixture-of-experts FFN that
@@ -54,6 +71,20 @@ struct llama_hparams {
 				* slide */
 	float rope_base_swa;   /* rope base of sliding layers, which are not
 				* scaled; 0: rope_base */
+	/* The architecture, whose graph builder runs the model and whose
+	 * features (arch.h) bound the choices above. */
+	enum model_arch_id arch;
+	bool fused_qkv;        /* attn_qkv: q, k and v in one matrix */
+	bool fused_up;         /* ffn_up [n_embd, 2 n_ff]: gate, then up */
+	/* gpt-oss's choices; zero is Llama's. */
+	bool oai;              /* attention sinks and an output bias; the FFN
+				* normed by post_attention_norm; the router
+				* and the experts biased, the experts through
+				* the clamped SwiGLU (loom_swiglu_oai) */
+	int64_t yarn_n_ctx;    /* YaRN over this many original positions
+				* (rope_scale the factor's inverse); 0: no
+				* YaRN */
+	float yarn_attn_factor; /* YaRN's scale of the rotation */
 };
 
 /* Fills *out with a named preset: "tiny", "tiny-moe", "small",
@@ -235,4 +266,4 @@ int llama_reference_eval(struct llama_model *m, const int32_t *tokens,
 }
 #endif
 
-#endif /* LOOM_EXAMPLE_LLAMA_H */
+#endif /* LOOM_MODEL_DECODER_H */
