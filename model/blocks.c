@@ -232,7 +232,7 @@ static struct loom_tensor *ffn_moe(struct build *b, int64_t il,
 	const struct llama_hparams *hp = b->hp;
 	loom_ctx_t *c = b->c;
 	int64_t t, k = hp->n_expert_used;
-	struct loom_tensor *probs, *sel, *w, *gate, *up, *down, *sum;
+	struct loom_tensor *probs, *sel, *w, *gate, *up, *down;
 
 	if (!cur)
 		return NULL;
@@ -255,16 +255,46 @@ static struct loom_tensor *ffn_moe(struct build *b, int64_t il,
 	up = loom_mul_mat_id(c, blk_w(b, il, MT_FFN_UP_EXPS), cur, sel);
 	down = loom_mul_mat_id(c, blk_w(b, il, MT_FFN_DOWN_EXPS),
 			       loom_mul(c, gate, up), sel);
+	return blk_moe_sum(b, down, w);
+}
+
+struct loom_tensor *blk_moe_sum(struct build *b, struct loom_tensor *down,
+				struct loom_tensor *w)
+{
+	loom_ctx_t *c = b->c;
+	int64_t k, t;
+	struct loom_tensor *sum;
+
 	down = loom_mul(c, down, w);
 	if (!down)
 		return NULL;
-
-	sum = loom_view_2d(c, down, hp->n_embd, t, down->nb[2], 0);
+	k = down->ne[1];
+	t = down->ne[2];
+	sum = loom_view_2d(c, down, b->hp->n_embd, t, down->nb[2], 0);
 	for (int64_t e = 1; e < k; e++)
 		sum = loom_add(c, sum,
-			       loom_view_2d(c, down, hp->n_embd, t, down->nb[2],
+			       loom_view_2d(c, down, b->hp->n_embd, t,
+					    down->nb[2],
 					    (size_t)e * down->nb[1]));
 	return sum;
+}
+
+struct loom_tensor *blk_pre_norm(struct build *b, enum model_tensor ffn_norm,
+				 blk_ffn_fn ffn)
+{
+	const struct llama_hparams *hp = b->hp;
+	loom_ctx_t *c = b->c;
+	struct loom_tensor *x, *cur;
+
+	x = blk_embed(b, 1.0f);
+	for (int64_t il = 0; il < hp->n_layer && x; il++) {
+		cur = blk_rms(b, x, blk_w(b, il, MT_ATTN_NORM));
+		x = loom_add(c, x, blk_attention(b, il, cur));
+		x = blk_last_rows(b, il, x);
+		cur = blk_rms(b, x, blk_w(b, il, ffn_norm));
+		x = loom_add(c, x, ffn(b, il, cur));
+	}
+	return blk_output(b, x);
 }
 
 struct loom_tensor *blk_ffn(struct build *b, int64_t il,

@@ -16,7 +16,7 @@ static struct loom_tensor *ffn_oai(struct build *b, int64_t il,
 	const struct llama_hparams *hp = b->hp;
 	loom_ctx_t *c = b->c;
 	int64_t t, k = hp->n_expert_used;
-	struct loom_tensor *logits, *sel, *w, *gate, *up, *down, *sum;
+	struct loom_tensor *logits, *sel, *w, *gate, *up, *down;
 
 	if (!cur)
 		return NULL;
@@ -41,31 +41,10 @@ static struct loom_tensor *ffn_oai(struct build *b, int64_t il,
 			       loom_swiglu_oai(c, gate, up, OAI_ALPHA,
 					       OAI_LIMIT), sel);
 	down = loom_add_id(c, down, blk_w(b, il, MT_FFN_DOWN_EXPS_BIAS), sel);
-	down = loom_mul(c, down, w);
-	if (!down)
-		return NULL;
-
-	sum = loom_view_2d(c, down, hp->n_embd, t, down->nb[2], 0);
-	for (int64_t e = 1; e < k; e++)
-		sum = loom_add(c, sum,
-			       loom_view_2d(c, down, hp->n_embd, t, down->nb[2],
-					    (size_t)e * down->nb[1]));
-	return sum;
+	return blk_moe_sum(b, down, w);
 }
 
 struct loom_tensor *model_build_gpt_oss(struct build *b)
 {
-	const struct llama_hparams *hp = b->hp;
-	loom_ctx_t *c = b->c;
-	struct loom_tensor *x, *cur;
-
-	x = blk_embed(b, 1.0f);
-	for (int64_t il = 0; il < hp->n_layer && x; il++) {
-		cur = blk_rms(b, x, blk_w(b, il, MT_ATTN_NORM));
-		x = loom_add(c, x, blk_attention(b, il, cur));
-		x = blk_last_rows(b, il, x);
-		cur = blk_rms(b, x, blk_w(b, il, MT_ATTN_POST_NORM));
-		x = loom_add(c, x, ffn_oai(b, il, cur));
-	}
-	return blk_output(b, x);
+	return blk_pre_norm(b, MT_ATTN_POST_NORM, ffn_oai);
 }

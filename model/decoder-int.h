@@ -101,6 +101,18 @@ struct loom_tensor *blk_attention(struct build *b, int64_t il,
  * fused) through GELU (gelu) or SiLU, or the experts. */
 struct loom_tensor *blk_ffn(struct build *b, int64_t il,
 			    struct loom_tensor *cur, bool gelu);
+/* The experts' outputs down (n_embd x k x tokens) weighted by w (1 x k x
+ * tokens) and summed over the k chosen experts. */
+struct loom_tensor *blk_moe_sum(struct build *b, struct loom_tensor *down,
+				struct loom_tensor *w);
+/* A feed-forward block of layer il over cur (normed). */
+typedef struct loom_tensor *(*blk_ffn_fn)(struct build *b, int64_t il,
+					   struct loom_tensor *cur);
+/* The pre-norm decoder: embeddings, then per layer x += attention(norm(x))
+ * and x += ffn(norm_ffn(x)) with the FFN's norm of role ffn_norm, then the
+ * output. */
+struct loom_tensor *blk_pre_norm(struct build *b, enum model_tensor ffn_norm,
+				 blk_ffn_fn ffn);
 /* x cut to the tokens whose logits are asked for, past the last layer's
  * attention (il): its FFN runs on them alone. */
 struct loom_tensor *blk_last_rows(struct build *b, int64_t il,

@@ -94,6 +94,7 @@ struct world_fns {
 	loom_world_allreduce_fn bare;
 	loom_world_bcast_fn bcast;
 	loom_world_barrier_fn barrier;
+	loom_world_gather_fn gather;
 };
 
 static int open_world(struct world_fns *f)
@@ -115,12 +116,108 @@ static int open_world(struct world_fns *f)
 							      "world_bcast");
 	f->barrier = (loom_world_barrier_fn)loom_reg_proc_address(
 		f->reg, "world_barrier");
+	f->gather = (loom_world_gather_fn)loom_reg_proc_address(
+		f->reg, "world_gather");
 	if (!f->world || !f->allreduce || !f->bare || !f->bcast ||
-	    !f->barrier) {
+	    !f->barrier || !f->gather) {
 		fprintf(stderr, "mpi plugin lacks an entry point\n");
 		return -1;
 	}
 	return 0;
+}
+
+/* A sum of MID values between the sizes: recursive doubling where the
+ * ring does not pay yet (3 to 8 ranks), the ring over 2.  MID is odd. */
+static void check_mid(const struct world_fns *f, const struct loom_world *w)
+{
+	enum { MID = (96 << 10) / 4 + 3 };
+	float *m = malloc(sizeof(*m) * MID);
+
+	CHECK(m != NULL, "no memory");
+	if (!m)
+		return;
+	for (int i = 0; i < MID; i++)
+		m[i] = (float)((i * 7 + w->rank) % 13) - 6.0f;
+	CHECK(f->allreduce(f->reg, m, MID, LOOM_TYPE_F32) == LOOM_OK, "mid");
+	for (int i = 0; i < MID; i++) {
+		float s = 0;
+
+		for (int r = 0; r < w->n_ranks; r++)
+			s += (float)((i * 7 + r) % 13) - 6.0f;
+		if (m[i] != s) {
+			CHECK(0, "mid [%d] = %g, want %g", i, m[i], s);
+			break;
+		}
+	}
+	free(m);
+}
+
+/* world_gather: rank r gives r % 3 + 1 ints of 100 r + k (the middle
+ * rank of 3 or more none), to every rank and then to the last one only;
+ * a rank that is not the root keeps its buffer as it was. */
+static void check_gather(const struct world_fns *f,
+			 const struct loom_world *w)
+{
+	int p = w->n_ranks, mine[3], all[3 * 64], total = 0;
+	size_t sizes[64];
+
+	if (p > 64)
+		return;
+	for (int r = 0; r < p; r++) {
+		int n = p >= 3 && r == p / 2 ? 0 : r % 3 + 1;
+
+		sizes[r] = (size_t)n * sizeof(int);
+		if (r == w->rank)
+			for (int k = 0; k < n; k++)
+				mine[k] = 100 * r + k;
+		total += n;
+	}
+	for (int root = -1; root < p; root += p) {
+		int at = 0;
+
+		for (int i = 0; i < total; i++)
+			all[i] = -7;
+		CHECK(f->gather(f->reg, mine, all, sizes, root) == LOOM_OK,
+		      "gather to %d", root);
+		for (int r = 0; r < p; r++)
+			for (int k = 0; k < (int)(sizes[r] / sizeof(int));
+			     k++, at++) {
+				int want = root < 0 || root == w->rank ?
+						   100 * r + k : -7;
+
+				if (all[at] != want) {
+					CHECK(0, "gather to %d: [%d] = %d, "
+					      "want %d", root, at, all[at],
+					      want);
+					return;
+				}
+			}
+	}
+	/* In place: this rank's ints already where they go. */
+	for (int r = 0, at = 0; r < p; r++) {
+		for (int k = 0; k < (int)(sizes[r] / sizeof(int)); k++)
+			all[at + k] = r == w->rank ? 100 * r + k : -7;
+		if (r == w->rank) {
+			CHECK(f->gather(f->reg, all + at, all, sizes, -1) ==
+				      LOOM_OK, "gather in place");
+			break;
+		}
+		at += (int)(sizes[r] / sizeof(int));
+	}
+	for (int r = 0, at = 0; r < p; r++)
+		for (int k = 0; k < (int)(sizes[r] / sizeof(int)); k++, at++)
+			CHECK(all[at] == 100 * r + k, "in place: [%d] = %d",
+			      at, all[at]);
+	/* Refused before MPI sees them, on every rank alike. */
+	CHECK(f->gather(f->reg, mine, all, sizes, p) == LOOM_E_INVAL,
+	      "gather: bad root");
+	CHECK(f->gather(f->reg, mine, all, sizes, -2) == LOOM_E_INVAL,
+	      "gather: root -2");
+	CHECK(f->gather(f->reg, mine, all, NULL, 0) == LOOM_E_INVAL,
+	      "gather: no sizes");
+	sizes[0] = SIZE_MAX;
+	CHECK(f->gather(f->reg, mine, all, sizes, 0) == LOOM_E_INVAL,
+	      "gather: sizes that overflow");
 }
 
 static int check_world(int want, int want_local)
@@ -231,6 +328,8 @@ static int check_world(int want, int want_local)
 		}
 	}
 	free(big);
+	check_mid(&f, &w);
+	check_gather(&f, &w);
 
 	/* bcast from the last rank. */
 	for (int i = 0; i < N; i++)

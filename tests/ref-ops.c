@@ -153,29 +153,7 @@ void ref_norm(const struct ref_tensor *a, double eps, struct ref_tensor *out)
 void ref_soft_max(const struct ref_tensor *a, const struct ref_tensor *mask,
 		  double scale, struct ref_tensor *out)
 {
-	ref_tensor_init(out, a->ne);
-	FOR_EACH_ROW(a->ne, i1, i2, i3) {
-		double max = -INFINITY, sum = 0;
-
-		for (int64_t i0 = 0; i0 < a->ne[0]; i0++) {
-			double v = *ref_at(a, i0, i1, i2, i3) * scale;
-
-			if (mask)
-				v += *ref_at(mask, i0, i1, i2 % mask->ne[2],
-					     i3 % mask->ne[3]);
-			*ref_at(out, i0, i1, i2, i3) = v;
-			if (v > max)
-				max = v;
-		}
-		for (int64_t i0 = 0; i0 < a->ne[0]; i0++) {
-			double *o = ref_at(out, i0, i1, i2, i3);
-
-			*o = exp(*o - max);
-			sum += *o;
-		}
-		for (int64_t i0 = 0; i0 < a->ne[0]; i0++)
-			*ref_at(out, i0, i1, i2, i3) /= sum;
-	}
+	ref_soft_max_sinks(a, mask, NULL, scale, out);
 }
 
 void ref_rope(const struct ref_tensor *a, const struct ref_tensor *pos,
@@ -361,7 +339,9 @@ void ref_soft_max_sinks(const struct ref_tensor *a,
 {
 	ref_tensor_init(out, a->ne);
 	FOR_EACH_ROW(a->ne, i1, i2, i3) {
-		double sink = sinks->data[i2], max = sink, sum = 0;
+		/* No sink: a logit of -inf, which adds nothing. */
+		double sink = sinks ? sinks->data[i2] : -INFINITY;
+		double max = sink, sum = 0;
 
 		for (int64_t i0 = 0; i0 < a->ne[0]; i0++) {
 			double v = *ref_at(a, i0, i1, i2, i3) * scale;
@@ -375,7 +355,8 @@ void ref_soft_max_sinks(const struct ref_tensor *a,
 		}
 		for (int64_t i0 = 0; i0 < a->ne[0]; i0++)
 			sum += exp(*ref_at(out, i0, i1, i2, i3) - max);
-		sum += exp(sink - max);
+		if (sinks)
+			sum += exp(sink - max);
 		for (int64_t i0 = 0; i0 < a->ne[0]; i0++) {
 			double *o = ref_at(out, i0, i1, i2, i3);
 

@@ -78,8 +78,8 @@ void ref_argmax(const struct ref_tensor *a, struct ref_tensor *out);
  * index first on ties. */
 void ref_top_k(const struct ref_tensor *a, int k, struct ref_tensor *out);
 
-/* soft_max with sinks[i2] (one per dimension-2 index) in each row's
- * denominator. */
+/* soft_max with sinks[i2] (one per dimension-2 index; none when sinks is
+ * NULL) in each row's denominator. */
 void ref_soft_max_sinks(const struct ref_tensor *a,
 			const struct ref_tensor *mask,
 			const struct ref_tensor *sinks, double scale,

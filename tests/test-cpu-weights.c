@@ -52,7 +52,7 @@ static void teardown(struct fixture *f)
 /* The types the buffer interleaves. */
 static const enum loom_type w_types[] = {
 	LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K,
-	LOOM_TYPE_Q6_K,
+	LOOM_TYPE_Q6_K, LOOM_TYPE_Q4_1, LOOM_TYPE_IQ4_NL,
 };
 
 /* Values per row of a test matrix: a few blocks of the type. */
@@ -67,7 +67,8 @@ static void random_blocks(enum loom_type type, struct loom_test_rng *rng,
 			  uint8_t *p, size_t n)
 {
 	size_t bs = loom_type_size(type), half[2] = { 0, 2 };
-	int nh = type == LOOM_TYPE_Q4_K || type == LOOM_TYPE_Q5_K ? 2 : 1;
+	int nh = type == LOOM_TYPE_Q4_K || type == LOOM_TYPE_Q5_K ||
+		 type == LOOM_TYPE_Q4_1 ? 2 : 1;
 
 	if (type == LOOM_TYPE_Q6_K)
 		half[0] = bs - 2;

@@ -1,13 +1,15 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # test-mpi.sh - the world under mpirun.  The mpi plugin: a world of 1 to
-# 4 ranks over shared memory and over TCP, not applicable outside a
+# 4 and of 8 ranks (oversubscribed) over shared memory and over TCP, each
+# way of summing forced (LOOM_MPI_ALLREDUCE), not applicable outside a
 # launcher, refused when MPI sees other ranks than the launcher started,
 # a late rank failing the others' collective within LOOM_MPI_TIMEOUT,
 # loom-bench allreduce --world checking every sum it times.  The meta
 # device over the world: a decoder over 1 to 4 ranks of 1 or 2 CPU
 # partitions against one device (logits and greedy tokens), even and
-# uneven ratios, over shared memory and TCP; ranks that differ refused on
+# uneven ratios, over shared memory and TCP, and over 8 ranks (of 5
+# partitions: 40 members); ranks that differ refused on
 # every rank.  Collectives of different sizes give each rank a Loom error
 # (MPI started by the application).  The applications: loom-run and
 # loom-bench model on a saved GGUF file under mpirun, ranks given
@@ -66,7 +68,7 @@ tcp="--mca btl self,tcp"
 # one core by default).
 wide="--bind-to none"
 
-echo "1..30"
+echo "1..37"
 run "not applicable outside a launcher" "^outside: ok" \
 	$lt "$check" outside
 run "MPI seeing other ranks than the launcher is refused" "^mismatch: ok" \
@@ -78,6 +80,14 @@ for np in 2 3 4; do
 done
 run "a world of 2 ranks over TCP" "^world of 2: ok" \
 	$lt $mp $tcp -np 2 "$check" world 2
+run "a world of 8 ranks (shared memory, oversubscribed)" "^world of 8: ok" \
+	$lt $mp -np 8 "$check" world 8
+run "a world of 8 ranks over TCP" "^world of 8: ok" \
+	$lt $mp $tcp -np 8 "$check" world 8
+for algo in doubling ring mpi; do
+	run "a world of 5 ranks, LOOM_MPI_ALLREDUCE=$algo" "^world of 5: ok" \
+		env LOOM_MPI_ALLREDUCE=$algo $lt $mp -np 5 "$check" world 5
+done
 run "a late rank fails the collective within the timeout" \
 	"^timeout: ok" env LOOM_MPI_TIMEOUT=2 $lt $mp -np 2 "$check" timeout
 # Every size of both allreduces is checked before it is timed (up to
@@ -113,6 +123,8 @@ decoder 2 2 uneven $tcp
 decoder 3 1 even moe $tcp
 decoder 2 2 uneven bf16
 decoder 3 1 even bf16 $tcp
+decoder 8 1 uneven
+decoder 8 5 even
 run "another model on rank 1 is refused on every rank" "^mismatch shape: ok" \
 	$lt $mp -np 2 "$meta" mismatch shape
 run "ratios on rank 1 alone are refused on every rank" \

@@ -36,7 +36,8 @@ struct w_run {
 struct w_result {
 	enum loom_type type;
 	size_t bytes;
-	double us, bare_us; /* medians */
+	double us, bare_us;         /* medians */
+	double min_us, bare_min_us; /* minima */
 };
 
 static int w_iters(struct w_run *r)
@@ -199,6 +200,14 @@ static int w_measure(struct world *w, const struct bench_opts *o,
 	/* Sample 0 was the warm-up. */
 	res->us = bench_median(ls + 1, o->reps) * 1e6;
 	res->bare_us = bench_median(bs + 1, o->reps) * 1e6;
+	res->min_us = ls[1] * 1e6;
+	res->bare_min_us = bs[1] * 1e6;
+	for (int i = 2; i <= o->reps; i++) {
+		res->min_us = ls[i] * 1e6 < res->min_us ? ls[i] * 1e6
+							 : res->min_us;
+		res->bare_min_us = bs[i] * 1e6 < res->bare_min_us ?
+					   bs[i] * 1e6 : res->bare_min_us;
+	}
 	return 0;
 }
 
@@ -230,6 +239,9 @@ static void w_print_json(const struct world *w, const struct w_result *res,
 		bj_num(&j, "bare_busbw",
 		       algbw(res[i].bytes, res[i].bare_us) * f);
 		bj_num(&j, "ratio", res[i].us / res[i].bare_us);
+		bj_num(&j, "min_us", res[i].min_us);
+		bj_num(&j, "bare_min_us", res[i].bare_min_us);
+		bj_num(&j, "min_ratio", res[i].min_us / res[i].bare_min_us);
 		bj_obj_end(&j);
 	}
 	bj_arr_end(&j);
@@ -257,10 +269,11 @@ static void w_print_table(const struct world *w, const struct bench_opts *o,
 {
 	static const char *const heads[] = {
 		"type", "bytes", "loom us", "bare us", "loom/bare",
-		"algbw GB/s", "busbw GB/s", "bare busbw", "in-process us",
+		"min loom/bare", "algbw GB/s", "busbw GB/s", "bare busbw",
+		"in-process us",
 	};
 	double f = 2.0 * (w->info.n_ranks - 1) / w->info.n_ranks;
-	struct bench_table *tab = bench_table_new(9, heads);
+	struct bench_table *tab = bench_table_new(10, heads);
 	char title[160];
 
 	for (int i = 0; i < n_res; i++) {
@@ -270,17 +283,19 @@ static void w_print_table(const struct world *w, const struct bench_opts *o,
 			if (res[i].type == LOOM_TYPE_F32 &&
 			    loc[k].bytes == res[i].bytes)
 				snprintf(in, sizeof(in), "%.2f", loc[k].us);
-		bench_table_row(tab, "%s\t%zu\t%.1f\t%.1f\t%.2fx\t%.2f\t%.2f"
-				"\t%.2f\t%s", loom_type_name(res[i].type),
-				res[i].bytes, res[i].us, res[i].bare_us,
+		bench_table_row(tab, "%s\t%zu\t%.1f\t%.1f\t%.2fx\t%.2fx"
+				"\t%.2f\t%.2f\t%.2f\t%s",
+				loom_type_name(res[i].type), res[i].bytes,
+				res[i].us, res[i].bare_us,
 				res[i].us / res[i].bare_us,
+				res[i].min_us / res[i].bare_min_us,
 				algbw(res[i].bytes, res[i].us),
 				algbw(res[i].bytes, res[i].us) * f,
 				algbw(res[i].bytes, res[i].bare_us) * f, in);
 	}
 	snprintf(title, sizeof(title), "allreduce across %d ranks: "
 		 "world_allreduce against a bare MPI_Allreduce (in place, "
-		 "medians of %d)", w->info.n_ranks, o->reps);
+		 "medians and minima of %d, interleaved)", w->info.n_ranks, o->reps);
 	bench_table_print(tab, stdout, title);
 	printf("(rank 0's time; busbw = algbw * 2(n-1)/n; in-process: "
 	       "F32 over %zu CPU partitions of rank 0 alone)\n", n_parts);

@@ -728,6 +728,16 @@ typedef int (*loom_world_allreduce_fn)(loom_reg_t *reg, void *data,
 typedef int (*loom_world_bcast_fn)(loom_reg_t *reg, void *data, size_t size,
 				   int root);
 
+/* "world_gather": every rank's bytes, one after the other in rank order:
+ * rank r gives sizes[r] bytes at mine, and root gets them all in all
+ * (sizes[0] + ... + sizes[n_ranks - 1] bytes; rank r's after those of
+ * the ranks before it), or every rank does when root is -1.  sizes (one
+ * per rank) must be the same on every rank; all is read only where it is
+ * written; mine may be the rank's own place in all. */
+#define LOOM_PROC_WORLD_GATHER "world_gather"
+typedef int (*loom_world_gather_fn)(loom_reg_t *reg, const void *mine,
+				    void *all, const size_t *sizes, int root);
+
 /* "world_barrier": returns once every rank has called it. */
 #define LOOM_PROC_WORLD_BARRIER "world_barrier"
 typedef int (*loom_world_barrier_fn)(loom_reg_t *reg);
@@ -754,6 +764,16 @@ typedef int (*loom_allreduce_world_fn)(loom_backend_t *const *backends,
 				       const struct loom_allreduce_opts *opts,
 				       const struct loom_world_group *group);
 
+/* "allreduce_world_prepare": makes now what "allreduce_world" needs for
+ * these n devices of this rank in group (its communicators), so that the
+ * first compute does not; called by every rank at once, as a collective
+ * (a meta device over the world, when it is made).  A rank that fails
+ * says so; the meta device then compares every rank's status. */
+#define LOOM_PROC_ALLREDUCE_WORLD_PREPARE "allreduce_world_prepare"
+typedef int (*loom_allreduce_world_prepare_fn)(
+	loom_dev_t *const *devs, size_t n,
+	const struct loom_world_group *group);
+
 /* The entry points above but the world's, each once: X(NAME) for
  * LOOM_PROC_NAME.  The core resolves each when a plugin registers, and
  * loom-info lists them; the world's are the world plugin's to its users. */
@@ -773,7 +793,8 @@ typedef int (*loom_allreduce_world_fn)(loom_backend_t *const *backends,
 	X(SPLIT_DEFAULT)                                                     \
 	X(META_BUFFER_DEV_SIZES)                                             \
 	X(META_BACKEND_DEV_SIZES)                                            \
-	X(ALLREDUCE_WORLD)
+	X(ALLREDUCE_WORLD)                                                    \
+	X(ALLREDUCE_WORLD_PREPARE)
 
 #ifdef __cplusplus
 }

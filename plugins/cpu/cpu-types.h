@@ -29,12 +29,14 @@
  * fields below; matmul-w.c has their decode kernels). */
 #define CPU_W_TYPES(X)                                                   \
 	X(LOOM_TYPE_Q8_0) X(LOOM_TYPE_Q4_0) X(LOOM_TYPE_Q4_K)            \
-	X(LOOM_TYPE_Q5_K) X(LOOM_TYPE_Q6_K)
+	X(LOOM_TYPE_Q5_K) X(LOOM_TYPE_Q6_K) X(LOOM_TYPE_Q4_1)            \
+	X(LOOM_TYPE_IQ4_NL)
 
 /* The decode kernel of a type (matmul-q8v.c): a 32-value block with its
- * step first, a half or an E8M0 exponent (CPU_GV_BLOCK); a Q4_K/Q5_K/Q6_K
- * super-block
- * (CPU_GV_SUPER); or the generic tile on the row's scales (matmul-q8.c). */
+ * step first, a half or an E8M0 exponent (CPU_GV_BLOCK); a super-block of
+ * 256 (CPU_GV_SUPER: its scales decoded per super-block, in vectors); or
+ * the generic tile on the row's scales (matmul-q8.c).  A super-block
+ * type whose group is 32 takes the float kernel without VNNI too. */
 enum cpu_gv { CPU_GV_TILE, CPU_GV_BLOCK, CPU_GV_SUPER };
 
 /* How a CPU_GV_BLOCK block's offset enters the sum: none; off times the
@@ -72,6 +74,13 @@ static const struct w_field cpu_w_q4_0[] = {
 };
 static const struct w_field cpu_w_q8_0[] = {
 	W_FIELD(loom_block_q8_0, d), W_FIELD(loom_block_q8_0, qs), { 0 },
+};
+static const struct w_field cpu_w_q4_1[] = {
+	W_FIELD(loom_block_q4_1, d), W_FIELD(loom_block_q4_1, m),
+	W_FIELD(loom_block_q4_1, qs), { 0 },
+};
+static const struct w_field cpu_w_iq4_nl[] = {
+	W_FIELD(loom_block_iq4_nl, d), W_FIELD(loom_block_iq4_nl, qs), { 0 },
 };
 static const struct w_field cpu_w_q4_k[] = {
 	W_FIELD(loom_block_q4_k, d), W_FIELD(loom_block_q4_k, dmin),
@@ -121,7 +130,7 @@ static const struct cpu_type cpu_types[LOOM_TYPE_COUNT] = {
 	[LOOM_TYPE_Q4_1] = {
 		.bytes = sizeof(struct loom_block_q4_1), .block = 32,
 		.group = 32, .span = 32, .umax = 15, .gv = CPU_GV_BLOCK,
-		.off = CPU_OFF_MIN,
+		.off = CPU_OFF_MIN, .w = cpu_w_q4_1,
 	},
 	[LOOM_TYPE_Q5_0] = {
 		.bytes = sizeof(struct loom_block_q5_0), .block = 32,
@@ -135,21 +144,21 @@ static const struct cpu_type cpu_types[LOOM_TYPE_COUNT] = {
 	},
 	[LOOM_TYPE_Q3_K] = {
 		.bytes = sizeof(struct loom_block_q3_k), .block = 256,
-		.group = 32, .span = 16, .umax = 7, .gv = CPU_GV_TILE,
+		.group = 32, .span = 16, .umax = 7, .gv = CPU_GV_SUPER,
 	},
 	[LOOM_TYPE_Q2_K] = {
 		.bytes = sizeof(struct loom_block_q2_k), .block = 256,
-		.group = 32, .span = 16, .umax = 3, .gv = CPU_GV_TILE,
+		.group = 32, .span = 16, .umax = 3, .gv = CPU_GV_SUPER,
 	},
 	[LOOM_TYPE_IQ4_NL] = {
 		.bytes = sizeof(struct loom_block_iq4_nl), .block = 32,
 		.group = 32, .span = 32, .umax = 127, .is_signed = true,
-		.gv = CPU_GV_BLOCK,
+		.gv = CPU_GV_BLOCK, .w = cpu_w_iq4_nl,
 	},
 	[LOOM_TYPE_IQ4_XS] = {
 		.bytes = sizeof(struct loom_block_iq4_xs), .block = 256,
 		.group = 32, .span = 32, .umax = 127, .is_signed = true,
-		.gv = CPU_GV_TILE,
+		.gv = CPU_GV_SUPER,
 	},
 	[LOOM_TYPE_MXFP4] = {
 		.bytes = sizeof(struct loom_block_mxfp4), .block = 32,

@@ -28,109 +28,147 @@
 #define GEMV_ROWS(nb) 1
 #endif
 
-/* res[r * GEMV_NB + j] = dot(row r of a, bv[j]) for nr rows of type,
- * arow bytes apart.  type, nr and nb are compile-time constants at every
- * call, so the loops unroll and the accumulators stay in registers. */
-static inline __attribute__((always_inline)) void
-dot_rows(const enum loom_type type, const char *a, size_t arow, const int nr,
-	 const float *const *bv, const int nb, int64_t k, float *res)
+#define GEMV_INLINE static inline __attribute__((always_inline))
+
+/* Value i of a float row (F32, F16 or BF16). */
+GEMV_INLINE float row_value(const enum loom_type type, const char *row,
+			    int64_t i)
 {
-	int64_t i = 0;
-	int r, j;
+	if (type == LOOM_TYPE_F32)
+		return ((const float *)row)[i];
+	if (type == LOOM_TYPE_F16)
+		return cpu_f16_to_f32(((const uint16_t *)row)[i]);
+	return loom_bf16_to_f32(((const uint16_t *)row)[i]);
+}
 
 #if defined(VF)
+/* Q8_0 rows in vectors: acc[r][j] += each block's d times its dot
+ * product with bv[j], over all k values. */
+GEMV_INLINE void dot_q8_0_v(const char *a, size_t arow, const int nr,
+			    const float *const *bv, const int nb, int64_t k,
+			    VF acc[GEMV_MAXR][GEMV_NB])
+{
+	const struct loom_block_q8_0 *blk[GEMV_MAXR];
+	int64_t i;
+	int r, j, h;
+
+	UNROLL
+	for (r = 0; r < nr; r++)
+		blk[r] = (const void *)(a + r * arow);
+	for (i = 0; i < k; i += LOOM_QK8_0) {
+		UNROLL
+		for (r = 0; r < nr; r++) {
+			const struct loom_block_q8_0 *q = blk[r]++;
+			VF d = vset1(cpu_f16_to_f32(q->d));
+			VF av[LOOM_QK8_0 / VLEN];
+
+			__builtin_prefetch((const char *)q + GEMV_PF_Q8);
+			UNROLL
+			for (h = 0; h < LOOM_QK8_0 / VLEN; h++)
+				av[h] = vload_q8(q->qs + h * VLEN);
+			if (nb == 1) {
+				/* Scale the block's sum, not its values. */
+				const float *b0 = bv[0] + i;
+				VF t = vmul(av[0], vload(b0));
+
+				UNROLL
+				for (h = 1; h < LOOM_QK8_0 / VLEN; h++)
+					t = vfma(av[h], vload(b0 + h * VLEN),
+						 t);
+				acc[r][0] = vfma(d, t, acc[r][0]);
+				continue;
+			}
+			UNROLL
+			for (h = 0; h < LOOM_QK8_0 / VLEN; h++)
+				av[h] = vmul(av[h], d);
+			UNROLL
+			for (j = 0; j < nb; j++)
+				UNROLL
+				for (h = 0; h < LOOM_QK8_0 / VLEN; h++)
+					acc[r][j] = vfma(av[h], vload(bv[j] +
+						i + h * VLEN), acc[r][j]);
+		}
+	}
+}
+
+/* F32, F16 and BF16 rows in vectors: acc[r][j] += their dot product with
+ * bv[j] over the whole vectors of k; returns where they end. */
+GEMV_INLINE int64_t dot_float_v(const enum loom_type type, const char *a,
+				size_t arow, const int nr,
+				const float *const *bv, const int nb,
+				int64_t k, VF acc[GEMV_MAXR][GEMV_NB])
+{
+	int64_t i;
+	int r, j;
+
+	for (i = 0; i + VLEN <= k; i += VLEN) {
+		VF bb[GEMV_NB];
+
+		UNROLL
+		for (j = 0; j < nb; j++)
+			bb[j] = vload(bv[j] + i);
+		UNROLL
+		for (r = 0; r < nr; r++) {
+			const char *row = a + r * arow;
+			const uint16_t *h16 = (const uint16_t *)row;
+			VF av;
+
+			/* The same place one group of rows on, into L2: a
+			 * fixed distance ahead lands in rows already in
+			 * flight when rows are short, as the split halves
+			 * of a tensor-parallel layer are. */
+			__builtin_prefetch(row + nr * arow + i *
+				(type == LOOM_TYPE_F32 ? 4 : 2), 0, 2);
+			if (type == LOOM_TYPE_F32)
+				av = vload((const float *)row + i);
+			else if (type == LOOM_TYPE_F16)
+				av = vload_f16(h16 + i);
+			else
+				av = vload_bf16(h16 + i);
+			UNROLL
+			for (j = 0; j < nb; j++)
+				acc[r][j] = vfma(av, bb[j], acc[r][j]);
+		}
+	}
+	return i;
+}
+
+/* The vector part of dot_rows: returns where it ends. */
+GEMV_INLINE int64_t dot_rows_v(const enum loom_type type, const char *a,
+			       size_t arow, const int nr,
+			       const float *const *bv, const int nb,
+			       int64_t k, float *res)
+{
 	VF acc[GEMV_MAXR][GEMV_NB];
+	int64_t i = k;
+	int r, j;
 
 	UNROLL
 	for (r = 0; r < nr; r++)
 		UNROLL
 		for (j = 0; j < nb; j++)
 			acc[r][j] = vzero();
-	if (type == LOOM_TYPE_Q8_0) {
-		const struct loom_block_q8_0 *blk[GEMV_MAXR];
-
-		UNROLL
-		for (r = 0; r < nr; r++)
-			blk[r] = (const void *)(a + r * arow);
-		for (; i < k; i += LOOM_QK8_0) {
-			UNROLL
-			for (r = 0; r < nr; r++) {
-				const struct loom_block_q8_0 *q = blk[r]++;
-				VF d = vset1(cpu_f16_to_f32(q->d));
-				VF av[LOOM_QK8_0 / VLEN];
-				int h;
-
-				__builtin_prefetch((const char *)q + GEMV_PF_Q8);
-				UNROLL
-				for (h = 0; h < LOOM_QK8_0 / VLEN; h++)
-					av[h] = vload_q8(q->qs + h * VLEN);
-				if (nb == 1) {
-					/* Scale the block's sum, not its
-					 * values. */
-					const float *b0 = bv[0] + i;
-					VF t = vmul(av[0], vload(b0));
-
-					UNROLL
-					for (h = 1; h < LOOM_QK8_0 / VLEN; h++)
-						t = vfma(av[h],
-							 vload(b0 + h * VLEN),
-							 t);
-					acc[r][0] = vfma(d, t, acc[r][0]);
-					continue;
-				}
-				UNROLL
-				for (h = 0; h < LOOM_QK8_0 / VLEN; h++)
-					av[h] = vmul(av[h], d);
-				UNROLL
-				for (j = 0; j < nb; j++) {
-					const float *bj = bv[j] + i;
-
-					UNROLL
-					for (h = 0; h < LOOM_QK8_0 / VLEN; h++)
-						acc[r][j] = vfma(av[h],
-							vload(bj + h * VLEN),
-							acc[r][j]);
-				}
-			}
-		}
-	} else {
-		for (; i + VLEN <= k; i += VLEN) {
-			VF bb[GEMV_NB];
-
-			UNROLL
-			for (j = 0; j < nb; j++)
-				bb[j] = vload(bv[j] + i);
-			UNROLL
-			for (r = 0; r < nr; r++) {
-				const char *row = a + r * arow;
-				const uint16_t *h16 = (const uint16_t *)row;
-				VF av;
-
-				/* The same place one group of rows on,
-				 * into L2: a fixed distance ahead lands in
-				 * rows already in flight when rows are
-				 * short, as the split halves of a
-				 * tensor-parallel layer are. */
-				__builtin_prefetch(row + nr * arow + i *
-					(type == LOOM_TYPE_F32 ? 4 : 2), 0, 2);
-				if (type == LOOM_TYPE_F32)
-					av = vload((const float *)row + i);
-				else if (type == LOOM_TYPE_F16)
-					av = vload_f16(h16 + i);
-				else
-					av = vload_bf16(h16 + i);
-				UNROLL
-				for (j = 0; j < nb; j++)
-					acc[r][j] = vfma(av, bb[j], acc[r][j]);
-			}
-		}
-	}
+	if (type == LOOM_TYPE_Q8_0)
+		dot_q8_0_v(a, arow, nr, bv, nb, k, acc);
+	else
+		i = dot_float_v(type, a, arow, nr, bv, nb, k, acc);
 	UNROLL
 	for (r = 0; r < nr; r++)
 		UNROLL
 		for (j = 0; j < nb; j++)
 			res[r * GEMV_NB + j] = vhsum(acc[r][j]);
+	return i;
+}
 #else
+/* The same without vectors: Q8_0 whole, F32 in four sums up to the
+ * last multiple of 4 (the tail is the caller's), F16 and BF16 none. */
+GEMV_INLINE int64_t dot_rows_v(const enum loom_type type, const char *a,
+			       size_t arow, const int nr,
+			       const float *const *bv, const int nb,
+			       int64_t k, float *res)
+{
+	int r, j;
+
 	UNROLL
 	for (r = 0; r < nr; r++)
 		UNROLL
@@ -142,56 +180,62 @@ dot_rows(const enum loom_type type, const char *a, size_t arow, const int nr,
 			const struct loom_block_q8_0 *q =
 				(const void *)(a + r * arow);
 
-			for (i = 0; i < k; i += LOOM_QK8_0, q++) {
+			for (int64_t i = 0; i < k; i += LOOM_QK8_0, q++) {
 				float d = cpu_f16_to_f32(q->d);
 
 				UNROLL
 				for (j = 0; j < nb; j++) {
 					float s = 0.0f;
-					int h;
 
 					UNROLL
-					for (h = 0; h < LOOM_QK8_0; h++)
+					for (int h = 0; h < LOOM_QK8_0; h++)
 						s += q->qs[h] * bv[j][i + h];
 					res[r * GEMV_NB + j] += d * s;
 				}
 			}
 		}
-	} else if (type == LOOM_TYPE_F32) {
-		UNROLL
-		for (r = 0; r < nr; r++) {
-			const float *row = (const float *)(a + r * arow);
-
-			UNROLL
-			for (j = 0; j < nb; j++) {
-				float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-				int64_t q;
-
-				for (q = 0; q + 4 <= k; q += 4) {
-					s0 += row[q] * bv[j][q];
-					s1 += row[q + 1] * bv[j][q + 1];
-					s2 += row[q + 2] * bv[j][q + 2];
-					s3 += row[q + 3] * bv[j][q + 3];
-				}
-				res[r * GEMV_NB + j] = (s0 + s1) + (s2 + s3);
-			}
-		}
-		i = k & ~(int64_t)3;
+		return k;
 	}
+	if (type != LOOM_TYPE_F32)
+		return 0;
+	UNROLL
+	for (r = 0; r < nr; r++) {
+		const float *row = (const float *)(a + r * arow);
+
+		UNROLL
+		for (j = 0; j < nb; j++) {
+			float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+			int64_t q;
+
+			for (q = 0; q + 4 <= k; q += 4) {
+				s0 += row[q] * bv[j][q];
+				s1 += row[q + 1] * bv[j][q + 1];
+				s2 += row[q + 2] * bv[j][q + 2];
+				s3 += row[q + 3] * bv[j][q + 3];
+			}
+			res[r * GEMV_NB + j] = (s0 + s1) + (s2 + s3);
+		}
+	}
+	return k & ~(int64_t)3;
+}
 #endif
+
+/* res[r * GEMV_NB + j] = dot(row r of a, bv[j]) for nr rows of type,
+ * arow bytes apart.  type, nr and nb are compile-time constants at every
+ * call, so the loops unroll and the accumulators stay in registers. */
+GEMV_INLINE void dot_rows(const enum loom_type type, const char *a,
+			  size_t arow, const int nr, const float *const *bv,
+			  const int nb, int64_t k, float *res)
+{
+	int64_t i = dot_rows_v(type, a, arow, nr, bv, nb, k, res);
+	int r, j;
+
 	/* The tail the vector loops left (never for Q8_0). */
 	for (; i < k; i++) {
 		UNROLL
 		for (r = 0; r < nr; r++) {
-			const char *row = a + r * arow;
-			float av;
+			float av = row_value(type, a + r * arow, i);
 
-			if (type == LOOM_TYPE_F32)
-				av = ((const float *)row)[i];
-			else if (type == LOOM_TYPE_F16)
-				av = cpu_f16_to_f32(((const uint16_t *)row)[i]);
-			else
-				av = loom_bf16_to_f32(((const uint16_t *)row)[i]);
 			UNROLL
 			for (j = 0; j < nb; j++)
 				res[r * GEMV_NB + j] += av * bv[j][i];

@@ -178,99 +178,117 @@ static void block_scales(enum loom_type type, const char *row, int64_t k,
 	}
 }
 
+/* Q4_K, Q5_K: each 32 values' 6-bit scale times d, min times dmin. */
+static void k45_scales(enum loom_type type, const char *row, int64_t k,
+		       float *sc, float *o)
+{
+	for (int64_t b = 0; b < k / 256; b++) {
+		const uint8_t *p = (const uint8_t *)row + b * block_bytes(type);
+		uint16_t dh, mh;
+		float d, dmin;
+
+		memcpy(&dh, p, 2);
+		memcpy(&mh, p + 2, 2);
+		d = cpu_f16_to_f32(dh);
+		dmin = cpu_f16_to_f32(mh);
+		for (int i = 0; i < 8; i++) {
+			int s, m;
+
+			scale_min_k(p + 4, i, &s, &m);
+			sc[16 * b + 2 * i] = sc[16 * b + 2 * i + 1] =
+				d * (float)s;
+			o[16 * b + 2 * i] = o[16 * b + 2 * i + 1] =
+				dmin * (float)m;
+		}
+	}
+}
+
+/* Q6_K: signed 8-bit scales per 16, the offset 32 of every value. */
+static void q6_k_row_scales(const char *row, int64_t k, float *sc, float *o)
+{
+	for (int64_t b = 0; b < k / 256; b++) {
+		const struct loom_block_q6_k *x =
+			(const struct loom_block_q6_k *)row + b;
+		float d = cpu_f16_to_f32(x->d);
+
+		for (int i = 0; i < 16; i++) {
+			sc[16 * b + i] = d * (float)x->scales[i];
+			o[16 * b + i] = 32.0f * sc[16 * b + i];
+		}
+	}
+}
+
+/* Q3_K: 6-bit scales per 16 less 32 (the low 4 bits in the nibbles of
+ * bytes 0-7, the top 2 in bytes 8-11), the offset 4 of every value. */
+static void q3_k_row_scales(const char *row, int64_t k, float *sc, float *o)
+{
+	for (int64_t b = 0; b < k / 256; b++) {
+		const struct loom_block_q3_k *x =
+			(const struct loom_block_q3_k *)row + b;
+		float d = cpu_f16_to_f32(x->d);
+
+		for (int i = 0; i < 16; i++) {
+			int lo = i < 8 ? x->scales[i] & 15 :
+					 x->scales[i - 8] >> 4;
+			int hi = x->scales[8 + i % 4] >> (2 * (i / 4)) & 3;
+
+			sc[16 * b + i] = d * (float)((lo | hi << 4) - 32);
+			o[16 * b + i] = 4.0f * sc[16 * b + i];
+		}
+	}
+}
+
+/* Q2_K: per 16 a 4-bit scale times d and a 4-bit min times dmin. */
+static void q2_k_row_scales(const char *row, int64_t k, float *sc, float *o)
+{
+	for (int64_t b = 0; b < k / 256; b++) {
+		const struct loom_block_q2_k *x =
+			(const struct loom_block_q2_k *)row + b;
+		float d = cpu_f16_to_f32(x->d);
+		float dmin = cpu_f16_to_f32(x->dmin);
+
+		for (int i = 0; i < 16; i++) {
+			sc[16 * b + i] = d * (float)(x->scales[i] & 15);
+			o[16 * b + i] = dmin * (float)(x->scales[i] >> 4);
+		}
+	}
+}
+
+/* IQ4_XS: per 32 a 6-bit scale less 32 times d, no offset. */
+static void iq4_xs_row_scales(const char *row, int64_t k, float *sc,
+			      float *o)
+{
+	for (int64_t b = 0; b < k / 256; b++) {
+		const struct loom_block_iq4_xs *x =
+			(const struct loom_block_iq4_xs *)row + b;
+		float d = cpu_f16_to_f32(x->d);
+
+		for (int i = 0; i < 8; i++) {
+			int ls = (x->scales_l[i / 2] >> (4 * (i % 2)) & 15) |
+				 (x->scales_h >> (2 * i) & 3) << 4;
+
+			sc[16 * b + 2 * i] = sc[16 * b + 2 * i + 1] =
+				d * (float)(ls - 32);
+			o[16 * b + 2 * i] = o[16 * b + 2 * i + 1] = 0.0f;
+		}
+	}
+}
+
 void cpu_q8_row_scales(enum loom_type type, const char *row, int64_t k,
 		       float *sc, float *o)
 {
-	int64_t b, i;
-
-	if (cpu_type_of(type)->gv == CPU_GV_BLOCK) {
+	if (cpu_type_of(type)->gv == CPU_GV_BLOCK)
 		block_scales(type, row, k, sc, o);
-		return;
-	}
-	switch (type) {
-	case LOOM_TYPE_Q4_K:
-	case LOOM_TYPE_Q5_K:
-		for (b = 0; b < k / 256; b++) {
-			const uint8_t *p = (const uint8_t *)row + b *
-				block_bytes(type);
-			uint16_t dh, mh;
-			float d, dmin;
-
-			memcpy(&dh, p, 2);
-			memcpy(&mh, p + 2, 2);
-			d = cpu_f16_to_f32(dh);
-			dmin = cpu_f16_to_f32(mh);
-			for (i = 0; i < 8; i++) {
-				int s, m;
-
-				scale_min_k(p + 4, (int)i, &s, &m);
-				sc[16 * b + 2 * i] = sc[16 * b + 2 * i + 1] =
-					d * (float)s;
-				o[16 * b + 2 * i] = o[16 * b + 2 * i + 1] =
-					dmin * (float)m;
-			}
-		}
-		break;
-	case LOOM_TYPE_Q6_K:
-		for (b = 0; b < k / 256; b++) {
-			const struct loom_block_q6_k *x =
-				(const struct loom_block_q6_k *)row + b;
-			float d = cpu_f16_to_f32(x->d);
-
-			for (i = 0; i < 16; i++) {
-				sc[16 * b + i] = d * (float)x->scales[i];
-				o[16 * b + i] = 32.0f * sc[16 * b + i];
-			}
-		}
-		break;
-	case LOOM_TYPE_Q3_K:
-		for (b = 0; b < k / 256; b++) {
-			const struct loom_block_q3_k *x =
-				(const struct loom_block_q3_k *)row + b;
-			float d = cpu_f16_to_f32(x->d);
-
-			for (i = 0; i < 16; i++) {
-				int lo = i < 8 ? x->scales[i] & 15 :
-						 x->scales[i - 8] >> 4;
-				int hi = x->scales[8 + i % 4] >> (2 * (i / 4)) & 3;
-
-				sc[16 * b + i] = d * (float)((lo | hi << 4) - 32);
-				o[16 * b + i] = 4.0f * sc[16 * b + i];
-			}
-		}
-		break;
-	case LOOM_TYPE_Q2_K:
-		for (b = 0; b < k / 256; b++) {
-			const struct loom_block_q2_k *x =
-				(const struct loom_block_q2_k *)row + b;
-			float d = cpu_f16_to_f32(x->d);
-			float dmin = cpu_f16_to_f32(x->dmin);
-
-			for (i = 0; i < 16; i++) {
-				sc[16 * b + i] = d * (float)(x->scales[i] & 15);
-				o[16 * b + i] = dmin * (float)(x->scales[i] >> 4);
-			}
-		}
-		break;
-	case LOOM_TYPE_IQ4_XS:
-		for (b = 0; b < k / 256; b++) {
-			const struct loom_block_iq4_xs *x =
-				(const struct loom_block_iq4_xs *)row + b;
-			float d = cpu_f16_to_f32(x->d);
-
-			for (i = 0; i < 8; i++) {
-				int ls = (x->scales_l[i / 2] >> (4 * (i % 2)) &
-					  15) | (x->scales_h >> (2 * i) & 3) << 4;
-
-				sc[16 * b + 2 * i] = sc[16 * b + 2 * i + 1] =
-					d * (float)(ls - 32);
-				o[16 * b + 2 * i] = o[16 * b + 2 * i + 1] = 0.0f;
-			}
-		}
-		break;
-	default:
-		break;
-	}
+	else if (type == LOOM_TYPE_Q4_K || type == LOOM_TYPE_Q5_K)
+		k45_scales(type, row, k, sc, o);
+	else if (type == LOOM_TYPE_Q6_K)
+		q6_k_row_scales(row, k, sc, o);
+	else if (type == LOOM_TYPE_Q3_K)
+		q3_k_row_scales(row, k, sc, o);
+	else if (type == LOOM_TYPE_Q2_K)
+		q2_k_row_scales(row, k, sc, o);
+	else if (type == LOOM_TYPE_IQ4_XS)
+		iq4_xs_row_scales(row, k, sc, o);
 }
 
 /* Weights of blocks j, j + 1 (not with half) as bytes. */

@@ -150,78 +150,171 @@ INLINE void prefetch_lines(const char *p, size_t n)
 		__builtin_prefetch(p + i);
 }
 
-/* Q4_K, Q5_K, Q6_K: super-block b of nr rows against nc columns. */
+/* The 8 scales of an IQ4_XS super-block less 32, times d: scale i takes
+ * its low 4 bits from nibble i of scales_l, its top 2 from bits 2i, 2i + 1
+ * of scales_h. */
+INLINE __m256 iq4_xs_scales(const struct loom_block_iq4_xs *x)
+{
+	uint32_t l;
+	__m256i lo, hi;
+
+	memcpy(&l, x->scales_l, 4);
+	lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)l),
+		_mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+		_mm256_set1_epi32(15));
+	hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(
+		x->scales_h), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+		_mm256_set1_epi32(3));
+	return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(
+		_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)),
+		_mm256_set1_epi32(32))), bcast(cpu_f16_to_f32(x->d)));
+}
+
+/* Scales per 16 values of a super-block (s0: values 0-127, s1: 128-255)
+ * times each column's d into sd[c], and what their offsets take from the
+ * sums, off0 and off1 times the column's d * sum(q) per 16. */
+INLINE void k16_apply(__m256 s0, __m256 s1, __m256 off0, __m256 off1,
+		      const struct qcol *cols, const int nc, int64_t b,
+		      float sd[3][16], __m256 *acc)
+{
+	int c;
+
+	UNROLL
+	for (c = 0; c < nc; c++) {
+		/* Each column's d per 32, twice, for the scales per 16. */
+		__m256 dc = _mm256_loadu_ps(cols[c].d + 8 * b);
+		__m256 d0 = _mm256_permutevar8x32_ps(dc, _mm256_setr_epi32(
+			0, 0, 1, 1, 2, 2, 3, 3));
+		__m256 d1 = _mm256_permutevar8x32_ps(dc, _mm256_setr_epi32(
+			4, 4, 5, 5, 6, 6, 7, 7));
+		const float *s16 = cols[c].s + 16 * b;
+
+		_mm256_store_ps(sd[c], _mm256_mul_ps(s0, d0));
+		_mm256_store_ps(sd[c] + 8, _mm256_mul_ps(s1, d1));
+		acc[c] = _mm256_fnmadd_ps(off0, _mm256_loadu_ps(s16), acc[c]);
+		acc[c] = _mm256_fnmadd_ps(off1, _mm256_loadu_ps(s16 + 8),
+					  acc[c]);
+	}
+}
+
+/* The 16 signed 6-bit scales of a Q3_K super-block less 32, as bytes:
+ * the low 4 bits of scale i are the low nibble of byte i (i < 8) or the
+ * high one of byte i - 8, its top 2 bits those at 2 * (i / 4) of byte
+ * 8 + i % 4. */
+INLINE __m128i q3_k_scales(const struct loom_block_q3_k *x)
+{
+	__m128i v = _mm_loadl_epi64((const __m128i *)x->scales);
+	uint32_t h;
+	__m128i lo, hi;
+
+	memcpy(&h, x->scales + 8, 4);
+	lo = _mm_and_si128(_mm_unpacklo_epi64(v, _mm_srli_epi16(v, 4)),
+			   _mm_set1_epi8(15));
+	hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32((int)h),
+					  _mm_setr_epi32(0, 2, 4, 6)),
+			   _mm_set1_epi8(3));
+	return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)),
+			    _mm_set1_epi8(32));
+}
+
+/* Eight bytes from b on as floats times f. */
+INLINE __m256 bytes_at(__m128i v, const int b, __m256 f, bool is_signed)
+{
+	__m128i q = b ? _mm_srli_si128(v, 8) : v;
+
+	return _mm256_mul_ps(_mm256_cvtepi32_ps(is_signed ?
+		_mm256_cvtepi8_epi32(q) : _mm256_cvtepu8_epi32(q)), f);
+}
+
+/* The scales per 16 (per 32 for Q4_K, Q5_K and IQ4_XS) of super-block
+ * blk times each column's d into sd[c], and the offsets' part of the
+ * sums into acc: Q6_K's 32 and Q3_K's 4 times the scale, Q2_K's and
+ * the K-quants' mins. */
+INLINE void k_prep(const enum loom_type type, const char *blk,
+		   const struct qcol *cols, const int nc, int64_t b,
+		   float sd[3][16], __m256 *acc)
+{
+	int c;
+
+	if (type == LOOM_TYPE_Q6_K) {
+		const struct loom_block_q6_k *x = (const void *)blk;
+		__m128i v = _mm_loadu_si128((const __m128i *)x->scales);
+		__m256 d = bcast(cpu_f16_to_f32(x->d)), o = bcast(32.0f);
+		__m256 s0 = bytes_at(v, 0, d, true), s1 = bytes_at(v, 1, d, true);
+
+		k16_apply(s0, s1, _mm256_mul_ps(s0, o), _mm256_mul_ps(s1, o),
+			  cols, nc, b, sd, acc);
+	} else if (type == LOOM_TYPE_Q3_K) {
+		const struct loom_block_q3_k *x = (const void *)blk;
+		__m128i v = q3_k_scales(x);
+		__m256 d = bcast(cpu_f16_to_f32(x->d)), o = bcast(4.0f);
+		__m256 s0 = bytes_at(v, 0, d, true), s1 = bytes_at(v, 1, d, true);
+
+		k16_apply(s0, s1, _mm256_mul_ps(s0, o), _mm256_mul_ps(s1, o),
+			  cols, nc, b, sd, acc);
+	} else if (type == LOOM_TYPE_Q2_K) {
+		const struct loom_block_q2_k *x = (const void *)blk;
+		__m128i v = _mm_loadu_si128((const __m128i *)x->scales);
+		__m128i lo = _mm_and_si128(v, _mm_set1_epi8(15));
+		__m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4),
+					   _mm_set1_epi8(15));
+		__m256 d = bcast(cpu_f16_to_f32(x->d));
+		__m256 dm = bcast(cpu_f16_to_f32(x->dmin));
+
+		k16_apply(bytes_at(lo, 0, d, false), bytes_at(lo, 1, d, false),
+			  bytes_at(hi, 0, dm, false), bytes_at(hi, 1, dm, false),
+			  cols, nc, b, sd, acc);
+	} else {
+		__m256 s, m = _mm256_setzero_ps();
+
+		if (type == LOOM_TYPE_IQ4_XS)
+			s = iq4_xs_scales((const void *)blk);
+		else
+			k_scales(blk, &s, &m);
+		UNROLL
+		for (c = 0; c < nc; c++) {
+			_mm256_store_ps(sd[c], _mm256_mul_ps(s,
+				_mm256_loadu_ps(cols[c].d + 8 * b)));
+			if (type != LOOM_TYPE_IQ4_XS)
+				acc[c] = _mm256_fnmadd_ps(m, _mm256_loadu_ps(
+					cols[c].s32 + 8 * b), acc[c]);
+		}
+	}
+}
+
+/* Super-blocks (CPU_GV_SUPER: Q4_K, Q5_K, Q6_K, Q3_K, Q2_K, IQ4_XS):
+ * super-block b of nr rows against nc columns. */
 INLINE void vk_step(const enum loom_type type, const bool vnni,
 		    const char *const *rows,
 		    const int nr, const struct qcol *cols, const int nc,
 		    int64_t b, size_t ahead, __m256 acc[VR][3])
 {
-	const size_t bs = block_bytes(type);
+	const struct cpu_type *ct = &cpu_types[type];
+	const size_t bs = ct->bytes;
 	int r, c, i;
 
 	UNROLL
 	for (r = 0; r < nr; r++) {
 		const char *blk = rows[r] + (size_t)b * bs;
-		/* Scales per 32 (per 16 for Q6_K) times each column's d. */
+		/* Scales per 32 (per 16) times each column's d. */
 		float sd[3][16] __attribute__((aligned(32)));
 
 		prefetch_lines(blk + ahead, bs);
-		if (type == LOOM_TYPE_Q6_K) {
-			const struct loom_block_q6_k *x =
-				(const struct loom_block_q6_k *)blk;
-			float d = cpu_f16_to_f32(x->d);
-			__m256 s0 = bytes_ps(x->scales, d, true);
-			__m256 s1 = bytes_ps(x->scales + 8, d, true);
-
-			UNROLL
-			for (c = 0; c < nc; c++) {
-				/* Each column's d per 32, twice, for the
-				 * scales per 16. */
-				__m256 dc = _mm256_loadu_ps(cols[c].d + 8 * b);
-				__m256 d0 = _mm256_permutevar8x32_ps(dc,
-					_mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3,
-							  3));
-				__m256 d1 = _mm256_permutevar8x32_ps(dc,
-					_mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7,
-							  7));
-				const float *s16 = cols[c].s + 16 * b;
-
-				_mm256_store_ps(sd[c], _mm256_mul_ps(s0, d0));
-				_mm256_store_ps(sd[c] + 8,
-						_mm256_mul_ps(s1, d1));
-				/* The offset 32 of every value. */
-				acc[r][c] = _mm256_fnmadd_ps(_mm256_mul_ps(
-					s0, bcast(32.0f)),
-					_mm256_loadu_ps(s16), acc[r][c]);
-				acc[r][c] = _mm256_fnmadd_ps(_mm256_mul_ps(
-					s1, bcast(32.0f)),
-					_mm256_loadu_ps(s16 + 8), acc[r][c]);
-			}
-		} else {
-			__m256 s, m;
-
-			k_scales(blk, &s, &m);
-			UNROLL
-			for (c = 0; c < nc; c++) {
-				_mm256_store_ps(sd[c], _mm256_mul_ps(s,
-					_mm256_loadu_ps(cols[c].d + 8 * b)));
-				acc[r][c] = _mm256_fnmadd_ps(m,
-					_mm256_loadu_ps(cols[c].s32 + 8 * b),
-					acc[r][c]);
-			}
-		}
+		k_prep(type, blk, cols, nc, b, sd, acc[r]);
 		UNROLL
 		for (i = 0; i < 8; i++) {
-			__m256i u = block_u8(type, rows[r], 8 * b + i);
+			__m256i w = block_u8(type, rows[r], 8 * b + i);
+			__m256i u = ct->is_signed ? _mm256_abs_epi8(w) : w;
 
 			UNROLL
 			for (c = 0; c < nc; c++) {
+				__m256i a = _mm256_loadu_si256((const __m256i *)
+					(cols[c].qs + 256 * b + 32 * i));
 				__m256i t = dot_u8s8_256(
 					_mm256_setzero_si256(), u,
-					_mm256_loadu_si256((const __m256i *)(
-						cols[c].qs + 256 * b + 32 * i)),
-					vnni);
-				__m256 f = type == LOOM_TYPE_Q6_K ?
+					ct->is_signed ? _mm256_sign_epi8(a, w) :
+					a, vnni);
+				__m256 f = ct->span == 16 ?
 					_mm256_set_m128(
 						_mm_broadcast_ss(sd[c] + 2 * i +
 								 1),
@@ -376,7 +469,7 @@ INLINE void v_rows(const enum loom_type type, const bool vnni,
 		for (j = 0; j < k / 32; j++)
 			v0_step(type, vnni, rows, nr, cols, nc, j, ahead, f16,
 				acc);
-	else if (!vnni)
+	else if (!vnni && cpu_types[type].group == 256)
 		for (j = 0; j < k / 256; j++)
 			vk_step_int(type, rows, nr, cols, nc, j, ahead, acc);
 	else

@@ -111,6 +111,85 @@ INLINE void g_q4_0(const char *g, int64_t j, const struct qcol *cols,
 	}
 }
 
+/* Q4_1, block j of a group against nc columns: Q4_0's nibbles, no
+ * integer offset, the rows' mins times each column's d * sum(q). */
+INLINE void g_q4_1(const char *g, int64_t j, const struct qcol *cols,
+		   const int nc, __m512 *acc)
+{
+	const char *b = g + j * CPU_W_ROWS * sizeof(struct loom_block_q4_1);
+	const char *qs = b + AT(loom_block_q4_1, qs);
+	__m512 dw = halves(b + AT(loom_block_q4_1, d));
+	__m512 mw = halves(b + AT(loom_block_q4_1, m));
+	__m512i lo[4], hi[4];
+	int c, i;
+
+	fetch(b, CPU_W_ROWS * sizeof(struct loom_block_q4_1), 0, 1, false);
+	UNROLL
+	for (i = 0; i < 4; i++) {
+		__m512i w = load(qs + 64 * i);
+
+		lo[i] = _mm512_and_si512(w, bytes(0x0f));
+		hi[i] = _mm512_and_si512(w, bytes(0xf0));
+	}
+	UNROLL
+	for (c = 0; c < nc; c++) {
+		const int8_t *q = cols[c].qs + 32 * j;
+		__m512i s = _mm512_setzero_si512();
+		__m512i h = _mm512_setzero_si512();
+
+		UNROLL
+		for (i = 0; i < 4; i++) {
+			s = dot(s, lo[i], q + 4 * i);
+			h = dot(h, hi[i], q + 16 + 4 * i);
+		}
+		s = _mm512_add_epi32(s, _mm512_srai_epi32(h, 4));
+		acc[c] = fma_i(s, _mm512_mul_ps(dw, _mm512_set1_ps(
+			cols[c].d[j])), acc[c]);
+		acc[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(cols[c].s32[j]),
+					 acc[c]);
+	}
+}
+
+/* IQ4_NL, block j of a group against nc columns: each code looked up
+ * in its table 128 up, an unsigned byte (1-241), and each column's
+ * -128 * sum(q) (16 times Q4_0's offset) starting the sum, as Q8_0's. */
+INLINE void g_iq4_nl(const char *g, int64_t j, const struct qcol *cols,
+		     const int nc, __m512 *acc)
+{
+	const char *b = g + j * CPU_W_ROWS * sizeof(struct loom_block_iq4_nl);
+	const char *qs = b + AT(loom_block_iq4_nl, qs);
+	__m512 dw = halves(b + AT(loom_block_iq4_nl, d));
+	const __m512i table = _mm512_xor_si512(_mm512_broadcast_i32x4(
+		_mm_loadu_si128((const __m128i *)cpu_iq4nl_values)),
+		bytes(0x80));
+	__m512i lo[4], hi[4];
+	int c, i;
+
+	fetch(b, CPU_W_ROWS * sizeof(struct loom_block_iq4_nl), 0, 1, false);
+	UNROLL
+	for (i = 0; i < 4; i++) {
+		__m512i w = load(qs + 64 * i);
+
+		lo[i] = _mm512_shuffle_epi8(table, _mm512_and_si512(w,
+							bytes(0x0f)));
+		hi[i] = _mm512_shuffle_epi8(table, _mm512_and_si512(
+			_mm512_srli_epi16(w, 4), bytes(0x0f)));
+	}
+	UNROLL
+	for (c = 0; c < nc; c++) {
+		const int8_t *q = cols[c].qs + 32 * j;
+		__m512i s = _mm512_set1_epi32(16 * cols[c].o32[j]);
+
+		UNROLL
+		for (i = 0; i < 4; i++) {
+			s = dot(s, lo[i], q + 4 * i);
+			s = dot(s, hi[i], q + 16 + 4 * i);
+		}
+		acc[c] = fma_i(s, _mm512_mul_ps(dw, _mm512_set1_ps(
+			cols[c].d[j])), acc[c]);
+	}
+}
+
 /* Q8_0, block j of a group against nc columns: the weights' bytes
  * taken as unsigned, their sign bits flipped (128 more), and each
  * column's -128 * sum(q) (16 times Q4_0's offset) starting the sum. */
@@ -366,6 +445,10 @@ INLINE void w_groups(const enum loom_type type, const char *const *gs,
 				g_q8_0(gs[e], j, cols, nc, acc[e]);
 			else if (type == LOOM_TYPE_Q4_0)
 				g_q4_0(gs[e], j, cols, nc, acc[e]);
+			else if (type == LOOM_TYPE_Q4_1)
+				g_q4_1(gs[e], j, cols, nc, acc[e]);
+			else if (type == LOOM_TYPE_IQ4_NL)
+				g_iq4_nl(gs[e], j, cols, nc, acc[e]);
 			else if (type == LOOM_TYPE_Q6_K)
 				g_q6_k(gs[e], j, cols, nc, acc[e]);
 			else

@@ -389,22 +389,85 @@ static void mul_mat_amx(const struct cpu_task *task, struct loom_tensor *dst,
 #endif
 }
 
+/* The shared phase of a float mul_mat: b becomes GEMM panels (of NR
+ * rows) or F32 rows at bw, batch z at z * stride. */
+static void mm_prepare_b(const struct cpu_task *task,
+			 const struct loom_tensor *a,
+			 const struct loom_tensor *b, bool gemm, int64_t per,
+			 int64_t stride, float *bw, float *tmp)
+{
+	int64_t k = a->ne[0], n = b->ne[1], b2 = b->ne[2];
+	int64_t batches = b2 * b->ne[3], r;
+	bool pairs = gemm && cpu_gemm_pairs(a->type, a->nb[0]);
+
+	for (r = task->ith; r < batches * per; r += task->nth) {
+		int64_t z = r / per, i1 = r % per;
+		int64_t i2 = z % b2, i3 = z / b2;
+		float *o = bw + z * stride;
+
+		if (gemm) {
+			const char *rows[NR];
+			int64_t n0 = i1 * NR;
+			int j, nv = n - n0 < NR ? (int)(n - n0) : NR;
+
+			for (j = 0; j < nv; j++)
+				rows[j] = row_at(b, n0 + j, i2, i3);
+			cpu_pack_b_panel(b->type, rows, b->nb[0], nv, k, pairs,
+					 o + n0 * k, tmp);
+		} else {
+			to_f32(b->type, row_at(b, i1, i2, i3), b->nb[0],
+			       o + i1 * k, k);
+		}
+	}
+}
+
+/* Rows [m0, m1) of a float mul_mat's batch z against its b rows from
+ * group g of GEMV_NB on (GEMV), or all of them (GEMM); bz is the
+ * batch's prepared b, or NULL for b's own F32 rows. */
+static void mm_item(const struct loom_tensor *a, const struct loom_tensor *b,
+		    struct loom_tensor *dst, bool gemm, int64_t z, int64_t g,
+		    int64_t m0, int64_t m1, const float *bz,
+		    struct cpu_mm_scratch *s)
+{
+	int64_t k = a->ne[0], n = b->ne[1], b2 = b->ne[2];
+	int64_t i2 = z % b2, i3 = z / b2;
+	const char *abase = row_at(a, 0, i2 / (b2 / a->ne[2]),
+				   i3 / (b->ne[3] / a->ne[3]));
+	char *dbase = (char *)dst->data + i2 * dst->nb[2] + i3 * dst->nb[3];
+	const float *bv[GEMV_NB];
+	float *out[GEMV_NB];
+	int j, nb;
+
+	if (gemm) {
+		struct cpu_cols c = { .base = dbase, .stride = dst->nb[1] };
+
+		cpu_gemm_rows(a->type, abase, a->nb[1], a->nb[0], m0, m1, k, bz,
+			      n, &c, s);
+		return;
+	}
+	nb = n - g * GEMV_NB < GEMV_NB ? (int)(n - g * GEMV_NB) : GEMV_NB;
+	for (j = 0; j < nb; j++) {
+		int64_t i1 = g * GEMV_NB + j;
+
+		bv[j] = bz ? bz + i1 * k : (const float *)row_at(b, i1, i2, i3);
+		out[j] = (float *)(dbase + i1 * dst->nb[1]);
+	}
+	cpu_gemv(a, abase, m0, m1, bv, nb, out, s->tmp);
+}
+
 void cpu_op_mul_mat(const struct cpu_task *task, struct loom_tensor *dst)
 {
 	const struct loom_tensor *a = dst->src[0];
 	const struct loom_tensor *b = dst->src[1];
 	int64_t k = a->ne[0], m = a->ne[1], n = b->ne[1];
-	int64_t b2 = b->ne[2], b3 = b->ne[3];
-	int64_t r2 = b2 / a->ne[2], r3 = b3 / a->ne[3];
-	int64_t batches = b2 * b3;
+	int64_t batches = b->ne[2] * b->ne[3];
 	bool gemm = use_gemm(a, n);
-	bool pairs = gemm && cpu_gemm_pairs(a->type, a->nb[0]);
 	int64_t per = gemm ? div_up(n, NR) : n;
 	int64_t stride = per * (gemm ? NR : 1) * k;
 	char *cursor = work_base(task);
 	float *bw = NULL;
 	struct cpu_mm_scratch s;
-	int64_t ngroups, mparts, items, it, it1, r;
+	int64_t ngroups, mparts, items, it, it1;
 
 	if (use_amx(a, n)) {
 		mul_mat_amx(task, dst, cursor);
@@ -420,25 +483,7 @@ void cpu_op_mul_mat(const struct cpu_task *task, struct loom_tensor *dst)
 
 	/* Shared phase: b becomes panels (GEMM) or F32 rows (GEMV). */
 	if (bw) {
-		for (r = task->ith; r < batches * per; r += task->nth) {
-			int64_t z = r / per, i1 = r % per;
-			int64_t i2 = z % b2, i3 = z / b2;
-			float *o = bw + z * stride;
-
-			if (gemm) {
-				const char *rows[NR];
-				int64_t n0 = i1 * NR;
-				int j, nv = n - n0 < NR ? (int)(n - n0) : NR;
-
-				for (j = 0; j < nv; j++)
-					rows[j] = row_at(b, n0 + j, i2, i3);
-				cpu_pack_b_panel(b->type, rows, b->nb[0], nv, k,
-						 pairs, o + n0 * k, s.tmp);
-			} else {
-				to_f32(b->type, row_at(b, i1, i2, i3),
-				       b->nb[0], o + i1 * k, k);
-			}
-		}
+		mm_prepare_b(task, a, b, gemm, per, stride, bw, s.tmp);
 		cpu_barrier(task);
 	}
 
@@ -451,36 +496,12 @@ void cpu_op_mul_mat(const struct cpu_task *task, struct loom_tensor *dst)
 	it1 = items * (task->ith + 1) / task->nth;
 	for (; it < it1; it++) {
 		int64_t z = it / (ngroups * mparts);
-		int64_t g = it / mparts % ngroups;
-		int64_t i2 = z % b2, i3 = z / b2;
-		const char *abase = row_at(a, 0, i2 / r2, i3 / r3);
-		char *dbase = (char *)dst->data + i2 * dst->nb[2] +
-			      i3 * dst->nb[3];
 		int64_t m0, m1;
 
 		split_range(m, gemm ? MR : 16, mparts, it % mparts, &m0, &m1);
-		if (m0 >= m1)
-			continue;
-		if (gemm) {
-			struct cpu_cols c = { .base = dbase, .stride = dst->nb[1] };
-
-			cpu_gemm_rows(a->type, abase, a->nb[1], a->nb[0], m0, m1, k,
-				  bw + z * stride, n, &c, &s);
-		} else {
-			const float *bv[GEMV_NB];
-			float *out[GEMV_NB];
-			int j, nb = n - g * GEMV_NB < GEMV_NB ?
-				    (int)(n - g * GEMV_NB) : GEMV_NB;
-
-			for (j = 0; j < nb; j++) {
-				int64_t i1 = g * GEMV_NB + j;
-
-				bv[j] = bw ? bw + z * stride + i1 * k :
-				        (const float *)row_at(b, i1, i2, i3);
-				out[j] = (float *)(dbase + i1 * dst->nb[1]);
-			}
-			cpu_gemv(a, abase, m0, m1, bv, nb, out, s.tmp);
-		}
+		if (m0 < m1)
+			mm_item(a, b, dst, gemm, z, it / mparts % ngroups, m0,
+				m1, bw ? bw + z * stride : NULL, &s);
 	}
 }
 
@@ -600,48 +621,22 @@ static void mul_mat_id_q8(const struct cpu_task *task,
 #endif
 }
 
-void cpu_op_mul_mat_id(const struct cpu_task *task, struct loom_tensor *dst)
+/* The shared phase of a float mul_mat_id: each expert's b rows become
+ * GEMM panels or gathered F32 rows, at offset (first + x * NR) * k. */
+static void id_prepare_b(const struct cpu_task *task,
+			 const struct loom_tensor *dst,
+			 const struct id_lists *l, float *bw, float *tmp)
 {
 	const struct loom_tensor *as = dst->src[0];
 	const struct loom_tensor *b = dst->src[1];
-	const struct loom_tensor *ids = dst->src[2];
-	int64_t k = as->ne[0], m = as->ne[1], n_expert = as->ne[2];
-	int64_t n_used = ids->ne[0], pairs = n_used * ids->ne[1];
-	char *cursor = work_base(task);
-	struct id_lists l;
-	int64_t *space;
-	float *bw;
-	struct cpu_mm_scratch s;
-	int64_t x, r;
+	int64_t k = as->ne[0], n_expert = as->ne[2];
+	int64_t n_used = dst->src[2]->ne[0], x, r;
 
-	space = take(&cursor, mul_mat_id_lists_size(dst));
-	l.count = space;
-	l.first = space + n_expert;
-	l.pos = space + 2 * n_expert;
-	l.pairs = space + 3 * n_expert;
-	l.offs = l.pairs + pairs;
-	if (use_q8(as)) {
-		if (task->ith == 0)
-			group_pairs(dst, &l);
-		cpu_barrier(task);
-		mul_mat_id_q8(task, dst, &l, cursor);
-		return;
-	}
-	bw = take(&cursor, (size_t)(pairs + n_expert * NR) * k *
-			   sizeof(float));
-	take_scratch(task, &cursor, k, &s);
-
-	if (task->ith == 0)
-		group_pairs(dst, &l);
-	cpu_barrier(task);
-
-	/* Shared phase: each expert's b rows become GEMM panels or
-	 * gathered F32 rows, at offset (first + x * NR) * k. */
 	for (x = 0, r = 0; x < n_expert; x++) {
-		int64_t cnt = l.count[x];
-		const int64_t *px = l.pairs + l.first[x];
+		int64_t cnt = l->count[x];
+		const int64_t *px = l->pairs + l->first[x];
 		bool gemm = use_gemm(as, cnt);
-		float *o = bw + (l.first[x] + x * NR) * k;
+		float *o = bw + (l->first[x] + x * NR) * k;
 		int64_t u, nu = gemm ? div_up(cnt, NR) : cnt;
 
 		for (u = 0; u < nu; u++, r++) {
@@ -666,46 +661,86 @@ void cpu_op_mul_mat_id(const struct cpu_task *task, struct loom_tensor *dst)
 			}
 			cpu_pack_b_panel(b->type, rows, b->nb[0], nv, k,
 					 cpu_gemm_pairs(as->type, as->nb[0]),
-					 o + u * NR * k, s.tmp);
+					 o + u * NR * k, tmp);
 		}
 	}
+}
+
+/* This thread's share of the rows of expert x against its cnt prepared
+ * b rows o, into dst at offs. */
+static void id_expert(const struct cpu_task *task,
+		      const struct loom_tensor *as, struct loom_tensor *dst,
+		      int64_t x, int64_t cnt, const int64_t *offs,
+		      const float *o, struct cpu_mm_scratch *s)
+{
+	int64_t k = as->ne[0], m = as->ne[1], m0, m1, g;
+	const char *abase = (const char *)as->data + x * as->nb[2];
+
+	if (use_gemm(as, cnt)) {
+		struct cpu_cols c = { .base = dst->data, .offs = offs };
+
+		split_range(m, MR, task->nth, task->ith, &m0, &m1);
+		if (m0 < m1)
+			cpu_gemm_rows(as->type, abase, as->nb[1], as->nb[0], m0,
+				      m1, k, o, cnt, &c, s);
+		return;
+	}
+	split_range(m, 16, task->nth, task->ith, &m0, &m1);
+	if (m0 >= m1)
+		return;
+	for (g = 0; g < cnt; g += GEMV_NB) {
+		const float *bv[GEMV_NB];
+		float *out[GEMV_NB];
+		int j, nb = cnt - g < GEMV_NB ? (int)(cnt - g) : GEMV_NB;
+
+		for (j = 0; j < nb; j++) {
+			bv[j] = o + (g + j) * k;
+			out[j] = (float *)((char *)dst->data + offs[g + j]);
+		}
+		cpu_gemv(as, abase, m0, m1, bv, nb, out, s->tmp);
+	}
+}
+
+void cpu_op_mul_mat_id(const struct cpu_task *task, struct loom_tensor *dst)
+{
+	const struct loom_tensor *as = dst->src[0];
+	const struct loom_tensor *ids = dst->src[2];
+	int64_t k = as->ne[0], n_expert = as->ne[2];
+	int64_t pairs = ids->ne[0] * ids->ne[1];
+	char *cursor = work_base(task);
+	struct id_lists l;
+	int64_t *space;
+	float *bw;
+	struct cpu_mm_scratch s;
+	int64_t x;
+
+	space = take(&cursor, mul_mat_id_lists_size(dst));
+	l.count = space;
+	l.first = space + n_expert;
+	l.pos = space + 2 * n_expert;
+	l.pairs = space + 3 * n_expert;
+	l.offs = l.pairs + pairs;
+	if (use_q8(as)) {
+		if (task->ith == 0)
+			group_pairs(dst, &l);
+		cpu_barrier(task);
+		mul_mat_id_q8(task, dst, &l, cursor);
+		return;
+	}
+	bw = take(&cursor, (size_t)(pairs + n_expert * NR) * k *
+			   sizeof(float));
+	take_scratch(task, &cursor, k, &s);
+
+	if (task->ith == 0)
+		group_pairs(dst, &l);
+	cpu_barrier(task);
+	id_prepare_b(task, dst, &l, bw, s.tmp);
 	cpu_barrier(task);
 
 	/* Every thread takes its share of the rows of each expert. */
-	for (x = 0; x < n_expert; x++) {
-		int64_t cnt = l.count[x];
-		const int64_t *offs = l.offs + l.first[x];
-		const float *o = bw + (l.first[x] + x * NR) * k;
-		const char *abase = (const char *)as->data + x * as->nb[2];
-		int64_t m0, m1, g;
-
-		if (!cnt)
-			continue;
-		if (use_gemm(as, cnt)) {
-			struct cpu_cols c = { .base = dst->data, .offs = offs };
-
-			split_range(m, MR, task->nth, task->ith, &m0, &m1);
-			if (m0 < m1)
-				cpu_gemm_rows(as->type, abase, as->nb[1],
-					  as->nb[0], m0, m1, k, o, cnt, &c,
-					  &s);
-			continue;
-		}
-		split_range(m, 16, task->nth, task->ith, &m0, &m1);
-		if (m0 >= m1)
-			continue;
-		for (g = 0; g < cnt; g += GEMV_NB) {
-			const float *bv[GEMV_NB];
-			float *out[GEMV_NB];
-			int j, nb = cnt - g < GEMV_NB ? (int)(cnt - g) :
-							GEMV_NB;
-
-			for (j = 0; j < nb; j++) {
-				bv[j] = o + (g + j) * k;
-				out[j] = (float *)((char *)dst->data +
-						   offs[g + j]);
-			}
-			cpu_gemv(as, abase, m0, m1, bv, nb, out, s.tmp);
-		}
-	}
+	for (x = 0; x < n_expert; x++)
+		if (l.count[x])
+			id_expert(task, as, dst, x, l.count[x],
+				  l.offs + l.first[x],
+				  bw + (l.first[x] + x * NR) * k, &s);
 }

@@ -1,18 +1,92 @@
 /* SPDX-License-Identifier: MIT */
-/* allreduce.c - the "allreduce" and "allreduce_world" entry points over
- * NCCL (RCCL for HIP): communicators per device group, created on first
- * use and cached (a world group's over every rank's devices, its id sent
- * from world rank 0 through the world's "world_bcast"), and the rules for
- * what the collective declines.  LOOM_CUDA_ALLREDUCE=none makes it
- * decline everything (=nccl, or unset, uses NCCL).  Without NCCL only the
- * cleanup hook is built and the entry points are not offered.
+/* allreduce.c - the "allreduce", "allreduce_world" and
+ * "allreduce_world_prepare" entry points over NCCL (RCCL for HIP):
+ * communicators per device group, cached (a local group's made on first
+ * use; a world group's over every rank's devices when the meta device is
+ * made, its id sent from world rank 0 through the world's "world_bcast",
+ * without blocking and given up, aborted, after LOOM_MPI_TIMEOUT seconds,
+ * as is a collective over the world that does not end), and the rules for what
+ * the collective declines.  LOOM_CUDA_ALLREDUCE=none, read once per
+ * process, makes it decline everything (=nccl, or unset, uses NCCL).
+ * Each call leaves the calling thread's current device as it found it.
+ * Without NCCL only the cleanup hook is built and the entry points are
+ * not offered.
  */
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda-plugin.h"
 
 #ifdef LOOM_HAVE_NCCL
+
+/* Communicators that never block the host (ncclConfig_t.blocking = 0):
+ * their init and collectives are waited for with a deadline and aborted
+ * past it.  Older NCCLs block, and a dead rank hangs the others there. */
+#if defined(NCCL_VERSION_CODE) && NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
+#define NCCL_NONBLOCKING 1
+#define NCCL_BUSY ncclInProgress
+#else
+#define NCCL_NONBLOCKING 0
+#define NCCL_BUSY ((ncclResult_t)-1) /* never returned */
+#endif
+
+/* What the environment says, read once per process: whether NCCL serves
+ * (LOOM_CUDA_ALLREDUCE), and how long a world collective may wait
+ * (LOOM_MPI_TIMEOUT, as the world's own collectives). */
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static bool env_nccl;
+static double env_timeout_s;
+
+static void env_read(void)
+{
+	const char *mode = loom_env_get("LOOM_CUDA_ALLREDUCE");
+	const char *t = loom_env_get("LOOM_MPI_TIMEOUT");
+	char *end = NULL;
+
+	env_nccl = !mode || !strcmp(mode, "nccl");
+	if (mode && !env_nccl && strcmp(mode, "none"))
+		loom_log(LOOM_LOG_WARN, "%s: LOOM_CUDA_ALLREDUCE=%s is neither "
+			 "nccl nor none; NCCL is off", LOOM_GPU_NAME, mode);
+	env_timeout_s = t ? strtod(t, &end) : 300;
+	if (t && (*end || !(env_timeout_s > 0) || env_timeout_s > 1e7))
+		env_timeout_s = 300;
+}
+
+bool cuda_nccl_enabled(void)
+{
+	pthread_once(&env_once, env_read);
+	return env_nccl;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The calling thread's current device, to put back with device_restore:
+ * a call that moves between GPUs leaves the application's as it was. */
+static int device_save(void)
+{
+	int dev = -1;
+
+	if (cudaGetDevice(&dev) != cudaSuccess) {
+		(void)cudaGetLastError();
+		dev = -1;
+	}
+	return dev;
+}
+
+static void device_restore(int dev)
+{
+	if (dev >= 0 && cudaSetDevice(dev) != cudaSuccess)
+		(void)cudaGetLastError();
+}
 
 /* The communicators of one ordered group of devices: comms[i] is rank i,
  * on device ids[i]; in a world group (key not 0) rank first + i of every
@@ -34,6 +108,7 @@ static int nccl_error(ncclResult_t r, const char *what)
 
 static void group_free(struct cuda_comm_group *grp)
 {
+	/* A failed group's communicators were aborted and set to NULL. */
 	for (int i = 0; i < grp->n; i++)
 		if (grp->comms[i])
 			ncclCommDestroy(grp->comms[i]);
@@ -107,6 +182,85 @@ err_failed:
 	return LOOM_E_DECLINED;
 }
 
+/* Aborts the n communicators (those made) and forgets them: NCCL's way
+ * out of a collective or an init that will not end. */
+static void comms_abort(ncclComm_t *comms, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (comms[i]) {
+			(void)ncclCommAbort(comms[i]);
+			comms[i] = NULL;
+		}
+}
+
+/* Waits until none of the n communicators has work in progress (their
+ * init, or the enqueueing of a collective, in non-blocking mode) and,
+ * with events, until each event (recorded after a collective on the
+ * device of comms[i]) has passed; until end, after which all of them are
+ * aborted.  Polls, yielding the core, then naps of up to a millisecond. */
+static int comms_wait(ncclComm_t *comms, const int *ids, int n,
+		      cudaEvent_t *events, double end, const char *what)
+{
+	double start = now_s();
+
+	for (;;) {
+		bool busy = false;
+
+		for (int i = 0; i < n; i++) {
+			ncclResult_t e = ncclSuccess;
+			ncclResult_t r = ncclCommGetAsyncError(comms[i], &e);
+
+			if (r == ncclSuccess && e == NCCL_BUSY) {
+				busy = true;
+				continue;
+			}
+			if (r != ncclSuccess || e != ncclSuccess) {
+				comms_abort(comms, n);
+				return nccl_error(r != ncclSuccess ? r : e,
+						  what);
+			}
+			if (events && events[i]) {
+				cudaError_t ce;
+
+				if (cudaSetDevice(ids[i]) != cudaSuccess)
+					return loom_error_set(
+						LOOM_E_DEVICE, "%s: nccl: %s: "
+						"cannot select device %d",
+						LOOM_GPU_NAME, what, ids[i]);
+				ce = cudaEventQuery(events[i]);
+				if (ce == cudaErrorNotReady) {
+					busy = true;
+				} else if (ce != cudaSuccess) {
+					comms_abort(comms, n);
+					return loom_error_set(
+						LOOM_E_DEVICE, "%s: nccl: %s: "
+						"%s", LOOM_GPU_NAME, what,
+						cudaGetErrorString(ce));
+				}
+			}
+		}
+		if (!busy)
+			return LOOM_OK;
+		if (now_s() > end) {
+			comms_abort(comms, n);
+			return loom_error_set(LOOM_E_IO, "%s: nccl: %s: not "
+					      "done after %.0f s "
+					      "(LOOM_MPI_TIMEOUT): a rank "
+					      "died or is stuck; the "
+					      "communicators are aborted",
+					      LOOM_GPU_NAME, what,
+					      env_timeout_s);
+		}
+		if (now_s() - start < 0.05) {
+			sched_yield();
+		} else {
+			struct timespec ts = { 0, 1000000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
 /* What world rank 0 sends the others: its id, or that it has none. */
 struct world_id {
 	int ok;
@@ -156,22 +310,43 @@ static int world_comms(const struct loom_world_group *g, const int *ids,
 				      LOOM_GPU_NAME);
 	r = ncclGroupStart();
 	for (int i = 0; i < n && r == ncclSuccess; i++) {
+#if NCCL_NONBLOCKING
+		ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+
+		cfg.blocking = 0;
+#endif
 		if (cudaSetDevice(ids[i]) != cudaSuccess) {
 			r = ncclInvalidUsage;
 			break;
 		}
+#if NCCL_NONBLOCKING
+		r = ncclCommInitRankConfig(&comms[i], g->n_members, msg.id,
+					   g->first + i, &cfg);
+		if (r == NCCL_BUSY)
+			r = ncclSuccess;
+#else
 		r = ncclCommInitRank(&comms[i], g->n_members, msg.id,
 				     g->first + i);
+#endif
 	}
 	if (r == ncclSuccess)
 		r = ncclGroupEnd();
 	else
 		(void)ncclGroupEnd();
+	if (r == NCCL_BUSY)
+		r = ncclSuccess;
 	if (r != ncclSuccess) {
 		(void)cudaGetLastError();
+		comms_abort(comms, n);
 		return nccl_error(r, "communicator over the world");
 	}
+#if NCCL_NONBLOCKING
+	/* Every rank's devices join, or the deadline aborts them. */
+	return comms_wait(comms, ids, n, NULL, now_s() + env_timeout_s,
+			  "communicator over the world");
+#else
 	return LOOM_OK;
+#endif
 }
 
 /* The cached world group g of these devices, or a new one.  Unlike a
@@ -201,7 +376,7 @@ static int world_group_get(struct cuda_reg *reg,
 		return loom_error_set(LOOM_E_NOMEM, "out of memory");
 	status = world_comms(g, ids, n, grp->comms);
 	if (status) {
-		memset(grp->comms, 0, n * sizeof(*grp->comms));
+		comms_abort(grp->comms, n);
 		grp->failed = true;
 	}
 	grp->next = reg->comm_groups;
@@ -300,9 +475,7 @@ static int prepare(loom_backend_t *const *backends,
 		   struct loom_tensor *const *tensors, size_t n,
 		   const struct loom_allreduce_opts *opts, struct call *c)
 {
-	const char *mode = loom_env_get("LOOM_CUDA_ALLREDUCE");
-
-	if (mode && strcmp(mode, "nccl") != 0)
+	if (!cuda_nccl_enabled())
 		return LOOM_E_DECLINED;
 	if (n == 0 || !backends || !tensors)
 		return LOOM_E_DECLINED;
@@ -326,12 +499,51 @@ static int prepare(loom_backend_t *const *backends,
 	return LOOM_OK;
 }
 
+/* Records an event on each backend's stream after a world collective
+ * and waits for them all with the deadline (a dead rank's collective
+ * never ends: past LOOM_MPI_TIMEOUT the communicators are aborted and the
+ * group fails from then on). */
+static int world_wait(loom_backend_t *const *backends, size_t n,
+		      struct cuda_comm_group *grp)
+{
+	cudaEvent_t ev[CUDA_MAX_DEVICES] = { 0 };
+	int status = LOOM_OK;
+
+	for (size_t i = 0; i < n && !status; i++) {
+		struct cuda_backend *be = loom_backend_context(backends[i]);
+
+		status = cuda_use_dev(be->dev);
+		if (!status && (cudaEventCreateWithFlags(
+					&ev[i], cudaEventDisableTiming) !=
+					cudaSuccess ||
+				cudaEventRecord(ev[i], be->stream) !=
+					cudaSuccess)) {
+			(void)cudaGetLastError();
+			status = loom_error_set(LOOM_E_DEVICE, "%s: nccl: "
+						"allreduce over the world: no "
+						"event", LOOM_GPU_NAME);
+		}
+	}
+	if (!status)
+		status = comms_wait(grp->comms, grp->ids, (int)n, ev,
+				    now_s() + env_timeout_s,
+				    "allreduce over the world");
+	for (size_t i = 0; i < n; i++)
+		if (ev[i] && cudaSetDevice(grp->ids[i]) == cudaSuccess)
+			(void)cudaEventDestroy(ev[i]);
+	if (status)
+		grp->failed = true;
+	return status;
+}
+
 /* One ncclAllReduce per device of grp, in a group, on each backend's
- * stream.  Called with reg->lock held. */
+ * stream; over the world (non-blocking communicators), waited for with
+ * the deadline.  Called with reg->lock held. */
 static int reduce(loom_backend_t *const *backends,
 		  struct loom_tensor *const *tensors, size_t n,
 		  const struct call *c, struct cuda_comm_group *grp)
 {
+	bool world = grp->key != 0;
 	ncclResult_t r;
 	int status;
 
@@ -352,14 +564,28 @@ static int reduce(loom_backend_t *const *backends,
 		}
 		r = ncclAllReduce(buf, buf, (size_t)c->count, c->dtype,
 				  ncclSum, grp->comms[i], be->stream);
+		if (world && r == NCCL_BUSY)
+			r = ncclSuccess;
 	}
 	/* End the group even after a failed call, as NCCL requires. */
 	if (r == ncclSuccess)
 		r = ncclGroupEnd();
 	else
 		(void)ncclGroupEnd();
-	if (r != ncclSuccess)
+	if (world && r == NCCL_BUSY)
+		r = ncclSuccess;
+	if (r != ncclSuccess) {
+		if (world) {
+			comms_abort(grp->comms, grp->n);
+			grp->failed = true;
+		}
 		return nccl_error(r, "allreduce");
+	}
+	if (world && NCCL_NONBLOCKING) {
+		status = world_wait(backends, n, grp);
+		if (status)
+			return status;
+	}
 	if (c->bf16)
 		return convert_all(backends, tensors, n, c->count, false);
 	return LOOM_OK;
@@ -371,7 +597,7 @@ int cuda_allreduce(loom_backend_t *const *backends,
 {
 	struct cuda_comm_group *grp = NULL;
 	struct call c;
-	int status = prepare(backends, tensors, n, opts, &c);
+	int dev, status = prepare(backends, tensors, n, opts, &c);
 
 	if (status)
 		return status;
@@ -380,11 +606,13 @@ int cuda_allreduce(loom_backend_t *const *backends,
 	 * path a machine with one GPU tests is the one many GPUs run. */
 	if (c.count == 0)
 		return LOOM_OK;
+	dev = device_save();
 	pthread_mutex_lock(&c.reg->lock);
 	status = group_get(c.reg, c.ids, (int)n, &grp);
 	if (!status)
 		status = reduce(backends, tensors, n, &c, grp);
 	pthread_mutex_unlock(&c.reg->lock);
+	device_restore(dev);
 	return status;
 }
 
@@ -395,7 +623,7 @@ int cuda_allreduce_world(loom_backend_t *const *backends,
 {
 	struct cuda_comm_group *grp = NULL;
 	struct call c;
-	int status;
+	int dev, status;
 
 	if (!g || g->size < sizeof(*g) || !g->world || g->n_members < 1 ||
 	    g->first < 0 || (size_t)g->first + n > (size_t)g->n_members)
@@ -406,11 +634,79 @@ int cuda_allreduce_world(loom_backend_t *const *backends,
 		return status;
 	if (c.count == 0)
 		return LOOM_OK;
+	dev = device_save();
 	pthread_mutex_lock(&c.reg->lock);
 	status = world_group_get(c.reg, g, c.ids, (int)n, &grp);
 	if (!status)
 		status = reduce(backends, tensors, n, &c, grp);
 	pthread_mutex_unlock(&c.reg->lock);
+	device_restore(dev);
+	return status;
+}
+
+/* The world group's communicators, made when the meta device is (every
+ * rank at once), so that no compute waits for NCCL's init or hangs in
+ * it: the same group allreduce_world finds later by key and devices. */
+int cuda_allreduce_world_prepare(loom_dev_t *const *devs, size_t n,
+				 const struct loom_world_group *g)
+{
+	struct cuda_comm_group *grp = NULL;
+	struct cuda_reg *reg = NULL;
+	loom_world_allreduce_fn sum;
+	int ids[CUDA_MAX_DEVICES], dev, rc, status = LOOM_OK;
+	float refused;
+
+	if (!g || g->size < sizeof(*g) || !g->world || g->n_members < 1 ||
+	    g->first < 0)
+		return loom_error_set(LOOM_E_INVAL, "%s: allreduce_world_"
+				      "prepare: a bad world group",
+				      LOOM_GPU_NAME);
+	*(void **)&sum = loom_reg_proc_address(g->world,
+					       LOOM_PROC_WORLD_ALLREDUCE);
+	if (!sum)
+		return loom_error_set(LOOM_E_UNSUPPORTED, "%s: nccl: plugin %s "
+				      "has no world", LOOM_GPU_NAME,
+				      loom_reg_name(g->world));
+	if (!devs || n < 1 || n > CUDA_MAX_DEVICES ||
+	    (size_t)g->first + n > (size_t)g->n_members)
+		status = loom_error_set(LOOM_E_INVAL, "%s: allreduce_world_"
+					"prepare: %zu devices from member %d "
+					"of %d", LOOM_GPU_NAME, n, g->first,
+					g->n_members);
+	for (size_t i = 0; !status && i < n; i++) {
+		struct cuda_dev *cd;
+
+		if (!devs[i] || strcmp(loom_reg_name(loom_dev_reg(devs[i])),
+				       LOOM_GPU_NAME)) {
+			status = loom_error_set(LOOM_E_INVAL, "%s: allreduce_"
+						"world_prepare: member %zu is "
+						"not a %s device",
+						LOOM_GPU_NAME, i,
+						LOOM_GPU_NAME);
+			break;
+		}
+		cd = loom_dev_context(devs[i]);
+		reg = cd->reg;
+		ids[i] = cd->id;
+		for (size_t j = 0; j < i; j++)
+			if (ids[j] == ids[i])
+				status = LOOM_E_DECLINED; /* one GPU twice */
+	}
+	if (!status && !cuda_nccl_enabled())
+		status = LOOM_E_DECLINED;
+	/* Every rank's verdict first: a rank that cannot join leaves the
+	 * others out of NCCL's init too, instead of waiting there. */
+	refused = status ? 1.0f : 0.0f;
+	rc = sum(g->world, &refused, 1, LOOM_TYPE_F32);
+	if (rc)
+		return status ? status : rc;
+	if (status || refused > 0)
+		return status ? status : LOOM_E_DECLINED;
+	dev = device_save();
+	pthread_mutex_lock(&reg->lock);
+	status = world_group_get(reg, g, ids, (int)n, &grp);
+	pthread_mutex_unlock(&reg->lock);
+	device_restore(dev);
 	return status;
 }
 

@@ -218,7 +218,13 @@ int cuda_allreduce_world(loom_backend_t *const *backends,
 			 struct loom_tensor *const *tensors, size_t n,
 			 const struct loom_allreduce_opts *opts,
 			 const struct loom_world_group *group);
+int cuda_allreduce_world_prepare(loom_dev_t *const *devs, size_t n,
+				 const struct loom_world_group *group);
 void cuda_allreduce_free(struct cuda_reg *reg);
+/* LOOM_CUDA_ALLREDUCE, read once: whether NCCL serves.  "allreduce_world"
+ * is offered only then, so that a meta device over the world sees which
+ * ranks differ (its rank digest) and all of them take the same path. */
+bool cuda_nccl_enabled(void);
 
 /* Kernels, one entry per op family, each enqueued on be's stream.  They
  * return LOOM_OK or an error recorded with loom_error_set().  binary: add,

@@ -148,8 +148,12 @@ static void *reg_proc_address(loom_reg_t *reg, const char *name)
 #ifdef LOOM_HAVE_NCCL
 	if (!strcmp(name, LOOM_PROC_ALLREDUCE))
 		return (void *)(loom_allreduce_fn)cuda_allreduce;
-	if (!strcmp(name, LOOM_PROC_ALLREDUCE_WORLD))
+	if (!strcmp(name, LOOM_PROC_ALLREDUCE_WORLD) && cuda_nccl_enabled())
 		return (void *)(loom_allreduce_world_fn)cuda_allreduce_world;
+	if (!strcmp(name, LOOM_PROC_ALLREDUCE_WORLD_PREPARE) &&
+	    cuda_nccl_enabled())
+		return (void *)(loom_allreduce_world_prepare_fn)
+			cuda_allreduce_world_prepare;
 #endif
 	return NULL;
 }

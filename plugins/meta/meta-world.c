@@ -176,6 +176,35 @@ static int check_agreement(struct meta_dev *md, const float *all)
 	return LOOM_OK;
 }
 
+/* What the plugin that reduces across the ranks needs (its
+ * communicators), made now on every rank at once rather than in the first
+ * compute; when it declines (on every rank alike: it compares their
+ * verdicts), the meta device's own reduce runs instead. */
+static int prepare_plugin_reduce(struct meta_dev *md)
+{
+	struct meta_world *w = md->world;
+	loom_allreduce_world_prepare_fn prep;
+	struct loom_world_group grp = {
+		.size = sizeof(grp),
+		.world = w->reg,
+		.n_members = md->n_all,
+		.first = md->first,
+		.key = w->digest,
+	};
+	int rc;
+
+	*(void **)&prep = loom_reg_proc_address(
+		loom_dev_reg(md->members[0]), LOOM_PROC_ALLREDUCE_WORLD_PREPARE);
+	if (!prep)
+		return LOOM_OK;
+	rc = prep(md->members, (size_t)md->n, &grp);
+	if (rc == LOOM_E_DECLINED) {
+		w->plugin_reduce = NULL;
+		rc = LOOM_OK;
+	}
+	return rc;
+}
+
 int meta_world_join(struct meta_dev *md, loom_reg_t *reg)
 {
 	struct meta_world *w = calloc(1, sizeof(*w));
@@ -194,6 +223,8 @@ int meta_world_join(struct meta_dev *md, loom_reg_t *reg)
 	*(void **)&w->allreduce = loom_reg_proc_address(
 		reg, LOOM_PROC_WORLD_ALLREDUCE);
 	*(void **)&w->bcast = loom_reg_proc_address(reg, LOOM_PROC_WORLD_BCAST);
+	*(void **)&w->gather = loom_reg_proc_address(reg,
+						     LOOM_PROC_WORLD_GATHER);
 	if (!world || !w->allreduce || !w->bcast)
 		return loom_error_set(LOOM_E_UNSUPPORTED, "meta: world: "
 				      "plugin %s has no world entry points",
@@ -230,6 +261,8 @@ int meta_world_join(struct meta_dev *md, loom_reg_t *reg)
 	w->plugin_reduce = red && differs(w, all, F_REDUCE) < 0 ? fn : NULL;
 	w->digest = meta_hash(HASH_SEED, all,
 			      (size_t)w->n_ranks * F_COUNT * sizeof(*all));
+	if (w->plugin_reduce)
+		rc = prepare_plugin_reduce(md);
 out:
 	free(all);
 	return rc;
@@ -315,34 +348,46 @@ static size_t pack(const struct meta_dev *md, const struct loom_tensor *t,
 	return used;
 }
 
+/* Every rank's pieces into data on every rank: one "world_gather" of
+ * the packed pieces (or, from a world that has none, one "world_bcast"
+ * per rank), then each rank's unpacked into its place. */
 int meta_world_gather(struct meta_dev *md, const struct loom_tensor *t,
 		      const struct meta_state *st, void *data, size_t n_rows,
 		      size_t unit)
 {
 	struct meta_world *w = md->world;
-	size_t most = 0;
+	size_t total = 0, *sizes, *offs;
 	uint8_t *buf;
 	int rc = LOOM_OK;
 
-	for (int r = 0; r < w->n_ranks; r++) {
-		size_t b = pack(md, t, st, r, data, n_rows, unit, NULL, true);
-
-		most = b > most ? b : most;
-	}
-	buf = malloc(most ? most : 1);
-	if (!buf)
+	sizes = calloc(2 * (size_t)w->n_ranks, sizeof(*sizes));
+	if (!sizes)
 		return loom_error_set(LOOM_E_NOMEM, "get of %s: no memory",
 				      t->name);
-	for (int r = 0; r < w->n_ranks && !rc; r++) {
-		size_t b = pack(md, t, st, r, data, n_rows, unit,
-				r == w->rank ? buf : NULL, true);
-
-		if (!b)
-			continue;
-		rc = w->bcast(w->reg, buf, b, r);
-		if (!rc && r != w->rank)
-			pack(md, t, st, r, data, n_rows, unit, buf, false);
+	offs = sizes + w->n_ranks;
+	for (int r = 0; r < w->n_ranks; r++) {
+		sizes[r] = pack(md, t, st, r, data, n_rows, unit, NULL, true);
+		offs[r] = total;
+		total += sizes[r];
 	}
+	buf = malloc(total ? total : 1);
+	if (!buf) {
+		free(sizes);
+		return loom_error_set(LOOM_E_NOMEM, "get of %s: no memory",
+				      t->name);
+	}
+	pack(md, t, st, w->rank, data, n_rows, unit, buf + offs[w->rank],
+	     true);
+	if (w->gather)
+		rc = w->gather(w->reg, buf + offs[w->rank], buf, sizes, -1);
+	for (int r = 0; !w->gather && r < w->n_ranks && !rc; r++)
+		if (sizes[r])
+			rc = w->bcast(w->reg, buf + offs[r], sizes[r], r);
+	for (int r = 0; r < w->n_ranks && !rc; r++)
+		if (r != w->rank && sizes[r])
+			pack(md, t, st, r, data, n_rows, unit, buf + offs[r],
+			     false);
 	free(buf);
+	free(sizes);
 	return rc;
 }

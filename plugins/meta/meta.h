@@ -11,7 +11,7 @@
 #include <pthread.h>
 
 #define META_MAX_DEVS 16      /* members in this process */
-#define META_MAX_MEMBERS 32   /* members of every rank of a world */
+#define META_MAX_MEMBERS 64   /* members of every rank of a world */
 #define META_MAX_SEG LOOM_SPLIT_MAX_SEGMENTS
 
 /* A split state with its slices.  For SPLIT(d) the axis is cut into
@@ -35,6 +35,7 @@ struct meta_world {
 	loom_reg_t *reg;          /* the world's plugin */
 	loom_world_allreduce_fn allreduce;
 	loom_world_bcast_fn bcast;
+	loom_world_gather_fn gather; /* NULL: one bcast per rank instead */
 	int rank, n_ranks;
 	int *first;               /* n_ranks + 1 entries */
 	/* Every member's plugin offers "allreduce_world": it reduces across

@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* mpi-coll.c - the world's collectives on host memory: allreduce (F32, and
- * BF16 through a sum of our own; a ring over point-to-point messages from
- * 16 KiB on), broadcast and barrier, and the bare blocking allreduce that
- * benchmarks measure them against.  Every argument is checked before MPI
- * sees it (some MPIs crash on bad ones); each call is non-blocking
- * underneath and waited for with a deadline, so a rank that died fails
- * the others instead of hanging them.
+ * BF16 through a sum of our own) by recursive doubling below the size
+ * where a ring pays and by a ring of point-to-point messages above it,
+ * broadcast, gather to rank 0, and barrier, and the bare blocking
+ * allreduce that benchmarks measure them against.  Every argument is
+ * checked before MPI sees it (some MPIs crash on bad ones); each call is
+ * non-blocking underneath and waited for with a deadline, so a rank that
+ * died fails the others instead of hanging them.
  */
 #include <config.h>
 
 #include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sched.h>
@@ -58,16 +61,15 @@ static double now(void)
  * is polled (MPI_Test drives its progress engine), so a sleep in the
  * middle of a collective stalls it, and a sleeping rank wakes late (the
  * timer's slack, then the scheduler: 50 us to milliseconds), which at
- * 16 KiB was 90 times the collective itself.  A collective of a decode
- * step, or a large one that is moving, completes within the window;
- * sched_yield() between polls leaves the core to whoever else wants it
- * (a rank's own threads, another rank on an oversubscribed host), but
- * only after HOLD_S of plain polling: a decode step's allreduce takes a
- * few microseconds once both ranks are in it, and a yield at that moment
- * gave the core away for a time slice (on a loaded 2-core machine the
- * median 2-rank decode step of the tiny preset went 0.25 -> 0.15 ms). */
+ * 16 KiB was 90 times the collective itself.  For its first
+ * mpi_world.hold_s a wait polls and nothing else: a peer that is about
+ * to answer finds this rank still on its core (a yield on a loaded host
+ * gave the core away for a time slice: 11 to 22 times a bare
+ * MPI_Allreduce at 1 MiB, which never yields unless the host is
+ * oversubscribed; oversubscribed, the hold measured better than yielding
+ * at once, see mpi-plugin.c).  Then, up to SPIN_S, it yields between
+ * polls, leaving the core to whoever else wants it; then it sleeps. */
 #define SPIN_S 0.05
-#define HOLD_S 20e-6
 
 /* The deadline of a collective that starts now. */
 static double deadline(void)
@@ -153,7 +155,7 @@ out:
  * started MPI (and set MPI_COMM_WORLD to return errors for good), the
  * application's handler there is set aside for the call, so that an
  * error comes back as a status and not as the end of every rank. */
-static int test_all(int n, MPI_Request *reqs, int *done)
+static int test_all(int n, MPI_Request *reqs, int *done, MPI_Status *out)
 {
 	MPI_Status st[2];
 	MPI_Errhandler app = MPI_ERRHANDLER_NULL;
@@ -180,14 +182,17 @@ static int test_all(int n, MPI_Request *reqs, int *done)
 		MPI_Comm_set_errhandler(MPI_COMM_WORLD, app);
 		MPI_Errhandler_free(&app);
 	}
+	if (out && *done)
+		memcpy(out, st, (size_t)n * sizeof(*st));
 	return err;
 }
 
 /* Waits for the n requests until end (from deadline()): polling, for
- * HOLD_S alone, then yielding the core between polls, up to SPIN_S, then
+ * the world's hold_s alone, then yielding the core between polls, up to SPIN_S, then
  * with sleeps that grow to a millisecond so that a long wait (a rank
  * that is late or dead) leaves the core to others. */
-static int wait_all(int n, MPI_Request *reqs, double end, const char *what)
+static int wait_all(int n, MPI_Request *reqs, double end, const char *what,
+		    MPI_Status *out)
 {
 	struct mpi_world *w = &mpi_world;
 	double start = now(), t;
@@ -195,7 +200,7 @@ static int wait_all(int n, MPI_Request *reqs, double end, const char *what)
 	int done = 0, err;
 
 	for (;;) {
-		err = test_all(n, reqs, &done);
+		err = test_all(n, reqs, &done, out);
 		if (err != MPI_SUCCESS) {
 			w->broken = true;
 			return mpi_fail(err, what);
@@ -222,7 +227,7 @@ static int wait_all(int n, MPI_Request *reqs, double end, const char *what)
 					      w->rank, w->n_ranks,
 					      w->timeout_s, who);
 		}
-		if (t - start < HOLD_S)
+		if (t - start < w->hold_s)
 			continue;
 		if (t - start < SPIN_S) {
 			sched_yield();
@@ -270,17 +275,144 @@ static int reduce_type(enum loom_type type, const char *what,
 	return LOOM_OK;
 }
 
-/* From this size on, world_allreduce runs a ring of its own over
- * point-to-point messages.  Open MPI's non-blocking allreduce reduces
- * to one rank and broadcasts back whenever there are fewer than 4 ranks
- * or the buffer is in place (ours always is): the whole buffer crosses
- * twice, one way at a time, which made 16-64 MiB 1.4 times and 256 KiB
- * 1.9 times slower than the blocking MPI_Allreduce over 2 ranks.  The
- * ring sends each rank's share of the buffer 2(n-1)/n times in all,
- * both ways at once, like the blocking one, and every step waits with
- * the deadline.  At 16 KiB over 2 ranks it was as fast as MPI's; below,
- * and for many ranks, its 2(n-1) steps would cost more than they save. */
-#define RING_MIN_BYTES (16u << 10)
+/* From how many bytes on world_allreduce runs its ring rather than
+ * recursive doubling, by rank count (loom-bench allreduce --world with
+ * LOOM_MPI_ALLREDUCE=ring and =doubling, interleaved, doc/scale-out.md).
+ * Recursive doubling sends the whole buffer log2(p) times, one latency
+ * per step; the ring sends 2(p-1)/p of it in 2(p-1) steps.  Open MPI's
+ * own MPI_Iallreduce is no choice: in place, or under 4 ranks, it
+ * reduces to one rank and broadcasts back, one way at a time (16-64 MiB
+ * 1.4 times and 256 KiB 1.9 times a blocking MPI_Allreduce over 2
+ * ranks). */
+static size_t ring_min_bytes(int p)
+{
+	if (p <= 2)
+		return 16u << 10;
+	if (p <= 4)
+		return 256u << 10;
+	return 1u << 20;
+}
+
+/* Room for bytes in the world's scratch buffer. */
+static int scratch(struct mpi_world *w, size_t bytes, const char *what)
+{
+	void *b;
+
+	if (w->scratch_bytes >= bytes)
+		return LOOM_OK;
+	b = realloc(w->scratch, bytes);
+	if (!b)
+		return loom_error_set(LOOM_E_NOMEM, "%s: no memory for %zu "
+				      "bytes", what, bytes);
+	w->scratch = b;
+	w->scratch_bytes = bytes;
+	return LOOM_OK;
+}
+
+/* One step of a point-to-point allreduce: sends n values at out to
+ * peer `to` and receives m into in from `from` (either may be 0 values:
+ * no message), waited for until end.  A message shorter than m is a rank
+ * that sums another size (MPI says only that a longer one is truncated):
+ * the ranks are out of step from there on. */
+static int exchange(const void *out, size_t n, int to, void *in, size_t m,
+		    int from, MPI_Datatype dt, double end, const char *what)
+{
+	struct mpi_world *w = &mpi_world;
+	MPI_Request req[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
+	MPI_Status st[2];
+	int err, k = 0, got = -1;
+
+	if (m) {
+		err = MPI_Irecv(in, (int)m, dt, from, 0, w->comm, &req[k]);
+		if (err != MPI_SUCCESS)
+			return mpi_fail(err, what);
+		k++;
+	}
+	if (n) {
+		err = MPI_Isend(out, (int)n, dt, to, 0, w->comm, &req[k]);
+		if (err != MPI_SUCCESS) {
+			/* A receive may stay posted: the world is gone. */
+			w->broken = true;
+			return mpi_fail(err, what);
+		}
+		k++;
+	}
+	err = wait_all(k, req, end, what, st);
+	if (err || !m)
+		return err;
+	if (MPI_Get_count(&st[0], dt, &got) != MPI_SUCCESS ||
+	    got != (int)m) {
+		w->broken = true;
+		return loom_error_set(LOOM_E_IO, "mpi: %s: rank %d of %d: "
+				      "rank %d sent %d values, not %zu (do the "
+				      "ranks' collectives differ in size? "
+				      "every rank must run the same model with "
+				      "the same arguments)", what, w->rank,
+				      w->n_ranks, from, got, m);
+	}
+	return LOOM_OK;
+}
+
+/* Recursive doubling of n values (that fit an int): with pof2 the
+ * largest power of two <= p, the first 2(p - pof2) ranks pair up and the
+ * even one hands its values to the odd one; then the pof2 ranks left
+ * swap and add whole buffers with the rank mask away, for mask = 1, 2,
+ * 4 ...; last, the odd ones hand the sum back.  Addition commutes (in
+ * F32 and in our BF16 sum alike), so a + b on one side is b + a on the
+ * other, bit for bit: every rank ends with the same sum. */
+static int doubling(char *data, size_t n, MPI_Datatype dt, MPI_Op op,
+		    size_t es, const char *what)
+{
+	struct mpi_world *w = &mpi_world;
+	int p = w->n_ranks, me = w->rank, pof2 = 1, rem, vr, err, st;
+	double end = deadline();
+
+	while (pof2 * 2 <= p)
+		pof2 *= 2;
+	rem = p - pof2;
+	st = scratch(w, n * es, what);
+	if (st)
+		return st;
+	if (me < 2 * rem) {
+		if (me % 2 == 0) {
+			st = exchange(data, n, me + 1, NULL, 0, -1, dt, end,
+				      what);
+			vr = -1;
+		} else {
+			st = exchange(NULL, 0, -1, w->scratch, n, me - 1, dt,
+				      end, what);
+			vr = me / 2;
+			if (!st) {
+				err = MPI_Reduce_local(w->scratch, data, (int)n,
+						       dt, op);
+				if (err != MPI_SUCCESS)
+					return mpi_fail(err, what);
+			}
+		}
+		if (st)
+			return st;
+	} else {
+		vr = me - rem;
+	}
+	for (int mask = 1; vr >= 0 && mask < pof2; mask <<= 1) {
+		int vpeer = vr ^ mask;
+		int peer = vpeer < rem ? vpeer * 2 + 1 : vpeer + rem;
+
+		st = exchange(data, n, peer, w->scratch, n, peer, dt, end,
+			      what);
+		if (st)
+			return st;
+		err = MPI_Reduce_local(w->scratch, data, (int)n, dt, op);
+		if (err != MPI_SUCCESS)
+			return mpi_fail(err, what);
+	}
+	if (me < 2 * rem)
+		st = me % 2 ? exchange(data, n, me - 1, NULL, 0, -1, dt, end,
+				       what)
+			    : exchange(NULL, 0, -1, data, n, me + 1, dt, end,
+				       what);
+	return st;
+}
 
 /* The piece of [0, n) that is chunk c of p: the first n % p chunks
  * have one more element. */
@@ -306,15 +438,9 @@ static int ring(char *data, size_t n, MPI_Datatype dt, MPI_Op op,
 	double end = deadline();
 
 	chunk(n, p, 0, &off, &len);
-	if (w->scratch_bytes < len * es) {
-		void *b = realloc(w->scratch, len * es);
-
-		if (!b)
-			return loom_error_set(LOOM_E_NOMEM, "%s: no memory "
-					      "for %zu bytes", what, len * es);
-		w->scratch = b;
-		w->scratch_bytes = len * es;
-	}
+	st = scratch(w, len * es, what);
+	if (st)
+		return st;
 	for (int step = 0; step < 2 * (p - 1); step++) {
 		bool gather = step >= p - 1;
 		int s = gather ? step - (p - 1) : step;
@@ -322,26 +448,16 @@ static int ring(char *data, size_t n, MPI_Datatype dt, MPI_Op op,
 		 * the allgather is one chunk ahead (its own summed one). */
 		int sc = (w->rank - s + (gather ? 1 : 0) + 2 * p) % p;
 		int rc = (sc + p - 1) % p;
-		MPI_Request req[2];
 		int err;
 
 		chunk(n, p, sc, &off, &len);
 		chunk(n, p, rc, &roff, &rlen);
-		err = MPI_Irecv(gather ? data + roff * es : w->scratch,
-				(int)rlen, dt, left, 0, w->comm, &req[0]);
-		if (err != MPI_SUCCESS)
-			return mpi_fail(err, what);
-		err = MPI_Isend(data + off * es, (int)len, dt, right, 0,
-				w->comm, &req[1]);
-		if (err != MPI_SUCCESS) {
-			/* The receive stays posted: the world is gone. */
-			w->broken = true;
-			return mpi_fail(err, what);
-		}
-		st = wait_all(2, req, end, what);
+		st = exchange(data + off * es, len, right,
+			      gather ? data + roff * es : w->scratch, rlen,
+			      left, dt, end, what);
 		if (st)
 			return st;
-		if (!gather) {
+		if (!gather && rlen) {
 			err = MPI_Reduce_local(w->scratch, data + roff * es,
 					       (int)rlen, dt, op);
 			if (err != MPI_SUCCESS)
@@ -359,6 +475,7 @@ static int allreduce(void *data, size_t n, enum loom_type type, bool bare)
 	const char *what = bare ? "world_allreduce_bare" : "world_allreduce";
 	MPI_Datatype dt = MPI_DATATYPE_NULL;
 	MPI_Op op = MPI_OP_NULL;
+	enum mpi_algo algo = mpi_world.algo;
 	size_t es = 0;
 	int st = usable(what);
 
@@ -381,8 +498,15 @@ static int allreduce(void *data, size_t n, enum loom_type type, bool bare)
 					    mpi_world.comm);
 			if (err != MPI_SUCCESS)
 				return mpi_fail(err, what);
-		} else if (k * es >= RING_MIN_BYTES && mpi_world.n_ranks > 1) {
+		} else if (mpi_world.n_ranks > 1 &&
+			   (algo == MPI_ALGO_RING ||
+			    (algo == MPI_ALGO_AUTO &&
+			     k * es >= ring_min_bytes(mpi_world.n_ranks)))) {
 			st = ring(p, k, dt, op, es, what);
+			if (st)
+				return st;
+		} else if (mpi_world.n_ranks > 1 && algo != MPI_ALGO_MPI) {
+			st = doubling(p, k, dt, op, es, what);
 			if (st)
 				return st;
 		} else {
@@ -390,7 +514,7 @@ static int allreduce(void *data, size_t n, enum loom_type type, bool bare)
 					     mpi_world.comm, &req);
 			if (err != MPI_SUCCESS)
 				return mpi_fail(err, what);
-			st = wait_all(1, &req, deadline(), what);
+			st = wait_all(1, &req, deadline(), what, NULL);
 			if (st)
 				return st;
 		}
@@ -432,12 +556,97 @@ int mpi_world_bcast(loom_reg_t *reg, void *data, size_t size, int root)
 
 		if (err != MPI_SUCCESS)
 			return mpi_fail(err, "world_bcast");
-		st = wait_all(1, &req, deadline(), "world_bcast");
+		st = wait_all(1, &req, deadline(), "world_bcast", NULL);
 		if (st)
 			return st;
 		off += k;
 	}
 	return LOOM_OK;
+}
+
+/* world_gather to every rank past what MPI's int counts and offsets
+ * reach: one broadcast per rank. */
+static int gather_by_bcast(const void *mine, char *all, const size_t *sizes)
+{
+	size_t off = 0;
+	int st = LOOM_OK;
+
+	for (int r = 0; r < mpi_world.n_ranks && !st; r++) {
+		if (r == mpi_world.rank && all + off != mine)
+			memcpy(all + off, mine, sizes[r]);
+		st = mpi_world_bcast(NULL, all + off, sizes[r], r);
+		off += sizes[r];
+	}
+	return st;
+}
+
+/* One MPI_Igatherv to root, or MPI_Iallgatherv to all (root -1), of
+ * bytes; every rank checks the same sizes alike, so that all of them
+ * fail or none does. */
+int mpi_world_gather(loom_reg_t *reg, const void *mine, void *all,
+		     const size_t *sizes, int root)
+{
+	struct mpi_world *w = &mpi_world;
+	const char *what = "world_gather";
+	int p = w->n_ranks, err, st = usable(what), *cnt, *off;
+	bool fits = true, recv;
+	size_t total = 0;
+	const void *send;
+	MPI_Request req;
+
+	if (st)
+		return st;
+	if (!sizes)
+		return loom_error_set(LOOM_E_INVAL, "%s: no sizes", what);
+	if (root < -1 || root >= p)
+		return loom_error_set(LOOM_E_INVAL, "%s: root %d is not a "
+				      "rank (0..%d) or -1 (all)", what, root,
+				      p - 1);
+	for (int r = 0; r < p; r++) {
+		if (sizes[r] > (size_t)INT_MAX - total)
+			fits = false;
+		total += sizes[r];
+		if (total < sizes[r] || total > (size_t)PTRDIFF_MAX)
+			return loom_error_set(LOOM_E_INVAL, "%s: the sizes "
+					      "overflow", what);
+	}
+	recv = root < 0 || root == w->rank;
+	if ((sizes[w->rank] && !mine) || (total && recv && !all))
+		return loom_error_set(LOOM_E_INVAL, "%s: no data", what);
+	if (!fits && root >= 0)
+		return loom_error_set(LOOM_E_UNSUPPORTED, "%s: %zu bytes to "
+				      "rank %d: more than MPI's int counts "
+				      "reach (gather to all ranks instead)",
+				      what, total, root);
+	if (!fits)
+		return gather_by_bcast(mine, all, sizes);
+	cnt = malloc(2 * (size_t)p * sizeof(*cnt));
+	if (!cnt)
+		return loom_error_set(LOOM_E_NOMEM, "%s: no memory", what);
+	off = cnt + p;
+	total = 0;
+	for (int r = 0; r < p; r++) {
+		cnt[r] = (int)sizes[r];
+		off[r] = (int)total;
+		total += sizes[r];
+	}
+	send = recv && mine == (char *)all + off[w->rank] ? MPI_IN_PLACE
+							  : mine;
+	if (root < 0)
+		err = MPI_Iallgatherv(send, cnt[w->rank], MPI_BYTE, all, cnt,
+				      off, MPI_BYTE, w->comm, &req);
+	else
+		err = MPI_Igatherv(send, cnt[w->rank], MPI_BYTE, all, cnt,
+				   off, MPI_BYTE, root, w->comm, &req);
+	/* MPI reads the counts and offsets until the request completes. */
+	if (err != MPI_SUCCESS) {
+		free(cnt);
+		return mpi_fail(err, what);
+	}
+	st = wait_all(1, &req, deadline(), what, NULL);
+	if (!w->broken)
+		free(cnt);
+	return st;
 }
 
 int mpi_world_barrier(loom_reg_t *reg)
@@ -450,5 +659,5 @@ int mpi_world_barrier(loom_reg_t *reg)
 	err = MPI_Ibarrier(mpi_world.comm, &req);
 	if (err != MPI_SUCCESS)
 		return mpi_fail(err, "world_barrier");
-	return wait_all(1, &req, deadline(), "world_barrier");
+	return wait_all(1, &req, deadline(), "world_barrier", NULL);
 }

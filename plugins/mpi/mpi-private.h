@@ -11,6 +11,15 @@
 
 #include <loom/loom-plugin.h>
 
+/* How world_allreduce sums (LOOM_MPI_ALLREDUCE): by size and rank count,
+ * or always one way (to measure where each pays). */
+enum mpi_algo {
+	MPI_ALGO_AUTO,
+	MPI_ALGO_DOUBLING, /* recursive doubling: log2(p) whole exchanges */
+	MPI_ALGO_RING,     /* reduce-scatter and allgather: 2(p-1) steps */
+	MPI_ALGO_MPI,      /* the MPI library's MPI_Iallreduce */
+};
+
 struct mpi_world {
 	MPI_Comm comm;        /* our duplicate of MPI_COMM_WORLD */
 	MPI_Comm local;       /* the ranks sharing this host */
@@ -19,7 +28,9 @@ struct mpi_world {
 	bool we_initialized;  /* MPI_Init_thread was ours to call */
 	bool broken;          /* a collective timed out: the world is gone */
 	double timeout_s;     /* LOOM_MPI_TIMEOUT */
-	void *scratch;        /* the ring allreduce's received chunk */
+	double hold_s;        /* LOOM_MPI_SPIN_US: polls before yielding */
+	enum mpi_algo algo;   /* LOOM_MPI_ALLREDUCE */
+	void *scratch;        /* what an allreduce step receives */
 	size_t scratch_bytes;
 };
 
@@ -37,6 +48,8 @@ int mpi_world_allreduce(loom_reg_t *reg, void *data, size_t n,
 int mpi_world_allreduce_bare(loom_reg_t *reg, void *data, size_t n,
 			     enum loom_type type);
 int mpi_world_bcast(loom_reg_t *reg, void *data, size_t size, int root);
+int mpi_world_gather(loom_reg_t *reg, const void *mine, void *all,
+		     const size_t *sizes, int root);
 int mpi_world_barrier(loom_reg_t *reg);
 
 #endif /* LOOM_MPI_PRIVATE_H */
