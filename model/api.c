@@ -305,6 +305,7 @@ int loom_model_memory(const loom_model_t *m, struct loom_model_memory *out)
 	out->held_bytes[0] = llama_model_held_bytes(lm, 0);
 	out->held_bytes[1] = llama_model_held_bytes(lm, 1);
 	out->weight_buffer = llama_model_weight_buffer(lm);
+	out->matrix_buffer = llama_model_matrix_buffer(lm);
 	out->compute_buffer = llama_model_compute_buffer(lm);
 	out->rest = llama_model_rest_device(lm);
 	return LOOM_OK;

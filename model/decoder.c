@@ -360,6 +360,11 @@ loom_buffer_t *llama_model_weight_buffer(const struct llama_model *m)
 	return m->wbuf;
 }
 
+loom_buffer_t *llama_model_matrix_buffer(const struct llama_model *m)
+{
+	return m->wbuf_mat[0];
+}
+
 size_t llama_model_held_bytes(const struct llama_model *m, int part)
 {
 	if (part < 0 || part > 1)

@@ -201,6 +201,10 @@ int64_t llama_model_n_params(const struct llama_model *m);
  * buffer (NULL before the first llama_eval or llama_model_reserve); both
  * owned by m. */
 loom_buffer_t *llama_model_weight_buffer(const struct llama_model *m);
+/* The buffer of the matrices on the device's own weight buffer type (an
+ * interleaved layout; a meta device's per-member one), NULL where they
+ * sit in the weight buffer; owned by m. */
+loom_buffer_t *llama_model_matrix_buffer(const struct llama_model *m);
 /* Bytes of weights and cache m holds on its device (part 0) or on its
  * rest device (part 1; 0 for a model on one device): that weight buffer
  * and, where the device's weight buffer type is one of its own

@@ -27,6 +27,25 @@ static int64_t ffn_unit(int64_t n_ff)
 	return n_ff % LOOM_QK8_0 == 0 ? LOOM_QK8_0 : 1;
 }
 
+/* The KV heads of one attention unit: the fewest that divide n_head_kv
+ * and whose GQA groups are whole blocks of 256 values (else 32) with at
+ * least 8 units to share, so that the output projection's cut, which the
+ * meta device makes a whole number of its type's blocks, meets the cuts
+ * of q, k, v and the cache whatever the types (two heads of 128 for a
+ * Llama-7B shape). */
+static int64_t kv_unit(const struct loom_meta_model *m, int64_t hd,
+		       int64_t group)
+{
+	static const int64_t blocks[] = { LOOM_QK_K, LOOM_QK8_0 };
+	int64_t n_kv = m->n_head_kv;
+
+	for (size_t b = 0; b < sizeof(blocks) / sizeof(blocks[0]); b++)
+		for (int64_t u = 1; u <= n_kv / 8; u++)
+			if (n_kv % u == 0 && u * hd * group % blocks[b] == 0)
+				return u;
+	return 1;
+}
+
 /* The granularity of unit u along an axis of n values. */
 static void set_unit(const struct model_split_state *st, enum model_unit u,
 		     int64_t n, struct loom_split *out)
@@ -35,15 +54,17 @@ static void set_unit(const struct model_split_state *st, enum model_unit u,
 	int64_t hd = m->head_dim > 0 ? m->head_dim : 1;
 	int64_t group = m->n_head_kv > 0 ? m->n_head / m->n_head_kv : 1;
 
+	if (group < 1)
+		group = 1;
 	switch (u) {
 	case UNIT_ANY:
 		out->granularity = 1;
 		break;
 	case UNIT_HEAD:
-		out->granularity = hd;
+		out->granularity = hd * kv_unit(m, hd, group);
 		break;
 	case UNIT_GROUP:
-		out->granularity = hd * (group > 0 ? group : 1);
+		out->granularity = hd * group * kv_unit(m, hd, group);
 		break;
 	case UNIT_FF:
 		out->granularity = ffn_unit(n);
@@ -70,6 +91,14 @@ int model_split(const struct loom_tensor *t, struct loom_split *out,
 				      "is none of the model's", t->name);
 	ti = &model_tensor_infos[r];
 	unit = ti->unit;
+	/* One KV head: attention whole on every member (a member without
+	 * the head would leave the q/k norms a cut inside a row). */
+	if (st->shape.n_head_kv == 1 &&
+	    (ti->cut == CUT_CACHE || unit == UNIT_HEAD || unit == UNIT_GROUP)) {
+		out->state = LOOM_SPLIT_MIRRORED;
+		out->granularity = 1;
+		return LOOM_OK;
+	}
 	/* A fused ffn_up (gate, then up) stays whole, as attn_qkv does: a
 	 * device's slice of either would not hold whole heads or the gate
 	 * and up of the same rows.  The attention's output and down still
@@ -91,9 +120,14 @@ int model_split(const struct loom_tensor *t, struct loom_split *out,
 		set_unit(st, unit, t->ne[0], out);
 		break;
 	case CUT_CACHE:
-		/* [.., .., n_head_kv]: whole heads. */
+		/* [.., .., n_head_kv]: whole units of heads. */
 		out->state = LOOM_SPLIT_DIM2;
-		out->granularity = 1;
+		out->granularity = kv_unit(&st->shape,
+					   st->shape.head_dim > 0 ?
+					   st->shape.head_dim : 1,
+					   st->shape.n_head_kv > 0 &&
+					   st->shape.n_head >= st->shape.n_head_kv ?
+					   st->shape.n_head / st->shape.n_head_kv : 1);
 		break;
 	}
 	return LOOM_OK;

@@ -2,8 +2,10 @@
 # tests/meta.mk - the meta device over CPU partitions: unit tests of
 # splits, data movement, allreduce and errors, and a decoder stack against
 # a single device.
-check_PROGRAMS += tests/test-meta tests/test-meta-llama tests/test-meta-rules
-TESTS += tests/test-meta tests/test-meta-llama tests/test-meta-rules
+check_PROGRAMS += tests/test-meta tests/test-meta-llama tests/test-meta-rules \
+	tests/test-meta-weights tests/test-meta-kquant
+TESTS += tests/test-meta tests/test-meta-llama tests/test-meta-rules \
+	tests/test-meta-weights tests/test-meta-kquant
 
 tests_test_meta_SOURCES = tests/test-meta.c
 tests_test_meta_CPPFLAGS = $(TEST_CPPFLAGS)
@@ -19,3 +21,16 @@ tests_test_meta_rules_SOURCES = tests/test-meta-rules.c \
 	plugins/meta/meta-rules.c plugins/meta/meta-state.c
 tests_test_meta_rules_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/plugins/meta
 tests_test_meta_rules_LDADD = $(TEST_LIBS)
+
+# The meta weight buffer type: where the members' slices sit, and
+# mul_mat over them.
+tests_test_meta_weights_SOURCES = tests/test-meta-weights.c tests/test-util.c \
+	tests/test-util.h
+tests_test_meta_weights_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_meta_weights_LDADD = $(TEST_LIBS)
+
+# A 7B-shaped attention with K-quant weights over 2 and 3 partitions.
+tests_test_meta_kquant_SOURCES = tests/test-meta-kquant.c tests/test-util.c \
+	tests/test-util.h
+tests_test_meta_kquant_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_meta_kquant_LDADD = $(TEST_LIBS)

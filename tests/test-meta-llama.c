@@ -17,8 +17,10 @@
 #define N_PROMPT 7
 #define N_GEN 3
 
-/* Shapes no device count divides: 3 KV heads, odd FFN and vocab sizes. */
-static void shape(struct llama_hparams *hp, bool moe, bool oai)
+/* Shapes no device count divides: 3 KV heads, odd FFN and vocab sizes;
+ * with mqa one KV head and q/k norms (Gemma 3 270M's attention), fewer
+ * KV heads than partitions. */
+static void shape(struct llama_hparams *hp, bool moe, bool oai, bool mqa)
 {
 	g_assert_cmpint(llama_hparams_preset(moe ? "tiny-moe" : "tiny", hp), ==,
 			LOOM_OK);
@@ -45,6 +47,13 @@ static void shape(struct llama_hparams *hp, bool moe, bool oai)
 		hp->yarn_n_ctx = 16;
 		hp->rope_scale = 0.25f;
 		hp->yarn_attn_factor = 1.0f;
+	}
+	if (mqa) {
+		hp->arch = MODEL_ARCH_QWEN3;
+		hp->n_head = 4;
+		hp->n_head_kv = 1;
+		hp->head_dim = 18;
+		hp->qk_norm = true;
 	}
 	g_assert_cmpint(llama_hparams_check(hp), ==, LOOM_OK);
 }
@@ -105,6 +114,7 @@ struct config {
 	bool moe, oai;
 	int n;
 	const float *ratios;
+	bool mqa;
 };
 
 static const float even[4] = { 1, 1, 1, 1 };
@@ -124,7 +134,7 @@ static void test_stack(gconstpointer data)
 	size_t n_ref, n_got;
 	double e;
 
-	shape(&hp, c->moe, c->oai);
+	shape(&hp, c->moe, c->oai, c->mqa);
 	llama_meta_model(&hp, &model);
 	for (int j = 0; j < c->n; j++) {
 		char name[16];
@@ -137,7 +147,8 @@ static void test_stack(gconstpointer data)
 	/* gpt-oss's tensors (sinks, the experts' biases) are cut by the
 	 * model library's role table, not by the default policy's names. */
 	model_split_state_init(&hp, &split);
-	if (loom_meta_dev_new(devs, (size_t)c->n, c->oai ? model_split : NULL,
+	if (loom_meta_dev_new(devs, (size_t)c->n,
+			      c->oai || c->mqa ? model_split : NULL,
 			      c->oai ? (void *)&split : (void *)&model, &opts,
 			      &meta))
 		g_error("meta device: %s", loom_error_message());
@@ -156,13 +167,20 @@ static void test_stack(gconstpointer data)
 int main(int argc, char **argv)
 {
 	static const struct config configs[] = {
-		{ false, false, 2, NULL }, { false, false, 2, uneven2 },
-		{ false, false, 3, NULL }, { false, false, 3, uneven3 },
-		{ false, false, 4, NULL }, { false, false, 4, uneven4 },
-		{ true, false, 2, NULL },  { true, false, 3, uneven3 },
-		{ true, false, 4, even },
-		{ true, true, 2, NULL },   { true, true, 3, NULL },
-		{ true, true, 3, uneven3 },
+		{ false, false, 2, NULL, false },
+		{ false, false, 2, uneven2, false },
+		{ false, false, 3, NULL, false },
+		{ false, false, 3, uneven3, false },
+		{ false, false, 4, NULL, false },
+		{ false, false, 4, uneven4, false },
+		{ true, false, 2, NULL, false },
+		{ true, false, 3, uneven3, false },
+		{ true, false, 4, even, false },
+		{ true, true, 2, NULL, false },
+		{ true, true, 3, NULL, false },
+		{ true, true, 3, uneven3, false },
+		{ false, false, 2, NULL, true },
+		{ false, false, 3, uneven3, true },
 	};
 	const char *path = g_getenv("LOOM_TEST_PLUGIN_PATH");
 	int ret;
@@ -183,6 +201,7 @@ int main(int argc, char **argv)
 		const struct config *c = &configs[i];
 		char *name = g_strdup_printf("/meta/llama/%s/n%d/%s",
 					     c->oai ? "gpt-oss" :
+					     c->mqa ? "one-kv-head" :
 					     c->moe ? "moe" : "dense", c->n,
 					     c->ratios && c->ratios != even
 						     ? "uneven" : "even");

@@ -111,8 +111,9 @@ static void member_sizes(struct model_run *r, struct llama_model *m,
 	loom_meta_buffer_dev_sizes_fn buf_sizes = NULL;
 	loom_meta_backend_dev_sizes_fn be_sizes = NULL;
 	size_t w[MODEL_MAX_MEMBERS] = { 0 }, c[MODEL_MAX_MEMBERS] = { 0 };
-	size_t extra[MODEL_MAX_MEMBERS] = { 0 };
+	size_t extra[MODEL_MAX_MEMBERS] = { 0 }, mw[MODEL_MAX_MEMBERS] = { 0 };
 	loom_buffer_t *cbuf = llama_model_compute_buffer(m);
+	loom_buffer_t *mbuf = llama_model_matrix_buffer(m);
 
 	r->n_members = 1;
 	r->dev_weights[0] = llama_model_held_bytes(m, 0);
@@ -126,6 +127,9 @@ static void member_sizes(struct model_run *r, struct llama_model *m,
 	if (!buf_sizes ||
 	    buf_sizes(llama_model_weight_buffer(m), w, MODEL_MAX_MEMBERS))
 		return;
+	if (mbuf && !buf_sizes(mbuf, mw, MODEL_MAX_MEMBERS))
+		for (int j = 0; j < MODEL_MAX_MEMBERS; j++)
+			w[j] += mw[j];
 	if (cbuf)
 		buf_sizes(cbuf, c, MODEL_MAX_MEMBERS);
 	if (be_sizes)

@@ -553,6 +553,13 @@ static int member_sizes(const struct loom_model_memory *mem, loom_dev_t *dev,
 		return 1;
 	}
 	fn(mem->weight_buffer, w, (size_t)n);
+	if (mem->matrix_buffer) {
+		size_t mw[MAX_DEVS] = { 0 };
+
+		fn(mem->matrix_buffer, mw, (size_t)n);
+		for (int j = 0; j < n; j++)
+			w[j] += mw[j];
+	}
 	if (cb)
 		fn(cb, c, (size_t)n);
 	return n;

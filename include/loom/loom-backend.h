@@ -690,6 +690,15 @@ typedef int (*loom_meta_buffer_dev_sizes_fn)(loom_buffer_t *buf,
 typedef int (*loom_meta_backend_dev_sizes_fn)(loom_backend_t *be,
 					      size_t *sizes, size_t n);
 
+/* "meta_tensor_slice" (meta plugin): member j's descriptor of its slice of
+ * t, a tensor of a meta buffer, in *out (NULL where member j holds none
+ * of it), its memory ready.  The meta buffer owns the descriptor.  Shows
+ * where a slice lives (its buffer, of the member's weight buffer type in
+ * a buffer of the meta device's). */
+#define LOOM_PROC_META_TENSOR_SLICE "meta_tensor_slice"
+typedef int (*loom_meta_tensor_slice_fn)(const struct loom_tensor *t,
+					 size_t j, struct loom_tensor **out);
+
 /* The world: the processes of one SPMD job (the mpi plugin).  Every rank
  * runs the same application; the collectives below must be called by
  * every rank in the same order.  Host memory only.  A collective that

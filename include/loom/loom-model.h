@@ -155,7 +155,9 @@ LOOM_MODEL_API int loom_model_reset(loom_model_t *m);
 /* What a loaded model holds: weights and cache bytes, the compute buffer
  * of loom_model_eval (0 and NULL before the first), the bytes held on the
  * first device and on rest ([1], 0 without), the buffer of the weights on
- * the first device, and rest (NULL without). */
+ * the first device, rest (NULL without), and the buffer of the matrices
+ * where the first device has a weight layout of its own (NULL where they
+ * sit in weight_buffer). */
 struct loom_model_memory {
 	size_t weight_bytes;
 	size_t cache_bytes;
@@ -164,6 +166,7 @@ struct loom_model_memory {
 	loom_buffer_t *weight_buffer;
 	loom_buffer_t *compute_buffer;
 	loom_dev_t *rest;
+	loom_buffer_t *matrix_buffer;
 };
 LOOM_MODEL_API int loom_model_memory(const loom_model_t *m,
 				     struct loom_model_memory *out);

@@ -7,6 +7,7 @@
 #include "meta.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +27,7 @@ static const char *buft_get_name(loom_buffer_type_t *buft)
 {
 	struct meta_dev *md = loom_buffer_type_context(buft);
 
-	return md->name;
+	return buft == md->wbuft ? md->wname : md->name;
 }
 
 static size_t buft_get_alignment(loom_buffer_type_t *buft)
@@ -90,7 +91,7 @@ static int place_slice(struct meta_buffer *mb, struct meta_tensor *mt,
 		       const struct loom_tensor *t, int j, bool own)
 {
 	struct meta_dev *md = mb->md;
-	loom_buffer_type_t *dbuft = loom_dev_buffer_type(md->members[j]);
+	loom_buffer_type_t *dbuft = mb->dbuft[j];
 	struct loom_tensor *dt;
 	int rc;
 
@@ -163,8 +164,7 @@ static int lay_out(struct meta_buffer *mb, struct meta_chunk *chunk,
 
 			if (!mt->dev_t[j])
 				continue;
-			a = loom_buffer_type_alignment(
-				loom_dev_buffer_type(mb->md->members[j]));
+			a = loom_buffer_type_alignment(mb->dbuft[j]);
 			need[j] = align_up(need[j], a);
 			if (chunk) {
 				rc = loom_tensor_place(mt->dev_t[j],
@@ -224,9 +224,8 @@ static int materialize(struct meta_buffer *mb)
 		return loom_error_set(LOOM_E_NOMEM, "meta buffer: no memory");
 	for (int j = 0; j < n && !rc; j++)
 		if (need[j])
-			rc = loom_buffer_type_alloc_buffer(
-				loom_dev_buffer_type(mb->md->members[j]),
-				need[j], &c->buf[j]);
+			rc = loom_buffer_type_alloc_buffer(mb->dbuft[j],
+							   need[j], &c->buf[j]);
 	if (!rc)
 		rc = lay_out(mb, c, need);
 	if (rc) {
@@ -459,6 +458,10 @@ static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 	if (!mb)
 		return loom_error_set(LOOM_E_NOMEM, "meta buffer: no memory");
 	mb->md = md;
+	for (int j = 0; j < md->n; j++)
+		mb->dbuft[j] = buft == md->wbuft ?
+			loom_dev_weight_buffer_type(md->members[j]) :
+			loom_dev_buffer_type(md->members[j]);
 	mb->size = size;
 	/* Never dereferenced: tensors' data pointers only locate them. */
 	mb->fake_base = (void *)(uintptr_t)(md->max_align > 4096 ?
@@ -495,7 +498,35 @@ static const struct loom_buffer_type_iface meta_buft_iface = {
 
 int meta_buft_new(struct meta_dev *md, loom_reg_t *reg)
 {
-	return loom_buffer_type_new(reg, md->dev, &meta_buft_iface, md, &md->buft);
+	bool own = false;
+	int rc;
+
+	rc = loom_buffer_type_new(reg, md->dev, &meta_buft_iface, md,
+				  &md->buft);
+	if (rc)
+		return rc;
+	for (int j = 0; j < md->n; j++) {
+		loom_dev_t *m = md->members[j];
+		loom_buffer_type_t *w = loom_dev_weight_buffer_type(m);
+		size_t a = w ? loom_buffer_type_alignment(w) : 1;
+
+		if (w && w != loom_dev_buffer_type(m))
+			own = true;
+		if (a > md->max_align)
+			md->max_align = a;
+	}
+	if (!own)
+		return LOOM_OK;
+	snprintf(md->wname, sizeof(md->wname), "%s_weights", md->name);
+	return loom_buffer_type_new(reg, md->dev, &meta_buft_iface, md,
+				    &md->wbuft);
+}
+
+loom_buffer_type_t *meta_weight_buffer_type(loom_dev_t *dev)
+{
+	struct meta_dev *md = meta_dev_of(dev);
+
+	return md ? md->wbuft : NULL;
 }
 
 /* Bytes each member device holds for buf (its "meta_buffer_dev_sizes"
@@ -518,5 +549,27 @@ int meta_buffer_dev_sizes(loom_buffer_t *buf, size_t *sizes, size_t n)
 		sizes[j] = j < (size_t)mb->md->n ? mb->dev_bytes[j] + need[j]
 						 : 0;
 	pthread_mutex_unlock(&mb->lock);
+	return LOOM_OK;
+}
+
+/* Member j's slice of t (its "meta_tensor_slice" entry point). */
+int meta_tensor_slice(const struct loom_tensor *t, size_t j,
+		      struct loom_tensor **out)
+{
+	struct meta_tensor *mt;
+	int rc;
+
+	if (!t || !out)
+		return loom_error_set(LOOM_E_INVAL, "meta_tensor_slice: NULL "
+				      "argument");
+	*out = NULL;
+	rc = meta_tensor_data(t, &mt);
+	if (rc)
+		return rc;
+	if (j >= (size_t)mt->md->n)
+		return loom_error_set(LOOM_E_INVAL, "meta_tensor_slice: member "
+				      "%zu of %s's %d", j, mt->md->name,
+				      mt->md->n);
+	*out = mt->dev_t[j];
 	return LOOM_OK;
 }

@@ -119,7 +119,7 @@ static bool dev_supports_buft(loom_dev_t *dev, loom_buffer_type_t *buft)
 {
 	struct meta_dev *md = loom_dev_context(dev);
 
-	return buft == md->buft;
+	return buft == md->buft || (buft && buft == md->wbuft);
 }
 
 static const struct loom_dev_iface meta_dev_iface = {
@@ -456,6 +456,10 @@ static void *reg_get_proc_address(loom_reg_t *reg, const char *name)
 		return (void *)meta_buffer_dev_sizes;
 	if (!strcmp(name, LOOM_PROC_META_BACKEND_DEV_SIZES))
 		return (void *)meta_backend_dev_sizes;
+	if (!strcmp(name, LOOM_PROC_WEIGHT_BUFFER_TYPE))
+		return (void *)meta_weight_buffer_type;
+	if (!strcmp(name, LOOM_PROC_META_TENSOR_SLICE))
+		return (void *)meta_tensor_slice;
 	return NULL;
 }
 

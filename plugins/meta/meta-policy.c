@@ -42,12 +42,29 @@ static int64_t ffn_granularity(int64_t n_ff)
 	return n_ff % LOOM_QK8_0 == 0 ? LOOM_QK8_0 : 1;
 }
 
-/* What the policy knows of the model: the head size and the query heads
- * per key/value head (1 and 1 without a model). */
+/* What the policy knows of the model: the head size, the query heads
+ * per key/value head and the key/value heads of a split unit (1, 1 and 1
+ * without a model). */
 struct shape {
 	const struct loom_meta_model *m;
-	int64_t hd, group;
+	int64_t hd, group, unit;
 };
+
+/* The key/value heads of one attention split unit: the fewest that
+ * divide n_head_kv and whose GQA groups are whole blocks of the largest
+ * block size (a K-quant's 256, else Q8_0's 32) with at least 8 units to
+ * share, so that the output projection's cut (dimension 0, whatever its
+ * type) meets the q, k, v and cache cuts.  1 when none does. */
+static int64_t attn_unit(int64_t hd, int64_t group, int64_t n_kv)
+{
+	static const int64_t blocks[] = { LOOM_QK_K, LOOM_QK8_0 };
+
+	for (size_t b = 0; b < sizeof(blocks) / sizeof(blocks[0]); b++)
+		for (int64_t u = 1; u <= n_kv / 8; u++)
+			if (n_kv % u == 0 && u * hd * group % blocks[b] == 0)
+				return u;
+	return 1;
+}
 
 /* The fused q, k, v projection: whole heads, in three segments when the
  * model's head counts say where q, k and v lie. */
@@ -57,7 +74,7 @@ static void split_qkv(const struct loom_tensor *t, const struct shape *sh,
 	const struct loom_meta_model *m = sh->m;
 	int64_t hd = m ? sh->hd : guess_head(t->ne[1]);
 
-	set_split(out, LOOM_SPLIT_DIM1, hd);
+	set_split(out, LOOM_SPLIT_DIM1, m ? hd * sh->unit : hd);
 	if (m && m->n_head > 0 && m->n_head_kv > 0 &&
 	    t->ne[1] == hd * (m->n_head + 2 * m->n_head_kv)) {
 		out->n_segments = 3;
@@ -75,17 +92,29 @@ static bool split_attn(const struct loom_tensor *t, const struct shape *sh,
 	const char *name = t->name;
 	bool m = sh->m != NULL;
 
+	/* One KV head: attention is whole on every member (the head cannot
+	 * be shared, and a member without it would leave the q/k norms and
+	 * the cache nothing to cut), and needs no allreduce. */
+	if (m && sh->m->n_head_kv == 1 &&
+	    (has(name, "attn_qkv") || has(name, "attn_q") ||
+	     has(name, "attn_k") || has(name, "attn_v") ||
+	     has(name, "attn_output"))) {
+		set_split(out, LOOM_SPLIT_MIRRORED, 1);
+		return true;
+	}
 	if (has(name, "attn_qkv"))
 		split_qkv(t, sh, out);
 	else if (has(name, "attn_q"))
 		set_split(out, LOOM_SPLIT_DIM1,
-			  m ? sh->hd * sh->group : guess_head(t->ne[1]));
+			  m ? sh->unit * sh->hd * sh->group :
+			      guess_head(t->ne[1]));
 	else if (has(name, "attn_k") || has(name, "attn_v"))
 		set_split(out, LOOM_SPLIT_DIM1,
-			  m ? sh->hd : guess_head(t->ne[1]));
+			  m ? sh->unit * sh->hd : guess_head(t->ne[1]));
 	else if (has(name, "attn_output"))
 		set_split(out, LOOM_SPLIT_DIM0,
-			  m ? sh->hd * sh->group : guess_head(t->ne[0]));
+			  m ? sh->unit * sh->hd * sh->group :
+			      guess_head(t->ne[0]));
 	else
 		return false;
 	return true;
@@ -95,16 +124,18 @@ static bool split_attn(const struct loom_tensor *t, const struct shape *sh,
 static void split_cache(const struct loom_tensor *t, const struct shape *sh,
 			struct loom_split *out)
 {
-	int64_t hkv = sh->m ? sh->m->n_head_kv : 0, hd = sh->hd;
+	int64_t hkv = sh->m ? sh->m->n_head_kv : 0, hd = sh->hd, u = sh->unit;
 
-	if (hkv > 1 && t->ne[2] == hkv)
-		set_split(out, LOOM_SPLIT_DIM2, 1);
+	if (hkv == 1)
+		set_split(out, LOOM_SPLIT_MIRRORED, 1); /* as attention */
+	else if (hkv > 1 && t->ne[2] == hkv)
+		set_split(out, LOOM_SPLIT_DIM2, u);
 	else if (hkv > 1 && t->ne[1] == hkv && t->ne[0] == hd)
-		set_split(out, LOOM_SPLIT_DIM1, 1);
+		set_split(out, LOOM_SPLIT_DIM1, u);
 	else if (hkv > 0 && t->ne[0] == hd * hkv)
-		set_split(out, LOOM_SPLIT_DIM0, hd);
+		set_split(out, LOOM_SPLIT_DIM0, u * hd);
 	else if (hkv > 0 && t->ne[1] == hd * hkv)
-		set_split(out, LOOM_SPLIT_DIM1, hd);
+		set_split(out, LOOM_SPLIT_DIM1, u * hd);
 	else if (!sh->m && t->ne[2] > 1)
 		set_split(out, LOOM_SPLIT_DIM2, 1);
 	else if (!sh->m)
@@ -116,12 +147,13 @@ static void split_cache(const struct loom_tensor *t, const struct shape *sh,
 /* The default policy (loom_meta_split_default in loom-backend.h).
  * Granularities: q and the attention output by whole GQA groups
  * (head_dim * n_head / n_head_kv), k and v by whole heads, so that device
- * j holds the query heads of its key/value heads; FFN by whole blocks
- * when n_ff allows. */
+ * j holds the query heads of its key/value heads, in units of as many
+ * heads as make whole blocks (attn_unit); FFN by whole blocks when n_ff
+ * allows. */
 int meta_split_default(const struct loom_tensor *t, struct loom_split *out,
 		       void *userdata)
 {
-	struct shape sh = { .m = userdata, .hd = 1, .group = 1 };
+	struct shape sh = { .m = userdata, .hd = 1, .group = 1, .unit = 1 };
 	const char *name;
 
 	if (!t || !out)
@@ -135,6 +167,8 @@ int meta_split_default(const struct loom_tensor *t, struct loom_split *out,
 		if (sh.m->n_head > 0 && sh.m->n_head_kv > 0 &&
 		    sh.m->n_head % sh.m->n_head_kv == 0)
 			sh.group = sh.m->n_head / sh.m->n_head_kv;
+		if (sh.m->n_head_kv > 0)
+			sh.unit = attn_unit(sh.hd, sh.group, sh.m->n_head_kv);
 	}
 
 	if (has(name, "norm") || has(name, "ffn_gate_inp"))

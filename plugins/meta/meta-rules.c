@@ -42,13 +42,14 @@ static bool partial_passes(enum loom_op op, enum loom_split_state sa,
 	       ((f & LOOM_OPF_LINEAR1) && sa == M && sb == P);
 }
 
-static bool rule_elementwise(const struct loom_tensor *t,
-			     struct meta_tensor **s, struct meta_rule *r,
-			     const struct meta_dev *md)
+/* What two sources give when either is PARTIAL or both are MIRRORED,
+ * the opening of the elementwise and mul_mat rules: *decided false when
+ * neither holds and the rule goes on to the splits. */
+static bool whole_sources(const struct loom_tensor *t, enum loom_split_state sa,
+			  enum loom_split_state sb, struct meta_rule *r,
+			  bool *decided)
 {
-	const struct meta_state *a = &s[0]->synced, *b = &s[1]->synced;
-	enum loom_split_state sa = a->state, sb = b->state;
-
+	*decided = true;
 	if (sa == P || sb == P) {
 		meta_state_whole(&r->out, P);
 		return partial_passes(t->op, sa, sb);
@@ -57,6 +58,20 @@ static bool rule_elementwise(const struct loom_tensor *t,
 		meta_state_whole(&r->out, M);
 		return true;
 	}
+	*decided = false;
+	return false;
+}
+
+static bool rule_elementwise(const struct loom_tensor *t,
+			     struct meta_tensor **s, struct meta_rule *r,
+			     const struct meta_dev *md)
+{
+	const struct meta_state *a = &s[0]->synced, *b = &s[1]->synced;
+	enum loom_split_state sa = a->state, sb = b->state;
+	bool decided, ok = whole_sources(t, sa, sb, r, &decided);
+
+	if (decided)
+		return ok;
 	if (meta_is_split(sa) && meta_is_split(sb)) {
 		r->out = *a;
 		return meta_state_same_slices(a, b, md);
@@ -245,14 +260,9 @@ static bool rule_mul_mat(const struct loom_tensor *t, struct meta_tensor **s,
 
 	if (id && s[2]->synced.state != M)
 		return false;
-	if (sa == P || sb == P) {
-		meta_state_whole(&r->out, P);
-		return partial_passes(t->op, sa, sb);
-	}
-	if (sa == M && sb == M) {
-		meta_state_whole(&r->out, M);
-		return true;
-	}
+	ok = whole_sources(t, sa, sb, r, &decided);
+	if (decided)
+		return ok;
 	ok = mul_mat_rows(a, b, r, md, &decided);
 	if (decided)
 		return ok;

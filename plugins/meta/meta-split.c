@@ -7,6 +7,7 @@
 #include "meta.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,8 +95,21 @@ static int split_segments(const struct loom_tensor *t, int axis,
 	return LOOM_OK;
 }
 
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t r = a % b;
+
+		a = b;
+		b = r;
+	}
+	return a;
+}
+
 /* The unit every slice of t along axis is a multiple of: the callback's
- * granularity, and along dimension 0 the type's block too. */
+ * granularity (whole heads or GQA groups) and, along dimension 0, the
+ * type's block: their least common multiple, so that a head of 128 meets
+ * a K-quant block of 256 in units of two heads. */
 static int slice_granule(const struct loom_tensor *t, int axis,
 			 const struct loom_split *sp, int64_t *g_out,
 			 int64_t *blck_out)
@@ -110,16 +124,18 @@ static int slice_granule(const struct loom_tensor *t, int axis,
 	g = sp->granularity > 1 ? sp->granularity : 1;
 	blck = axis == 0 ? loom_type_block_size(t->type) : 1;
 	if (blck > 1) {
-		if (sp->granularity > 1 && g % blck != 0)
+		int64_t m = g / gcd64(g, blck);
+
+		if (m > INT64_MAX / blck)
 			return loom_error_set(LOOM_E_INVAL,
 					      "split of dimension 0 of %s: "
-					      "granularity %lld is not a "
-					      "multiple of the %s block size "
-					      "%lld", t->name, (long long)g,
+					      "granularity %lld and the %s "
+					      "block size %lld have no common "
+					      "multiple in range", t->name,
+					      (long long)g,
 					      loom_type_name(t->type),
 					      (long long)blck);
-		if (g < blck)
-			g = blck;
+		g = m * blck;
 	}
 	*g_out = g;
 	*blck_out = blck;
@@ -156,7 +172,9 @@ static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
 					      "multiple of %lld%s", axis,
 					      t->name, (long long)seg[s],
 					      (long long)g,
-					      blck > 1 ? " (block size)" : "");
+					      blck > 1 ? " (the granularity "
+					      "and the block size's common "
+					      "multiple)" : "");
 		largest_remainder(seg[s] / g, md->ratios_all, md->n_all,
 				  out->len[s]);
 		for (int k = 0; k < md->n_all; k++)

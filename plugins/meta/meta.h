@@ -47,6 +47,10 @@ struct meta_world {
 struct meta_dev {
 	loom_dev_t *dev;      /* the registered device */
 	loom_buffer_type_t *buft;
+	/* The weight buffer type ("weight_buffer_type"): its buffers keep
+	 * each member's slices in that member's weight buffer type.  NULL
+	 * when every member's is its plain buffer type. */
+	loom_buffer_type_t *wbuft;
 	int n;
 	loom_dev_t *members[META_MAX_DEVS];
 	loom_split_fn split;
@@ -63,6 +67,7 @@ struct meta_dev {
 	int n_all, first;
 	float ratios_all[META_MAX_MEMBERS];
 	char name[LOOM_MAX_NAME];
+	char wname[LOOM_MAX_NAME + 8];
 	char *desc;
 	size_t max_align;
 	size_t min_max_size;
@@ -111,6 +116,9 @@ struct meta_chunk {
  * member buffers of their own, reused when a graph is placed again. */
 struct meta_buffer {
 	struct meta_dev *md;
+	/* the members' buffer types its slices live in: their weight
+	 * buffer types for a buffer of md->wbuft, else their own */
+	loom_buffer_type_t *dbuft[META_MAX_DEVS];
 	size_t size;
 	void *fake_base;
 	loom_ctx_t *ctx;        /* descriptors of the slices */
@@ -165,7 +173,11 @@ int meta_tensor_memset(const struct loom_tensor *t, uint8_t value,
 extern const char meta_state_tag;
 
 /* meta-buffer.c */
+/* Makes md's buffer type and, where a member prefers another buffer
+ * type for weights, md's weight buffer type. */
 int meta_buft_new(struct meta_dev *md, loom_reg_t *reg);
+/* The "weight_buffer_type" entry point: md->wbuft of a meta device. */
+loom_buffer_type_t *meta_weight_buffer_type(loom_dev_t *dev);
 /* t's record, or NULL (none, another plugin's, or released: *status says
  * which, LOOM_E_NOT_FOUND or LOOM_E_STATE, when not NULL). */
 struct meta_tensor *meta_tensor_of(const struct loom_tensor *t, int *status);
@@ -177,6 +189,9 @@ int meta_slice_new(loom_ctx_t *ctx, struct meta_dev *md,
 int meta_tensor_ready(struct meta_tensor *mt);
 int meta_tensor_data(const struct loom_tensor *t, struct meta_tensor **out);
 int meta_buffer_dev_sizes(loom_buffer_t *buf, size_t *sizes, size_t n);
+/* The "meta_tensor_slice" entry point. */
+int meta_tensor_slice(const struct loom_tensor *t, size_t j,
+		      struct loom_tensor **out);
 
 /* meta-world.c */
 /* Joins md (its members and options read, md->n set) to the world of reg:
