@@ -3,4 +3,6 @@
 # Regenerates the build system from configure.ac and Makefile.am.
 set -e
 cd "$(dirname "$0")"
+# Stanzas automake must see literally, generated from a list.
+sh tests/gen-fake-plugins.sh tests/fake-plugins.list > tests/fake-plugins.mk
 autoreconf --force --install --verbose

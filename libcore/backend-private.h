@@ -144,7 +144,7 @@ struct loom__wrap {
 bool loom__dev_rank_valid(int rank);
 
 /* Pushes obj on a reg's list of devices or buffer types: plugins may
- * make them on any thread (a meta device, a buffer type on first use). */
+ * make them on any thread (a composed device, a buffer type on first use). */
 #define LOOM__LIST_PUSH(head, obj)                                          \
 	do {                                                                \
 		(obj)->next = __atomic_load_n(&(head), __ATOMIC_RELAXED);    \

@@ -830,13 +830,87 @@ int loom_tensor_init_view(struct loom_tensor *t)
 	return st;
 }
 
+/* The bytes the unplaced tensors of ctx need in one buffer of buft, each
+ * at align (in *total), and whether there is any (in *any). */
+static int ctx_tensors_size(loom_ctx_t *ctx, loom_buffer_type_t *buft,
+			    size_t align, size_t *total, bool *any)
+{
+	struct loom_tensor *t;
+
+	*total = 0;
+	*any = false;
+	for (t = loom_ctx_first_tensor(ctx); t;
+	     t = loom_ctx_next_tensor(ctx, t)) {
+		size_t need;
+
+		if (t->data || t->view_src)
+			continue;
+		need = loom_buffer_type_alloc_size(buft, t);
+		/* A plugin's alignment may be as large as 2^63: every step
+		 * of the sum is checked. */
+		if (!loom__align_up(*total, align, total) ||
+		    need > SIZE_MAX - *total)
+			return loom_error_set(LOOM_E_NOMEM,
+					      "loom_ctx_alloc_tensors: the "
+					      "tensors' size overflows with "
+					      "alignment %zu",
+					      align);
+		*total += need;
+		*any = true;
+	}
+	return LOOM_OK;
+}
+
+/* Places the unplaced tensors of ctx in buf, as ctx_tensors_size()
+ * summed them, then the views over them, in creation order. */
+static int place_ctx_tensors(loom_ctx_t *ctx, loom_buffer_type_t *buft,
+			     loom_buffer_t *buf, size_t align)
+{
+	struct loom_tensor *t;
+	size_t total = 0;
+	int st;
+
+	for (t = loom_ctx_first_tensor(ctx); t;
+	     t = loom_ctx_next_tensor(ctx, t)) {
+		if (t->data || t->view_src)
+			continue;
+		loom__align_up(total, align, &total); /* fits: summed before */
+		st = loom_tensor_place(t, buf, total);
+		if (st)
+			return st;
+		total += loom_buffer_type_alloc_size(buft, t);
+	}
+	for (t = loom_ctx_first_tensor(ctx); t;
+	     t = loom_ctx_next_tensor(ctx, t)) {
+		if (t->data || !t->view_src || !t->view_src->data)
+			continue;
+		st = loom_tensor_init_view(t);
+		if (st)
+			return st;
+	}
+	return LOOM_OK;
+}
+
+/* The tensors of ctx placed in buf are unplaced again. */
+static void unplace_ctx_tensors(loom_ctx_t *ctx, const loom_buffer_t *buf)
+{
+	struct loom_tensor *t;
+
+	for (t = loom_ctx_first_tensor(ctx); t;
+	     t = loom_ctx_next_tensor(ctx, t)) {
+		if (t->buffer == buf) {
+			t->data = NULL;
+			t->buffer = NULL;
+		}
+	}
+}
+
 int loom_ctx_alloc_tensors(loom_ctx_t *ctx, loom_buffer_type_t *buft,
 			   loom_buffer_t **out)
 {
-	struct loom_tensor *t;
 	loom_buffer_t *buf;
-	size_t align, total = 0, max;
-	bool any = false;
+	size_t align, total, max;
+	bool any;
 	int st;
 
 	if (!out)
@@ -848,27 +922,9 @@ int loom_ctx_alloc_tensors(loom_ctx_t *ctx, loom_buffer_type_t *buft,
 				      "loom_ctx_alloc_tensors: context or "
 				      "buffer type is NULL");
 	align = loom_buffer_type_alignment(buft);
-	for (t = loom_ctx_first_tensor(ctx); t;
-	     t = loom_ctx_next_tensor(ctx, t)) {
-		size_t need;
-
-		if (t->data || t->view_src)
-			continue;
-		need = loom_buffer_type_alloc_size(buft, t);
-		/* A plugin's alignment may be as large as 2^63: every step
-		 * of the sum is checked. */
-		if (!loom__align_up(total, align, &total) ||
-		    need > SIZE_MAX - total)
-			return loom_error_set(LOOM_E_NOMEM,
-					      "loom_ctx_alloc_tensors: the "
-					      "tensors' size overflows with "
-					      "alignment %zu",
-					      align);
-		total += need;
-		any = true;
-	}
-	if (!any)
-		return LOOM_OK;
+	st = ctx_tensors_size(ctx, buft, align, &total, &any);
+	if (st || !any)
+		return st;
 	max = loom_buffer_type_max_size(buft);
 	if (total > max)
 		return loom_error_set(LOOM_E_NOMEM,
@@ -879,37 +935,12 @@ int loom_ctx_alloc_tensors(loom_ctx_t *ctx, loom_buffer_type_t *buft,
 	st = loom_buffer_type_alloc_buffer(buft, total, &buf);
 	if (st)
 		return st;
-	total = 0;
-	for (t = loom_ctx_first_tensor(ctx); t;
-	     t = loom_ctx_next_tensor(ctx, t)) {
-		if (t->data || t->view_src)
-			continue;
-		loom__align_up(total, align, &total); /* fits: summed above */
-		st = loom_tensor_place(t, buf, total);
-		if (st)
-			goto err_free_buf;
-		total += loom_buffer_type_alloc_size(buft, t);
-	}
-	/* Views come after their sources, in creation order. */
-	for (t = loom_ctx_first_tensor(ctx); t;
-	     t = loom_ctx_next_tensor(ctx, t)) {
-		if (t->data || !t->view_src || !t->view_src->data)
-			continue;
-		st = loom_tensor_init_view(t);
-		if (st)
-			goto err_free_buf;
+	st = place_ctx_tensors(ctx, buft, buf, align);
+	if (st) {
+		unplace_ctx_tensors(ctx, buf);
+		loom_buffer_free(buf);
+		return st;
 	}
 	*out = buf;
 	return LOOM_OK;
-
-err_free_buf:
-	for (t = loom_ctx_first_tensor(ctx); t;
-	     t = loom_ctx_next_tensor(ctx, t)) {
-		if (t->buffer == buf) {
-			t->data = NULL;
-			t->buffer = NULL;
-		}
-	}
-	loom_buffer_free(buf);
-	return st;
 }

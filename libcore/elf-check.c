@@ -329,16 +329,21 @@ static const struct {
 	{ DT_AUXILIARY, "DT_AUXILIARY" }, { DT_FILTER, "DT_FILTER" },
 };
 
-/* The dynamic section dlopen reads through the pointers it holds: one
- * ending in DT_NULL, the tables it points to inside loadable segments
- * with sizes that are whole entries, the string table's names ending
- * inside it, and the entry sizes dlopen asserts on as it expects. */
-static int check_dynamic(const struct image *im, const ElfW(Phdr) *dyn,
-			 char *why, size_t n)
+/* The values of the dynamic entries the checks read, by slot, and
+ * where the entries lie in the file. */
+struct dyn_vals {
+	uint64_t val[D_COUNT];
+	bool has[D_COUNT];
+	uint64_t off, count;
+};
+
+/* Reads the dynamic section's entries into dv: whole entries, inside a
+ * loadable segment, ending in DT_NULL, with the tables a symbol lookup
+ * needs. */
+static int read_dynamic(const struct image *im, const ElfW(Phdr) *dyn,
+			struct dyn_vals *dv, char *why, size_t n)
 {
-	uint64_t val[D_COUNT] = { 0 }, off, count, strsz, stroff;
-	bool has[D_COUNT] = { false }, ended = false;
-	unsigned char last;
+	bool ended = false;
 
 	if (dyn->p_filesz < sizeof(ElfW(Dyn)) ||
 	    dyn->p_filesz % sizeof(ElfW(Dyn)))
@@ -347,55 +352,72 @@ static int check_dynamic(const struct image *im, const ElfW(Phdr) *dyn,
 			      (unsigned long long)dyn->p_filesz,
 			      sizeof(ElfW(Dyn)));
 	/* Where the loaded segment puts it: what dlopen reads. */
-	if (!in_load(im, dyn->p_vaddr, dyn->p_filesz, FILE_BYTES, &off))
+	if (!in_load(im, dyn->p_vaddr, dyn->p_filesz, FILE_BYTES, &dv->off))
 		return refuse(why, n, "malformed: the dynamic section lies "
 			      "outside the loadable segments");
-	count = dyn->p_filesz / sizeof(ElfW(Dyn));
-	for (uint64_t k = 0; k < count && !ended; k++) {
+	dv->count = dyn->p_filesz / sizeof(ElfW(Dyn));
+	for (uint64_t k = 0; k < dv->count && !ended; k++) {
 		ElfW(Dyn) d;
 		int slot;
 
-		if (!im->read(im->ctx, off + k * sizeof(d), &d, sizeof(d)))
+		if (!im->read(im->ctx, dv->off + k * sizeof(d), &d, sizeof(d)))
 			return refuse(why, n, "cannot read dynamic entry %llu",
 				      (unsigned long long)k);
 		ended = d.d_tag == DT_NULL;
 		slot = dyn_slot(d.d_tag);
 		if (slot >= 0) {
-			has[slot] = true;
-			val[slot] = d.d_un.d_val;
+			dv->has[slot] = true;
+			dv->val[slot] = d.d_un.d_val;
 		}
 	}
 	if (!ended)
 		return refuse(why, n, "malformed: the dynamic section has no "
 			      "DT_NULL at its end");
-	if (!has[DT_STRTAB] || !has[DT_STRSZ] || !has[DT_SYMTAB])
+	if (!dv->has[DT_STRTAB] || !dv->has[DT_STRSZ] || !dv->has[DT_SYMTAB])
 		return refuse(why, n, "malformed: the dynamic section has no "
-			      "%s", !has[DT_STRTAB] ? "DT_STRTAB" :
-			      !has[DT_STRSZ] ? "DT_STRSZ" : "DT_SYMTAB");
-	/* The names, once the table's size is known (any entry gives it). */
-	for (uint64_t k = 0; k < count; k++) {
+			      "%s", !dv->has[DT_STRTAB] ? "DT_STRTAB" :
+			      !dv->has[DT_STRSZ] ? "DT_STRSZ" : "DT_SYMTAB");
+	return LOOM_OK;
+}
+
+/* The entries that name strings name them inside the string table (its
+ * size is known once every entry is read: any entry gives it). */
+static int check_dyn_names(const struct image *im,
+			   const struct dyn_vals *dv, char *why, size_t n)
+{
+	for (uint64_t k = 0; k < dv->count; k++) {
 		ElfW(Dyn) d;
 
-		if (!im->read(im->ctx, off + k * sizeof(d), &d, sizeof(d)) ||
+		if (!im->read(im->ctx, dv->off + k * sizeof(d), &d,
+			      sizeof(d)) ||
 		    d.d_tag == DT_NULL)
 			break;
 		for (size_t j = 0; j < LOOM__N_OF(dyn_strings); j++)
 			if (d.d_tag == dyn_strings[j].tag &&
-			    d.d_un.d_val >= val[DT_STRSZ])
+			    d.d_un.d_val >= dv->val[DT_STRSZ])
 				return refuse(why, n, "malformed: %s names the "
 					      "string at %llu, past the "
 					      "string table's %llu bytes",
 					      dyn_strings[j].name,
 					      (unsigned long long)d.d_un.d_val,
-					      (unsigned long long)val[DT_STRSZ]);
+					      (unsigned long long)
+						      dv->val[DT_STRSZ]);
 	}
+	return LOOM_OK;
+}
+
+/* The tables the entries point to lie inside loadable segments, with
+ * their sizes given and whole entries. */
+static int check_dyn_addrs(const struct image *im,
+			   const struct dyn_vals *dv, char *why, size_t n)
+{
 	for (size_t j = 0; j < LOOM__N_OF(dyn_addrs); j++) {
 		int s = dyn_addrs[j].slot, z = dyn_addrs[j].size_slot;
-		uint64_t len = z ? val[z] : 1;
+		uint64_t len = z ? dv->val[z] : 1;
 
-		if (!has[s])
+		if (!dv->has[s])
 			continue;
-		if (z && !has[z])
+		if (z && !dv->has[z])
 			return refuse(why, n, "malformed: %s without its size",
 				      dyn_addrs[j].name);
 		if (dyn_addrs[j].ent && len % dyn_addrs[j].ent)
@@ -404,32 +426,48 @@ static int check_dynamic(const struct image *im, const ElfW(Phdr) *dyn,
 				      dyn_addrs[j].name,
 				      (unsigned long long)len,
 				      dyn_addrs[j].ent);
-		if (!in_load(im, val[s], len ? len : 1,
+		if (!in_load(im, dv->val[s], len ? len : 1,
 			     s == DT_STRTAB ? FILE_BYTES : MEMORY, NULL))
 			return refuse(why, n, "malformed: %s at 0x%llx "
 				      "(%llu bytes) lies outside the loadable "
 				      "segments", dyn_addrs[j].name,
-				      (unsigned long long)val[s],
+				      (unsigned long long)dv->val[s],
 				      (unsigned long long)len);
 	}
+	return LOOM_OK;
+}
+
+/* The entry sizes dlopen asserts on are the ones it expects, and the
+ * PLT's relocations are of a kind it knows. */
+static int check_dyn_ents(const struct dyn_vals *dv, char *why, size_t n)
+{
 	for (size_t j = 0; j < LOOM__N_OF(dyn_ents); j++)
-		if (has[dyn_ents[j].slot] &&
+		if (dv->has[dyn_ents[j].slot] &&
 		    (dyn_ents[j].slot != DT_SYMTAB ||
-		     has[dyn_ents[j].ent_slot]) &&
-		    val[dyn_ents[j].ent_slot] != dyn_ents[j].ent)
+		     dv->has[dyn_ents[j].ent_slot]) &&
+		    dv->val[dyn_ents[j].ent_slot] != dyn_ents[j].ent)
 			return refuse(why, n, "malformed: %s is %llu, not %zu",
 				      dyn_ents[j].name,
 				      (unsigned long long)
-					      val[dyn_ents[j].ent_slot],
+					      dv->val[dyn_ents[j].ent_slot],
 				      dyn_ents[j].ent);
-	if (has[DT_PLTREL] && val[DT_PLTREL] != DT_REL &&
-	    val[DT_PLTREL] != DT_RELA)
+	if (dv->has[DT_PLTREL] && dv->val[DT_PLTREL] != DT_REL &&
+	    dv->val[DT_PLTREL] != DT_RELA)
 		return refuse(why, n, "malformed: DT_PLTREL is %llu, neither "
 			      "DT_REL nor DT_RELA",
-			      (unsigned long long)val[DT_PLTREL]);
-	/* Names end inside the table when its last byte ends one. */
-	strsz = val[DT_STRSZ];
-	in_load(im, val[DT_STRTAB], strsz ? strsz : 1, FILE_BYTES, &stroff);
+			      (unsigned long long)dv->val[DT_PLTREL]);
+	return LOOM_OK;
+}
+
+/* Names end inside the string table when its last byte ends one. */
+static int check_strtab_end(const struct image *im,
+			    const struct dyn_vals *dv, char *why, size_t n)
+{
+	uint64_t strsz = dv->val[DT_STRSZ], stroff;
+	unsigned char last;
+
+	in_load(im, dv->val[DT_STRTAB], strsz ? strsz : 1, FILE_BYTES,
+		&stroff);
 	if (!strsz || !im->read(im->ctx, stroff + strsz - 1, &last, 1) ||
 	    last != '\0')
 		return refuse(why, n, "malformed: the string table (%llu "
@@ -438,17 +476,37 @@ static int check_dynamic(const struct image *im, const ElfW(Phdr) *dyn,
 	return LOOM_OK;
 }
 
-int loom__elf_check(loom__elf_read_fn read, void *ctx, uint64_t size,
-		    char *why, size_t n)
+/* The dynamic section dlopen reads through the pointers it holds: one
+ * ending in DT_NULL, the tables it points to inside loadable segments
+ * with sizes that are whole entries, the string table's names ending
+ * inside it, and the entry sizes dlopen asserts on as it expects. */
+static int check_dynamic(const struct image *im, const ElfW(Phdr) *dyn,
+			 char *why, size_t n)
+{
+	struct dyn_vals dv;
+	int st;
+
+	memset(&dv, 0, sizeof(dv));
+	st = read_dynamic(im, dyn, &dv, why, n);
+	if (!st)
+		st = check_dyn_names(im, &dv, why, n);
+	if (!st)
+		st = check_dyn_addrs(im, &dv, why, n);
+	if (!st)
+		st = check_dyn_ents(&dv, why, n);
+	if (!st)
+		st = check_strtab_end(im, &dv, why, n);
+	return st;
+}
+
+/* The ELF identification: an ELF file of libloom's class, byte order and
+ * machine. */
+static int check_ident(loom__elf_read_fn read, void *ctx, uint64_t size,
+		       char *why, size_t n)
 {
 	unsigned char ident[MACHINE_OFFSET + 2];
-	ElfW(Ehdr) eh;
-	ElfW(Phdr) dyn = { 0 };
-	struct image im = { .read = read, .ctx = ctx, .size = size };
 	unsigned machine;
-	uint64_t shnum, load_end = 0;
-	bool have_load = false, have_dyn = false;
-	int st;
+	char file[80], self[80];
 
 	if (size < SELFMAG || !read(ctx, 0, ident, SELFMAG) ||
 	    memcmp(ident, ELFMAG, SELFMAG) != 0)
@@ -457,7 +515,7 @@ int loom__elf_check(loom__elf_read_fn read, void *ctx, uint64_t size,
 		return refuse(why, n,
 			      "truncated: the ELF header needs %zu bytes, "
 			      "the file has %llu",
-			      sizeof(eh), (unsigned long long)size);
+			      sizeof(ElfW(Ehdr)), (unsigned long long)size);
 	if (!read(ctx, 0, ident, sizeof(ident)))
 		return refuse(why, n, "cannot read the ELF header");
 	machine = ident[EI_DATA] == ELFDATA2MSB ?
@@ -465,101 +523,151 @@ int loom__elf_check(loom__elf_read_fn read, void *ctx, uint64_t size,
 				  ident[MACHINE_OFFSET + 1] :
 			  (unsigned)ident[MACHINE_OFFSET + 1] << 8 |
 				  ident[MACHINE_OFFSET];
-	if (ident[EI_CLASS] != NATIVE_CLASS || ident[EI_DATA] != NATIVE_DATA ||
-	    (NATIVE_MACHINE && machine != NATIVE_MACHINE)) {
-		char file[80], self[80];
+	if (ident[EI_CLASS] == NATIVE_CLASS && ident[EI_DATA] == NATIVE_DATA &&
+	    (!NATIVE_MACHINE || machine == NATIVE_MACHINE))
+		return LOOM_OK;
+	describe(file, sizeof(file), machine, ident[EI_CLASS], ident[EI_DATA]);
+	describe(self, sizeof(self), NATIVE_MACHINE ? NATIVE_MACHINE : machine,
+		 NATIVE_CLASS, NATIVE_DATA);
+	return refuse(why, n, "wrong architecture: %s; libloom is %s", file,
+		      self);
+}
 
-		describe(file, sizeof(file), machine, ident[EI_CLASS],
-			 ident[EI_DATA]);
-		describe(self, sizeof(self),
-			 NATIVE_MACHINE ? NATIVE_MACHINE : machine,
-			 NATIVE_CLASS, NATIVE_DATA);
-		return refuse(why, n, "wrong architecture: %s; libloom is %s",
-			      file, self);
-	}
-	if (size < sizeof(eh))
+/* The ELF header of a shared library, in im->eh. */
+static int read_ehdr(struct image *im, char *why, size_t n)
+{
+	ElfW(Ehdr) *eh = &im->eh;
+
+	if (im->size < sizeof(*eh))
 		return refuse(why, n,
 			      "truncated: the ELF header needs %zu bytes, "
 			      "the file has %llu",
-			      sizeof(eh), (unsigned long long)size);
-	if (!read(ctx, 0, &eh, sizeof(eh)))
+			      sizeof(*eh), (unsigned long long)im->size);
+	if (!im->read(im->ctx, 0, eh, sizeof(*eh)))
 		return refuse(why, n, "cannot read the ELF header");
-	if (eh.e_type != ET_DYN)
+	if (eh->e_type != ET_DYN)
 		return refuse(why, n, "not a shared library (ELF type %u)",
-			      (unsigned)eh.e_type);
-	im.eh = eh;
+			      (unsigned)eh->e_type);
+	return LOOM_OK;
+}
 
-	/* Program headers: the table, then every segment's file bytes. */
-	if (eh.e_phnum == 0 || eh.e_phnum == PN_XNUM ||
-	    eh.e_phentsize != sizeof(ElfW(Phdr)))
+/* Section headers: dlopen does not read them, but a table cut short
+ * says the file is, too.  A count of 0 with a table means the count
+ * is in the first entry; that entry must be there.  Then what the
+ * program headers lacked (checked after, as ever: the messages of a file
+ * wrong twice stay the same). */
+static int check_shdrs(const struct image *im, bool have_load,
+		       bool have_dyn, char *why, size_t n)
+{
+	const ElfW(Ehdr) *eh = &im->eh;
+	uint64_t shnum = eh->e_shnum ? eh->e_shnum : 1;
+
+	if (eh->e_shoff != 0 && eh->e_shentsize != sizeof(ElfW(Shdr)))
+		return refuse(why, n, "malformed: section headers of %u bytes",
+			      (unsigned)eh->e_shentsize);
+	if (eh->e_shoff != 0 &&
+	    !within(eh->e_shoff, shnum, eh->e_shentsize, im->size))
+		return refuse(why, n,
+			      "truncated: section headers at 0x%llx end past "
+			      "the end of the file (%llu bytes)",
+			      (unsigned long long)eh->e_shoff,
+			      (unsigned long long)im->size);
+	if (!have_load)
+		return refuse(why, n, "malformed: no loadable segment");
+	if (!have_dyn)
+		return refuse(why, n, "malformed: no dynamic section");
+	return LOOM_OK;
+}
+
+/* Program headers: the table, then every segment's file bytes, inside
+ * the file; at least one loadable segment, and the dynamic one (in
+ * *dyn). */
+static int check_phdrs(const struct image *im, ElfW(Phdr) *dyn, char *why,
+		       size_t n)
+{
+	const ElfW(Ehdr) *eh = &im->eh;
+	bool have_load = false, have_dyn = false;
+
+	if (eh->e_phnum == 0 || eh->e_phnum == PN_XNUM ||
+	    eh->e_phentsize != sizeof(ElfW(Phdr)))
 		return refuse(why, n,
 			      "malformed: %u program headers of %u bytes",
-			      (unsigned)eh.e_phnum,
-			      (unsigned)eh.e_phentsize);
-	if (!within(eh.e_phoff, eh.e_phnum, eh.e_phentsize, size))
+			      (unsigned)eh->e_phnum,
+			      (unsigned)eh->e_phentsize);
+	if (!within(eh->e_phoff, eh->e_phnum, eh->e_phentsize, im->size))
 		return refuse(why, n,
 			      "truncated: program headers at 0x%llx end past "
 			      "the end of the file (%llu bytes)",
-			      (unsigned long long)eh.e_phoff,
-			      (unsigned long long)size);
-	for (unsigned i = 0; i < eh.e_phnum; i++) {
+			      (unsigned long long)eh->e_phoff,
+			      (unsigned long long)im->size);
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
 		ElfW(Phdr) ph;
 
-		if (!read(ctx, eh.e_phoff + (uint64_t)i * sizeof(ph), &ph,
-			  sizeof(ph)))
+		if (!im->read(im->ctx, eh->e_phoff + (uint64_t)i * sizeof(ph),
+			      &ph, sizeof(ph)))
 			return refuse(why, n, "cannot read program header %u",
 				      i);
-		if (ph.p_filesz && !within(ph.p_offset, 1, ph.p_filesz, size))
+		if (ph.p_filesz &&
+		    !within(ph.p_offset, 1, ph.p_filesz, im->size))
 			return refuse(why, n,
 				      "truncated: segment at 0x%llx "
 				      "(0x%llx bytes) ends past the end of "
 				      "the file (%llu bytes)",
 				      (unsigned long long)ph.p_offset,
 				      (unsigned long long)ph.p_filesz,
-				      (unsigned long long)size);
+				      (unsigned long long)im->size);
 		if (ph.p_type == PT_LOAD) {
 			have_load = true;
 		} else if (ph.p_type == PT_DYNAMIC) {
-			dyn = ph;
+			*dyn = ph;
 			have_dyn = true;
 		}
 	}
-	/* Section headers: dlopen does not read them, but a table cut short
-	 * says the file is, too.  A count of 0 with a table means the count
-	 * is in the first entry; that entry must be there. */
-	if (eh.e_shoff != 0 && eh.e_shentsize != sizeof(ElfW(Shdr)))
-		return refuse(why, n, "malformed: section headers of %u bytes",
-			      (unsigned)eh.e_shentsize);
-	shnum = eh.e_shnum ? eh.e_shnum : 1;
-	if (eh.e_shoff != 0 &&
-	    !within(eh.e_shoff, shnum, eh.e_shentsize, size))
-		return refuse(why, n,
-			      "truncated: section headers at 0x%llx end past "
-			      "the end of the file (%llu bytes)",
-			      (unsigned long long)eh.e_shoff,
-			      (unsigned long long)size);
+	return check_shdrs(im, have_load, have_dyn, why, n);
+}
 
-	/* Then what dlopen trusts in the headers. */
-	if (!have_load)
-		return refuse(why, n, "malformed: no loadable segment");
-	if (!have_dyn)
-		return refuse(why, n, "malformed: no dynamic section");
+/* What dlopen trusts in the program headers: the loadable segments
+ * first (in order, aligned), then every segment inside them. */
+static int check_segments(const struct image *im, char *why, size_t n)
+{
+	uint64_t load_end = 0;
+	int st;
+
 	for (unsigned pass = 0; pass < 2; pass++) {
-		for (unsigned i = 0; i < eh.e_phnum; i++) {
+		for (unsigned i = 0; i < im->eh.e_phnum; i++) {
 			ElfW(Phdr) ph;
 
-			if (!read_phdr(&im, i, &ph))
+			if (!read_phdr(im, i, &ph))
 				return refuse(why, n, "cannot read program "
 					      "header %u", i);
 			if (pass == 0 && ph.p_type == PT_LOAD)
 				st = check_load(i, &ph, &load_end, why, n);
 			else if (pass == 1)
-				st = check_inside(&im, i, &ph, why, n);
+				st = check_inside(im, i, &ph, why, n);
 			else
 				st = LOOM_OK;
 			if (st)
 				return st;
 		}
 	}
-	return check_dynamic(&im, &dyn, why, n);
+	return LOOM_OK;
+}
+
+int loom__elf_check(loom__elf_read_fn read, void *ctx, uint64_t size,
+		    char *why, size_t n)
+{
+	struct image im = { .read = read, .ctx = ctx, .size = size };
+	ElfW(Phdr) dyn = { 0 };
+	int st;
+
+	st = check_ident(read, ctx, size, why, n);
+	if (!st)
+		st = read_ehdr(&im, why, n);
+	if (!st)
+		st = check_phdrs(&im, &dyn, why, n);
+	if (!st)
+		st = check_segments(&im, why, n);
+	if (!st)
+		st = check_dynamic(&im, &dyn, why, n);
+	return st;
 }

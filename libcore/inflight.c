@@ -15,7 +15,7 @@ static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
 static size_t in_flight; /* threads inside a call, all told */
 static bool closed;      /* an unload is under way: no new calls */
 
-/* This thread's calls, nested (a meta device's call into its members). */
+/* This thread's calls, nested (a composed device's call into its members). */
 static _Thread_local unsigned depth;
 /* This thread is the one unloading: its own calls (a plugin's free
  * method asking the core something) go through. */

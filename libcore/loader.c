@@ -25,10 +25,12 @@
 
 #define EXCLUDED_REASON "excluded by LOOM_BACKENDS"
 
-/* Under the registry lock. */
+/* The search path: written under the registry lock, read by the loading
+ * thread without it (only loading threads write it, one at a time). */
 static char **search_dirs;
 static size_t n_search;
 static bool search_built;
+/* What loom_load_all did: the loading thread's, under the load lock. */
 static bool loaded_all;
 static int load_all_status;
 static char *load_all_msg;
@@ -112,8 +114,12 @@ static int build_search_path(void)
 {
 	struct strv s = { 0 };
 	const char *sys;
+	bool built;
 
-	if (search_built)
+	loom__registry_lock();
+	built = search_built;
+	loom__registry_unlock();
+	if (built)
 		return LOOM_OK;
 	if (strv_split(&s, loom_env_get("LOOM_PLUGIN_PATH"), ':'))
 		goto err_nomem;
@@ -134,9 +140,17 @@ static int build_search_path(void)
 			}
 		}
 	}
-	search_dirs = s.v;
-	n_search = s.n;
-	search_built = true;
+	/* Another thread may have built it meanwhile: the first one stays. */
+	loom__registry_lock();
+	if (!search_built) {
+		search_dirs = s.v;
+		n_search = s.n;
+		search_built = true;
+		s.v = NULL;
+		s.n = 0;
+	}
+	loom__registry_unlock();
+	strv_free(&s);
 	return LOOM_OK;
 
 err_nomem:
@@ -146,12 +160,14 @@ err_nomem:
 
 void loom__loader_reset(void)
 {
+	loom__registry_lock();
 	for (size_t i = 0; i < n_search; i++)
 		free(search_dirs[i]);
 	free(search_dirs);
 	search_dirs = NULL;
 	n_search = 0;
 	search_built = false;
+	loom__registry_unlock();
 	loaded_all = false;
 	load_all_status = LOOM_OK;
 	free(load_all_msg);
@@ -162,8 +178,8 @@ size_t loom_search_path_count(void)
 {
 	size_t n;
 
-	loom__registry_lock();
 	build_search_path();
+	loom__registry_lock();
 	n = n_search;
 	loom__registry_unlock();
 	return n;
@@ -173,8 +189,8 @@ const char *loom_search_path(size_t i)
 {
 	const char *d = NULL;
 
-	loom__registry_lock();
 	build_search_path();
+	loom__registry_lock();
 	if (i < n_search)
 		d = search_dirs[i];
 	loom__registry_unlock();
@@ -682,93 +698,114 @@ static void close_variants(struct loom__plugin *const *v, size_t n)
 	}
 }
 
+/* The variants of one name opened so far, best first. */
+struct variants {
+	struct loom__plugin *v[64];
+	size_t n;
+};
+
+/* What becomes of p, one file of a name: excluded by the selection,
+ * overridden by a name resolved before (res index over), a duplicate of
+ * a plugin loaded before (dup), or opened and placed among the variants
+ * in score order, after equal scores. */
+static int sort_variant(struct loom__plugin *p, bool sel_ok, size_t over,
+			const struct loom__plugin *dup,
+			struct resolved *res, struct variants *vs)
+{
+	size_t j;
+
+	if (!sel_ok) {
+		loom__plugin_set(p, LOOM_PLUGIN_EXCLUDED, LOOM_OK,
+				 EXCLUDED_REASON);
+		return LOOM_OK;
+	}
+	if (over < res->names.n) {
+		/* The reason comes with set_override_reasons(). */
+		loom__plugin_set(p, LOOM_PLUGIN_SKIPPED, LOOM_OK,
+				 "overridden");
+		return add_override(res, p, over);
+	}
+	if (dup) {
+		loom__plugin_set(p, LOOM_PLUGIN_SKIPPED, LOOM_OK,
+				 "duplicate name: '%s' is already loaded "
+				 "from %s", p->name, dup->file);
+		return LOOM_OK;
+	}
+	if (open_plugin(p, true))
+		return LOOM_OK;
+	if (vs->n == LOOM__N_OF(vs->v)) {
+		dlclose(p->dl);
+		p->dl = NULL;
+		loom__plugin_set(p, LOOM_PLUGIN_SKIPPED, LOOM_OK,
+				 "too many variants");
+		return LOOM_OK;
+	}
+	for (j = vs->n++; j > 0 && vs->v[j - 1]->score < p->score; j--)
+		vs->v[j] = vs->v[j - 1];
+	vs->v[j] = p;
+	return LOOM_OK;
+}
+
+/* Records the file of dir named file as a plugin of name (in *out). */
+static int add_file(const char *dir, const char *file, const char *name,
+		    struct loom__plugin **out)
+{
+	char *path;
+
+	if (asprintf(&path, "%s/%s", dir, file) < 0)
+		return LOOM_E_NOMEM;
+	*out = loom__plugin_add(name, path);
+	free(path);
+	return *out ? LOOM_OK : LOOM_E_NOMEM;
+}
+
 /* Records every file of one name in one directory, opens the selected
  * ones and keeps them in *out, best first (ties in file name order). */
 static int load_group(const char *dir, const struct strv *files,
 		      const char *name, const struct selection *sel,
 		      struct resolved *res, struct group *out)
 {
-	struct loom__plugin *best = NULL;
-	struct loom__plugin *group[64];
-	size_t n_group = 0;
+	struct variants vs = { .n = 0 };
 	size_t over = resolved_index(res, name);
 	struct loom__plugin *dup = loom__plugin_loaded(name);
+	struct loom__plugin *first = NULL, *p;
 	int priority;
 	bool sel_ok = selected(sel, name, &priority);
-	struct loom__plugin *first = NULL;
 
 	out->v = NULL;
 	out->n = 0;
 	out->chosen = NULL;
 	for (size_t i = 0; i < files->n; i++) {
 		char *fname = name_of_file(files->v[i]);
-		struct loom__plugin *p;
-		char *path;
-		size_t j;
-		bool mine;
+		bool mine = fname && strcmp(fname, name) == 0;
 
-		mine = fname && strcmp(fname, name) == 0;
 		free(fname);
 		if (!mine)
 			continue;
-		if (asprintf(&path, "%s/%s", dir, files->v[i]) < 0)
+		if (add_file(dir, files->v[i], name, &p))
 			goto err_nomem;
-		p = loom__plugin_add(name, path);
-		free(path);
-		if (!p)
-			goto err_nomem;
+		loom__registry_lock();
 		p->priority = priority;
+		loom__registry_unlock();
 		if (!first)
 			first = p;
-		if (!sel_ok) {
-			loom__plugin_set(p, LOOM_PLUGIN_EXCLUDED, LOOM_OK,
-					 EXCLUDED_REASON);
-			continue;
-		}
-		if (over < res->names.n) {
-			/* The reason comes with set_override_reasons(). */
-			loom__plugin_set(p, LOOM_PLUGIN_SKIPPED, LOOM_OK,
-					 "overridden");
-			if (add_override(res, p, over))
-				goto err_nomem;
-			continue;
-		}
-		if (dup) {
-			loom__plugin_set(p, LOOM_PLUGIN_SKIPPED, LOOM_OK,
-					 "duplicate name: '%s' is already "
-					 "loaded from %s",
-					 name, dup->file);
-			continue;
-		}
-		if (open_plugin(p, true))
-			continue;
-		if (n_group == sizeof(group) / sizeof(*group)) {
-			dlclose(p->dl);
-			p->dl = NULL;
-			loom__plugin_set(p, LOOM_PLUGIN_SKIPPED, LOOM_OK,
-					 "too many variants");
-			continue;
-		}
-		/* Insertion in score order, after equal scores. */
-		for (j = n_group++; j > 0 && group[j - 1]->score < p->score; j--)
-			group[j] = group[j - 1];
-		group[j] = p;
+		if (sort_variant(p, sel_ok, over, dup, res, &vs))
+			goto err_nomem;
 	}
-	best = n_group ? group[0] : NULL;
 	if (sel_ok && over == res->names.n && first &&
-	    resolve(res, name, best ? best : first))
+	    resolve(res, name, vs.n ? vs.v[0] : first))
 		goto err_nomem;
-	if (n_group) {
-		out->v = malloc(n_group * sizeof(*out->v));
+	if (vs.n) {
+		out->v = malloc(vs.n * sizeof(*out->v));
 		if (!out->v)
 			goto err_nomem;
-		memcpy(out->v, group, n_group * sizeof(*out->v));
-		out->n = n_group;
+		memcpy(out->v, vs.v, vs.n * sizeof(*out->v));
+		out->n = vs.n;
 	}
 	return LOOM_OK;
 
 err_nomem:
-	close_variants(group, n_group);
+	close_variants(vs.v, vs.n);
 	return loom_error_set(LOOM_E_NOMEM, "out of memory");
 }
 
@@ -882,91 +919,102 @@ static int check_requested(const struct selection *sel, char **msg)
 	return st;
 }
 
-int loom_load_all(void)
+/* The groups opened, waiting for their init. */
+struct pending {
+	struct group *v;
+	size_t n, cap;
+};
+
+/* Keeps g among the pending groups; without memory, closes it. */
+static int pending_push(struct pending *pd, struct group *g)
+{
+	if (pd->n == pd->cap) {
+		size_t cap = pd->cap ? 2 * pd->cap : 8;
+		void *v = realloc(pd->v, cap * sizeof(*pd->v));
+
+		if (!v) {
+			close_variants(g->v, g->n);
+			free(g->v);
+			return loom_error_set(LOOM_E_NOMEM, "out of memory");
+		}
+		pd->v = v;
+		pd->cap = cap;
+	}
+	pd->v[pd->n++] = *g;
+	return LOOM_OK;
+}
+
+/* Opens the plugins of one search directory, a group per name (the first
+ * directory that has a name wins it; see resolve()). */
+static int load_dir(const char *dir, const struct selection *sel,
+		    struct resolved *res, struct pending *pd)
+{
+	struct strv files = { 0 };
+	struct strv seen = { 0 };
+	int st = scan_dir(dir, &files);
+
+	for (size_t i = 0; i < files.n && !st; i++) {
+		char *name = name_of_file(files.v[i]);
+		struct group g;
+
+		if (!name || strv_has(&seen, name)) {
+			free(name);
+			continue;
+		}
+		st = strv_push(&seen, name, strlen(name));
+		if (!st)
+			st = load_group(dir, &files, name, sel, res, &g);
+		free(name);
+		if (!st && g.n)
+			st = pending_push(pd, &g);
+	}
+	strv_free(&seen);
+	strv_free(&files);
+	return st;
+}
+
+/* Initialises the winners; plugins that compose other plugins' devices
+ * last, since their init looks those devices up.  Then each name is
+ * resolved by the variant that loaded, and the groups go. */
+static void init_pending(struct pending *pd, struct resolved *res)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < pd->n; i++) {
+			bool composes = loom__plugin_composes(pd->v[i].v[0]);
+
+			if (composes == (pass == 1))
+				init_group(&pd->v[i]);
+		}
+	}
+	for (size_t i = 0; i < pd->n; i++) {
+		if (pd->v[i].chosen)
+			name_overrides(res, pd->v[i].v[0], pd->v[i].chosen);
+		free(pd->v[i].v);
+	}
+	free(pd->v);
+	set_override_reasons(res);
+	resolved_free(res);
+}
+
+/* Loads every plugin of the search path once; the status (and message)
+ * of that one time are kept for later calls. */
+static int load_all_once(void)
 {
 	struct selection sel;
 	struct resolved res = { 0 };
-	struct group *pending = NULL;
-	size_t n_pending = 0, cap_pending = 0;
+	struct pending pd = { 0 };
 	char *msg = NULL;
 	int st;
 
-	st = loom__load_begin("loom_load_all");
-	if (st)
-		return st;
-	if (loaded_all) {
-		st = load_all_status;
-		if (st)
-			loom_error_set(st, "%s",
-				       load_all_msg ? load_all_msg : "");
-		goto out_unlock;
-	}
 	st = build_search_path();
 	if (st)
-		goto out_unlock;
+		return st;
 	st = parse_selection(&sel);
 	if (st)
-		goto out_unlock;
-
-	for (size_t d = 0; d < n_search && !st; d++) {
-		struct strv files = { 0 };
-		struct strv seen = { 0 };
-
-		st = scan_dir(search_dirs[d], &files);
-		for (size_t i = 0; i < files.n && !st; i++) {
-			char *name = name_of_file(files.v[i]);
-			struct group g;
-
-			if (!name || strv_has(&seen, name)) {
-				free(name);
-				continue;
-			}
-			st = strv_push(&seen, name, strlen(name));
-			if (!st)
-				st = load_group(search_dirs[d], &files, name,
-						&sel, &res, &g);
-			free(name);
-			if (st || !g.n)
-				continue;
-			if (n_pending == cap_pending) {
-				size_t cap = cap_pending ? 2 * cap_pending : 8;
-				void *v = realloc(pending,
-						  cap * sizeof(*pending));
-
-				if (!v) {
-					st = loom_error_set(LOOM_E_NOMEM,
-							    "out of memory");
-					close_variants(g.v, g.n);
-					free(g.v);
-					break;
-				}
-				pending = v;
-				cap_pending = cap;
-			}
-			pending[n_pending++] = g;
-		}
-		strv_free(&seen);
-		strv_free(&files);
-	}
-	/* Initialise the winners; plugins that compose other plugins'
-	 * devices last, since their init looks those devices up. */
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < n_pending; i++) {
-			bool composes = loom__plugin_composes(pending[i].v[0]);
-
-			if (composes == (pass == 1))
-				init_group(&pending[i]);
-		}
-	}
-	for (size_t i = 0; i < n_pending; i++) {
-		if (pending[i].chosen)
-			name_overrides(&res, pending[i].v[0],
-				       pending[i].chosen);
-		free(pending[i].v);
-	}
-	free(pending);
-	set_override_reasons(&res);
-	resolved_free(&res);
+		return st;
+	for (size_t d = 0; d < n_search && !st; d++)
+		st = load_dir(search_dirs[d], &sel, &res, &pd);
+	init_pending(&pd, &res);
 	if (!st)
 		st = check_requested(&sel, &msg);
 	strv_free(&sel.names);
@@ -977,7 +1025,20 @@ int loom_load_all(void)
 	if (!st)
 		loom_log(LOOM_LOG_DEBUG, "loaded %zu plugins, %zu devices",
 			 loom_reg_count(), loom_dev_count());
-out_unlock:
+	return st;
+}
+
+int loom_load_all(void)
+{
+	int st = loom__load_begin("loom_load_all");
+
+	if (st)
+		return st;
+	if (!loaded_all) {
+		st = load_all_once();
+	} else if ((st = load_all_status)) {
+		loom_error_set(st, "%s", load_all_msg ? load_all_msg : "");
+	}
 	loom__load_end();
 	return st;
 }

@@ -27,7 +27,7 @@ libcore_libloom_la_SOURCES = \
 	libcore/registry.c \
 	libcore/loader.c \
 	libcore/elf-check.c \
-	libcore/meta.c
+	libcore/compose.c
 libcore_libloom_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libcore
 libcore_libloom_la_LDFLAGS = -version-info $(LOOM_LT_VERSION) \
 	-no-undefined $(NO_UNDEFINED) \

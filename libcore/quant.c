@@ -763,37 +763,26 @@ static void f32_copy(const float *src, void *dst, int64_t n)
 	memcpy(dst, src, (size_t)n * sizeof(float));
 }
 
-static void f16_to_f32(const void *src, float *dst, int64_t n)
-{
-	const uint16_t *h = src;
-
-	for (int64_t i = 0; i < n; i++)
-		dst[i] = loom_f16_to_f32(h[i]);
-}
-
-static void f32_to_f16(const float *src, void *dst, int64_t n)
-{
-	uint16_t *h = dst;
-
-	for (int64_t i = 0; i < n; i++)
-		h[i] = loom_f32_to_f16(src[i]);
-}
-
-static void bf16_to_f32(const void *src, float *dst, int64_t n)
-{
-	const uint16_t *h = src;
-
-	for (int64_t i = 0; i < n; i++)
-		dst[i] = loom_bf16_to_f32(h[i]);
-}
-
-static void f32_to_bf16(const float *src, void *dst, int64_t n)
-{
-	uint16_t *h = dst;
-
-	for (int64_t i = 0; i < n; i++)
-		h[i] = loom_f32_to_bf16(src[i]);
-}
+/* The converters of a 16-bit float type: name_to_f32 and f32_to_name,
+ * element by element through to_f32 and from_f32. */
+#define HALF_CODEC(name, to_f32, from_f32)                                   \
+	static void name##_to_f32(const void *src, float *dst, int64_t n)    \
+	{                                                                    \
+		const uint16_t *h = src;                                     \
+                                                                             \
+		for (int64_t i = 0; i < n; i++)                              \
+			dst[i] = to_f32(h[i]);                               \
+	}                                                                    \
+	static void f32_to_##name(const float *src, void *dst, int64_t n)    \
+	{                                                                    \
+		uint16_t *h = dst;                                           \
+                                                                             \
+		for (int64_t i = 0; i < n; i++)                              \
+			h[i] = from_f32(src[i]);                             \
+	}
+HALF_CODEC(f16, loom_f16_to_f32, loom_f32_to_f16)
+HALF_CODEC(bf16, loom_bf16_to_f32, loom_f32_to_bf16)
+#undef HALF_CODEC
 
 /* Every type's entry; I32 has none (it converts only to itself). */
 static const struct loom__type_codec codecs[LOOM_TYPE_COUNT] = {

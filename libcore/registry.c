@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "config.h"
 
+#include <assert.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -14,10 +15,24 @@
 
 #include "backend-private.h"
 
-static pthread_mutex_t lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
-/* Serialises loading and unloading.  Taken before the registry lock,
- * which a plugin's init runs without (so that a thread it waits for may
- * read the registry). */
+/* Locks, in the order they are taken:
+ *
+ *   load_lock      serialises loading and unloading: the thread that holds
+ *                  it is the only one that writes the records, and it
+ *                  reads them without the registry lock.  Held across calls
+ *                  into plugins (dlopen, a plugin's init, its methods) and
+ *                  the log callback; a call back into the loader from
+ *                  there is refused (loom__load_begin), never waited for.
+ *   lock           the registry lock: the records (plugins[] and their
+ *                  fields) and the search path.  Held only while they are
+ *                  read or written, never across a call out of the core
+ *                  (a plugin's method, dlopen or dlclose, the log
+ *                  callback), so no path takes it twice: it is a plain
+ *                  mutex.  Nothing else is locked while it is held.
+ *
+ * Calls in flight (inflight.c) are counted without either: an unload
+ * waits for them with load_lock held and the registry lock free. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Set while this thread loads or unloads: a plugin's init or ELF
  * constructor calling back into the loader is refused. */
@@ -45,18 +60,20 @@ const char *loom__proc_name(enum loom__proc p)
 	return (unsigned)p < LOOM__PROC_COUNT ? proc_names[p] : "";
 }
 
-/* How many times this thread holds the registry lock. */
-static _Thread_local unsigned held;
+/* Whether this thread holds the registry lock (taking it twice is a bug
+ * of the core's: see the lock order above). */
+static _Thread_local bool held;
 
 void loom__registry_lock(void)
 {
+	assert(!held);
 	pthread_mutex_lock(&lock);
-	held++;
+	held = true;
 }
 
 void loom__registry_unlock(void)
 {
-	held--;
+	held = false;
 	pthread_mutex_unlock(&lock);
 }
 
@@ -69,23 +86,20 @@ int loom__load_begin(const char *who)
 				      "or constructor)",
 				      who);
 	/* An unload, here or on another thread, waits for calls in flight
-	 * with the load lock held and the registry lock released: from
-	 * inside a call, or from a log callback run while this thread holds
-	 * the registry lock, that wait would never end. */
-	if (loom__in_call() || held)
+	 * with the load lock held: from inside a call (a log callback run
+	 * inside one too), that wait would never end. */
+	if (loom__in_call())
 		return loom_error_set(LOOM_E_STATE,
 				      "%s: called from inside a call into a "
 				      "plugin or a log callback",
 				      who);
 	pthread_mutex_lock(&load_lock);
 	in_load = true;
-	loom__registry_lock();
 	return LOOM_OK;
 }
 
 void loom__load_end(void)
 {
-	loom__registry_unlock();
 	in_load = false;
 	pthread_mutex_unlock(&load_lock);
 }
@@ -161,36 +175,55 @@ const char *loom_plugin_state_name(enum loom_plugin_state state)
  * Records.
  */
 
-struct loom__plugin *loom__plugin_add(const char *name, const char *file)
+/* Makes room for one more record (caller holds the registry lock). */
+static bool plugins_grow(void)
 {
-	struct loom__plugin *p;
-
 	if (n_plugins == cap_plugins) {
 		size_t cap = cap_plugins ? 2 * cap_plugins : 16;
 		struct loom__plugin **v = realloc(plugins, cap * sizeof(*v));
 
 		if (!v)
-			return NULL;
+			return false;
 		plugins = v;
 		cap_plugins = cap;
 	}
-	p = calloc(1, sizeof(*p));
+	return true;
+}
+
+/* Frees a record (not its reg, nor its library). */
+static void record_free(struct loom__plugin *p)
+{
+	free(p->name);
+	free(p->file);
+	free(p->version);
+	free(p->reason);
+	free(p);
+}
+
+struct loom__plugin *loom__plugin_add(const char *name, const char *file)
+{
+	struct loom__plugin *p = calloc(1, sizeof(*p));
+
 	if (!p)
 		return NULL;
 	p->name = strdup(name ? name : "");
 	p->file = strdup(file ? file : "");
 	p->reason = strdup("");
 	if (!p->name || !p->file || !p->reason) {
-		free(p->name);
-		free(p->file);
-		free(p->reason);
-		free(p);
+		record_free(p);
 		return NULL;
 	}
 	p->state = LOOM_PLUGIN_FAILED;
 	p->priority = -1;
-	p->seq = next_seq++;
-	plugins[n_plugins++] = p;
+	loom__registry_lock();
+	if (plugins_grow()) {
+		p->seq = next_seq++;
+		plugins[n_plugins++] = p;
+	} else {
+		record_free(p);
+		p = NULL;
+	}
+	loom__registry_unlock();
 	return p;
 }
 
@@ -204,13 +237,15 @@ void loom__plugin_set(struct loom__plugin *p, enum loom_plugin_state state,
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	reason = strdup(buf);
+	loom__registry_lock();
 	p->state = state;
 	p->status = status;
-	reason = strdup(buf);
 	if (reason) {
 		free(p->reason);
 		p->reason = reason;
 	}
+	loom__registry_unlock();
 	if (state == LOOM_PLUGIN_LOADED)
 		loom_log(LOOM_LOG_INFO, "plugin %s: loaded from %s", p->name,
 			 p->file);
@@ -250,13 +285,16 @@ struct loom__plugin *loom__plugin_loaded(const char *name)
 loom_reg_t *loom__reg_find(const char *name)
 {
 	struct loom__plugin *p;
+	loom_reg_t *reg;
 
 	if (!name)
 		return NULL;
+
 	loom__registry_lock();
 	p = loom__plugin_loaded(name);
+	reg = p ? p->reg : NULL;
 	loom__registry_unlock();
-	return p ? p->reg : NULL;
+	return reg;
 }
 
 /* ------------------------------------------------------------------------
@@ -283,10 +321,12 @@ int loom__plugin_check_desc(struct loom__plugin *p,
 	if (desc->version) {
 		char *v = strdup(desc->version);
 
+		loom__registry_lock();
 		if (v) {
 			free(p->version);
 			p->version = v;
 		}
+		loom__registry_unlock();
 	}
 	if (name_from_file && strcmp(desc->name, p->name) != 0) {
 		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
@@ -298,10 +338,12 @@ int loom__plugin_check_desc(struct loom__plugin *p,
 	if (!name_from_file) {
 		char *n = strdup(desc->name);
 
+		loom__registry_lock();
 		if (n) {
 			free(p->name);
 			p->name = n;
 		}
+		loom__registry_unlock();
 	}
 	if (!desc->init) {
 		loom__plugin_set(p, LOOM_PLUGIN_FAILED, LOOM_E_PLUGIN,
@@ -316,18 +358,21 @@ int loom__plugin_check_desc(struct loom__plugin *p,
 				 desc->name, other->file);
 		return p->status;
 	}
+	loom__registry_lock();
 	p->desc = desc;
 	p->flags = loom__desc_flags(desc);
+	loom__registry_unlock();
 	return LOOM_OK;
 }
 
 int loom__plugin_score(struct loom__plugin *p)
 {
 	const char *why = NULL;
+	int score = p->desc->score ? p->desc->score(&why) : 1;
 
-	p->score = p->desc->score ? p->desc->score(&why) : 1;
-	if (p->score < 0)
-		p->score = 0;
+	loom__registry_lock();
+	p->score = score < 0 ? 0 : score;
+	loom__registry_unlock();
 	if (p->score == 0) {
 		if (!why || !*why)
 			why = "not applicable on this machine";
@@ -450,13 +495,11 @@ int loom__plugin_init(struct loom__plugin *p)
 	loom__missing_reset();
 	n_made = 0;
 	in_init = true;
-	/* Init runs without the registry lock: a thread it starts and
-	 * waits for may read the registry.  Loaders stay serialised by
-	 * the load lock, and this thread's calls back into the loader are
-	 * refused (loom__load_begin). */
-	loom__registry_unlock();
+	/* Init runs without the registry lock, as every call into a plugin
+	 * does: a thread it starts and waits for may read the registry.
+	 * This thread's calls back into the loader are refused
+	 * (loom__load_begin). */
 	st = p->desc->init(&reg);
-	loom__registry_lock();
 	in_init = false;
 	miss = loom__missing_last();
 	if (miss) {
@@ -498,8 +541,10 @@ int loom__plugin_init(struct loom__plugin *p)
 	for (int i = 0; i < LOOM__PROC_COUNT; i++)
 		reg->procs[i] = loom__reg_proc(reg, i);
 	reg->registered = true;
+	loom__registry_lock();
 	p->reg = reg;
 	p->init_order = ++next_init;
+	loom__registry_unlock();
 	free_made();
 	loom__plugin_set(p, LOOM_PLUGIN_LOADED, LOOM_OK, "%s", "");
 	return LOOM_OK;
@@ -553,13 +598,14 @@ out_unlock:
 
 /* ------------------------------------------------------------------------
  * Priority order.  Devices: their plugin's place in LOOM_BACKENDS when it
- * is given, then higher rank, then type (GPU, IGPU, ACCEL, CPU, META),
- * then the order plugins were found in and each plugin's own order.
+ * is given, then higher rank, then type (GPU, IGPU, ACCEL, CPU, composed
+ * devices last), then the order plugins were found in and each plugin's
+ * own order.
  * Plugins: by their first device in that order, plugins without devices
  * after the others.
  */
 
-/* Where a device type sorts: GPUs first, meta devices last. */
+/* Where a device type sorts: GPUs first, composed devices last. */
 static int type_order(enum loom_dev_type type)
 {
 	switch (type) {
@@ -579,11 +625,12 @@ static int type_order(enum loom_dev_type type)
 
 /* A device, or a plugin by its first device, with what it sorts by. */
 struct ranked {
-	struct loom__plugin *p;
+	loom_reg_t *reg;
 	loom_dev_t *dev;  /* NULL for a plugin without devices */
 	long priority;    /* index in LOOM_BACKENDS; unlisted after */
 	int rank;         /* enum loom_dev_rank; -1 without devices */
 	int type;         /* type_order; 5 without devices */
+	size_t seq;       /* the order its plugin was found in */
 	size_t index;     /* the device's index in its plugin */
 };
 
@@ -597,66 +644,99 @@ static int cmp_ranked(const void *a, const void *b)
 		return x->rank > y->rank ? -1 : 1;
 	if (x->type != y->type)
 		return x->type < y->type ? -1 : 1;
-	if (x->p->seq != y->p->seq)
-		return x->p->seq < y->p->seq ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
 	return x->index < y->index ? -1 : x->index > y->index;
 }
 
-static void rank_dev(struct ranked *r, struct loom__plugin *p,
+/* A loaded plugin, as the registry lock saw it. */
+struct loaded {
+	loom_reg_t *reg;
+	long priority;    /* index in LOOM_BACKENDS; unlisted after */
+	size_t seq;
+};
+
+static void rank_dev(struct ranked *r, const struct loaded *l,
 		     loom_dev_t *dev, size_t index)
 {
-	r->p = p;
+	r->reg = l->reg;
 	r->dev = dev;
-	r->priority = p->priority < 0 ? 1L << 30 : p->priority;
+	r->priority = l->priority;
 	r->rank = dev ? (int)loom_dev_rank(dev) : -1;
 	r->type = dev ? type_order(loom_dev_type(dev)) : 5;
+	r->seq = l->seq;
 	r->index = index;
+}
+
+/* The loaded plugins, in record order: a malloc'ed array of *n entries
+ * (NULL and 0 when there are none, or no memory for them).  Taken under
+ * the registry lock; what they are asked for next is asked without it. */
+static struct loaded *loaded_list(size_t *n)
+{
+	struct loaded *v;
+	size_t k = 0;
+
+	loom__registry_lock();
+	v = malloc((n_plugins ? n_plugins : 1) * sizeof(*v));
+	for (size_t i = 0; v && i < n_plugins; i++) {
+		const struct loom__plugin *p = plugins[i];
+
+		if (p->state != LOOM_PLUGIN_LOADED)
+			continue;
+		v[k].reg = p->reg;
+		v[k].priority = p->priority < 0 ? 1L << 30 : p->priority;
+		v[k++].seq = p->seq;
+	}
+	loom__registry_unlock();
+	*n = k;
+	return v;
 }
 
 /* The loaded plugins' devices in priority order, or with plugins_only,
  * one entry per loaded plugin (its first device) in plugin order.
  * Returns a malloc'ed array of *n entries: NULL and 0 when there are
- * none, or no memory for them.  Caller holds the lock. */
+ * none, or no memory for them.  Caller holds calls (loom__calls_hold),
+ * not the registry lock: the devices are asked through their plugins. */
 static struct ranked *ranked_list(bool plugins_only, size_t *n)
 {
 	struct ranked *v = NULL;
-	size_t cap = 0, k = 0;
+	size_t cap = 0, k = 0, n_loaded;
+	struct loaded *loaded = loaded_list(&n_loaded);
 
 	*n = 0;
-
-	for (size_t i = 0; i < n_plugins; i++) {
-		struct loom__plugin *p = plugins[i];
+	for (size_t i = 0; i < n_loaded; i++) {
+		loom_reg_t *reg = loaded[i].reg;
 		size_t nd, first = k;
 
-		if (p->state != LOOM_PLUGIN_LOADED)
-			continue;
-		nd = loom_reg_dev_count(p->reg);
+		nd = loom_reg_dev_count(reg);
 		if (cap - k < nd + 1) {
 			size_t want = 2 * cap + nd + 16;
 			struct ranked *w = realloc(v, want * sizeof(*w));
 
 			if (!w) {
 				free(v);
+				free(loaded);
 				return NULL;
 			}
 			v = w;
 			cap = want;
 		}
 		for (size_t d = 0; d < nd; d++) {
-			loom_dev_t *dev = loom_reg_dev(p->reg, d);
+			loom_dev_t *dev = loom_reg_dev(reg, d);
 			struct ranked r;
 
 			if (!dev)
 				continue;
-			rank_dev(&r, p, dev, d);
+			rank_dev(&r, &loaded[i], dev, d);
 			if (!plugins_only || k == first)
 				v[k++] = r;
 			else if (cmp_ranked(&r, &v[first]) < 0)
 				v[first] = r;
 		}
 		if (k == first && plugins_only)
-			rank_dev(&v[k++], p, NULL, 0);
+			rank_dev(&v[k++], &loaded[i], NULL, 0);
 	}
+	free(loaded);
 	if (k)
 		qsort(v, k, sizeof(*v), cmp_ranked);
 	*n = k;
@@ -682,12 +762,10 @@ loom_reg_t *loom_reg_get(size_t i)
 
 	if (!loom__calls_hold())
 		return NULL;
-	loom__registry_lock();
 	v = ranked_list(true, &n);
 	if (v && i < n)
-		reg = v[i].p->reg;
+		reg = v[i].reg;
 	free(v);
-	loom__registry_unlock();
 	loom__call_end();
 	return reg;
 }
@@ -727,7 +805,6 @@ static loom_dev_t *walk_devs(bool (*fn)(loom_dev_t *dev, size_t idx,
 			*count = 0;
 		return NULL;
 	}
-	loom__registry_lock();
 	v = ranked_list(false, &n);
 	for (; v && idx < n; idx++) {
 		if (fn && fn(v[idx].dev, idx, arg)) {
@@ -736,7 +813,6 @@ static loom_dev_t *walk_devs(bool (*fn)(loom_dev_t *dev, size_t idx,
 		}
 	}
 	free(v);
-	loom__registry_unlock();
 	loom__call_end();
 	if (count)
 		*count = idx;
@@ -869,7 +945,7 @@ static size_t describe_refs(const struct loom__plugin *p, char *buf,
 }
 
 /* LOOM_E_BUSY, naming them, while objects made from any plugin are
- * alive (caller holds the registry lock). */
+ * alive (the loading thread's view: it alone writes the records). */
 static int check_refs(void)
 {
 	char busy[1024] = "";
@@ -883,6 +959,43 @@ static int check_refs(void)
 		return LOOM_OK;
 	return loom_error_set(LOOM_E_BUSY, "loom_unload_all: %s %s still alive",
 			      busy, total == 1 ? "is" : "are");
+}
+
+/* Takes every record out of the registry (readers see none from then
+ * on), then, without the registry lock, destroys the regs, latest init
+ * first (a plugin that composes the others' devices goes before them),
+ * closes the libraries and frees the records. */
+static void unregister_all(void)
+{
+	struct loom__plugin **v;
+	size_t n;
+
+	loom__registry_lock();
+	v = plugins;
+	n = n_plugins;
+	plugins = NULL;
+	n_plugins = cap_plugins = 0;
+	next_seq = next_init = 0;
+	loom__registry_unlock();
+	for (;;) {
+		struct loom__plugin *last = NULL;
+
+		for (size_t i = 0; i < n; i++)
+			if (v[i]->reg &&
+			    (!last || v[i]->init_order > last->init_order))
+				last = v[i];
+		if (!last)
+			break;
+		last->reg->registered = false;
+		loom__reg_destroy(last->reg);
+		last->reg = NULL;
+	}
+	for (size_t i = n; i-- > 0;) {
+		if (v[i]->dl)
+			dlclose(v[i]->dl);
+		record_free(v[i]);
+	}
+	free(v);
 }
 
 int loom_unload_all(void)
@@ -900,45 +1013,11 @@ int loom_unload_all(void)
 	/* Calls under way on other threads (a device's name or memory)
 	 * finish first, and no new one starts; they may read the registry
 	 * meanwhile.  One of them may have made an object since. */
-	loom__registry_unlock();
 	loom__calls_close();
-	loom__registry_lock();
 	st = check_refs();
 	if (st)
 		goto out_open;
-	/* Latest init first: a plugin that composes the others' devices
-	 * goes before them. */
-	for (;;) {
-		struct loom__plugin *last = NULL;
-
-		for (size_t i = 0; i < n_plugins; i++) {
-			struct loom__plugin *p = plugins[i];
-
-			if (p->reg &&
-			    (!last || p->init_order > last->init_order))
-				last = p;
-		}
-		if (!last)
-			break;
-		last->reg->registered = false;
-		loom__reg_destroy(last->reg);
-		last->reg = NULL;
-	}
-	for (size_t i = n_plugins; i-- > 0;) {
-		struct loom__plugin *p = plugins[i];
-
-		if (p->dl)
-			dlclose(p->dl);
-		free(p->name);
-		free(p->file);
-		free(p->version);
-		free(p->reason);
-		free(p);
-	}
-	free(plugins);
-	plugins = NULL;
-	n_plugins = cap_plugins = 0;
-	next_seq = next_init = 0;
+	unregister_all();
 	loom__loader_reset();
 out_open:
 	loom__calls_open();

@@ -907,112 +907,148 @@ static int make_events(loom_sched_t *s, struct sched_plan *p)
 	return LOOM_OK;
 }
 
-/* Assigns every node of g, cuts the pieces and builds their graphs and
- * memory plans.  s->key and s->leaves are g's. */
-static int plan_new(loom_sched_t *s, loom_graph_t *g,
-		    struct sched_plan **out)
+/* Names an out-of-memory met while planning. */
+static int plan_nomem(void)
 {
-	size_t n = loom_graph_n_nodes(g), n1 = n ? n : 1;
-	struct sched_plan *p = calloc(1, sizeof(*p));
-	struct build b = { .s = s, .p = p, .g = g };
-	double t0 = now_s();
-	int st, last = -1;
+	return loom_error_set(LOOM_E_NOMEM, "loom_sched: out of memory while "
+			      "planning");
+}
 
-	if (!p)
-		return loom_error_set(LOOM_E_NOMEM, "loom_sched: out of memory");
+/* The arrays of a plan of n nodes and of its build, zeroed. */
+static int plan_arrays(loom_sched_t *s, struct sched_plan *p,
+		       struct build *b, size_t n)
+{
+	size_t n1 = n ? n : 1;
+
 	p->n_nodes = n;
 	p->key = malloc(s->n_key * sizeof(*p->key));
 	p->shadow = calloc(n1, sizeof(*p->shadow));
 	p->node_be = calloc(n1, sizeof(*p->node_be));
 	p->pieces = calloc(n1, sizeof(*p->pieces));
 	p->alloc_g = calloc(s->n_be, sizeof(*p->alloc_g));
-	b.node_piece = calloc(n1, sizeof(*b.node_piece));
-	b.sup = calloc(n1 * s->n_be, 1);
-	b.copied = calloc(s->n_be, sizeof(*b.copied));
-	st = loom_ctx_new(0, &p->ctx);
-	if (st || !p->key || !p->shadow || !p->node_be || !p->pieces ||
-	    !p->alloc_g || !b.node_piece || !b.sup || !b.copied)
-		goto err_nomem;
+	b->node_piece = calloc(n1, sizeof(*b->node_piece));
+	b->sup = calloc(n1 * s->n_be, 1);
+	b->copied = calloc(s->n_be, sizeof(*b->copied));
+	if (loom_ctx_new(0, &p->ctx) || !p->key || !p->shadow ||
+	    !p->node_be || !p->pieces || !p->alloc_g || !b->node_piece ||
+	    !b->sup || !b->copied)
+		return plan_nomem();
 	memcpy(p->key, s->key, s->n_key * sizeof(*p->key));
 	p->n_key = s->n_key;
+	return LOOM_OK;
+}
 
-	/* Backends, in node order; views go with what reads them. */
-	for (size_t i = 0; i < n; i++) {
-		struct loom_tensor *t = loom_graph_node(g, i);
+/* Gives each node of the graph its backend, in node order (views go
+ * with what reads them), and cuts the pieces where the backend changes. */
+static int assign_nodes(struct build *b)
+{
+	loom_sched_t *s = b->s;
+	struct sched_plan *p = b->p;
+	int last = -1;
+
+	for (size_t i = 0; i < p->n_nodes; i++) {
+		struct loom_tensor *t = loom_graph_node(b->g, i);
 		const char *why = "";
 		int j;
 
-		b.node_piece[i] = -1;
+		b->node_piece[i] = -1;
 		if (pure_view(t)) {
 			p->node_be[i] = -1;
 			continue;
 		}
-		j = assign(&b, i, last, &why);
-		if (j < 0) {
-			st = b.st;
-			goto err;
-		}
+		j = assign(b, i, last, &why);
+		if (j < 0)
+			return b->st;
 		p->node_be[i] = j;
 		if (j != last) {
 			p->pieces[p->n_pieces++].be = j;
 			last = j;
 		}
-		b.node_piece[i] = (int)p->n_pieces - 1;
+		b->node_piece[i] = (int)p->n_pieces - 1;
 		if (s->debug)
 			fprintf(stderr, "loom sched: node %-4zu %-24s %-10s -> "
 				"%-8s (%s)\n", i, t->name,
 				loom_op_name(t->op),
 				loom_backend_name(s->be[j]), why);
 	}
+	return LOOM_OK;
+}
 
-	b.memo = calloc(p->n_pieces ? p->n_pieces : 1, sizeof(*b.memo));
-	if (!b.memo)
-		goto err_nomem;
+/* Builds piece pc: its sources, copies, graph and memory plan. */
+static int build_piece(struct build *b, size_t pc)
+{
+	struct sched_plan *p = b->p;
+	struct sched_piece *pi = &p->pieces[pc];
+	int st;
+
+	pi->copy0 = p->n_copies;
+	if ((st = loom_graph_new(p->ctx, &pi->g)))
+		return st;
+	for (size_t i = 0; i < p->n_nodes; i++)
+		if (b->node_piece[i] == (int)pc &&
+		    (st = build_node(b, pc, i)))
+			return st;
+	pi->n_copies = p->n_copies - pi->copy0;
+	return plan_memory(b, pc);
+}
+
+/* Builds every piece, once the nodes are assigned: shadows first (so
+ * that later pieces can name them), then each piece. */
+static int build_pieces(struct build *b)
+{
+	loom_sched_t *s = b->s;
+	struct sched_plan *p = b->p;
+	int st;
+
+	b->memo = calloc(p->n_pieces ? p->n_pieces : 1, sizeof(*b->memo));
+	if (!b->memo)
+		return plan_nomem();
 	for (size_t j = 0; j < s->n_be; j++)
 		if ((st = loom_graph_new(p->ctx, &p->alloc_g[j])))
-			goto err;
-	/* Shadows first (so that later pieces can name them), then each
-	 * piece's sources, copies and graph. */
-	for (size_t i = 0; i < n; i++)
-		if (b.node_piece[i] >= 0 &&
-		    !(p->shadow[i] = clone(p, loom_graph_node(g, i))))
-			goto err_nomem;
-	for (size_t pc = 0; pc < p->n_pieces; pc++) {
-		struct sched_piece *pi = &p->pieces[pc];
-
-		pi->copy0 = p->n_copies;
-		if ((st = loom_graph_new(p->ctx, &pi->g)))
-			goto err;
-		for (size_t i = 0; i < n; i++)
-			if (b.node_piece[i] == (int)pc &&
-			    (st = build_node(&b, pc, i)))
-				goto err;
-		pi->n_copies = p->n_copies - pi->copy0;
-		if ((st = plan_memory(&b, pc)))
-			goto err;
-	}
+			return st;
+	for (size_t i = 0; i < p->n_nodes; i++)
+		if (b->node_piece[i] >= 0 &&
+		    !(p->shadow[i] = clone(p, loom_graph_node(b->g, i))))
+			return plan_nomem();
+	for (size_t pc = 0; pc < p->n_pieces; pc++)
+		if ((st = build_piece(b, pc)))
+			return st;
 	p->issued = calloc(p->n_copies ? p->n_copies : 1, sizeof(*p->issued));
 	if (!p->issued)
-		goto err_nomem;
-	if ((st = make_events(s, p)))
-		goto err;
+		return plan_nomem();
+	return make_events(s, p);
+}
+
+/* Assigns every node of g, cuts the pieces and builds their graphs and
+ * memory plans.  s->key and s->leaves are g's. */
+static int plan_new(loom_sched_t *s, loom_graph_t *g,
+		    struct sched_plan **out)
+{
+	struct sched_plan *p = calloc(1, sizeof(*p));
+	struct build b = { .s = s, .p = p, .g = g };
+	double t0 = now_s();
+	int st;
+
+	if (!p)
+		return loom_error_set(LOOM_E_NOMEM, "loom_sched: out of memory");
+	st = plan_arrays(s, p, &b, loom_graph_n_nodes(g));
+	if (!st)
+		st = assign_nodes(&b);
+	if (!st)
+		st = build_pieces(&b);
+	build_free(&b);
+	if (st) {
+		plan_free(p);
+		return st;
+	}
 	if (s->debug)
 		fprintf(stderr, "loom sched: %zu nodes, %zu pieces, %zu copies "
-			"(%zu bytes) per compute\n", n, p->n_pieces,
+			"(%zu bytes) per compute\n", p->n_nodes, p->n_pieces,
 			p->n_copies, p->copy_bytes);
-	build_free(&b);
 	s->st.n_plans++;
 	s->st.plan_s += now_s() - t0;
 	*out = p;
 	return LOOM_OK;
-
-err_nomem:
-	st = loom_error_set(LOOM_E_NOMEM, "loom_sched: out of memory while "
-			    "planning");
-err:
-	build_free(&b);
-	plan_free(p);
-	return st;
 }
 
 /* ------------------------------------------------------------------------
@@ -1063,7 +1099,7 @@ static void mirror_ext(loom_sched_t *s, struct sched_plan *p)
 }
 
 /* Names follow the caller's graph of the moment (plugins may read them:
- * a meta device splits weights by name). */
+ * a composed device splits weights by name). */
 static void refresh_names(struct sched_plan *p)
 {
 	for (size_t k = 0; k < p->n_ext; k++)
@@ -1126,65 +1162,75 @@ static int place_caller(loom_sched_t *s, struct sched_plan *p)
 	return LOOM_OK;
 }
 
-/* The plan for g: the one bound to it, one made for its shape (bound to
- * it now), or a new one.  With alloc, its memory is placed too. */
-static int bind(loom_sched_t *s, loom_graph_t *g, bool alloc)
+/* The plan bound to g at this version, or NULL. */
+static struct sched_plan *find_bound(loom_sched_t *s, loom_graph_t *g,
+				     uint64_t version)
 {
-	uint64_t version = loom_graph_version(g);
-	struct sched_plan *p = NULL;
-	int st, slot = 0;
-
-	if (alloc && s->cur && s->callers_placed && s->cur->g == g &&
-	    s->cur->version == version)
-		return LOOM_OK;
-	for (int k = 0; k < SCHED_PLANS && !p; k++)
+	for (int k = 0; k < SCHED_PLANS; k++)
 		if (s->plans[k] && s->plans[k]->g == g &&
 		    s->plans[k]->version == version)
-			p = s->plans[k];
-	if (!p) {
-		st = make_key(s, g);
-		if (st)
-			return st;
-		for (int k = 0; k < SCHED_PLANS && !p; k++)
-			if (s->plans[k] && s->plans[k]->n_key == s->n_key &&
-			    !memcmp(s->plans[k]->key, s->key,
-				    s->n_key * sizeof(*s->key)))
-				p = s->plans[k];
-		if (p) {
+			return s->plans[k];
+	return NULL;
+}
+
+/* A plan made for a graph of g's shape, or NULL (in *out); makes
+ * s->key g's. */
+static int find_by_shape(loom_sched_t *s, loom_graph_t *g,
+			 struct sched_plan **out)
+{
+	int st = make_key(s, g);
+
+	*out = NULL;
+	if (st)
+		return st;
+	for (int k = 0; k < SCHED_PLANS; k++) {
+		struct sched_plan *q = s->plans[k];
+
+		if (q && q->n_key == s->n_key &&
+		    !memcmp(q->key, s->key, s->n_key * sizeof(*s->key))) {
 			s->st.n_reused++;
 			if (s->debug)
 				fprintf(stderr, "loom sched: a graph of a "
 					"shape planned before: plan reused\n");
+			*out = q;
+			break;
 		}
 	}
-	if (!p) {
-		for (int k = 0; k < SCHED_PLANS; k++) {
-			if (!s->plans[k]) {
-				slot = k;
-				break;
-			}
-			if (s->plans[k]->used < s->plans[slot]->used)
-				slot = k;
+	return LOOM_OK;
+}
+
+/* Plans g anew (s->key is g's) in a free slot, or in the one used
+ * longest ago, whose plan goes. */
+static int plan_in_slot(loom_sched_t *s, loom_graph_t *g,
+			struct sched_plan **out)
+{
+	int st, slot = 0;
+
+	for (int k = 0; k < SCHED_PLANS; k++) {
+		if (!s->plans[k]) {
+			slot = k;
+			break;
 		}
-		st = plan_new(s, g, &p);
-		if (st)
-			return st;
-		if (s->plans[slot] == s->cur)
-			s->cur = NULL;
-		plan_free(s->plans[slot]);
-		s->plans[slot] = p;
+		if (s->plans[k]->used < s->plans[slot]->used)
+			slot = k;
 	}
-	if (p->g != g || p->version != version) {
-		p->g = g;
-		p->version = version;
-		refresh_names(p);
-		s->callers_placed = false;
-	}
-	p->used = ++s->tick;
-	if (!alloc)
-		return LOOM_OK;
-	/* The plan's memory is placed still when it was the last one
-	 * placed; the caller's tensors, when the graph is that one too. */
+	st = plan_new(s, g, out);
+	if (st)
+		return st;
+	if (s->plans[slot] == s->cur)
+		s->cur = NULL;
+	plan_free(s->plans[slot]);
+	s->plans[slot] = *out;
+	return LOOM_OK;
+}
+
+/* Places p's memory and the caller's tensors.  The plan's memory is
+ * placed still when it was the last one placed; the caller's tensors,
+ * when the graph is that one too. */
+static int place_plan(loom_sched_t *s, struct sched_plan *p)
+{
+	int st;
+
 	if (s->cur != p) {
 		s->cur = NULL;
 		st = alloc_plan(s, p);
@@ -1200,6 +1246,32 @@ static int bind(loom_sched_t *s, loom_graph_t *g, bool alloc)
 		s->callers_placed = true;
 	}
 	return LOOM_OK;
+}
+
+/* The plan for g: the one bound to it, one made for its shape (bound to
+ * it now), or a new one.  With alloc, its memory is placed too. */
+static int bind(loom_sched_t *s, loom_graph_t *g, bool alloc)
+{
+	uint64_t version = loom_graph_version(g);
+	struct sched_plan *p;
+	int st;
+
+	if (alloc && s->cur && s->callers_placed && s->cur->g == g &&
+	    s->cur->version == version)
+		return LOOM_OK;
+	p = find_bound(s, g, version);
+	if (!p && (st = find_by_shape(s, g, &p)))
+		return st;
+	if (!p && (st = plan_in_slot(s, g, &p)))
+		return st;
+	if (p->g != g || p->version != version) {
+		p->g = g;
+		p->version = version;
+		refresh_names(p);
+		s->callers_placed = false;
+	}
+	p->used = ++s->tick;
+	return alloc ? place_plan(s, p) : LOOM_OK;
 }
 
 /* Checks s and g and claims s for one call (who names it). */

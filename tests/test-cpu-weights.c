@@ -336,6 +336,62 @@ static void test_refused(const void *data)
 	teardown(&f);
 }
 
+/* Matrices of type in n buffers of buft, one each (in m[], buffers in
+ * b[]). */
+static void place_each(struct fixture *f, loom_buffer_type_t *buft,
+		       enum loom_type type, struct loom_tensor **m,
+		       loom_buffer_t **b, int n)
+{
+	for (int i = 0; i < n; i++) {
+		m[i] = w_matrix(f->ctx, type, row_values(type), 16, "m");
+		g_assert_cmpint(loom_buffer_type_alloc_buffer(
+					buft,
+					loom_buffer_type_alloc_size(buft, m[i]),
+					&b[i]),
+				==, LOOM_OK);
+		g_assert_cmpint(loom_tensor_place(m[i], b[i], 0), ==, LOOM_OK);
+	}
+}
+
+/* More weight buffers than the plugin tracks without a lock, then as many
+ * host buffers once they are freed (at the same addresses, as malloc
+ * likes): each matrix is refused to get_rows exactly while it is in a
+ * weight buffer. */
+static void test_many_buffers(void)
+{
+	enum { N = 80 };
+	const enum loom_type type = LOOM_TYPE_Q8_0;
+	struct loom_tensor *m[N], *ids, *x;
+	loom_buffer_t *b[N];
+	struct fixture f;
+
+	if (!setup(&f))
+		return;
+	ids = loom_tensor_new_1d(f.ctx, LOOM_TYPE_I32, 2);
+	x = loom_tensor_new_2d(f.ctx, LOOM_TYPE_F32, row_values(type), 1);
+	g_assert_cmpint(loom_ctx_alloc_tensors(f.ctx,
+					       loom_dev_buffer_type(f.dev),
+					       &f.hbuf),
+			==, LOOM_OK);
+	for (int round = 0; round < 2; round++) {
+		loom_buffer_type_t *buft = round ? loom_dev_buffer_type(f.dev)
+						 : f.wbt;
+
+		place_each(&f, buft, type, m, b, N);
+		for (int i = 0; i < N; i++) {
+			g_assert_true(loom_dev_supports_op(
+				f.dev, loom_mul_mat(f.ctx, m[i], x)));
+			g_assert_cmpint(loom_dev_supports_op(
+						f.dev,
+						loom_get_rows(f.ctx, m[i], ids)),
+					==, round == 1);
+		}
+		for (int i = 0; i < N; i++)
+			loom_buffer_free(b[i]);
+	}
+	teardown(&f);
+}
+
 /* LOOM_CPU_WEIGHTS=0: the usual buffer type, no entry point. */
 static void test_off(void)
 {
@@ -374,6 +430,7 @@ int main(int argc, char **argv)
 		for (int j = 0; j < 3; j++)
 			g_free(p[j]);
 	}
+	g_test_add_func("/cpu-weights/many-buffers", test_many_buffers);
 	g_test_add_func("/cpu-weights/off", test_off);
 	return g_test_run();
 }

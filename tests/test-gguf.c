@@ -257,13 +257,23 @@ static void test_open(void)
 	g_free(dir);
 }
 
+/* Saves at path a file of one tensor, "big": 64 Ki zeros, F32. */
+static void save_big(const char *path)
+{
+	static const float big[64 << 10];
+	struct gguf_writer *w;
+
+	g_assert_cmpint(gguf_writer_new(&w), ==, LOOM_OK);
+	gguf_writer_add_tensor(w, "big", 0, 1, (int64_t[]){ 64 << 10 }, big);
+	g_assert_cmpint(gguf_writer_save(w, path), ==, LOOM_OK);
+	gguf_writer_free(w);
+}
+
 /* A file that changes while mapped: truncated under the mapping (its
  * pages then fault), rewritten in place, and a FIFO, refused without
  * waiting for a writer. */
 static void test_changed(void)
 {
-	static float big[64 << 10];
-	struct gguf_writer *w;
 	char *dir = g_dir_make_tmp("loom-gguf-XXXXXX", NULL);
 	char *path = g_build_filename(dir, "big.gguf", NULL);
 	char *fifo = g_build_filename(dir, "fifo", NULL);
@@ -271,11 +281,7 @@ static void test_changed(void)
 	struct gguf *g;
 	struct timespec later[2] = { { 0, UTIME_OMIT }, { 12345, 0 } };
 
-	g_assert_cmpint(gguf_writer_new(&w), ==, LOOM_OK);
-	gguf_writer_add_tensor(w, "big", 0, 1, (int64_t[]){ 64 << 10 }, big);
-	g_assert_cmpint(gguf_writer_save(w, path), ==, LOOM_OK);
-	gguf_writer_free(w);
-
+	save_big(path);
 	g_assert_cmpint(gguf_open(path, &g), ==, LOOM_OK);
 	t = gguf_tensor_find(g, "big");
 	g_assert_cmpint(gguf_check_read(g, t->data, t->size), ==, LOOM_OK);
@@ -289,11 +295,7 @@ static void test_changed(void)
 
 	/* The same size, written again. */
 	g_assert_cmpint(truncate(path, 0), ==, 0);
-	w = NULL;
-	g_assert_cmpint(gguf_writer_new(&w), ==, LOOM_OK);
-	gguf_writer_add_tensor(w, "big", 0, 1, (int64_t[]){ 64 << 10 }, big);
-	g_assert_cmpint(gguf_writer_save(w, path), ==, LOOM_OK);
-	gguf_writer_free(w);
+	save_big(path);
 	g_assert_cmpint(gguf_open(path, &g), ==, LOOM_OK);
 	t = gguf_tensor_find(g, "big");
 	g_assert_cmpint(utimensat(AT_FDCWD, path, later, 0), ==, 0);
@@ -359,6 +361,25 @@ static size_t tensor_field(const uint8_t *p, size_t size, const char *name,
 }
 
 enum { F_NDIMS, F_NE0, F_NE1, F_TYPE, F_OFFSET };
+
+/* A file whose only key is general.alignment, value as a u32 (or as an
+ * f32), is refused with want. */
+static void alignment_refused(bool as_f32, uint32_t value, const char *want)
+{
+	struct gguf_writer *w;
+	void *q;
+	size_t n;
+
+	g_assert_cmpint(gguf_writer_new(&w), ==, 0);
+	if (as_f32)
+		gguf_writer_add_f32(w, "general.alignment", (float)value);
+	else
+		gguf_writer_add_u32(w, "general.alignment", value);
+	g_assert_cmpint(gguf_writer_bytes(w, &q, &n), ==, 0);
+	refused(q, n, want);
+	free(q);
+	gguf_writer_free(w);
+}
 
 static void test_corrupt(void)
 {
@@ -505,24 +526,9 @@ static void test_corrupt(void)
 	free(orig);
 
 	/* The alignment must be a power of two, and a u32. */
-	{
-		struct gguf_writer *w;
-		void *q;
-		size_t n;
-
-		g_assert_cmpint(gguf_writer_new(&w), ==, 0);
-		gguf_writer_add_u32(w, "general.alignment", 24);
-		g_assert_cmpint(gguf_writer_bytes(w, &q, &n), ==, 0);
-		refused(q, n, "general.alignment 24 is not a power of two");
-		free(q);
-		gguf_writer_free(w);
-		g_assert_cmpint(gguf_writer_new(&w), ==, 0);
-		gguf_writer_add_f32(w, "general.alignment", 32);
-		g_assert_cmpint(gguf_writer_bytes(w, &q, &n), ==, 0);
-		refused(q, n, "general.alignment is a f32, not a u32");
-		free(q);
-		gguf_writer_free(w);
-	}
+	alignment_refused(false, 24, "general.alignment 24 is not a power of "
+			  "two");
+	alignment_refused(true, 32, "general.alignment is a f32, not a u32");
 #undef RESET
 }
 

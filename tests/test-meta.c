@@ -1769,10 +1769,11 @@ int main(int argc, char **argv)
 
 	g_test_init(&argc, &argv, NULL);
 
-	/* Without the meta plugin: a clear LOOM_E_NOT_FOUND. */
+	/* Without the meta plugin: a clear LOOM_E_NOT_FOUND (no plugin that
+	 * composes devices). */
 	g_assert_cmpint(loom_meta_dev_new(cpu, 2, NULL, NULL, NULL, &dev), ==,
 			LOOM_E_NOT_FOUND);
-	g_assert_nonnull(strstr(loom_error_message(), "meta plugin"));
+	g_assert_nonnull(strstr(loom_error_message(), "composes devices"));
 	g_assert_cmpint(loom_meta_check(NULL, NULL), ==, LOOM_E_NOT_FOUND);
 
 	if (path)

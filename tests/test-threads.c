@@ -330,6 +330,52 @@ static void test_unload_while_querying(void)
 	g_assert_cmpint(n_unloaded, >, 0);
 }
 
+/* ------------------------------------------------------------------------
+ * A log callback that reads the registry while plugins load and unload:
+ * the library logs with no lock of the registry held, so the reads
+ * neither deadlock nor see a half-made record.
+ */
+struct log_reads {
+	int n_logs;
+	size_t max_devs, max_plugins;
+};
+
+static void reading_log(enum loom_log_level level, const char *msg,
+			void *userdata)
+{
+	struct log_reads *r = userdata;
+	size_t n_devs = loom_dev_count(), n_plugins = loom_plugin_count();
+
+	(void)level;
+	(void)msg;
+	r->n_logs++;
+	(void)loom_search_path_count();
+	(void)loom_dev_by_name("cpu0");
+	if (n_devs > r->max_devs)
+		r->max_devs = n_devs;
+	if (n_plugins > r->max_plugins)
+		r->max_plugins = n_plugins;
+}
+
+static void test_log_reads_registry(void)
+{
+	struct log_reads r = { 0 };
+	enum loom_log_level old = loom_log_get_level();
+
+	loom_log_set_level(LOOM_LOG_DEBUG);
+	loom_log_set_callback(reading_log, &r);
+	g_assert_cmpint(loom_load_all(), ==, LOOM_OK);
+	g_assert_cmpint(loom_unload_all(), ==, LOOM_OK);
+	loom_log_set_callback(NULL, NULL);
+	loom_log_set_level(old);
+	/* "plugin cpu: loaded" comes once its record is, and the devices
+	 * of the plugins loaded before are there to count: cpu0 and cpu1
+	 * once meta (last) logs. */
+	g_assert_cmpint(r.n_logs, >, 0);
+	g_assert_cmpuint(r.max_plugins, >=, 2);
+	g_assert_cmpuint(r.max_devs, >=, 2);
+}
+
 int main(int argc, char **argv)
 {
 	const char *path = g_getenv("LOOM_TEST_PLUGIN_PATH");
@@ -358,5 +404,7 @@ int main(int argc, char **argv)
 			     test_one_backend);
 	g_test_add_func("/threads/unload-while-querying",
 			test_unload_while_querying);
+	g_test_add_func("/threads/log-reads-registry",
+			test_log_reads_registry);
 	return g_test_run();
 }

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <loom/loom-plugin.h>
+#include <loom/loom-backend.h>
 
 /* The error for a name that is no device; a CPU device beyond those the
  * CPU plugin made says how LOOM_CPU_DEVICES makes it. */

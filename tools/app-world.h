@@ -10,7 +10,6 @@
 #include <stddef.h>
 
 #include <loom/loom-backend.h>
-#include <loom/loom-plugin.h>
 
 struct app_world {
 	loom_reg_t *reg;    /* the mpi plugin; NULL: this process alone */

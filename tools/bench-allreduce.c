@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <loom/loom-plugin.h>
+#include <loom/loom-backend.h>
 
 #define AR_MIN_BYTES 16
 #define AR_MAX_PARTS 64

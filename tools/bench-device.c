@@ -6,7 +6,7 @@
  */
 #include "bench-util.h"
 
-#include <loom/loom-plugin.h>
+#include <loom/loom-backend.h>
 
 #include <stdlib.h>
 #include <string.h>

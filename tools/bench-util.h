@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* loom-plugin.h for the entry-point types (allreduce) and loom_error_set. */
-#include <loom/loom-plugin.h>
+/* The entry-point types (allreduce) and loom_error_set. */
+#include <loom/loom-backend.h>
 
 #define BENCH_MAX_TYPES 8
 #define BENCH_MAX_RUNS 8

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <loom/loom-plugin.h>
+#include <loom/loom-backend.h>
 
 static const char *const proc_names[] = {
 #define X_(name) LOOM_PROC_##name,

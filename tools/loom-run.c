@@ -23,7 +23,6 @@
 
 #include <loom/loom-backend.h>
 #include <loom/loom-model.h>
-#include <loom/loom-plugin.h>
 
 #include "app-devices.h"
 #include "app-world.h"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* loom-backend.h - devices, buffers, backends, the plugin registry and
- * loader, the graph allocator and the meta (tensor-parallel) device.
+ * loader, the graph allocator, the meta (tensor-parallel) device and the
+ * plugins' optional entry points.
  *
  * Applications include this; plugin authors include loom-plugin.h, which
  * includes this.
@@ -574,6 +575,235 @@ LOOM_API int loom_meta_dev_new(loom_dev_t *const *devs, size_t n,
  * without a rule for its sources' split states names op, tensor and
  * states). */
 LOOM_API int loom_meta_check(loom_dev_t *dev, loom_graph_t *g);
+
+/* ------------------------------------------------------------------------
+ * Entry points: optional functions a plugin offers by name (its reg's
+ * get_proc_address, loom-plugin.h), which the core resolves once at
+ * registration and an application with loom_reg_proc_address().  A
+ * plugin offers any subset; the core falls back where one is absent.
+ * Every function returns LOOM_OK or a LOOM_E_*.
+ */
+
+/* "set_tensor_2d" / "get_tensor_2d": n_copies rows of size bytes, row i at
+ * offset + i * stride_tensor in t and at i * stride_data in data.
+ * Fallback: a loop of set_tensor / get_tensor. */
+#define LOOM_PROC_SET_TENSOR_2D "set_tensor_2d"
+#define LOOM_PROC_GET_TENSOR_2D "get_tensor_2d"
+typedef int (*loom_set_tensor_2d_fn)(loom_buffer_t *buf,
+				     struct loom_tensor *t, const void *data,
+				     size_t offset, size_t size,
+				     size_t n_copies, size_t stride_tensor,
+				     size_t stride_data);
+typedef int (*loom_get_tensor_2d_fn)(loom_buffer_t *buf,
+				     const struct loom_tensor *t, void *data,
+				     size_t offset, size_t size,
+				     size_t n_copies, size_t stride_tensor,
+				     size_t stride_data);
+
+/* "set_tensor_2d_async" / "get_tensor_2d_async": the same on a backend's
+ * stream.  Fallback: a loop of the backend's 1D async copies. */
+#define LOOM_PROC_SET_TENSOR_2D_ASYNC "set_tensor_2d_async"
+#define LOOM_PROC_GET_TENSOR_2D_ASYNC "get_tensor_2d_async"
+typedef int (*loom_set_tensor_2d_async_fn)(loom_backend_t *be,
+					   struct loom_tensor *t,
+					   const void *data, size_t offset,
+					   size_t size, size_t n_copies,
+					   size_t stride_tensor,
+					   size_t stride_data);
+typedef int (*loom_get_tensor_2d_async_fn)(loom_backend_t *be,
+					   const struct loom_tensor *t,
+					   void *data, size_t offset,
+					   size_t size, size_t n_copies,
+					   size_t stride_tensor,
+					   size_t stride_data);
+
+/* "allreduce": sums tensors[0..n) in place (same shape, F32), tensors[i]
+ * on backends[i]'s device; all backends come from this plugin.  The result
+ * is ordered on every stream like any other work.  Return LOOM_E_DECLINED
+ * to leave the call to the meta device's generic path (a device repeated,
+ * a type or size the collective does not serve).  Fallback: the meta
+ * device's own reduce over async copies and an add. */
+#define LOOM_PROC_ALLREDUCE "allreduce"
+struct loom_allreduce_opts {
+	uint32_t size;              /* sizeof(struct loom_allreduce_opts) */
+	enum loom_type reduce_type; /* F32, or BF16 to halve the bytes */
+};
+typedef int (*loom_allreduce_fn)(loom_backend_t *const *backends,
+				 struct loom_tensor *const *tensors, size_t n,
+				 const struct loom_allreduce_opts *opts);
+
+/* "split_buffer_type": a buffer type whose 2D weights are split by rows
+ * over devs in proportion to ratios (NULL: even).  Owned by the plugin.
+ * No fallback: absent means the feature is absent. */
+#define LOOM_PROC_SPLIT_BUFFER_TYPE "split_buffer_type"
+typedef int (*loom_split_buffer_type_fn)(loom_dev_t *const *devs, size_t n,
+					 const float *ratios,
+					 loom_buffer_type_t **out);
+
+/* "host_buffer_type": pinned host memory for dev.  Fallback: none (NULL). */
+#define LOOM_PROC_HOST_BUFFER_TYPE "host_buffer_type"
+typedef loom_buffer_type_t *(*loom_host_buffer_type_fn)(loom_dev_t *dev);
+
+/* "weight_buffer_type": a buffer type for weights that only
+ * loom_mul_mat reads, as its first source, stored in a layout the device
+ * chooses (the CPU plugin interleaves Q4_0 rows 16 at a time).  Its
+ * buffers' set, get and memset still see the usual layout, at any offset;
+ * an op that reads such a tensor otherwise (a view of it, get_rows, a
+ * copy) is refused by supports_op and by graph_compute.  is_host is false,
+ * so no other plugin reads the bytes directly.  Fallback: the device's
+ * buffer type. */
+#define LOOM_PROC_WEIGHT_BUFFER_TYPE "weight_buffer_type"
+typedef loom_buffer_type_t *(*loom_weight_buffer_type_fn)(loom_dev_t *dev);
+
+/* "set_n_threads".  Fallback: LOOM_E_UNSUPPORTED. */
+#define LOOM_PROC_SET_N_THREADS "set_n_threads"
+typedef int (*loom_set_n_threads_fn)(loom_backend_t *be, int n_threads);
+
+/* "get_features": a list of name/value pairs ending with a NULL name
+ * (e.g. {"AVX512F", "1"}), owned by the plugin.  Fallback: none. */
+#define LOOM_PROC_GET_FEATURES "get_features"
+struct loom_feature {
+	const char *name;
+	const char *value;
+};
+typedef const struct loom_feature *(*loom_get_features_fn)(loom_reg_t *reg);
+
+/* "meta_device_new", "meta_check" and "split_default": a composing
+ * plugin's (LOOM_PLUGIN_COMPOSES) implementations of loom_meta_dev_new(),
+ * loom_meta_check() and loom_meta_split_default() (a loom_split_fn). */
+#define LOOM_PROC_META_DEVICE_NEW "meta_device_new"
+#define LOOM_PROC_META_CHECK "meta_check"
+#define LOOM_PROC_SPLIT_DEFAULT "split_default"
+typedef int (*loom_meta_device_new_fn)(loom_dev_t *const *devs, size_t n,
+				       loom_split_fn split, void *userdata,
+				       const struct loom_meta_opts *opts,
+				       loom_dev_t **out);
+typedef int (*loom_meta_check_fn)(loom_dev_t *dev, loom_graph_t *g);
+
+/* "meta_buffer_dev_sizes" / "meta_backend_dev_sizes" (meta plugin): the
+ * bytes each member device holds for a meta buffer's tensors, or for a
+ * meta backend's compute graphs; sizes[j] for member j, j < n. */
+#define LOOM_PROC_META_BUFFER_DEV_SIZES "meta_buffer_dev_sizes"
+#define LOOM_PROC_META_BACKEND_DEV_SIZES "meta_backend_dev_sizes"
+typedef int (*loom_meta_buffer_dev_sizes_fn)(loom_buffer_t *buf,
+					     size_t *sizes, size_t n);
+typedef int (*loom_meta_backend_dev_sizes_fn)(loom_backend_t *be,
+					      size_t *sizes, size_t n);
+
+/* "meta_tensor_slice" (meta plugin): member j's descriptor of its slice of
+ * t, a tensor of a meta buffer, in *out (NULL where member j holds none
+ * of it), its memory ready.  The meta buffer owns the descriptor.  Shows
+ * where a slice lives (its buffer, of the member's weight buffer type in
+ * a buffer of the meta device's). */
+#define LOOM_PROC_META_TENSOR_SLICE "meta_tensor_slice"
+typedef int (*loom_meta_tensor_slice_fn)(const struct loom_tensor *t,
+					 size_t j, struct loom_tensor **out);
+
+/* The world: the processes of one SPMD job (the mpi plugin).  Every rank
+ * runs the same application; the collectives below must be called by
+ * every rank in the same order.  Host memory only.  A collective that
+ * has not completed within the world's timeout (LOOM_MPI_TIMEOUT seconds,
+ * default 300) fails with LOOM_E_IO on every rank that waits, naming the
+ * ranks that did not answer, and every later call fails with
+ * LOOM_E_STATE: a rank that died never leaves the others hanging.  No
+ * fallback: without the plugin there is no world. */
+#define LOOM_PROC_WORLD "world"
+struct loom_world {
+	uint32_t size;    /* sizeof(struct loom_world), set by the caller */
+	int rank;         /* this process, 0 .. n_ranks - 1 */
+	int n_ranks;
+	int local_rank;   /* among the ranks on this host */
+	int n_local;
+};
+typedef int (*loom_world_fn)(loom_reg_t *reg, struct loom_world *out);
+
+/* "world_allreduce": sums n values of type (F32 or BF16) in place across
+ * every rank; every rank gets the same result. */
+#define LOOM_PROC_WORLD_ALLREDUCE "world_allreduce"
+typedef int (*loom_world_allreduce_fn)(loom_reg_t *reg, void *data,
+				       size_t n, enum loom_type type);
+
+/* "world_allreduce_bare": the same sum as "world_allreduce" (same
+ * arguments, checked alike) as one plain blocking MPI_Allreduce, with no
+ * deadline: a rank that died hangs the others.  A reference for
+ * benchmarks (loom-bench allreduce --world), so that world_allreduce's
+ * time over it is the plugin's own overhead; applications use
+ * world_allreduce. */
+#define LOOM_PROC_WORLD_ALLREDUCE_BARE "world_allreduce_bare"
+
+/* "world_bcast": copies size bytes at data on rank root to data on every
+ * other rank. */
+#define LOOM_PROC_WORLD_BCAST "world_bcast"
+typedef int (*loom_world_bcast_fn)(loom_reg_t *reg, void *data, size_t size,
+				   int root);
+
+/* "world_gather": every rank's bytes, one after the other in rank order:
+ * rank r gives sizes[r] bytes at mine, and root gets them all in all
+ * (sizes[0] + ... + sizes[n_ranks - 1] bytes; rank r's after those of
+ * the ranks before it), or every rank does when root is -1.  sizes (one
+ * per rank) must be the same on every rank; all is read only where it is
+ * written; mine may be the rank's own place in all. */
+#define LOOM_PROC_WORLD_GATHER "world_gather"
+typedef int (*loom_world_gather_fn)(loom_reg_t *reg, const void *mine,
+				    void *all, const size_t *sizes, int root);
+
+/* "world_barrier": returns once every rank has called it. */
+#define LOOM_PROC_WORLD_BARRIER "world_barrier"
+typedef int (*loom_world_barrier_fn)(loom_reg_t *reg);
+
+/* "allreduce_world": "allreduce" across the ranks of a world, for a
+ * plugin whose collective spans processes by itself (NCCL, its id sent
+ * from world rank 0 with the world's "world_bcast"): every rank passes
+ * its own members' tensors and each gets the sum over all members of all
+ * ranks.  It may decline (LOOM_E_DECLINED) only for what every rank
+ * shares (type, shape); anything else is an error.  Fallback: the meta
+ * device's local reduce, one "world_allreduce" on host memory, and a
+ * local copy back. */
+#define LOOM_PROC_ALLREDUCE_WORLD "allreduce_world"
+struct loom_world_group {
+	uint32_t size;     /* sizeof(struct loom_world_group) */
+	loom_reg_t *world; /* the world's plugin */
+	int n_members;     /* members over every rank */
+	int first;         /* the world index of backends[0]'s member */
+	uint64_t key;      /* names the group alike on every rank */
+};
+typedef int (*loom_allreduce_world_fn)(loom_backend_t *const *backends,
+				       struct loom_tensor *const *tensors,
+				       size_t n,
+				       const struct loom_allreduce_opts *opts,
+				       const struct loom_world_group *group);
+
+/* "allreduce_world_prepare": makes now what "allreduce_world" needs for
+ * these n devices of this rank in group (its communicators), so that the
+ * first compute does not; called by every rank at once, as a collective
+ * (a meta device over the world, when it is made).  A rank that fails
+ * says so; the meta device then compares every rank's status. */
+#define LOOM_PROC_ALLREDUCE_WORLD_PREPARE "allreduce_world_prepare"
+typedef int (*loom_allreduce_world_prepare_fn)(
+	loom_dev_t *const *devs, size_t n,
+	const struct loom_world_group *group);
+
+/* The entry points above but the world's, each once: X(NAME) for
+ * LOOM_PROC_NAME.  The core resolves each when a plugin registers, and
+ * loom-info lists them; the world's are the world plugin's to its users. */
+#define LOOM_PROC_MAP(X)                                                     \
+	X(SET_TENSOR_2D)                                                     \
+	X(GET_TENSOR_2D)                                                     \
+	X(SET_TENSOR_2D_ASYNC)                                               \
+	X(GET_TENSOR_2D_ASYNC)                                               \
+	X(ALLREDUCE)                                                         \
+	X(SPLIT_BUFFER_TYPE)                                                 \
+	X(HOST_BUFFER_TYPE)                                                  \
+	X(WEIGHT_BUFFER_TYPE)                                                \
+	X(SET_N_THREADS)                                                     \
+	X(GET_FEATURES)                                                      \
+	X(META_DEVICE_NEW)                                                   \
+	X(META_CHECK)                                                        \
+	X(SPLIT_DEFAULT)                                                     \
+	X(META_BUFFER_DEV_SIZES)                                             \
+	X(META_BACKEND_DEV_SIZES)                                            \
+	X(ALLREDUCE_WORLD)                                                    \
+	X(ALLREDUCE_WORLD_PREPARE)
 
 #ifdef __cplusplus
 }

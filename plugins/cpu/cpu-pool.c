@@ -404,12 +404,76 @@ static void mark_drain(struct cpu_pool *pool, uint32_t target, uint32_t done)
 		;
 }
 
+/* Waits until the jobs before next are done: the jobs a thread passed
+ * by may write what its next one reads. */
+static void wait_done_before(struct cpu_pool *pool, uint32_t next)
+{
+	uint32_t d;
+
+	while ((int32_t)(next - (d = atomic_load(&pool->done))) > 0)
+		wait_change(&pool->done, d, &pool->done_sleepers,
+			    spin_budget(50000, true), false);
+}
+
+/* Runs thread ith's share of job (not a stop).  Every job ends with the
+ * threads that ran it past a barrier. */
+static void run_job(struct cpu_pool *pool, const struct cpu_job *job,
+		    int ith)
+{
+	switch (job->kind) {
+	case CPU_JOB_GRAPH:
+		cpu_graph_run(job->nth < pool->n_threads ? &pool->half_bar :
+			      &pool->bar, job->plan, ith, job->nth,
+			      pool->wdata, pool->wsize);
+		/* Every thread that ran it is past its last barrier. */
+		if (ith == 0)
+			free(job->plan);
+		break;
+	case CPU_JOB_ALLREDUCE:
+		if (!job->leader_only) {
+			cpu_allreduce_run(job->ar, job->part, ith);
+			break;
+		}
+		/* The others may not start the next job before thread 0 is
+		 * through. */
+		if (ith == 0)
+			cpu_allreduce_run(job->ar, job->part, 0);
+		cpu_bar_wait(&pool->bar);
+		break;
+	case CPU_JOB_COPY:
+		cpu_copy_run(&job->copy, ith, job->nth);
+		if (job->nth > 1)
+			cpu_bar_wait(&pool->bar);
+		break;
+	case CPU_JOB_STOP:
+		break;
+	}
+}
+
+/* Whether job is one thread ith has no part in. */
+static bool not_mine(const struct cpu_job *job, int ith)
+{
+	return (job->kind == CPU_JOB_GRAPH || job->kind == CPU_JOB_COPY) &&
+	       ith >= job->nth;
+}
+
+/* A worker's end, at the stop job (number next). */
+static void worker_stop(struct cpu_pool *pool, int ith, uint32_t next,
+			struct time_watch *watch)
+{
+	cpu_bar_wait(&pool->bar);
+	atomic_fetch_sub(&live_threads, 1);
+	if (watch->fd >= 0)
+		close(watch->fd);
+	if (ith == 0)
+		finish_job(pool, next + 1);
+}
+
 static void *worker_main(void *p)
 {
 	struct worker_arg arg = *(struct worker_arg *)p;
 	struct cpu_pool *pool = arg.pool;
 	int ith = arg.ith;
-	int nth = pool->n_threads;
 	uint32_t next;
 	struct time_watch watch = { .fd = -1 };
 	bool behind = false; /* passed jobs by since the last one it ran */
@@ -428,66 +492,25 @@ static void *worker_main(void *p)
 			    spin_budget(pool->spin_ns, true), true);
 		watch_begin(&watch);
 		job = &pool->jobs[next % CPU_POOL_QUEUE];
-		if ((job->kind == CPU_JOB_GRAPH || job->kind == CPU_JOB_COPY) &&
-		    ith >= job->nth) {
-			/* Not this thread's: pass it by, without waiting for
-			 * the threads that run it (under contention they may
-			 * wait a while for a core). */
+		if (not_mine(job, ith)) {
+			/* Pass it by, without waiting for the threads that
+			 * run it (under contention they may wait a while for
+			 * a core). */
 			atomic_store(&pool->taken[ith], next + 1);
 			next++;
 			behind = true;
 			continue;
 		}
-		/* The jobs passed by may write what this one reads: they
-		 * finish first. */
-		if (behind) {
-			uint32_t d;
-
-			while ((int32_t)(next - (d = atomic_load(
-				&pool->done))) > 0)
-				wait_change(&pool->done, d,
-					    &pool->done_sleepers,
-					    spin_budget(50000, true), false);
-			behind = false;
-		}
-		switch (job->kind) {
-		case CPU_JOB_GRAPH:
-			cpu_graph_run(job->nth < nth ? &pool->half_bar :
-				      &pool->bar, job->plan, ith, job->nth,
-				      pool->wdata, pool->wsize);
-			/* Every thread that ran it is past its last
-			 * barrier. */
-			if (ith == 0)
-				free(job->plan);
-			break;
-		case CPU_JOB_ALLREDUCE:
-			if (!job->leader_only) {
-				cpu_allreduce_run(job->ar, job->part, ith);
-				break;
-			}
-			/* The others may not start the next job before
-			 * thread 0 is through. */
-			if (ith == 0)
-				cpu_allreduce_run(job->ar, job->part, 0);
-			cpu_bar_wait(&pool->bar);
-			break;
-		case CPU_JOB_COPY:
-			cpu_copy_run(&job->copy, ith, job->nth);
-			if (job->nth > 1)
-				cpu_bar_wait(&pool->bar);
-			break;
-		case CPU_JOB_STOP:
-			cpu_bar_wait(&pool->bar);
-			atomic_fetch_sub(&live_threads, 1);
-			if (watch.fd >= 0)
-				close(watch.fd);
-			if (ith == 0)
-				finish_job(pool, next + 1);
+		if (behind)
+			wait_done_before(pool, next);
+		behind = false;
+		if (job->kind == CPU_JOB_STOP) {
+			worker_stop(pool, ith, next, &watch);
 			return NULL;
 		}
+		run_job(pool, job, ith);
 		watch_end(&watch);
-		/* Every job ends with the threads that ran it past a
-		 * barrier, so it is done once thread 0 says so. */
+		/* It is done once thread 0 says so. */
 		if (ith == 0)
 			finish_job(pool, next + 1);
 		atomic_store(&pool->taken[ith], next + 1);

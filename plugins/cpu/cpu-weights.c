@@ -10,6 +10,8 @@
  * through the groups they touch; only mul_mat reads an interleaved
  * matrix (as its weights), every other op that would is refused.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,9 +57,67 @@ loom_buffer_type_t *cpu_weight_buffer_type(loom_dev_t *dev)
 	return cd ? cd->wbuft : NULL;
 }
 
-static bool cpu_w_buffer(loom_buffer_t *buf)
+/* The weight buffers alive, so that whether a tensor's buffer is one is
+ * answered without a lock: every node of every compute asks.  A slot
+ * holds a buffer from its allocation to its free; w_top is one past the
+ * highest slot ever used.  Buffers beyond the slots (w_spilled of them)
+ * are asked of the core, under its lock, as before. */
+#define CPU_W_SLOTS 64
+static _Atomic(loom_buffer_t *) w_slots[CPU_W_SLOTS];
+static atomic_size_t w_top;
+static atomic_size_t w_spilled;
+
+/* Records buf as a weight buffer; true when a slot holds it. */
+static bool w_slot_take(loom_buffer_t *buf)
 {
-	loom_buffer_type_t *buft = buf ? loom_buffer_get_type(buf) : NULL;
+	for (size_t i = 0; i < CPU_W_SLOTS; i++) {
+		loom_buffer_t *none = NULL;
+		size_t top;
+
+		if (!atomic_compare_exchange_strong(&w_slots[i], &none, buf))
+			continue;
+		top = atomic_load(&w_top);
+		while (top < i + 1 &&
+		       !atomic_compare_exchange_weak(&w_top, &top, i + 1))
+			;
+		return true;
+	}
+	atomic_fetch_add(&w_spilled, 1);
+	return false;
+}
+
+/* Forgets buf, at its free. */
+static void w_slot_give(loom_buffer_t *buf)
+{
+	size_t top = atomic_load(&w_top);
+
+	for (size_t i = 0; i < top; i++) {
+		loom_buffer_t *want = buf;
+
+		if (atomic_compare_exchange_strong(&w_slots[i], &want, NULL))
+			return;
+	}
+	atomic_fetch_sub(&w_spilled, 1);
+}
+
+/* Whether buf, alive (a tensor's, in a graph computed or checked), is a
+ * weight buffer of this plugin: lock-free, but for spilled buffers. */
+static bool w_slot_has(const loom_buffer_t *buf)
+{
+	size_t top = atomic_load_explicit(&w_top, memory_order_acquire);
+
+	for (size_t i = 0; i < top; i++)
+		if (atomic_load_explicit(&w_slots[i], memory_order_acquire) ==
+		    buf)
+			return true;
+	return false;
+}
+
+/* Whether buf is this plugin's weight buffer, asked of the core: which
+ * device its type is of, and that device's plugin. */
+static bool w_buffer_asked(loom_buffer_t *buf)
+{
+	loom_buffer_type_t *buft = loom_buffer_get_type(buf);
 	loom_dev_t *dev = buft ? loom_buffer_type_device(buft) : NULL;
 
 	if (!dev || loom_reg_proc_address(loom_dev_reg(dev),
@@ -65,6 +125,16 @@ static bool cpu_w_buffer(loom_buffer_t *buf)
 			    (void *)cpu_weight_buffer_type)
 		return false;
 	return buft == cpu_weight_buffer_type(dev);
+}
+
+static bool cpu_w_buffer(loom_buffer_t *buf)
+{
+	if (!buf)
+		return false;
+	if (w_slot_has(buf))
+		return true;
+	return atomic_load_explicit(&w_spilled, memory_order_relaxed) &&
+	       w_buffer_asked(buf);
 }
 
 bool cpu_w_interleaved(const struct loom_tensor *t)
@@ -290,14 +360,35 @@ static const char *buft_get_name(loom_buffer_type_t *buft)
 	return cd->wname;
 }
 
+/* The host buffers' methods: they take interleaved matrices through
+ * w_access, and a clear is the same bytes in either layout.  But free,
+ * which forgets the buffer first. */
+static struct loom_buffer_iface w_buffer_iface;
+static pthread_once_t w_iface_once = PTHREAD_ONCE_INIT;
+
+static void w_buffer_free(loom_buffer_t *buf)
+{
+	w_slot_give(buf);
+	cpu_host_free(buf);
+}
+
+static void w_iface_init(void)
+{
+	w_buffer_iface = cpu_buffer_iface;
+	w_buffer_iface.free_buffer = w_buffer_free;
+}
+
 static int buft_alloc_buffer(loom_buffer_type_t *buft, size_t size,
 			     loom_buffer_t **out)
 {
-	/* The host buffers' methods: they take interleaved matrices
-	 * through w_access, and a clear is the same bytes in either
-	 * layout. */
-	return cpu_host_alloc(loom_buffer_type_context(buft), buft,
-			      &cpu_buffer_iface, size, out);
+	int st;
+
+	pthread_once(&w_iface_once, w_iface_init);
+	st = cpu_host_alloc(loom_buffer_type_context(buft), buft,
+			    &w_buffer_iface, size, out);
+	if (!st)
+		w_slot_take(*out);
+	return st;
 }
 
 /* Not host memory to anyone else: its bytes are not the usual ones. */

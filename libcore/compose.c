@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* meta.c - the core side of composed devices: loom_meta_dev_new(),
+/* compose.c - the core side of composed devices: loom_meta_dev_new(),
  * loom_meta_check() and loom_meta_split_default() reach the plugin that
  * composes devices through its entry points.  The device, its split
  * rules and its default policy live in that plugin.
@@ -32,7 +32,7 @@ static void *composer_proc(enum loom__proc p, const char *who)
 
 	if (!loom__call_begin(reg, LOOM__KIND_REG)) {
 		loom_error_set(LOOM_E_NOT_FOUND,
-			       "%s: no meta plugin (one that composes devices) "
+			       "%s: no plugin that composes devices "
 			       "is loaded (check LOOM_BACKENDS and loom-info)",
 			       who);
 		return NULL;
