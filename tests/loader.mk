@@ -5,7 +5,9 @@ check_PROGRAMS += tests/test-loader
 TESTS += tests/test-loader
 # libcore/abi.c is compiled in too: the test calls the ABI rule with a
 # core version other than this one's.
-tests_test_loader_SOURCES = tests/test-loader.c tests/fake-plugin.c \
+tests_test_loader_SOURCES = tests/test-loader.c tests/test-loader-abi.c \
+	tests/test-loader-elf.c tests/test-loader-iface.c tests/loader-util.c \
+	tests/loader-util.h tests/loader-cases.h tests/fake-plugin.c \
 	tests/fake-plugin.h libcore/abi.c
 tests_test_loader_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/libcore \
 	-DFAKE_STATIC -DFAKE_NAME=\"static\" -DFAKE_2D
