@@ -7,6 +7,11 @@ noinst_LTLIBRARIES += tests/libopsuite.la
 tests_libopsuite_la_SOURCES = \
 	tests/ops-suite.c \
 	tests/ops-suite.h \
+	tests/ops-suite-int.h \
+	tests/ops-cases.c \
+	tests/ops-cases-oai.c \
+	tests/ops-composites.c \
+	tests/ops-run.c \
 	tests/ref-ops.c \
 	tests/ref-ops.h \
 	tests/test-util.c \
