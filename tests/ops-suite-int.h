@@ -90,14 +90,19 @@ struct op_case {
  * and building a case. */
 extern size_t n_cases;
 struct op_case *case_new(enum loom_op op, double max_nmse);
-struct input *case_in(struct op_case *c, enum loom_type type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, enum layout layout);
-struct input *case_ids(struct op_case *c, enum fill fill, int64_t range, int64_t ne0, int64_t ne1, int64_t ne2);
+struct input *case_in(struct op_case *c, enum loom_type type,
+		       int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3,
+		       enum layout layout);
+struct input *case_ids(struct op_case *c, enum fill fill, int64_t range,
+			int64_t ne0, int64_t ne1, int64_t ne2);
 void case_add(struct op_case *c, const char *tag);
 const char *case_op_name(const struct op_case *c);
-void __attribute__((format(printf, 1, 2))) ops_message(const char *fmt, ...);
+void __attribute__((format(printf, 1, 2)))
+ops_message(const char *fmt, ...);
 void ops_fail(void);
 void ops_skip(const char *why);
-void __attribute__((format(printf, 3, 4))) str_append(char *buf, size_t size, const char *fmt, ...);
+void __attribute__((format(printf, 3, 4)))
+str_append(char *buf, size_t size, const char *fmt, ...);
 
 /* ops-cases.c: the tables of the ops of loom.h (the gpt-oss family's in
  * ops-cases-oai.c, which also makes them all in order). */
@@ -121,7 +126,8 @@ void add_top_k_cases(void);
 void add_graph_cases(void);
 
 /* ops-run.c: inputs as the op reads them, and running one case. */
-void view_values(const struct input *in, const struct ref_tensor *leaf, struct ref_tensor *out);
+void view_values(const struct input *in, const struct ref_tensor *leaf,
+		 struct ref_tensor *out);
 void run_case(const struct op_case *c, struct ops_dev *d);
 
 #endif /* LOOM_TEST_OPS_SUITE_INT_H */
