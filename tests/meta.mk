@@ -7,7 +7,9 @@ check_PROGRAMS += tests/test-meta tests/test-meta-llama tests/test-meta-rules \
 TESTS += tests/test-meta tests/test-meta-llama tests/test-meta-rules \
 	tests/test-meta-weights tests/test-meta-kquant
 
-tests_test_meta_SOURCES = tests/test-meta.c
+tests_test_meta_SOURCES = tests/test-meta.c tests/test-meta-compute.c \
+	tests/test-meta-errors.c tests/test-meta-graphs.c tests/meta-util.c \
+	tests/meta-util.h tests/meta-cases.h
 tests_test_meta_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_meta_LDADD = $(TEST_LIBS)
 
