@@ -26,13 +26,14 @@ enum edit {
 
 /* A gpt-oss file of 2 layers with its keys and the tensors whose shapes
  * the reader needs (the embeddings and a query matrix), parsed. */
-static struct gguf *make_file(enum edit e)
+/* The file as parsed; *bytes (which the parse reads from) is the
+ * caller's to free after gguf_free. */
+static struct gguf *make_file(enum edit e, void **bytes)
 {
 	static float embd[32 * 16], wq[32 * 32];
 	const int64_t ne_embd[2] = { 32, 16 }, ne_q[2] = { 32, 32 };
 	struct gguf_writer *w;
 	struct gguf *g;
-	void *bytes;
 	size_t size;
 
 	g_assert_cmpint(gguf_writer_new(&w), ==, LOOM_OK);
@@ -70,19 +71,20 @@ static struct gguf *make_file(enum edit e)
 				    0.5f);
 	gguf_writer_add_tensor(w, "token_embd.weight", 0, 2, ne_embd, embd);
 	gguf_writer_add_tensor(w, "blk.0.attn_q.weight", 0, 2, ne_q, wq);
-	g_assert_cmpint(gguf_writer_bytes(w, &bytes, &size), ==, LOOM_OK);
-	g_assert_cmpint(gguf_parse(bytes, size, &g), ==, LOOM_OK);
+	g_assert_cmpint(gguf_writer_bytes(w, bytes, &size), ==, LOOM_OK);
+	g_assert_cmpint(gguf_parse(*bytes, size, &g), ==, LOOM_OK);
 	gguf_writer_free(w);
-	free(bytes);
 	return g;
 }
 
 static int read_hp(enum edit e, struct llama_hparams *hp)
 {
-	struct gguf *g = make_file(e);
+	void *bytes;
+	struct gguf *g = make_file(e, &bytes);
 	int ret = model_hparams(g, 256, LOOM_TYPE_F32, hp, NULL);
 
 	gguf_free(g);
+	free(bytes);
 	return ret;
 }
 
