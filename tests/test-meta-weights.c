@@ -303,19 +303,9 @@ static void test_type(void)
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
-	g_setenv("LOOM_CPU_DEVICES", "3", TRUE);
-	g_setenv("LOOM_BACKENDS", "cpu,meta", TRUE);
-	g_unsetenv("LOOM_META_DEVICES");
-	if (loom_test_load_plugins() || !loom_reg_by_name("meta") ||
-	    !loom_dev_by_name("cpu2")) {
+	if (loom_test_meta_partitions(3, cpu)) {
 		g_test_skip("no cpu and meta plugins with 3 partitions");
 		return g_test_run();
-	}
-	for (int j = 0; j < 3; j++) {
-		char name[8];
-
-		g_snprintf(name, sizeof(name), "cpu%d", j);
-		cpu[j] = loom_dev_by_name(name);
 	}
 	g_test_add_func("/meta-weights/type", test_type);
 	for (size_t i = 0; i < G_N_ELEMENTS(types); i++) {

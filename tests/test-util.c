@@ -533,6 +533,24 @@ double loom_test_nmse(const double *ref, const double *out, size_t n)
 	return num / den;
 }
 
+int loom_test_meta_partitions(int n, loom_dev_t **cpu)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "%d", n);
+	setenv("LOOM_CPU_DEVICES", name, 1);
+	setenv("LOOM_BACKENDS", "cpu,meta", 1);
+	unsetenv("LOOM_META_DEVICES");
+	if (loom_test_load_plugins() || !loom_reg_by_name("meta"))
+		return -1;
+	for (int j = 0; j < n; j++) {
+		snprintf(name, sizeof(name), "cpu%d", j);
+		if (!(cpu[j] = loom_dev_by_name(name)))
+			return -1;
+	}
+	return 0;
+}
+
 int loom_test_load_plugins(void)
 {
 	const char *test_path = getenv("LOOM_TEST_PLUGIN_PATH");

@@ -67,5 +67,9 @@ double loom_test_nmse(const double *ref, const double *out, size_t n);
  * first) and loads the plugins LOOM_BACKENDS selects.  Returns
  * loom_load_all()'s status. */
 int loom_test_load_plugins(void);
+/* Loads the cpu and meta plugins alone with the CPU cut into n
+ * partitions and fills cpu[0..n) with them.  Returns 0, or -1 when the
+ * plugins or the partitions are not there (the caller skips). */
+int loom_test_meta_partitions(int n, loom_dev_t **cpu);
 
 #endif /* LOOM_TEST_UTIL_H */
