@@ -4,10 +4,12 @@
  * token is a function of the last one alone, wired as a few chains:
  *   "\n" -> P a r i s <|im_end|>, then <|im_end|> -> ! -> ! ...
  *   X -> O K <|eot_id|>          Y -> N </s>
+ *   Z -> W "\n \n" -> V -> V ...  (a paragraph, then more)
  * (every other token leads to <unk>).  Its vocabulary is SentencePiece
- * style: <unk> <s> </s>, the byte tokens, then <|im_start|>, <|im_end|>
- * and <|eot_id|> (the file's EOT); its chat template is a ChatML one
- * unless the second argument gives another text.
+ * style: <unk> <s> </s>, the byte tokens, then <|im_start|>, <|im_end|>,
+ * <|eot_id|> (the file's EOT) and a piece "\n \n" (which no prompt's
+ * text holds); its chat template is a ChatML one unless the second
+ * argument gives another text.
  *
  *   chat-model OUT.gguf [TEMPLATE]
  */
@@ -23,7 +25,8 @@
 #define IM_START (3 + N_BYTES)
 #define IM_END (IM_START + 1)
 #define EOT (IM_START + 2)
-#define N_VOCAB (IM_START + 3)
+#define NL2 (IM_START + 3)
+#define N_VOCAB (IM_START + 4)
 #define B(c) (3 + (unsigned char)(c))
 
 static const char chatml[] =
@@ -39,6 +42,7 @@ static const int edges[][2] = {
 	{ IM_END, B('!') }, { B('!'), B('!') },
 	{ B('X'), B('O') }, { B('O'), B('K') }, { B('K'), EOT },
 	{ B('Y'), B('N') }, { B('N'), 2 },
+	{ B('Z'), B('W') }, { B('W'), NL2 }, { NL2, B('V') }, { B('V'), B('V') },
 };
 
 #define N_EDGES (int)(sizeof(edges) / sizeof(edges[0]))
@@ -85,10 +89,12 @@ int main(int argc, char **argv)
 		else
 			snprintf(buf, sizeof(buf), "%s",
 				 i == IM_START ? "<|im_start|>" :
-				 i == IM_END ? "<|im_end|>" : "<|eot_id|>");
+				 i == IM_END ? "<|im_end|>" :
+				 i == EOT ? "<|eot_id|>" : "\n\xe2\x96\x81\n");
 		tok[i] = strdup(buf);
 		score[i] = 0;
-		type[i] = i == 0 ? 2 : i < 3 || i >= IM_START ? 3 : 6;
+		type[i] = i == 0 ? 2 : i == NL2 ? 1 :
+			  i < 3 || i >= IM_START ? 3 : 6;
 	}
 	if (gguf_writer_new(&w))
 		return 1;

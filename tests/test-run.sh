@@ -37,7 +37,7 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 n=0
 failed=0
 
-echo "1..33"
+echo "1..34"
 
 result() {
 	n=$((n + 1))
@@ -205,6 +205,16 @@ result $? "a raw prompt stops at <|eot_id|> and at </s>"
 	grep -q "chat template is of no family Loom knows: the text goes as it is" \
 		"$dir/err" && [ "$(cat "$dir/out")" = "OK" ]
 result $? "an unknown template says so; the text goes as it is"
+
+# Without a template (a base model's file) a reply ends at a blank line.
+"$run" -m "$dir/odd.gguf" -p "Z" --chat -n 20 >"$dir/out" 2>"$dir/err" &&
+	grep -q "a reply ends at a blank line" "$dir/err" &&
+	[ "$(tr -d ' \n' <"$dir/out")" = "W" ] &&
+	"$run" -m "$dir/odd.gguf" -p "Z" --chat --ignore-eos -n 6 \
+		>"$dir/out" 2>"$dir/err" &&
+	! grep -q "blank line" "$dir/err" &&
+	[ "$(tr -d ' \n' <"$dir/out")" = "WVVVV" ]
+result $? "a chat without a template ends its reply at a blank line"
 
 "$run" -m "$dir/chat.gguf" -p "X" --chat-template nope >"$dir/out" \
 	2>"$dir/err"

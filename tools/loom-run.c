@@ -644,6 +644,11 @@ struct session {
 	uint64_t rng;
 	int n_past;
 	int32_t pending; /* shown but not in the cache yet, or -1 */
+	/* A chat without a template (a base model's): a reply ends at its
+	 * first blank line, the newlines seen since its last text counted
+	 * here. */
+	bool paragraphs, seen_text;
+	int newlines;
 	struct stats st;
 };
 
@@ -742,15 +747,38 @@ static int record(struct stats *st, int32_t tok)
 	return 0;
 }
 
+/* Whether tok's text ends a paragraph of the reply: a blank line after
+ * some text. */
+static bool ends_paragraph(struct session *ss, int32_t tok)
+{
+	char text[256];
+
+	if (!ss->paragraphs ||
+	    loom_model_token_text(ss->m, tok, text, sizeof(text)) < 0)
+		return false;
+	for (const char *c = text; *c; c++) {
+		if (*c == '\n') {
+			ss->newlines += ss->seen_text;
+		} else if (*c != ' ' && *c != '\t' && *c != '\r') {
+			ss->seen_text = true;
+			ss->newlines = 0;
+		}
+	}
+	return ss->newlines >= 2;
+}
+
 /* Samples up to n tokens after what the cache holds, streaming their
- * text; stops at a token that ends a reply (unless --ignore-eos), at the
- * end of the context, or on SIGINT.  The last token shown stays out of
- * the cache until the next feed. */
+ * text; stops at a token that ends a reply (unless --ignore-eos), at a
+ * blank line in a chat without a template (a base model knows no end of
+ * turn), at the end of the context, or on SIGINT.  The last token shown
+ * stays out of the cache until the next feed. */
 static int reply(struct session *ss, int n)
 {
 	double t0 = now();
 	int32_t tok;
 
+	ss->seen_text = false;
+	ss->newlines = 0;
 	for (int i = 0; i < n && !interrupted; i++) {
 		if (decide(ss->o, ss->last, ss->nv, &ss->rng, &tok) ||
 		    record(&ss->st, tok))
@@ -760,7 +788,8 @@ static int reply(struct session *ss, int n)
 		show(ss, tok);
 		fflush(stdout);
 		ss->pending = tok;
-		if (i + 1 == n || ss->n_past >= ss->n_ctx)
+		if (i + 1 == n || ss->n_past >= ss->n_ctx ||
+		    ends_paragraph(ss, tok))
 			break;
 		if (eval(ss->m, ss->be, ss->s, &tok, 1, ss->n_past, false,
 			 ss->logits))
@@ -775,10 +804,12 @@ static int reply(struct session *ss, int n)
 }
 
 /* The template a chat asks for: --chat-template's, else the file's;
- * *family NULL (with a line saying why) when the text goes as it is. */
-static int chat_kind(const struct opts *o, const loom_model_t *m,
+ * *family NULL (with a line saying why) when the text goes as it is, and
+ * then a reply ends at a blank line (unless --ignore-eos). */
+static int chat_kind(const struct opts *o, struct session *ss,
 		     const char **family)
 {
+	const loom_model_t *m = ss->m;
 	const char *k;
 
 	*family = NULL;
@@ -788,10 +819,13 @@ static int chat_kind(const struct opts *o, const loom_model_t *m,
 		if (loom_model_chat_family(m, o->chat_template, &k))
 			return fail("--chat-template: %s", loom_error_message());
 	} else if (loom_model_chat_family(m, NULL, &k)) {
+		ss->paragraphs = !o->ignore_eos;
 		if (!o->json)
-			fprintf(stderr, "loom-run: %s: the text goes as it is "
+			fprintf(stderr, "loom-run: %s: the text goes as it is%s "
 				"(--chat-template NAME names one)\n",
-				loom_error_message());
+				loom_error_message(),
+				ss->paragraphs ? ", and a reply ends at a "
+						 "blank line" : "");
 		return 0;
 	}
 	*family = k;
@@ -996,7 +1030,7 @@ static int open_model(const struct opts *o, loom_model_t **m)
 
 /* The prompt's ids: --tokens, or -p's text (a chat's turn in family); a
  * vocabulary Loom cannot tokenize fails here, before any weight loads. */
-static int prompt_ids(const struct session *ss, const char **family,
+static int prompt_ids(struct session *ss, const char **family,
 		      int32_t **prompt, int *n_prompt)
 {
 	const struct opts *o = ss->o;
@@ -1010,7 +1044,7 @@ static int prompt_ids(const struct session *ss, const char **family,
 		return fail("%s: %s", o->prompt ? "-p" : "--chat",
 			    loom_error_message());
 	free(none);
-	if (chat_kind(o, ss->m, family) ||
+	if (chat_kind(o, ss, family) ||
 	    (o->prompt && tokenize(ss, *family, o->prompt, true, prompt,
 				   n_prompt)))
 		return 1;
