@@ -15,6 +15,9 @@ AM_TESTS_ENVIRONMENT = \
 	LOOM_TEST_SRCDIR='$(abs_top_srcdir)'; export LOOM_TEST_SRCDIR; \
 	LOOM_TEST_VERSION='$(PACKAGE_VERSION)'; export LOOM_TEST_VERSION; \
 	LOOM_TEST_DOCDIR='$(docdir)'; export LOOM_TEST_DOCDIR; \
+	LOOM_TEST_CC='$(CC)'; export LOOM_TEST_CC; \
+	LOOM_TEST_CFLAGS='$(CFLAGS)'; export LOOM_TEST_CFLAGS; \
+	LOOM_TEST_LDFLAGS='$(LDFLAGS)'; export LOOM_TEST_LDFLAGS; \
 	LOOM_TEST_PLUGIN_PATH='$(abs_top_builddir)/plugins/cpu/.libs:$(abs_top_builddir)/plugins/meta/.libs:$(abs_top_builddir)/plugins/cuda/.libs:$(abs_top_builddir)/plugins/hip/.libs:$(abs_top_builddir)/plugins/mpi/.libs'; \
 	export LOOM_TEST_PLUGIN_PATH; \
 	G_DEBUG=fatal-criticals; export G_DEBUG;

@@ -37,8 +37,11 @@ result() {
 }
 
 # The headers of include/ and nothing of model/: what an installed
-# system gives an application.
-${CC:-cc} -I"$src/include" -o "$dir/generate" "$src/examples/generate.c" \
+# system gives an application, built with the compiler and flags of this
+# build (a sanitizer's runtime must come first in a program).
+# shellcheck disable=SC2086 # the compiler and flags are word lists
+${LOOM_TEST_CC:-${CC:-cc}} $LOOM_TEST_CFLAGS -I"$src/include" \
+	-o "$dir/generate" "$src/examples/generate.c" $LOOM_TEST_LDFLAGS \
 	-L"$b/model/.libs" -lloom-model -L"$b/libcore/.libs" -lloom \
 	2>"$dir/err"
 result $? "an application builds against the public headers alone"
