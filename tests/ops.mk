@@ -11,8 +11,8 @@ tests_test_ops_LDADD = tests/libopsuite.la $(TEST_LIBS)
 TESTS += tests/test-ops-no-amx.sh
 EXTRA_DIST += tests/test-ops-no-amx.sh
 
-TESTS += tests/test-ops-meta.sh
-EXTRA_DIST += tests/test-ops-meta.sh
+TESTS += tests/test-ops-meta.sh tests/test-ops-meta3.sh
+EXTRA_DIST += tests/test-ops-meta.sh tests/test-ops-meta3.sh
 
 # What the constructors of the gpt-oss family's ops refuse.
 check_PROGRAMS += tests/test-ops-oai
