@@ -52,7 +52,8 @@ static void teardown(struct fixture *f)
 /* The types the buffer interleaves. */
 static const enum loom_type w_types[] = {
 	LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K,
-	LOOM_TYPE_Q6_K, LOOM_TYPE_Q4_1, LOOM_TYPE_IQ4_NL,
+	LOOM_TYPE_Q6_K, LOOM_TYPE_Q4_1, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q5_0,
+	LOOM_TYPE_Q5_1, LOOM_TYPE_MXFP4,
 };
 
 /* Values per row of a test matrix: a few blocks of the type. */
@@ -62,22 +63,26 @@ static int64_t row_values(enum loom_type type)
 }
 
 /* Random blocks of type, their halves (GGUF's d and dmin) plain
- * numbers: the high byte's exponent between 2^-7 and 2^-2. */
+ * numbers: the high byte's exponent between 2^-7 and 2^-2; MXFP4's
+ * exponent byte between 2^-8 and 2^7. */
 static void random_blocks(enum loom_type type, struct loom_test_rng *rng,
 			  uint8_t *p, size_t n)
 {
 	size_t bs = loom_type_size(type), half[2] = { 0, 2 };
 	int nh = type == LOOM_TYPE_Q4_K || type == LOOM_TYPE_Q5_K ||
-		 type == LOOM_TYPE_Q4_1 ? 2 : 1;
+		 type == LOOM_TYPE_Q4_1 || type == LOOM_TYPE_Q5_1 ? 2 : 1;
 
 	if (type == LOOM_TYPE_Q6_K)
 		half[0] = bs - 2;
 	for (size_t i = 0; i < n; i++)
 		p[i] = (uint8_t)loom_test_rng_next(rng);
 	for (size_t i = 0; i + bs <= n; i += bs)
-		for (int h = 0; h < nh; h++)
-			p[i + half[h] + 1] =
-				(uint8_t)(0x20 + loom_test_rng_int(rng, 16));
+		if (type == LOOM_TYPE_MXFP4)
+			p[i] = (uint8_t)(119 + loom_test_rng_int(rng, 16));
+		else
+			for (int h = 0; h < nh; h++)
+				p[i + half[h] + 1] = (uint8_t)(
+					0x20 + loom_test_rng_int(rng, 16));
 }
 
 static struct loom_tensor *w_matrix(loom_ctx_t *ctx, enum loom_type type,

@@ -30,7 +30,8 @@
 #define CPU_W_TYPES(X)                                                   \
 	X(LOOM_TYPE_Q8_0) X(LOOM_TYPE_Q4_0) X(LOOM_TYPE_Q4_K)            \
 	X(LOOM_TYPE_Q5_K) X(LOOM_TYPE_Q6_K) X(LOOM_TYPE_Q4_1)            \
-	X(LOOM_TYPE_IQ4_NL)
+	X(LOOM_TYPE_IQ4_NL) X(LOOM_TYPE_Q5_0) X(LOOM_TYPE_Q5_1)          \
+	X(LOOM_TYPE_MXFP4)
 
 /* The decode kernel of a type (matmul-q8v.c): a 32-value block with its
  * step first, a half or an E8M0 exponent (CPU_GV_BLOCK); a super-block of
@@ -45,8 +46,8 @@ enum cpu_gv { CPU_GV_TILE, CPU_GV_BLOCK, CPU_GV_SUPER };
 enum cpu_off { CPU_OFF_NONE, CPU_OFF_INT, CPU_OFF_MIN };
 
 /* A field of a block, in the weight buffer: its offset and bytes.  In a
- * group's block it starts 16 times as far in, element i (2 bytes for a
- * half, else 4) of row r at 16 * i * w + r * w. */
+ * group's block it starts 16 times as far in, element i (w bytes: 1 for
+ * a single byte, 2 for a half, else 4) of row r at 16 * i * w + r * w. */
 struct w_field {
 	uint8_t off, bytes;
 };
@@ -81,6 +82,17 @@ static const struct w_field cpu_w_q4_1[] = {
 };
 static const struct w_field cpu_w_iq4_nl[] = {
 	W_FIELD(loom_block_iq4_nl, d), W_FIELD(loom_block_iq4_nl, qs), { 0 },
+};
+static const struct w_field cpu_w_q5_0[] = {
+	W_FIELD(loom_block_q5_0, d), W_FIELD(loom_block_q5_0, qh),
+	W_FIELD(loom_block_q5_0, qs), { 0 },
+};
+static const struct w_field cpu_w_q5_1[] = {
+	W_FIELD(loom_block_q5_1, d), W_FIELD(loom_block_q5_1, m),
+	W_FIELD(loom_block_q5_1, qh), W_FIELD(loom_block_q5_1, qs), { 0 },
+};
+static const struct w_field cpu_w_mxfp4[] = {
+	W_FIELD(loom_block_mxfp4, e), W_FIELD(loom_block_mxfp4, qs), { 0 },
 };
 static const struct w_field cpu_w_q4_k[] = {
 	W_FIELD(loom_block_q4_k, d), W_FIELD(loom_block_q4_k, dmin),
@@ -135,12 +147,12 @@ static const struct cpu_type cpu_types[LOOM_TYPE_COUNT] = {
 	[LOOM_TYPE_Q5_0] = {
 		.bytes = sizeof(struct loom_block_q5_0), .block = 32,
 		.group = 32, .span = 32, .umax = 31, .gv = CPU_GV_BLOCK,
-		.off = CPU_OFF_INT, .off_int = -16,
+		.off = CPU_OFF_INT, .off_int = -16, .w = cpu_w_q5_0,
 	},
 	[LOOM_TYPE_Q5_1] = {
 		.bytes = sizeof(struct loom_block_q5_1), .block = 32,
 		.group = 32, .span = 32, .umax = 31, .gv = CPU_GV_BLOCK,
-		.off = CPU_OFF_MIN,
+		.off = CPU_OFF_MIN, .w = cpu_w_q5_1,
 	},
 	[LOOM_TYPE_Q3_K] = {
 		.bytes = sizeof(struct loom_block_q3_k), .block = 256,
@@ -163,7 +175,7 @@ static const struct cpu_type cpu_types[LOOM_TYPE_COUNT] = {
 	[LOOM_TYPE_MXFP4] = {
 		.bytes = sizeof(struct loom_block_mxfp4), .block = 32,
 		.group = 32, .span = 32, .umax = 12, .is_signed = true,
-		.gv = CPU_GV_BLOCK, .e8m0 = true,
+		.gv = CPU_GV_BLOCK, .e8m0 = true, .w = cpu_w_mxfp4,
 	},
 };
 

@@ -4,7 +4,8 @@
  * rows to a group, interleaved block by block, so that the decode kernels
  * (matmul-w.c) read 16 rows' blocks as whole vectors.  A group's block
  * holds each field of the 16 rows' blocks in turn: a half as 16 halves,
- * any other field as 64-byte chunks, chunk i holding bytes 4i..4i+3 of
+ * a single byte (MXFP4's exponent) as 16 bytes, any other field as
+ * 64-byte chunks, chunk i holding bytes 4i..4i+3 of
  * each row's field, row after row.  Every other tensor is stored as
  * usual.  Set, get and memset take the usual layout at any offset,
  * through the groups they touch; only mul_mat reads an interleaved
@@ -30,13 +31,15 @@ static const struct w_field *fields_of(enum loom_type type)
 
 static size_t elem_bytes(const struct w_field *f)
 {
-	return f->bytes % 4 ? 2 : 4;
+	return f->bytes == 1 ? 1 : f->bytes % 4 ? 2 : 4;
 }
 
-/* An element of w bytes (2 or 4), copied by a constant-size move. */
+/* An element of w bytes (1, 2 or 4), copied by a constant-size move. */
 static inline void move_elem(char *dst, const char *src, size_t w)
 {
-	if (w == 2)
+	if (w == 1)
+		*dst = *src;
+	else if (w == 2)
 		memcpy(dst, src, 2);
 	else
 		memcpy(dst, src, 4);
@@ -232,7 +235,7 @@ unpack16(const char *c, char *x, size_t arow)
 }
 
 /* Per block, per field: 16 bytes of every row at a time through
- * unpack16, the rest (halves, Q4_K's 12 scale bytes) element by
+ * unpack16, the rest (bytes, halves, Q4_K's 12 scale bytes) element by
  * element.  Inlined per type, so that the fields are constants. */
 static inline __attribute__((always_inline)) void
 unpack_fields(const struct w_field *fs, size_t bs, int64_t nb,

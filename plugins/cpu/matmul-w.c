@@ -190,6 +190,122 @@ INLINE void g_iq4_nl(const char *g, int64_t j, const struct qcol *cols,
 	}
 }
 
+/* u with bits 4 n .. 4 n + 3 of each row's 32-bit qh (h) added as bit
+ * 4 of its bytes 0-3: the byte holding them is spread over its lane's 4
+ * bytes, each tested at its own bit. */
+INLINE __m512i fifth(__m512i u, __m512i h, const int n)
+{
+	const __m512i at = _mm512_add_epi32(
+		_mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0),
+		_mm512_set1_epi32(0x01010101 * (n / 2)));
+	const __m512i bit = _mm512_set1_epi32(
+		(int)(0x08040201u << 4 * (n % 2)));
+	__mmask64 k = _mm512_test_epi8_mask(_mm512_shuffle_epi8(h, at), bit);
+
+	return _mm512_mask_add_epi8(u, k, u, bytes(16));
+}
+
+/* Q5_0 (one = false) and Q5_1, block j of a group against nc columns:
+ * Q4's nibbles with their fifth bits from qh (bit i for value i), both
+ * halves 0-31 in one sum; Q5_0's offset, -16 per value, is twice Q4_0's
+ * (each column's o32) and starts the sum, Q5_1's mins are Q4_1's. */
+INLINE void g_q5(const bool one, const char *g, int64_t j,
+		 const struct qcol *cols, const int nc, __m512 *acc)
+{
+	const size_t bs = one ? sizeof(struct loom_block_q5_1) :
+			  sizeof(struct loom_block_q5_0);
+	const char *b = g + j * CPU_W_ROWS * bs;
+	const char *qs = b + (one ? AT(loom_block_q5_1, qs) :
+			      AT(loom_block_q5_0, qs));
+	const __m512i h = load(b + (one ? AT(loom_block_q5_1, qh) :
+				    AT(loom_block_q5_0, qh)));
+	__m512 dw = halves(b), mw = _mm512_setzero_ps();
+	__m512i u[8];
+	int c, i;
+
+	if (one)
+		mw = halves(b + AT(loom_block_q5_1, m));
+	fetch(b, CPU_W_ROWS * bs, 0, 1, false);
+	UNROLL
+	for (i = 0; i < 4; i++) {
+		__m512i w = load(qs + 64 * i);
+
+		u[i] = fifth(_mm512_and_si512(w, bytes(0x0f)), h, i);
+		u[4 + i] = fifth(_mm512_and_si512(_mm512_srli_epi16(w, 4),
+						  bytes(0x0f)), h, 4 + i);
+	}
+	UNROLL
+	for (c = 0; c < nc; c++) {
+		const int8_t *q = cols[c].qs + 32 * j;
+		__m512i s = one ? _mm512_setzero_si512() :
+			    _mm512_set1_epi32(2 * cols[c].o32[j]);
+
+		UNROLL
+		for (i = 0; i < 4; i++) {
+			s = dot(s, u[i], q + 4 * i);
+			s = dot(s, u[4 + i], q + 16 + 4 * i);
+		}
+		acc[c] = fma_i(s, _mm512_mul_ps(dw, _mm512_set1_ps(
+			cols[c].d[j])), acc[c]);
+		if (one)
+			acc[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(
+				cols[c].s32[j]), acc[c]);
+	}
+}
+
+/* 16 E8M0 bytes as the floats 2^(e - 128) (cpu_e8m0_half_bits). */
+INLINE __m512 e8m0_halves(const char *p)
+{
+	__m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+	__m512i v = _mm512_slli_epi32(_mm512_sub_epi32(e,
+					_mm512_set1_epi32(1)), 23);
+	__mmask16 small = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
+
+	v = _mm512_mask_sllv_epi32(v, small, _mm512_set1_epi32(0x00200000),
+				   e);
+	return _mm512_castsi512_ps(v);
+}
+
+/* MXFP4, block j of a group against nc columns: IQ4_NL's with MXFP4's
+ * table (its codes doubled) and the rows' exponents, a byte each, as
+ * steps of half their value. */
+INLINE void g_mxfp4(const char *g, int64_t j, const struct qcol *cols,
+		    const int nc, __m512 *acc)
+{
+	const char *b = g + j * CPU_W_ROWS * sizeof(struct loom_block_mxfp4);
+	const char *qs = b + AT(loom_block_mxfp4, qs);
+	__m512 dw = e8m0_halves(b + AT(loom_block_mxfp4, e));
+	const __m512i table = _mm512_xor_si512(_mm512_broadcast_i32x4(
+		_mm_loadu_si128((const __m128i *)cpu_mxfp4_values)),
+		bytes(0x80));
+	__m512i lo[4], hi[4];
+	int c, i;
+
+	fetch(b, CPU_W_ROWS * sizeof(struct loom_block_mxfp4), 0, 1, false);
+	UNROLL
+	for (i = 0; i < 4; i++) {
+		__m512i w = load(qs + 64 * i);
+
+		lo[i] = _mm512_shuffle_epi8(table, _mm512_and_si512(w,
+							bytes(0x0f)));
+		hi[i] = _mm512_shuffle_epi8(table, _mm512_and_si512(
+			_mm512_srli_epi16(w, 4), bytes(0x0f)));
+	}
+	UNROLL
+	for (c = 0; c < nc; c++) {
+		const int8_t *q = cols[c].qs + 32 * j;
+		__m512i s = _mm512_set1_epi32(16 * cols[c].o32[j]);
+
+		UNROLL
+		for (i = 0; i < 4; i++) {
+			s = dot(s, lo[i], q + 4 * i);
+			s = dot(s, hi[i], q + 16 + 4 * i);
+		}
+		acc[c] = fma_i(s, _mm512_mul_ps(dw, _mm512_set1_ps(
+			cols[c].d[j])), acc[c]);
+	}
+}
+
 /* Q8_0, block j of a group against nc columns: the weights' bytes
  * taken as unsigned, their sign bits flipped (128 more), and each
  * column's -128 * sum(q) (16 times Q4_0's offset) starting the sum. */
@@ -449,6 +565,12 @@ INLINE void w_groups(const enum loom_type type, const char *const *gs,
 				g_q4_1(gs[e], j, cols, nc, acc[e]);
 			else if (type == LOOM_TYPE_IQ4_NL)
 				g_iq4_nl(gs[e], j, cols, nc, acc[e]);
+			else if (type == LOOM_TYPE_Q5_0 ||
+				 type == LOOM_TYPE_Q5_1)
+				g_q5(type == LOOM_TYPE_Q5_1, gs[e], j, cols,
+				     nc, acc[e]);
+			else if (type == LOOM_TYPE_MXFP4)
+				g_mxfp4(gs[e], j, cols, nc, acc[e]);
 			else if (type == LOOM_TYPE_Q6_K)
 				g_q6_k(gs[e], j, cols, nc, acc[e]);
 			else
