@@ -228,15 +228,18 @@ static const enum loom_type types[] = {
 	LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_MXFP4,
 };
 
-/* Rows by 16 (so each slice interleaves) and columns by the K-quant
- * block, over 2 even, 2 at 3:1 and 3 even partitions. */
+/* Rows by 16 (so each slice interleaves), rows by 8 (slices of 8 rows
+ * beyond a multiple of 16, which the weight buffer keeps as they are) and
+ * columns by the K-quant block, over 2 even, 2 at 3:1 and 3 even
+ * partitions. */
 static void test_slices(gconstpointer data)
 {
 	const enum loom_type type = *(const enum loom_type *)data;
 	static const struct wsplit by_rows = { LOOM_SPLIT_DIM1, 16 };
+	static const struct wsplit by_rows8 = { LOOM_SPLIT_DIM1, 8 };
 	static const struct wsplit by_cols = { LOOM_SPLIT_DIM0, 256 };
 	static const float r31[2] = { 3, 1 };
-	const struct wsplit *splits[2] = { &by_rows, &by_cols };
+	const struct wsplit *splits[3] = { &by_rows, &by_rows8, &by_cols };
 	struct loom_test_rng rng;
 	float *x = g_new(float, WK * WN);
 	void *wq = random_weights(type, 11 + (unsigned)type);
@@ -250,7 +253,7 @@ static void test_slices(gconstpointer data)
 	ref = reference(type, wq, x);
 	one = run(cpu[0], type, wq, x, false, LOOM_SPLIT_MIRRORED);
 	g_assert_cmpfloat(loom_test_nmse(ref, one, WM * WN), <=, tol);
-	for (int s = 0; s < 2; s++) {
+	for (int s = 0; s < 3; s++) {
 		for (int k = 0; k < 3; k++) {
 			int n = k == 2 ? 3 : 2;
 			loom_dev_t *meta = meta_new(n, splits[s],
