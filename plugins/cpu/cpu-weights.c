@@ -5,11 +5,11 @@
  * (matmul-w.c) read 16 rows' blocks as whole vectors.  A group's block
  * holds each field of the 16 rows' blocks in turn: a half as 16 halves,
  * a single byte (MXFP4's exponent) as 16 bytes, any other field as
- * 64-byte chunks, chunk i holding bytes 4i..4i+3 of
- * each row's field, row after row.  Every other tensor is stored as
- * usual.  Set, get and memset take the usual layout at any offset,
- * through the groups they touch; only mul_mat reads an interleaved
- * matrix (as its weights), every other op that would is refused.
+ * 64-byte chunks, chunk i holding bytes 4i..4i+3 of each row's field,
+ * row after row.  Every other tensor is stored as usual.  Set, get and
+ * memset take the usual layout at any offset, through the groups they
+ * touch; only mul_mat reads an interleaved matrix (as its weights),
+ * every other op that would is refused.
  */
 #include <pthread.h>
 #include <stdatomic.h>
