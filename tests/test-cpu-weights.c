@@ -54,7 +54,7 @@ static void teardown(struct fixture *f)
 static const enum loom_type w_types[] = {
 	LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K,
 	LOOM_TYPE_Q6_K, LOOM_TYPE_Q4_1, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q3_K,
-	LOOM_TYPE_Q2_K,
+	LOOM_TYPE_Q2_K, LOOM_TYPE_IQ4_XS,
 };
 
 /* Values per row of a test matrix: a few blocks of the type. */

@@ -221,6 +221,65 @@ INLINE void g_q8_0(const char *g, int64_t j, const struct qcol *cols,
 	}
 }
 
+/* IQ4_XS, super-block b of a group against nc columns: per 32-value
+ * sub-block j, IQ4_NL's codes and sums (its qs chunks 4j..4j+3), times
+ * the 16 rows' 6-bit scale j less 32: its low 4 bits nibble j of
+ * scales_l, its top 2 bits 2j, 2j + 1 of scales_h (16 halves' places). */
+INLINE void g_iq4_xs(const char *g, int64_t b, const struct qcol *cols,
+		     const int nc, __m512 *acc)
+{
+	const size_t bs = sizeof(struct loom_block_iq4_xs);
+	const char *x = g + b * CPU_W_ROWS * bs;
+	const char *qs = x + AT(loom_block_iq4_xs, qs);
+	const __m512 d = halves(x + AT(loom_block_iq4_xs, d));
+	const __m512i sl = load(x + AT(loom_block_iq4_xs, scales_l));
+	const __m512i sh = _mm512_cvtepu16_epi32(_mm256_loadu_si256(
+		(const __m256i *)(x + AT(loom_block_iq4_xs, scales_h))));
+	const __m512i table = _mm512_xor_si512(_mm512_broadcast_i32x4(
+		_mm_loadu_si128((const __m128i *)cpu_iq4nl_values)),
+		bytes(0x80));
+	int j, i, c;
+
+	UNROLL
+	for (j = 0; j < 8; j++) {
+		__m512i lo[4], hi[4];
+		__m512 f = _mm512_mul_ps(d, _mm512_cvtepi32_ps(
+			_mm512_sub_epi32(_mm512_or_si512(
+				_mm512_and_si512(_mm512_srli_epi32(sl, 4 * j),
+						 _mm512_set1_epi32(15)),
+				_mm512_and_si512(j < 2 ?
+					_mm512_slli_epi32(sh, 4 - 2 * j) :
+					_mm512_srli_epi32(sh, 2 * j - 4),
+					_mm512_set1_epi32(0x30))),
+				_mm512_set1_epi32(32))));
+
+		fetch(x, CPU_W_ROWS * bs, j, 8, true);
+		UNROLL
+		for (i = 0; i < 4; i++) {
+			__m512i w = load(qs + 64 * (4 * j + i));
+
+			lo[i] = _mm512_shuffle_epi8(table, _mm512_and_si512(w,
+							bytes(0x0f)));
+			hi[i] = _mm512_shuffle_epi8(table, _mm512_and_si512(
+				_mm512_srli_epi16(w, 4), bytes(0x0f)));
+		}
+		UNROLL
+		for (c = 0; c < nc; c++) {
+			const int8_t *q = cols[c].qs + 256 * b + 32 * j;
+			__m512i t = _mm512_set1_epi32(16 * cols[c].o32[8 * b +
+								       j]);
+
+			UNROLL
+			for (i = 0; i < 4; i++) {
+				t = dot(t, lo[i], q + 4 * i);
+				t = dot(t, hi[i], q + 16 + 4 * i);
+			}
+			acc[c] = fma_i(t, _mm512_mul_ps(f, _mm512_set1_ps(
+				cols[c].d[8 * b + j])), acc[c]);
+		}
+	}
+}
+
 /* Q4_K and Q5_K: scale (mins: 1) j of the 16 rows, a 6-bit field of
  * their 12 bytes at sc, times d (dmin): for j < 4 the low 6 bits of
  * byte j (4 + j); else the nibble of byte 8 + j - 4 (its high one) and
@@ -676,6 +735,8 @@ INLINE void w_groups(const enum loom_type type, const char *const *gs,
 				g_q2_k(gs[e], j, cols, nc, acc[e]);
 			else if (type == LOOM_TYPE_Q3_K)
 				g_q3_k(gs[e], j, cols, nc, acc[e]);
+			else if (type == LOOM_TYPE_IQ4_XS)
+				g_iq4_xs(gs[e], j, cols, nc, acc[e]);
 			else
 				g_qk(type == LOOM_TYPE_Q5_K, gs[e], j, cols,
 				     nc, acc[e]);
