@@ -56,17 +56,21 @@ static void fill_column(float *x, int64_t k, int64_t j,
 	}
 }
 
-static void check_product(loom_dev_t *dev, loom_backend_t *be,
-			  enum loom_type type, int64_t k, int64_t m,
-			  int64_t n, struct loom_test_rng *rng)
+/* The product of m rows of k weights, uniform in [-1, 1) and quantized
+ * to type (their values in wd), in a buffer of buft, with the n columns
+ * of xf (k values each), computed on be; free() the result. */
+static double *product(loom_backend_t *be, loom_buffer_type_t *buft,
+		       enum loom_type type, int64_t k, int64_t m,
+		       const float *xf, int64_t n, double *wd,
+		       struct loom_test_rng *rng)
 {
 	loom_ctx_t *c;
 	loom_buffer_t *buf;
 	struct loom_tensor *w, *x, *y;
 	loom_graph_t *g;
-	float *wf = g_new(float, k * m), *xf = g_new(float, k * n);
+	float *wf = g_new(float, k * m);
 	void *q = g_malloc(loom_type_row_size(type, k) * m);
-	double *wd = g_new(double, k * m), *yd;
+	double *yd;
 	char *err = NULL;
 
 	for (int64_t i = 0; i < k * m; i++)
@@ -75,16 +79,13 @@ static void check_product(loom_dev_t *dev, loom_backend_t *be,
 			==, LOOM_OK);
 	g_assert_cmpint(loom_test_decode_blocks(type, q, k * m, wd), ==,
 			LOOM_OK);
-	for (int64_t j = 0; j < n; j++)
-		fill_column(xf + j * k, k, j, rng);
 
 	g_assert_cmpint(loom_ctx_new(0, &c), ==, LOOM_OK);
 	w = loom_tensor_new_2d(c, type, k, m);
 	x = loom_tensor_new_2d(c, LOOM_TYPE_F32, k, n);
 	y = loom_mul_mat(c, w, x);
 	g_assert_nonnull(y);
-	g_assert_cmpint(loom_ctx_alloc_tensors(c, loom_dev_buffer_type(dev),
-					       &buf), ==, LOOM_OK);
+	g_assert_cmpint(loom_ctx_alloc_tensors(c, buft, &buf), ==, LOOM_OK);
 	g_assert_cmpint(loom_tensor_set(w, q, 0, loom_tensor_n_bytes(w)), ==,
 			LOOM_OK);
 	g_assert_cmpint(loom_test_set_f32(x, xf), ==, LOOM_OK);
@@ -93,6 +94,24 @@ static void check_product(loom_dev_t *dev, loom_backend_t *be,
 	g_assert_cmpint(loom_backend_graph_compute(be, g), ==, LOOM_OK);
 	yd = loom_test_get_doubles(y, &err);
 	g_assert_null(err);
+	loom_buffer_free(buf);
+	loom_ctx_free(c);
+	g_free(q);
+	g_free(wf);
+	return yd;
+}
+
+static void check_product(loom_dev_t *dev, loom_backend_t *be,
+			  enum loom_type type, int64_t k, int64_t m,
+			  int64_t n, struct loom_test_rng *rng)
+{
+	float *xf = g_new(float, k * n);
+	double *wd = g_new(double, k * m), *yd;
+
+	for (int64_t j = 0; j < n; j++)
+		fill_column(xf + j * k, k, j, rng);
+	yd = product(be, loom_dev_buffer_type(dev), type, k, m, xf, n, wd,
+		     rng);
 
 	for (int64_t j = 0; j < n; j++) {
 		const float *xj = xf + j * k;
@@ -124,12 +143,8 @@ static void check_product(loom_dev_t *dev, loom_backend_t *be,
 		}
 	}
 	free(yd);
-	loom_buffer_free(buf);
-	loom_ctx_free(c);
 	g_free(wd);
-	g_free(q);
 	g_free(xf);
-	g_free(wf);
 }
 
 static void test_special(const void *data)
@@ -199,43 +214,16 @@ static void outlier_column(float *x, int64_t k, int64_t j,
 
 /* Weights of type in buffers of buft against n outlier columns. */
 static void check_outlier(loom_backend_t *be, loom_buffer_type_t *buft,
-			  enum loom_type type,
-			  int64_t k, int64_t m, int64_t n,
+			  enum loom_type type, int64_t k, int64_t m, int64_t n,
 			  struct loom_test_rng *rng)
 {
 	const int64_t group = act_group(type);
-	loom_ctx_t *c;
-	loom_buffer_t *buf;
-	struct loom_tensor *w, *x, *y;
-	loom_graph_t *g;
-	float *wf = g_new(float, k * m), *xf = g_new(float, k * n);
-	void *q = g_malloc(loom_type_row_size(type, k) * m);
+	float *xf = g_new(float, k * n);
 	double *wd = g_new(double, k * m), *qd = g_new(double, k), *yd;
-	char *err = NULL;
 
-	for (int64_t i = 0; i < k * m; i++)
-		wf[i] = (float)loom_test_rng_uniform(rng, -1, 1);
-	g_assert_cmpint(loom_type_convert(LOOM_TYPE_F32, wf, type, q, k * m),
-			==, LOOM_OK);
-	g_assert_cmpint(loom_test_decode_blocks(type, q, k * m, wd), ==,
-			LOOM_OK);
 	for (int64_t j = 0; j < n; j++)
 		outlier_column(xf + j * k, k, j, rng);
-
-	g_assert_cmpint(loom_ctx_new(0, &c), ==, LOOM_OK);
-	w = loom_tensor_new_2d(c, type, k, m);
-	x = loom_tensor_new_2d(c, LOOM_TYPE_F32, k, n);
-	y = loom_mul_mat(c, w, x);
-	g_assert_nonnull(y);
-	g_assert_cmpint(loom_ctx_alloc_tensors(c, buft, &buf), ==, LOOM_OK);
-	g_assert_cmpint(loom_tensor_set(w, q, 0, loom_tensor_n_bytes(w)), ==,
-			LOOM_OK);
-	g_assert_cmpint(loom_test_set_f32(x, xf), ==, LOOM_OK);
-	g_assert_cmpint(loom_graph_new(c, &g), ==, LOOM_OK);
-	g_assert_cmpint(loom_graph_expand(g, y), ==, LOOM_OK);
-	g_assert_cmpint(loom_backend_graph_compute(be, g), ==, LOOM_OK);
-	yd = loom_test_get_doubles(y, &err);
-	g_assert_null(err);
+	yd = product(be, buft, type, k, m, xf, n, wd, rng);
 
 	for (int64_t j = 0; j < n; j++) {
 		int8_acts(xf + j * k, k, group, qd);
@@ -273,13 +261,9 @@ static void check_outlier(loom_backend_t *be, loom_buffer_type_t *buft,
 		}
 	}
 	free(yd);
-	loom_buffer_free(buf);
-	loom_ctx_free(c);
 	g_free(qd);
 	g_free(wd);
-	g_free(q);
 	g_free(xf);
-	g_free(wf);
 }
 
 /* The value of the CPU plugin's feature name, or "". */
