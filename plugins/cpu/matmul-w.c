@@ -484,19 +484,6 @@ INLINE void g_q6_k(const char *g, int64_t b, const struct qcol *cols,
 	}
 }
 
-/* Scale k (of 16) of a Q2_K or Q3_K group's 16 rows, whose scale bytes
- * are at sc: byte k % 4 of chunk k / 4 of a 16-byte field, or of chunk
- * k % 8 / 4 of Q3_K's 12 bytes, as 32-bit lanes shifted down by by. */
-INLINE __m512i scale_byte(const char *sc, const int chunk, const int byte,
-			  const int by)
-{
-	__m512i v = load(sc + 64 * chunk);
-	const int s = 8 * byte + by;
-
-	return s > 0 ? _mm512_srli_epi32(v, s) :
-	       s < 0 ? _mm512_slli_epi32(v, -s) : v;
-}
-
 /* Q2_K, super-block b of a group against nc columns.  Chunk t of qs
  * (bytes 4t..4t+3 of each row: 128 (t / 8) + 4 (t % 8) and on) holds at
  * bits 2s, 2s + 1 the values 32 s further in.  Crumbs 0 and 1 are
@@ -552,7 +539,9 @@ INLINE void g_q2_k(const char *g, int64_t b, const struct qcol *cols,
 			for (s = 0; s < 4; s++) {
 				/* Scale 8 n + 2 s + h. */
 				const int k = 8 * n + 2 * s + h;
-				__m512i v = scale_byte(sc, k / 4, k % 4, 0);
+				/* Byte k % 4 of chunk k / 4. */
+				__m512i v = _mm512_srli_epi32(
+					load(sc + 64 * (k / 4)), 8 * (k % 4));
 				__m512 f = _mm512_mul_ps(d, _mm512_cvtepi32_ps(
 					_mm512_and_si512(v,
 						_mm512_set1_epi32(15))));
