@@ -70,7 +70,7 @@ tcp="--mca btl self,tcp"
 # one core by default).
 wide="--bind-to none"
 
-echo "1..41"
+echo "1..42"
 run "not applicable outside a launcher" "^outside: ok" \
 	$lt "$check" outside
 run "MPI seeing other ranks than the launcher is refused" "^mismatch: ok" \
@@ -86,7 +86,7 @@ run "a world of 8 ranks (shared memory, oversubscribed)" "^world of 8: ok" \
 	$lt $mp -np 8 "$check" world 8
 run "a world of 8 ranks over TCP" "^world of 8: ok" \
 	$lt $mp $tcp -np 8 "$check" world 8
-for algo in doubling ring mpi; do
+for algo in doubling ring halving mpi; do
 	run "a world of 5 ranks, LOOM_MPI_ALLREDUCE=$algo" "^world of 5: ok" \
 		env LOOM_MPI_ALLREDUCE=$algo $lt $mp -np 5 "$check" world 5
 done
