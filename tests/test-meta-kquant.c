@@ -42,9 +42,6 @@ static double *run(loom_dev_t *dev, enum loom_type to, const void *wq,
 	struct loom_tensor *q, *o, *tx, *y;
 	loom_ctx_t *wctx, *gctx;
 	loom_buffer_t *wbuf;
-	loom_galloc_t *ga;
-	loom_graph_t *g;
-	loom_backend_t *be;
 	double *out;
 	char *err = NULL;
 
@@ -69,25 +66,9 @@ static double *run(loom_dev_t *dev, enum loom_type to, const void *wq,
 	y = loom_mul_mat(gctx, o, loom_mul_mat(gctx, q, tx));
 	g_assert_nonnull(y);
 	loom_tensor_set_flags(y, LOOM_TENSOR_OUTPUT);
-	g_assert_cmpint(loom_graph_new(gctx, &g), ==, LOOM_OK);
-	g_assert_cmpint(loom_graph_expand(g, y), ==, LOOM_OK);
-	if (loom_dev_type(dev) == LOOM_DEV_TYPE_META &&
-	    loom_meta_check(dev, g))
-		g_error("meta check: %s", loom_error_message());
-	g_assert_cmpint(loom_galloc_new(loom_dev_buffer_type(dev), &ga), ==,
-			LOOM_OK);
-	g_assert_cmpint(loom_galloc_alloc_graph(ga, g), ==, LOOM_OK);
-	g_assert_cmpint(loom_tensor_set(tx, x, 0, sizeof(float) * D * NT), ==,
-			LOOM_OK);
-	g_assert_cmpint(loom_dev_init_backend(dev, NULL, &be), ==, LOOM_OK);
-	if (loom_backend_graph_compute(be, g))
-		g_error("compute on %s: %s", loom_dev_name(dev),
-			loom_error_message());
-	out = loom_test_get_doubles(y, &err);
+	out = loom_test_compute(dev, gctx, y, tx, x, &err);
 	if (!out)
 		g_error("%s", err);
-	loom_backend_free(be);
-	loom_galloc_free(ga);
 	loom_ctx_free(gctx);
 	loom_buffer_free(wbuf);
 	loom_ctx_free(wctx);

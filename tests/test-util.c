@@ -551,6 +551,52 @@ int loom_test_meta_partitions(int n, loom_dev_t **cpu)
 	return 0;
 }
 
+/* The failing call's message, for loom_test_compute. */
+static double *compute_error(const char *what, int st, char **error)
+{
+	*error = loom_test_strdup_printf("%s: %s: %s", what, loom_strerror(st),
+					 loom_error_message());
+	return NULL;
+}
+
+double *loom_test_compute(loom_dev_t *dev, loom_ctx_t *ctx,
+			  struct loom_tensor *y, struct loom_tensor *x, const float *x_values,
+			  char **error)
+{
+	loom_graph_t *g = NULL;
+	loom_galloc_t *ga = NULL;
+	loom_backend_t *be = NULL;
+	double *out = NULL;
+	int st;
+
+	if ((st = loom_graph_new(ctx, &g)) || (st = loom_graph_expand(g, y)))
+		return compute_error("graph", st, error);
+	if (loom_dev_type(dev) == LOOM_DEV_TYPE_META &&
+	    (st = loom_meta_check(dev, g)))
+		return compute_error("meta check", st, error);
+	if ((st = loom_galloc_new(loom_dev_buffer_type(dev), &ga)) ||
+	    (st = loom_galloc_alloc_graph(ga, g))) {
+		out = compute_error("allocation", st, error);
+		goto out;
+	}
+	st = loom_tensor_set(x, x_values, 0,
+			     sizeof(float) * loom_tensor_n_elements(x));
+	if (st) {
+		out = compute_error("input", st, error);
+		goto out;
+	}
+	if ((st = loom_dev_init_backend(dev, NULL, &be)) ||
+	    (st = loom_backend_graph_compute(be, g))) {
+		out = compute_error(loom_dev_name(dev), st, error);
+		goto out;
+	}
+	out = loom_test_get_doubles(y, error);
+out:
+	loom_backend_free(be);
+	loom_galloc_free(ga);
+	return out;
+}
+
 int loom_test_load_plugins(void)
 {
 	const char *test_path = getenv("LOOM_TEST_PLUGIN_PATH");

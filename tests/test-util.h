@@ -72,4 +72,13 @@ int loom_test_load_plugins(void);
  * plugins or the partitions are not there (the caller skips). */
 int loom_test_meta_partitions(int n, loom_dev_t **cpu);
 
+/* Computes y (made in ctx, an output, with the input x) on dev once: the
+ * graph of y, made in ctx, checked by loom_meta_check on a meta device, allocated on
+ * dev's buffer type, x set from x_values (its elements, F32), and y read
+ * back as loom_test_get_doubles does.  Returns NULL with a message in
+ * *error (free() both) on failure. */
+double *loom_test_compute(loom_dev_t *dev, loom_ctx_t *ctx,
+			  struct loom_tensor *y, struct loom_tensor *x, const float *x_values,
+			  char **error);
+
 #endif /* LOOM_TEST_UTIL_H */
