@@ -2,8 +2,8 @@
 # tests/cpu.mk - the CPU plugin's own tests: its thread pool and stream,
 # 2D copies, features and variants, partitions and the allreduce entry
 # point, the weight buffer type, attention run as one kernel, and the int8
-# products of activations that hold infinities or NaNs.  Every op on every
-# device is tests/test-ops.
+# products of activations that hold infinities, NaNs or a few massive
+# values.  Every op on every device is tests/test-ops.
 check_PROGRAMS += tests/test-cpu-pool tests/test-cpu-partitions \
 	tests/test-cpu-weights tests/test-cpu-attn tests/test-cpu-quant
 TESTS += tests/test-cpu-pool tests/test-cpu-partitions tests/test-cpu-weights \

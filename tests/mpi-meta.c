@@ -11,6 +11,14 @@
  *                      tokens; with bf16 every allreduce goes in BF16
  *                      (NMSE <= 1e-3, the tokens may differ); rank 0
  *                      prints the verdict of all ranks
+ *   mpi-meta kquant even|uneven
+ *                      a Llama-7B-shaped layer (d 4096, 32 heads of 128)
+ *                      in Q4_K_M's types (Q4_K; Q6_K attn_v, ffn_down and
+ *                      output), whose attention the policy cuts in units
+ *                      of two heads (one K-quant block of 256): the
+ *                      logits of a prompt and of greedy decode steps (the
+ *                      world's tokens fed to one device too) agree with
+ *                      one device, NMSE <= 1e-3
  *   mpi-meta mismatch shape|ratios
  *                      rank 1 builds another model, or alone passes
  *                      ratios: every rank is refused, with a message
@@ -22,6 +30,8 @@
 #include <loom/loom-backend.h>
 #include <loom/loom-plugin.h>
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,12 +168,15 @@ static size_t held(struct llama_model *m, loom_dev_t *dev)
 	return sum;
 }
 
-/* Runs the prompt (all logits) and N_GEN greedy steps on dev: out gets
+/* Runs the prompt (all logits) and N_GEN greedy steps on dev, with the
+ * weights of src (NULL: the model library's synthetic ones): out gets
  * every logit, toks the tokens generated, *bytes what this process holds
  * of the model.  With a world, rank 0 picks each token and the others
- * take it from the broadcast. */
-static int run(const struct llama_hparams *hp, loom_dev_t *dev,
-	       struct world *w, float *out, int32_t *toks, size_t *bytes)
+ * take it from the broadcast; fed (not NULL) gives the tokens instead. */
+static int run(const struct llama_hparams *hp,
+	       const struct llama_source *src, loom_dev_t *dev,
+	       struct world *w, const int32_t *fed, float *out, int32_t *toks,
+	       size_t *bytes)
 {
 	int64_t nv = hp->n_vocab;
 	struct llama_model *m = NULL;
@@ -173,7 +186,8 @@ static int run(const struct llama_hparams *hp, loom_dev_t *dev,
 
 	for (int i = 0; i < N_PROMPT; i++)
 		prompt[i] = (int32_t)((i * 37 + 5) % nv);
-	ret = llama_model_new(hp, dev, 7, &m);
+	ret = src ? llama_model_load(hp, dev, src, &m) :
+		    llama_model_new(hp, dev, 7, &m);
 	if (!ret)
 		ret = loom_dev_init_backend(dev, NULL, &be);
 	if (!ret)
@@ -182,7 +196,7 @@ static int run(const struct llama_hparams *hp, loom_dev_t *dev,
 		*bytes = held(m, dev);
 	for (int s = 0; !ret && s < N_GEN; s++) {
 		float *last = out + nv * (N_PROMPT - 1 + s);
-		int32_t tok = argmax(last, nv);
+		int32_t tok = fed ? fed[s] : argmax(last, nv);
 
 		if (w)
 			ret = w->bcast(w->reg, &tok, sizeof(tok), 0);
@@ -246,11 +260,11 @@ static int check_decoder(bool uneven, bool moe, bool bf16)
 	CHECK(!meta || strstr(loom_dev_description(meta), "rank") != NULL,
 	      "description '%s' names no rank",
 	      meta ? loom_dev_description(meta) : "");
-	CHECK(run(&hp, devs[0], NULL, ref, ref_t, &ref_bytes) == LOOM_OK,
-	      "one device");
+	CHECK(run(&hp, NULL, devs[0], NULL, NULL, ref, ref_t, &ref_bytes) ==
+	      LOOM_OK, "one device");
 	if (meta) {
-		CHECK(run(&hp, meta, &w, got, got_t, &got_bytes) == LOOM_OK,
-		      "world");
+		CHECK(run(&hp, NULL, meta, &w, NULL, got, got_t, &got_bytes) ==
+		      LOOM_OK, "world");
 		/* Each rank holds its slices only (norms and the embedding
 		 * table are whole everywhere: on every member, so that
 		 * more than 2 members of this tiny model may hold more). */
@@ -272,6 +286,161 @@ static int check_decoder(bool uneven, bool moe, bool bf16)
 	if (rank == 0)
 		printf("decoder over %d ranks x %d: %s (nmse %.3g)\n",
 		       w.info.n_ranks, n, total == 0 ? "ok" : "FAIL", e);
+	free(ref);
+	free(got);
+	loom_unload_all();
+	return total != 0;
+}
+
+/* The K-quant layer's weights: Q4_K_M's types, values drawn once per
+ * tensor (a splitmix64 stream keyed on the name) and kept in their type's
+ * bytes, so that one device and the world load the same blocks. */
+struct kq_weight {
+	char name[LOOM_MAX_NAME];
+	void *bytes;
+	size_t size;
+};
+
+struct kq_source {
+	struct kq_weight w[32];
+	int n;
+};
+
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static int kq_type(void *user, const char *name, enum loom_type def,
+		   enum loom_type *out)
+{
+	(void)user;
+	*out = def == LOOM_TYPE_Q4_K && (strstr(name, "attn_v.") ||
+					 strstr(name, "ffn_down.") ||
+					 !strcmp(name, "output.weight")) ?
+		       LOOM_TYPE_Q6_K : def;
+	return LOOM_OK;
+}
+
+/* Norms 1 +- 0.1, matrices uniform with variance 1 / (3 n_in), the
+ * embeddings +- 1. */
+static int kq_fill(void *user, struct loom_tensor *t)
+{
+	struct kq_source *src = user;
+	struct kq_weight *w = NULL;
+	int64_t n = loom_tensor_n_elements(t);
+
+	for (int i = 0; i < src->n && !w; i++)
+		if (!strcmp(src->w[i].name, t->name))
+			w = &src->w[i];
+	if (!w) {
+		bool norm = strstr(t->name, "norm") != NULL;
+		bool mat = !norm && strcmp(t->name, "token_embd.weight");
+		double scale = mat ? 1.0 / sqrt((double)t->ne[0]) :
+				     norm ? 0.1 : 1;
+		uint64_t seed = 0xcbf29ce484222325ull;
+		float *f = malloc((size_t)n * sizeof(*f));
+
+		if (src->n == (int)(sizeof(src->w) / sizeof(src->w[0])) || !f) {
+			free(f);
+			return loom_error_set(LOOM_E_NOMEM, "kquant: %s",
+					      t->name);
+		}
+		w = &src->w[src->n++];
+		snprintf(w->name, sizeof(w->name), "%s", t->name);
+		for (const char *c = t->name; *c; c++)
+			seed = (seed ^ (uint8_t)*c) * 0x100000001b3ull;
+		for (int64_t i = 0; i < n; i++)
+			f[i] = (float)((norm ? 1 : 0) +
+				       scale * ((double)(splitmix64(&seed) >>
+							 11) * 0x1p-52 -
+						1));
+		w->size = loom_tensor_n_bytes(t);
+		w->bytes = malloc(w->size);
+		if (!w->bytes ||
+		    loom_type_convert(LOOM_TYPE_F32, f, t->type, w->bytes, n)) {
+			free(f);
+			return loom_error_set(LOOM_E_NOMEM, "kquant: %s: %s",
+					      t->name, loom_error_message());
+		}
+		free(f);
+	}
+	if (w->size != loom_tensor_n_bytes(t))
+		return loom_error_set(LOOM_E_INVAL, "kquant: %s changed size",
+				      t->name);
+	return loom_tensor_set(t, w->bytes, 0, w->size);
+}
+
+/* The Llama-7B-shaped layer over the world (every rank's partitions)
+ * against one device of this process.  Rank 0's greedy tokens are fed to
+ * the one device too, so that a near tie cannot make the two runs read
+ * different prompts. */
+static int check_kquant(bool uneven)
+{
+	struct world w;
+	struct llama_hparams hp;
+	struct loom_meta_model model;
+	struct loom_meta_opts opts = { .size = sizeof(opts) };
+	struct llama_source src = { kq_type, kq_fill, NULL };
+	struct kq_source kq = { .n = 0 };
+	loom_dev_t *devs[MAX_LOCAL], *meta = NULL;
+	float ratios[MAX_LOCAL];
+	size_t n_logits, ref_bytes = 0, got_bytes = 0;
+	int32_t ref_t[N_GEN], got_t[N_GEN];
+	float *ref, *got;
+	double e = -1;
+	int n, total;
+
+	if (open_world(&w))
+		return 1;
+	/* 7b-layer's attention; one layer, a short FFN of 5 blocks and a
+	 * small vocabulary, so that the uneven remainders show. */
+	llama_hparams_preset("7b-layer", &hp);
+	hp.n_layer = 1;
+	hp.n_ff = 5 * 256;
+	hp.n_vocab = 320;
+	hp.n_ctx = 16;
+	hp.wtype = LOOM_TYPE_Q4_K;
+	llama_meta_model(&hp, &model);
+	src.user = &kq;
+	n = local_members(devs);
+	/* Uneven: every member of the world its own weight, 1 to 3. */
+	for (int j = 0; j < n; j++)
+		ratios[j] = (float)(1 + (rank * n + j) % 3);
+	opts.ratios = uneven ? ratios : NULL;
+	opts.world = w.reg;
+	n_logits = (size_t)hp.n_vocab * (N_PROMPT + N_GEN);
+	ref = calloc(n_logits, sizeof(*ref));
+	got = calloc(n_logits, sizeof(*got));
+	CHECK(ref && got, "no memory");
+	CHECK(loom_meta_dev_new(devs, (size_t)n, NULL, &model, &opts, &meta) ==
+	      LOOM_OK, "meta device over the world");
+	if (meta && ref && got) {
+		int st = run(&hp, &src, meta, &w, NULL, got, got_t,
+			     &got_bytes);
+
+		CHECK(st == LOOM_OK, "world");
+		if (!st) {
+			st = run(&hp, &src, devs[0], NULL, got_t, ref, ref_t,
+				 &ref_bytes);
+			CHECK(st == LOOM_OK, "one device");
+		}
+		CHECK(st || w.info.n_ranks == 1 || got_bytes < ref_bytes,
+		      "this rank holds %zu bytes of a model of %zu", got_bytes,
+		      ref_bytes);
+		e = st ? -1 : nmse(ref, got, n_logits);
+		CHECK(st || e <= 1e-3, "nmse %.3g", e);
+	}
+	total = verdict(&w);
+	if (rank == 0)
+		printf("kquant over %d ranks x %d: %s (nmse %.3g)\n",
+		       w.info.n_ranks, n, total == 0 ? "ok" : "FAIL", e);
+	for (int i = 0; i < kq.n; i++)
+		free(kq.w[i].bytes);
 	free(ref);
 	free(got);
 	loom_unload_all();
@@ -369,11 +538,13 @@ int main(int argc, char **argv)
 		return check_decoder(!strcmp(argv[2], "uneven"),
 				     argc >= 4 && !strcmp(argv[3], "moe"),
 				     argc >= 4 && !strcmp(argv[3], "bf16"));
+	if (argc == 3 && !strcmp(argv[1], "kquant"))
+		return check_kquant(!strcmp(argv[2], "uneven"));
 	if (argc >= 3 && !strcmp(argv[1], "mismatch"))
 		return check_mismatch(!strcmp(argv[2], "ratios"));
 	if (argc == 4 && !strcmp(argv[1], "nmse"))
 		return check_files(argv[2], argv[3]);
 	fprintf(stderr, "usage: mpi-meta decoder even|uneven [moe|bf16] | "
-		"mismatch shape|ratios | nmse REF GOT\n");
+		"kquant even|uneven | mismatch shape|ratios | nmse REF GOT\n");
 	return 2;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* test-cpu-weights.c - the CPU plugin's weight buffer type: the Q4_0,
- * Q4_K, Q5_K and Q6_K matrices it stores interleaved read back as they were written, at any offset and
- * through every path (set, get, memset, 2D, async, copies); mul_mat on
+/* test-cpu-weights.c - the CPU plugin's weight buffer type: the
+ * matrices of every type it stores interleaved read back as they were
+ * written, at any offset and through every path (set, get, memset, 2D,
+ * async, copies); mul_mat on
  * them against a plain double product of the decoded blocks; every other
  * op that would read them refused with a message; tensors it does not
  * interleave as in any buffer.  Skips where the CPU has no such type (it
@@ -52,8 +53,9 @@ static void teardown(struct fixture *f)
 /* The types the buffer interleaves. */
 static const enum loom_type w_types[] = {
 	LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K,
-	LOOM_TYPE_Q6_K, LOOM_TYPE_Q4_1, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q5_0,
-	LOOM_TYPE_Q5_1, LOOM_TYPE_MXFP4,
+	LOOM_TYPE_Q6_K, LOOM_TYPE_Q4_1, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q3_K,
+	LOOM_TYPE_Q2_K, LOOM_TYPE_IQ4_XS, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1,
+	LOOM_TYPE_MXFP4,
 };
 
 /* Values per row of a test matrix: a few blocks of the type. */
@@ -72,8 +74,13 @@ static void random_blocks(enum loom_type type, struct loom_test_rng *rng,
 	int nh = type == LOOM_TYPE_Q4_K || type == LOOM_TYPE_Q5_K ||
 		 type == LOOM_TYPE_Q4_1 || type == LOOM_TYPE_Q5_1 ? 2 : 1;
 
-	if (type == LOOM_TYPE_Q6_K)
+	if (type == LOOM_TYPE_Q6_K || type == LOOM_TYPE_Q3_K)
 		half[0] = bs - 2;
+	if (type == LOOM_TYPE_Q2_K) {
+		half[0] = bs - 4;
+		half[1] = bs - 2;
+		nh = 2;
+	}
 	for (size_t i = 0; i < n; i++)
 		p[i] = (uint8_t)loom_test_rng_next(rng);
 	for (size_t i = 0; i + bs <= n; i += bs)

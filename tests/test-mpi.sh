@@ -9,9 +9,11 @@
 # device over the world: a decoder over 1 to 4 ranks of 1 or 2 CPU
 # partitions against one device (logits and greedy tokens), even and
 # uneven ratios, over shared memory and TCP, and over 8 ranks (of 5
-# partitions: 40 members); ranks that differ refused on
-# every rank.  Collectives of different sizes give each rank a Loom error
-# (MPI started by the application).  The applications: loom-run and
+# partitions: 40 members); a Llama-7B-shaped Q4_K_M layer (d 4096, 32
+# heads of 128) over 2 and 3 ranks against one device; ranks that differ
+# refused on every rank.  Collectives of different sizes give each rank
+# a Loom error (MPI started by the application).  The applications:
+# loom-run and
 # loom-bench model on a saved GGUF file under mpirun, ranks given
 # different prompts refused on every rank, and a killed rank making the
 # others fail.
@@ -68,7 +70,7 @@ tcp="--mca btl self,tcp"
 # one core by default).
 wide="--bind-to none"
 
-echo "1..37"
+echo "1..42"
 run "not applicable outside a launcher" "^outside: ok" \
 	$lt "$check" outside
 run "MPI seeing other ranks than the launcher is refused" "^mismatch: ok" \
@@ -84,7 +86,7 @@ run "a world of 8 ranks (shared memory, oversubscribed)" "^world of 8: ok" \
 	$lt $mp -np 8 "$check" world 8
 run "a world of 8 ranks over TCP" "^world of 8: ok" \
 	$lt $mp $tcp -np 8 "$check" world 8
-for algo in doubling ring mpi; do
+for algo in doubling ring halving mpi; do
 	run "a world of 5 ranks, LOOM_MPI_ALLREDUCE=$algo" "^world of 5: ok" \
 		env LOOM_MPI_ALLREDUCE=$algo $lt $mp -np 5 "$check" world 5
 done
@@ -125,6 +127,19 @@ decoder 2 2 uneven bf16
 decoder 3 1 even bf16 $tcp
 decoder 8 1 uneven
 decoder 8 5 even
+# A Llama-7B-shaped layer in Q4_K_M's types: attention cut in units of
+# two heads of 128 (one K-quant block), uneven remainders on 3 ranks.
+kquant() { # NP PARTITIONS RATIOS
+	bind=
+	[ "$2" -gt 1 ] && bind=$wide
+	run "a 7B-shaped Q4_K_M layer over $1 ranks x $2 partitions, $3" \
+		"^kquant over $1 ranks x $2: ok" \
+		env LOOM_CPU_DEVICES=$2 $lt $mp $bind -np $1 "$meta" kquant $3
+}
+kquant 2 1 uneven
+kquant 2 2 even
+kquant 3 1 even
+kquant 3 1 uneven
 run "another model on rank 1 is refused on every rank" "^mismatch shape: ok" \
 	$lt $mp -np 2 "$meta" mismatch shape
 run "ratios on rank 1 alone are refused on every rank" \

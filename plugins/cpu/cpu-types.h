@@ -30,7 +30,8 @@
 #define CPU_W_TYPES(X)                                                   \
 	X(LOOM_TYPE_Q8_0) X(LOOM_TYPE_Q4_0) X(LOOM_TYPE_Q4_K)            \
 	X(LOOM_TYPE_Q5_K) X(LOOM_TYPE_Q6_K) X(LOOM_TYPE_Q4_1)            \
-	X(LOOM_TYPE_IQ4_NL) X(LOOM_TYPE_Q5_0) X(LOOM_TYPE_Q5_1)          \
+	X(LOOM_TYPE_IQ4_NL) X(LOOM_TYPE_Q3_K) X(LOOM_TYPE_Q2_K)          \
+	X(LOOM_TYPE_IQ4_XS) X(LOOM_TYPE_Q5_0) X(LOOM_TYPE_Q5_1)          \
 	X(LOOM_TYPE_MXFP4)
 
 /* The decode kernel of a type (matmul-q8v.c): a 32-value block with its
@@ -109,6 +110,21 @@ static const struct w_field cpu_w_q6_k[] = {
 	W_FIELD(loom_block_q6_k, scales), W_FIELD(loom_block_q6_k, d),
 	{ 0 },
 };
+static const struct w_field cpu_w_q3_k[] = {
+	W_FIELD(loom_block_q3_k, hmask), W_FIELD(loom_block_q3_k, qs),
+	W_FIELD(loom_block_q3_k, scales), W_FIELD(loom_block_q3_k, d),
+	{ 0 },
+};
+static const struct w_field cpu_w_q2_k[] = {
+	W_FIELD(loom_block_q2_k, scales), W_FIELD(loom_block_q2_k, qs),
+	W_FIELD(loom_block_q2_k, d), W_FIELD(loom_block_q2_k, dmin),
+	{ 0 },
+};
+static const struct w_field cpu_w_iq4_xs[] = {
+	W_FIELD(loom_block_iq4_xs, d), W_FIELD(loom_block_iq4_xs, scales_h),
+	W_FIELD(loom_block_iq4_xs, scales_l), W_FIELD(loom_block_iq4_xs, qs),
+	{ 0 },
+};
 
 /* Constant, so that kernels compiled per type fold their entry. */
 static const struct cpu_type cpu_types[LOOM_TYPE_COUNT] = {
@@ -157,10 +173,12 @@ static const struct cpu_type cpu_types[LOOM_TYPE_COUNT] = {
 	[LOOM_TYPE_Q3_K] = {
 		.bytes = sizeof(struct loom_block_q3_k), .block = 256,
 		.group = 32, .span = 16, .umax = 7, .gv = CPU_GV_SUPER,
+		.w = cpu_w_q3_k,
 	},
 	[LOOM_TYPE_Q2_K] = {
 		.bytes = sizeof(struct loom_block_q2_k), .block = 256,
 		.group = 32, .span = 16, .umax = 3, .gv = CPU_GV_SUPER,
+		.w = cpu_w_q2_k,
 	},
 	[LOOM_TYPE_IQ4_NL] = {
 		.bytes = sizeof(struct loom_block_iq4_nl), .block = 32,
@@ -170,7 +188,7 @@ static const struct cpu_type cpu_types[LOOM_TYPE_COUNT] = {
 	[LOOM_TYPE_IQ4_XS] = {
 		.bytes = sizeof(struct loom_block_iq4_xs), .block = 256,
 		.group = 32, .span = 32, .umax = 127, .is_signed = true,
-		.gv = CPU_GV_SUPER,
+		.gv = CPU_GV_SUPER, .w = cpu_w_iq4_xs,
 	},
 	[LOOM_TYPE_MXFP4] = {
 		.bytes = sizeof(struct loom_block_mxfp4), .block = 32,

@@ -337,6 +337,65 @@ INLINE void g_q8_0(const char *g, int64_t j, const struct qcol *cols,
 	}
 }
 
+/* IQ4_XS, super-block b of a group against nc columns: per 32-value
+ * sub-block j, IQ4_NL's codes and sums (its qs chunks 4j..4j+3), times
+ * the 16 rows' 6-bit scale j less 32: its low 4 bits nibble j of
+ * scales_l, its top 2 bits 2j, 2j + 1 of scales_h (16 halves' places). */
+INLINE void g_iq4_xs(const char *g, int64_t b, const struct qcol *cols,
+		     const int nc, __m512 *acc)
+{
+	const size_t bs = sizeof(struct loom_block_iq4_xs);
+	const char *x = g + b * CPU_W_ROWS * bs;
+	const char *qs = x + AT(loom_block_iq4_xs, qs);
+	const __m512 d = halves(x + AT(loom_block_iq4_xs, d));
+	const __m512i sl = load(x + AT(loom_block_iq4_xs, scales_l));
+	const __m512i sh = _mm512_cvtepu16_epi32(_mm256_loadu_si256(
+		(const __m256i *)(x + AT(loom_block_iq4_xs, scales_h))));
+	const __m512i table = _mm512_xor_si512(_mm512_broadcast_i32x4(
+		_mm_loadu_si128((const __m128i *)cpu_iq4nl_values)),
+		bytes(0x80));
+	int j, i, c;
+
+	UNROLL
+	for (j = 0; j < 8; j++) {
+		__m512i lo[4], hi[4];
+		__m512 f = _mm512_mul_ps(d, _mm512_cvtepi32_ps(
+			_mm512_sub_epi32(_mm512_or_si512(
+				_mm512_and_si512(_mm512_srli_epi32(sl, 4 * j),
+						 _mm512_set1_epi32(15)),
+				_mm512_and_si512(j < 2 ?
+					_mm512_slli_epi32(sh, 4 - 2 * j) :
+					_mm512_srli_epi32(sh, 2 * j - 4),
+					_mm512_set1_epi32(0x30))),
+				_mm512_set1_epi32(32))));
+
+		fetch(x, CPU_W_ROWS * bs, j, 8, true);
+		UNROLL
+		for (i = 0; i < 4; i++) {
+			__m512i w = load(qs + 64 * (4 * j + i));
+
+			lo[i] = _mm512_shuffle_epi8(table, _mm512_and_si512(w,
+							bytes(0x0f)));
+			hi[i] = _mm512_shuffle_epi8(table, _mm512_and_si512(
+				_mm512_srli_epi16(w, 4), bytes(0x0f)));
+		}
+		UNROLL
+		for (c = 0; c < nc; c++) {
+			const int8_t *q = cols[c].qs + 256 * b + 32 * j;
+			__m512i t = _mm512_set1_epi32(16 * cols[c].o32[8 * b +
+								       j]);
+
+			UNROLL
+			for (i = 0; i < 4; i++) {
+				t = dot(t, lo[i], q + 4 * i);
+				t = dot(t, hi[i], q + 16 + 4 * i);
+			}
+			acc[c] = fma_i(t, _mm512_mul_ps(f, _mm512_set1_ps(
+				cols[c].d[8 * b + j])), acc[c]);
+		}
+	}
+}
+
 /* Q4_K and Q5_K: scale (mins: 1) j of the 16 rows, a 6-bit field of
  * their 12 bytes at sc, times d (dmin): for j < 4 the low 6 bits of
  * byte j (4 + j); else the nibble of byte 8 + j - 4 (its high one) and
@@ -541,6 +600,216 @@ INLINE void g_q6_k(const char *g, int64_t b, const struct qcol *cols,
 	}
 }
 
+/* Q2_K, super-block b of a group against nc columns.  Chunk t of qs
+ * (bytes 4t..4t+3 of each row: 128 (t / 8) + 4 (t % 8) and on) holds at
+ * bits 2s, 2s + 1 the values 32 s further in.  Crumbs 0 and 1 are
+ * masked in place, crumbs 2 and 3 after one shift by 4: the odd ones are
+ * 4 times their value, their lanes' factor a quarter (exact).  Chunks
+ * t % 8 < 4 and >= 4 are the two 16s of each 32; the scales' low
+ * nibbles times d, and their high ones (mins) times dmin times each
+ * column's d * sum(q) per 16 leave the sum once per scale. */
+INLINE void g_q2_k(const char *g, int64_t b, const struct qcol *cols,
+		   const int nc, __m512 *acc)
+{
+	const size_t bs = sizeof(struct loom_block_q2_k);
+	const char *x = g + b * CPU_W_ROWS * bs;
+	const char *qs = x + AT(loom_block_q2_k, qs);
+	const char *sc = x + AT(loom_block_q2_k, scales);
+	const __m512 d = halves(x + AT(loom_block_q2_k, d));
+	const __m512 dmin = halves(x + AT(loom_block_q2_k, dmin));
+	int n, h, t, s, c;
+
+	UNROLL
+	for (n = 0; n < 2; n++) {
+		UNROLL
+		for (h = 0; h < 2; h++) {
+			__m512i sum[4][3];
+
+			for (s = 0; s < 4; s++)
+				for (c = 0; c < nc; c++)
+					sum[s][c] = _mm512_setzero_si512();
+			UNROLL
+			for (t = 4 * h; t < 4 * h + 4; t++) {
+				__m512i w = load(qs + 64 * (8 * n + t));
+				__m512i w4 = _mm512_srli_epi32(w, 4);
+				__m512i u[4] = {
+					_mm512_and_si512(w, bytes(0x03)),
+					_mm512_and_si512(w, bytes(0x0c)),
+					_mm512_and_si512(w4, bytes(0x03)),
+					_mm512_and_si512(w4, bytes(0x0c)),
+				};
+
+				fetch(x, CPU_W_ROWS * bs, 8 * n + t, 16, true);
+				UNROLL
+				for (c = 0; c < nc; c++) {
+					const int8_t *q = cols[c].qs +
+						256 * b + 128 * n + 4 * t;
+
+					UNROLL
+					for (s = 0; s < 4; s++)
+						sum[s][c] = dot(sum[s][c], u[s],
+								q + 32 * s);
+				}
+			}
+			UNROLL
+			for (s = 0; s < 4; s++) {
+				/* Scale 8 n + 2 s + h. */
+				const int k = 8 * n + 2 * s + h;
+				/* Byte k % 4 of chunk k / 4. */
+				__m512i v = _mm512_srli_epi32(
+					load(sc + 64 * (k / 4)), 8 * (k % 4));
+				__m512 f = _mm512_mul_ps(d, _mm512_cvtepi32_ps(
+					_mm512_and_si512(v,
+						_mm512_set1_epi32(15))));
+				__m512 m = _mm512_mul_ps(dmin,
+					_mm512_cvtepi32_ps(_mm512_and_si512(
+						_mm512_srli_epi32(v, 4),
+						_mm512_set1_epi32(15))));
+				const float q1 = s & 1 ? 0.25f : 1.0f;
+
+				UNROLL
+				for (c = 0; c < nc; c++) {
+					acc[c] = fma_i(sum[s][c], _mm512_mul_ps(
+						f, _mm512_set1_ps(q1 *
+							cols[c].d[8 * b +
+								  4 * n + s])),
+						acc[c]);
+					acc[c] = _mm512_fnmadd_ps(m,
+						_mm512_set1_ps(
+							cols[c].s[16 * b + k]),
+						acc[c]);
+				}
+			}
+		}
+	}
+}
+
+/* Byte `byte` of each 32-bit lane of v, as the lane's value (the
+ * shuffle picks byte 4 j + byte of each 16 for lane j, zeros above). */
+INLINE __m512i lane_byte(__m512i v, const int byte)
+{
+	const int z = (int)0x80808000 | byte;
+
+	return byte == 3 ? _mm512_srli_epi32(v, 24) :
+	       byte == 0 ? _mm512_and_si512(v, _mm512_set1_epi32(255)) :
+	       _mm512_shuffle_epi8(v, _mm512_broadcast_i32x4(_mm_setr_epi32(
+		       z, z + 4, z + 8, z + 12)));
+}
+
+/* The 16 scales of a Q3_K group's 16 rows (their 12 bytes at sc), less
+ * 32, times d, into f: scales 4g..4g+3 are first gathered as the bytes
+ * of one vector, their low 4 bits the nibbles of chunk g % 2 (the high
+ * ones for g >= 2), their top 2 from bits 2g of chunk 2's bytes. */
+INLINE void q3_k_scales16(const char *sc, __m512 d, __m512 *f)
+{
+	const __m512i c0 = load(sc), c1 = load(sc + 64), c2 = load(sc + 128);
+	const __m512 d32 = _mm512_mul_ps(d, _mm512_set1_ps(32.0f));
+	int g, i;
+
+	UNROLL
+	for (g = 0; g < 4; g++) {
+		__m512i l = g & 1 ? c1 : c0, hi;
+
+		if (g >= 2)
+			l = _mm512_srli_epi32(l, 4);
+		hi = g < 2 ? _mm512_slli_epi32(c2, 4 - 2 * g) :
+		     g == 2 ? c2 : _mm512_srli_epi32(c2, 2);
+		/* (hi & 0x30) | (l & 0x0f) */
+		l = _mm512_ternarylogic_epi32(hi, bytes(0x30),
+			_mm512_and_si512(l, bytes(0x0f)), 0xea);
+		UNROLL
+		for (i = 0; i < 4; i++)
+			f[4 * g + i] = _mm512_fmsub_ps(_mm512_cvtepi32_ps(
+				lane_byte(l, i)), d, d32);
+	}
+}
+
+/* Q3_K, super-block b of a group against nc columns: Q2_K's crumbs
+ * (qs after hmask), each with its third bit from hmask's chunk t % 8,
+ * bit 4 (t / 8) + s of each byte, moved above the crumb (bit 2, bit 4
+ * for the odd crumbs in place).  The values' offset 4 times the scale
+ * and each column's d * sum(q) per 16 leaves the sum once per scale. */
+INLINE void g_q3_k(const char *g, int64_t b, const struct qcol *cols,
+		   const int nc, __m512 *acc)
+{
+	const size_t bs = sizeof(struct loom_block_q3_k);
+	const char *x = g + b * CPU_W_ROWS * bs;
+	const char *hm = x + AT(loom_block_q3_k, hmask);
+	const char *qs = x + AT(loom_block_q3_k, qs);
+	__m512 f[16];
+	int n, h, t, s, c;
+
+	q3_k_scales16(x + AT(loom_block_q3_k, scales),
+		      halves(x + AT(loom_block_q3_k, d)), f);
+	UNROLL
+	for (n = 0; n < 2; n++) {
+		UNROLL
+		for (h = 0; h < 2; h++) {
+			__m512i sum[4][3];
+
+			for (s = 0; s < 4; s++)
+				for (c = 0; c < nc; c++)
+					sum[s][c] = _mm512_setzero_si512();
+			UNROLL
+			for (t = 4 * h; t < 4 * h + 4; t++) {
+				__m512i w = load(qs + 64 * (8 * n + t));
+				__m512i w4 = _mm512_srli_epi32(w, 4);
+				__m512i hb = load(hm + 64 * t);
+				__m512i u[4];
+
+				fetch(x, CPU_W_ROWS * bs, 8 * n + t, 16, true);
+				UNROLL
+				for (s = 0; s < 4; s++) {
+					/* Bit 4 n + s of hb to bit 2 (4). */
+					const int to = s & 1 ? 4 : 2;
+					const int by = to - 4 * n - s;
+					__m512i hs = by > 0 ?
+						_mm512_slli_epi32(hb, by) :
+						by < 0 ?
+						_mm512_srli_epi32(hb, -by) : hb;
+
+					/* Crumb bits where the mask is set,
+					 * the third bit elsewhere. */
+					u[s] = _mm512_ternarylogic_epi32(
+						s < 2 ? w : w4,
+						bytes(s & 1 ? 0x0c : 0x03),
+						_mm512_and_si512(hs,
+							bytes(1 << to)), 0xea);
+				}
+				UNROLL
+				for (c = 0; c < nc; c++) {
+					const int8_t *q = cols[c].qs +
+						256 * b + 128 * n + 4 * t;
+
+					UNROLL
+					for (s = 0; s < 4; s++)
+						sum[s][c] = dot(sum[s][c], u[s],
+								q + 32 * s);
+				}
+			}
+			UNROLL
+			for (s = 0; s < 4; s++) {
+				/* Scale 8 n + 2 s + h. */
+				const int k = 8 * n + 2 * s + h;
+				const float q1 = s & 1 ? 0.25f : 1.0f;
+
+				UNROLL
+				for (c = 0; c < nc; c++) {
+					acc[c] = fma_i(sum[s][c], _mm512_mul_ps(
+						f[k], _mm512_set1_ps(q1 *
+							cols[c].d[8 * b +
+								  4 * n + s])),
+						acc[c]);
+					acc[c] = _mm512_fnmadd_ps(f[k],
+						_mm512_set1_ps(4.0f *
+							cols[c].s[16 * b + k]),
+						acc[c]);
+				}
+			}
+		}
+	}
+}
+
 /* ng groups at gs (rows of k values) against nc columns, one row per
  * lane of out. */
 INLINE void w_groups(const enum loom_type type, const char *const *gs,
@@ -573,6 +842,12 @@ INLINE void w_groups(const enum loom_type type, const char *const *gs,
 				g_mxfp4(gs[e], j, cols, nc, acc[e]);
 			else if (type == LOOM_TYPE_Q6_K)
 				g_q6_k(gs[e], j, cols, nc, acc[e]);
+			else if (type == LOOM_TYPE_Q2_K)
+				g_q2_k(gs[e], j, cols, nc, acc[e]);
+			else if (type == LOOM_TYPE_Q3_K)
+				g_q3_k(gs[e], j, cols, nc, acc[e]);
+			else if (type == LOOM_TYPE_IQ4_XS)
+				g_iq4_xs(gs[e], j, cols, nc, acc[e]);
 			else
 				g_qk(type == LOOM_TYPE_Q5_K, gs[e], j, cols,
 				     nc, acc[e]);

@@ -68,8 +68,13 @@ static double now(void)
  * MPI_Allreduce at 1 MiB, which never yields unless the host is
  * oversubscribed; oversubscribed, the hold measured better than yielding
  * at once, see mpi-plugin.c).  Then, up to SPIN_S, it yields between
- * polls, leaving the core to whoever else wants it; then it sleeps. */
-#define SPIN_S 0.05
+ * polls, leaving the core to whoever else wants it; then it sleeps.  A
+ * step of a large allreduce over ranks that share cores lasts longer
+ * than 50 ms (64 MiB over 8 ranks on 2 cores: about 100 ms), and a rank
+ * that naps there stalls its own messages: with naps from 50 ms on,
+ * 64 MiB over 8 ranks took 0.70-1.40 times a bare MPI_Allreduce (medians
+ * of 3 runs), from 1 s on 0.60-0.88 (4 runs; doc/benchmarks.md). */
+#define SPIN_S 1.0
 
 /* The deadline of a collective that starts now. */
 static double deadline(void)
@@ -188,9 +193,9 @@ static int test_all(int n, MPI_Request *reqs, int *done, MPI_Status *out)
 }
 
 /* Waits for the n requests until end (from deadline()): polling, for
- * the world's hold_s alone, then yielding the core between polls, up to SPIN_S, then
- * with sleeps that grow to a millisecond so that a long wait (a rank
- * that is late or dead) leaves the core to others. */
+ * the world's hold_s alone, then yielding the core between polls, up to
+ * SPIN_S, then with sleeps that grow to a millisecond so that a long
+ * wait (a rank that is late or dead) leaves the core to others. */
 static int wait_all(int n, MPI_Request *reqs, double end, const char *what,
 		    MPI_Status *out)
 {
@@ -275,9 +280,10 @@ static int reduce_type(enum loom_type type, const char *what,
 	return LOOM_OK;
 }
 
-/* From how many bytes on world_allreduce runs its ring rather than
- * recursive doubling, by rank count (loom-bench allreduce --world with
- * LOOM_MPI_ALLREDUCE=ring and =doubling, interleaved, doc/scale-out.md).
+/* From how many bytes on world_allreduce runs its ring (or, over 8 ranks
+ * or more, Rabenseifner's halving) rather than recursive doubling, by
+ * rank count (loom-bench allreduce --world with LOOM_MPI_ALLREDUCE=ring
+ * and =doubling, interleaved, doc/benchmarks.md).
  * Recursive doubling sends the whole buffer log2(p) times, one latency
  * per step; the ring sends 2(p-1)/p of it in 2(p-1) steps.  Open MPI's
  * own MPI_Iallreduce is no choice: in place, or under 4 ranks, it
@@ -467,6 +473,109 @@ static int ring(char *data, size_t n, MPI_Datatype dt, MPI_Op op,
 	return LOOM_OK;
 }
 
+/* The values of chunks [a, b) of n in pof2 chunks (chunk()). */
+static void chunks(size_t n, int pof2, int a, int b, size_t *off,
+		   size_t *len)
+{
+	size_t end, l;
+
+	chunk(n, pof2, a, off, &l);
+	chunk(n, pof2, b - 1, &end, &l);
+	*len = end + l - *off;
+}
+
+/* Rabenseifner's allreduce of n values (that fit an int), as MPI
+ * libraries run it on long vectors: the ranks past the largest power of
+ * two pof2 fold in and out as in doubling(); the pof2 ranks left
+ * reduce-scatter by recursive halving (at distance pof2/2, then pof2/4
+ * ..., each step sending the half of its part the peer keeps and adding
+ * the other half it gets back), until virtual rank v holds the sum of
+ * chunk v of pof2; then they allgather by recursive doubling, the steps
+ * in reverse.  Each rank sends and receives 2 (pof2 - 1) / pof2 of the
+ * buffer, as in the ring, in 2 log2(pof2) steps instead of 2 (p - 1). */
+static int halving(char *data, size_t n, MPI_Datatype dt, MPI_Op op,
+		   size_t es, const char *what)
+{
+	struct mpi_world *w = &mpi_world;
+	int p = w->n_ranks, me = w->rank, pof2 = 1, rem, vr, err, st;
+	int lo, hi;
+	double end = deadline();
+
+	while (pof2 * 2 <= p)
+		pof2 *= 2;
+	rem = p - pof2;
+	st = scratch(w, (rem ? n : n / 2 + 1) * es, what);
+	if (st)
+		return st;
+	vr = me < 2 * rem ? (me % 2 ? me / 2 : -1) : me - rem;
+	if (me < 2 * rem) {
+		st = me % 2 ? exchange(NULL, 0, -1, w->scratch, n, me - 1, dt,
+				       end, what)
+			    : exchange(data, n, me + 1, NULL, 0, -1, dt, end,
+				       what);
+		if (st)
+			return st;
+		if (me % 2) {
+			err = MPI_Reduce_local(w->scratch, data, (int)n, dt,
+					       op);
+			if (err != MPI_SUCCESS)
+				return mpi_fail(err, what);
+		}
+	}
+	lo = 0;
+	hi = pof2;
+	for (int mask = pof2 / 2; vr >= 0 && mask > 0; mask /= 2) {
+		int vpeer = vr ^ mask, mid = lo + (hi - lo) / 2;
+		int peer = vpeer < rem ? vpeer * 2 + 1 : vpeer + rem;
+		bool low = !(vr & mask);
+		size_t koff, klen, soff, slen;
+
+		chunks(n, pof2, low ? lo : mid, low ? mid : hi, &koff, &klen);
+		chunks(n, pof2, low ? mid : lo, low ? hi : mid, &soff, &slen);
+		st = exchange(data + soff * es, slen, peer, w->scratch, klen,
+			      peer, dt, end, what);
+		if (st)
+			return st;
+		if (klen) {
+			err = MPI_Reduce_local(w->scratch, data + koff * es,
+					       (int)klen, dt, op);
+			if (err != MPI_SUCCESS)
+				return mpi_fail(err, what);
+		}
+		if (low)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	for (int mask = 1; vr >= 0 && mask < pof2; mask *= 2) {
+		int vpeer = vr ^ mask;
+		int peer = vpeer < rem ? vpeer * 2 + 1 : vpeer + rem;
+		int plo = vpeer / mask * mask;
+		size_t moff, mlen, poff, plen;
+
+		chunks(n, pof2, lo, lo + mask, &moff, &mlen);
+		chunks(n, pof2, plo, plo + mask, &poff, &plen);
+		st = exchange(data + moff * es, mlen, peer, data + poff * es,
+			      plen, peer, dt, end, what);
+		if (st)
+			return st;
+		lo = lo < plo ? lo : plo;
+	}
+	if (me < 2 * rem)
+		st = me % 2 ? exchange(data, n, me - 1, NULL, 0, -1, dt, end,
+				       what)
+			    : exchange(NULL, 0, -1, data, n, me + 1, dt, end,
+				       what);
+	return st;
+}
+
+/* From how many ranks on world_allreduce sums by halving() where it
+ * would run its ring: over 8 ranks on 2 cores, 1-64 MiB, four runs each
+ * (F32 medians), halving was 0.60-1.39 times a bare MPI_Allreduce and
+ * the ring 0.71-1.85; over 4 ranks the ring 0.44-1.14 and halving
+ * 0.36-2.21 (doc/benchmarks.md).  5 to 7 ranks were not measured. */
+#define HALVING_MIN_RANKS 8
+
 /* Both allreduces: checked arguments, then MPI in pieces (MPI counts are
  * ints), each piece waited for with the deadline or, with bare, in a
  * plain blocking MPI_Allreduce. */
@@ -498,6 +607,14 @@ static int allreduce(void *data, size_t n, enum loom_type type, bool bare)
 					    mpi_world.comm);
 			if (err != MPI_SUCCESS)
 				return mpi_fail(err, what);
+		} else if (mpi_world.n_ranks > 1 &&
+			   (algo == MPI_ALGO_HALVING ||
+			    (algo == MPI_ALGO_AUTO &&
+			     mpi_world.n_ranks >= HALVING_MIN_RANKS &&
+			     k * es >= ring_min_bytes(mpi_world.n_ranks)))) {
+			st = halving(p, k, dt, op, es, what);
+			if (st)
+				return st;
 		} else if (mpi_world.n_ranks > 1 &&
 			   (algo == MPI_ALGO_RING ||
 			    (algo == MPI_ALGO_AUTO &&

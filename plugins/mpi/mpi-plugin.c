@@ -182,13 +182,13 @@ static double timeout_from_env(void)
 	return t;
 }
 
-/* LOOM_MPI_ALLREDUCE: auto (by size and rank count), doubling, ring or
- * mpi (the library's MPI_Iallreduce); read once, alike on every rank
+/* LOOM_MPI_ALLREDUCE: auto (by size and rank count), doubling, ring,
+ * halving or mpi (the library's MPI_Iallreduce); read once, alike on every rank
  * (the launcher passes one environment to all). */
 static enum mpi_algo algo_from_env(void)
 {
 	static const char *const names[] = { "auto", "doubling", "ring",
-					     "mpi" };
+					     "mpi", "halving" };
 	const char *v = loom_env_get("LOOM_MPI_ALLREDUCE");
 
 	if (!v)
@@ -197,7 +197,7 @@ static enum mpi_algo algo_from_env(void)
 		if (!strcmp(v, names[i]))
 			return (enum mpi_algo)i;
 	loom_log(LOOM_LOG_WARN, "mpi: LOOM_MPI_ALLREDUCE=%s is none of auto, "
-		 "doubling, ring, mpi; using auto", v);
+		 "doubling, ring, halving, mpi; using auto", v);
 	return MPI_ALGO_AUTO;
 }
 

@@ -18,6 +18,8 @@ enum mpi_algo {
 	MPI_ALGO_DOUBLING, /* recursive doubling: log2(p) whole exchanges */
 	MPI_ALGO_RING,     /* reduce-scatter and allgather: 2(p-1) steps */
 	MPI_ALGO_MPI,      /* the MPI library's MPI_Iallreduce */
+	MPI_ALGO_HALVING,  /* reduce-scatter by recursive halving, allgather
+			    * by recursive doubling: 2 log2(p) steps */
 };
 
 struct mpi_world {
