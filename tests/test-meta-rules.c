@@ -206,6 +206,48 @@ static void test_cut_differs(void)
 	loom_ctx_free(ctx);
 }
 
+/* A MIRRORED matrix times MIRRORED activations into an output of the
+ * graph (tied logits): each member takes its share of the matrix's rows,
+ * in whole runs of 32, the last member the rest; a node that is not an
+ * output, or too few rows, stays whole on every member. */
+static void test_output_rows(void)
+{
+	struct meta_dev even = { .n = 2, .n_all = 2,
+				 .ratios_all = { 1.0f, 1.0f } };
+	loom_ctx_t *ctx;
+	struct loom_tensor *src[LOOM_MAX_SRC] = { 0 }, *t;
+	struct meta_tensor a = { 0 }, b = { 0 };
+	struct meta_tensor *s[LOOM_MAX_SRC] = { &a, &b };
+	struct meta_rule r;
+	const int64_t rows[] = { 300, 127 };
+
+	set_state(&a, M, 0);
+	set_state(&b, M, 0);
+	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
+	for (size_t i = 0; i < G_N_ELEMENTS(rows); i++) {
+		src[0] = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 64, rows[i]);
+		src[1] = loom_tensor_new_2d(ctx, LOOM_TYPE_F32, 64, 3);
+		t = loom_op_new(ctx, LOOM_OP_MUL_MAT, src, NULL);
+		g_assert_true(meta_rule_find(t, s, &r, &even));
+		g_assert_cmpint(r.out.state, ==, M);
+		loom_tensor_set_flags(t, LOOM_TENSOR_OUTPUT);
+		g_assert_true(meta_rule_find(t, s, &r, &even));
+		if (rows[i] < 128) {
+			g_assert_cmpint(r.out.state, ==, M);
+			g_assert_cmpint(r.slice_dim[0], ==, -1);
+			continue;
+		}
+		/* 9 runs of 32 (5 + 4), the 12 rows past them last */
+		g_assert_cmpint(r.out.state, ==, D0);
+		g_assert_cmpint(r.out.len[0][0], ==, 160);
+		g_assert_cmpint(r.out.len[0][1], ==, 140);
+		g_assert_cmpint(r.slice_dim[0], ==, 1);
+		g_assert_true(r.slice_ref[0] == &r.out);
+		g_assert_cmpint(r.slice_dim[1], ==, -1);
+	}
+	loom_ctx_free(ctx);
+}
+
 /* Every op the table gives a rule other than NONE and VIEW reaches a
  * rule function (one that answers for M sources). */
 static void test_every_rule(void)
@@ -233,5 +275,6 @@ int main(int argc, char **argv)
 	}
 	g_test_add_func("/meta-rules/cut-differs", test_cut_differs);
 	g_test_add_func("/meta-rules/every-rule", test_every_rule);
+	g_test_add_func("/meta-rules/output-rows", test_output_rows);
 	return g_test_run();
 }

@@ -251,6 +251,31 @@ static bool mul_mat_rows(const struct meta_state *a,
 	return false;
 }
 
+/* Rows of a MIRRORED matrix each member takes at least, when a product
+ * of whole sources is cut (below). */
+#define META_OUTPUT_ROWS 64
+
+/* A MIRRORED matrix times MIRRORED activations into an output of the
+ * graph (the logits of a model whose token embedding is its output
+ * projection): each member makes its share of the rows, SPLIT(0) as an
+ * untied output's, instead of every member making all of them. */
+static bool output_rows(const struct loom_tensor *t, enum loom_split_state sa,
+			enum loom_split_state sb, struct meta_rule *r,
+			const struct meta_dev *md)
+{
+	const struct loom_tensor *w = t->src[0], *x = t->src[1];
+
+	if (t->op != LOOM_OP_MUL_MAT || sa != M || sb != M ||
+	    !(t->flags & LOOM_TENSOR_OUTPUT) || md->n_all < 2 ||
+	    w->ne[2] != 1 || w->ne[3] != 1 || x->ne[2] != 1 || x->ne[3] != 1 ||
+	    t->ne[0] < (int64_t)META_OUTPUT_ROWS * md->n_all)
+		return false;
+	/* whole runs of 32 rows, as the weight layouts interleave them */
+	meta_state_cut(md, LOOM_SPLIT_DIM0, t->ne[0], 32, &r->out);
+	rule_slice(r, 0, 1, &r->out);
+	return true;
+}
+
 static bool rule_mul_mat(const struct loom_tensor *t, struct meta_tensor **s,
 			 struct meta_rule *r, const struct meta_dev *md)
 {
@@ -260,6 +285,8 @@ static bool rule_mul_mat(const struct loom_tensor *t, struct meta_tensor **s,
 
 	if (id && s[2]->synced.state != M)
 		return false;
+	if (output_rows(t, sa, sb, r, md))
+		return true;
 	ok = whole_sources(t, sa, sb, r, &decided);
 	if (decided)
 		return ok;

@@ -6,52 +6,9 @@
  */
 #include "meta.h"
 
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Cuts units into n shares following the weights by the largest-remainder
- * rule: every share is the floor of its quota, and the units left over go
- * to the largest fractional parts (the lower device first on ties). */
-static void largest_remainder(int64_t units, const float *w, int n,
-			      int64_t *out)
-{
-	double total = 0, frac[META_MAX_MEMBERS];
-	int64_t given = 0;
-
-	for (int j = 0; j < n; j++)
-		total += w[j];
-	for (int j = 0; j < n; j++) {
-		double q = (double)units * w[j] / total;
-
-		out[j] = (int64_t)floor(q);
-		frac[j] = q - (double)out[j];
-		given += out[j];
-	}
-	/* A quota rounded up to a whole number can overshoot: take the
-	 * excess back from the smallest fractional parts. */
-	while (given > units) {
-		int worst = -1;
-
-		for (int j = 0; j < n; j++)
-			if (out[j] > 0 && (worst < 0 || frac[j] < frac[worst]))
-				worst = j;
-		out[worst]--;
-		frac[worst] = 2;
-		given--;
-	}
-	while (given < units) {
-		int best = -1;
-
-		for (int j = 0; j < n; j++)
-			if (w[j] > 0 && (best < 0 || frac[j] > frac[best]))
-				best = j;
-		out[best]++;
-		frac[best] = -1;
-		given++;
-	}
-}
 
 /* The segments of t along axis the callback's answer sp gives: its own,
  * which must add up to the dimension, or the whole dimension as one. */
@@ -175,7 +132,7 @@ static int state_from_split(struct meta_dev *md, const struct loom_tensor *t,
 					      blck > 1 ? " (the granularity "
 					      "and the block size's common "
 					      "multiple)" : "");
-		largest_remainder(seg[s] / g, md->ratios_all, md->n_all,
+		meta_largest_remainder(seg[s] / g, md->ratios_all, md->n_all,
 				  out->len[s]);
 		for (int k = 0; k < md->n_all; k++)
 			out->len[s][k] *= g;

@@ -155,6 +155,14 @@ bool meta_state_same_slices(const struct meta_state *a,
 			    const struct meta_state *b,
 			    const struct meta_dev *md);
 const char *meta_state_name(enum loom_split_state s);
+/* Cuts units into n shares following the weights w (largest remainder). */
+void meta_largest_remainder(int64_t units, const float *w, int n,
+			    int64_t *out);
+/* A state that cuts n values along axis over the world's members by the
+ * device's ratios, in whole units of unit values (the last member takes
+ * what is left of n past a whole unit). */
+void meta_state_cut(const struct meta_dev *md, enum loom_split_state axis,
+		    int64_t n, int64_t unit, struct meta_state *out);
 
 /* meta-split.c */
 int meta_split_of(struct meta_dev *md, const struct loom_tensor *t, bool ask,
