@@ -207,7 +207,8 @@ static double *reference(enum loom_type type, const void *wq, const float *x)
 static const enum loom_type types[] = {
 	LOOM_TYPE_F32,  LOOM_TYPE_F16,  LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0,
 	LOOM_TYPE_Q4_1, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K,
-	LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_MXFP4,
+	LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_MXFP4, LOOM_TYPE_Q3_K,
+	LOOM_TYPE_Q2_K, LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS,
 };
 
 /* Rows by 16 (so each slice interleaves), rows by 8 (slices of 8 rows
