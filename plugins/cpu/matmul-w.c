@@ -150,22 +150,20 @@ INLINE void g_q4_1(const char *g, int64_t j, const struct qcol *cols,
 	}
 }
 
-/* IQ4_NL, block j of a group against nc columns: each code looked up
- * in its table 128 up, an unsigned byte (1-241), and each column's
- * -128 * sum(q) (16 times Q4_0's offset) starting the sum, as Q8_0's. */
-INLINE void g_iq4_nl(const char *g, int64_t j, const struct qcol *cols,
-		     const int nc, __m512 *acc)
+/* A group's block b of 4-bit codes (at qs, n bytes of blocks in all)
+ * against nc columns, steps dw: each code looked up in values, 128 up
+ * as an unsigned byte, and each column's -128 * sum(q) (16 times Q4_0's
+ * offset) starting the sum, as Q8_0's.  IQ4_NL's and MXFP4's. */
+INLINE void g_lut4(const char *b, size_t n, const char *qs, __m512 dw,
+		   const int8_t *values, int64_t j, const struct qcol *cols,
+		   const int nc, __m512 *acc)
 {
-	const char *b = g + j * CPU_W_ROWS * sizeof(struct loom_block_iq4_nl);
-	const char *qs = b + AT(loom_block_iq4_nl, qs);
-	__m512 dw = halves(b + AT(loom_block_iq4_nl, d));
 	const __m512i table = _mm512_xor_si512(_mm512_broadcast_i32x4(
-		_mm_loadu_si128((const __m128i *)cpu_iq4nl_values)),
-		bytes(0x80));
+		_mm_loadu_si128((const __m128i *)values)), bytes(0x80));
 	__m512i lo[4], hi[4];
 	int c, i;
 
-	fetch(b, CPU_W_ROWS * sizeof(struct loom_block_iq4_nl), 0, 1, false);
+	fetch(b, n, 0, 1, false);
 	UNROLL
 	for (i = 0; i < 4; i++) {
 		__m512i w = load(qs + 64 * i);
@@ -188,6 +186,19 @@ INLINE void g_iq4_nl(const char *g, int64_t j, const struct qcol *cols,
 		acc[c] = fma_i(s, _mm512_mul_ps(dw, _mm512_set1_ps(
 			cols[c].d[j])), acc[c]);
 	}
+}
+
+/* IQ4_NL, block j of a group against nc columns: its table and half
+ * steps. */
+INLINE void g_iq4_nl(const char *g, int64_t j, const struct qcol *cols,
+		     const int nc, __m512 *acc)
+{
+	const size_t n = CPU_W_ROWS * sizeof(struct loom_block_iq4_nl);
+	const char *b = g + j * n;
+
+	g_lut4(b, n, b + AT(loom_block_iq4_nl, qs),
+	       halves(b + AT(loom_block_iq4_nl, d)), cpu_iq4nl_values, j, cols,
+	       nc, acc);
 }
 
 /* u with bits 4 n .. 4 n + 3 of each row's 32-bit qh (h) added as bit
@@ -272,38 +283,12 @@ INLINE __m512 e8m0_halves(const char *p)
 INLINE void g_mxfp4(const char *g, int64_t j, const struct qcol *cols,
 		    const int nc, __m512 *acc)
 {
-	const char *b = g + j * CPU_W_ROWS * sizeof(struct loom_block_mxfp4);
-	const char *qs = b + AT(loom_block_mxfp4, qs);
-	__m512 dw = e8m0_halves(b + AT(loom_block_mxfp4, e));
-	const __m512i table = _mm512_xor_si512(_mm512_broadcast_i32x4(
-		_mm_loadu_si128((const __m128i *)cpu_mxfp4_values)),
-		bytes(0x80));
-	__m512i lo[4], hi[4];
-	int c, i;
+	const size_t n = CPU_W_ROWS * sizeof(struct loom_block_mxfp4);
+	const char *b = g + j * n;
 
-	fetch(b, CPU_W_ROWS * sizeof(struct loom_block_mxfp4), 0, 1, false);
-	UNROLL
-	for (i = 0; i < 4; i++) {
-		__m512i w = load(qs + 64 * i);
-
-		lo[i] = _mm512_shuffle_epi8(table, _mm512_and_si512(w,
-							bytes(0x0f)));
-		hi[i] = _mm512_shuffle_epi8(table, _mm512_and_si512(
-			_mm512_srli_epi16(w, 4), bytes(0x0f)));
-	}
-	UNROLL
-	for (c = 0; c < nc; c++) {
-		const int8_t *q = cols[c].qs + 32 * j;
-		__m512i s = _mm512_set1_epi32(16 * cols[c].o32[j]);
-
-		UNROLL
-		for (i = 0; i < 4; i++) {
-			s = dot(s, lo[i], q + 4 * i);
-			s = dot(s, hi[i], q + 16 + 4 * i);
-		}
-		acc[c] = fma_i(s, _mm512_mul_ps(dw, _mm512_set1_ps(
-			cols[c].d[j])), acc[c]);
-	}
+	g_lut4(b, n, b + AT(loom_block_mxfp4, qs),
+	       e8m0_halves(b + AT(loom_block_mxfp4, e)), cpu_mxfp4_values, j,
+	       cols, nc, acc);
 }
 
 /* Q8_0, block j of a group against nc columns: the weights' bytes
