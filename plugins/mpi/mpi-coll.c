@@ -359,6 +359,18 @@ static int exchange(const void *out, size_t n, int to, void *in, size_t m,
 	return LOOM_OK;
 }
 
+/* The end of doubling() and halving() on p ranks, rem past a power of
+ * two: each even rank below 2 * rem, folded out of the exchanges, gets
+ * the sum from its odd neighbour. */
+static int unfold(char *data, size_t n, int me, int rem, MPI_Datatype dt,
+		  double end, const char *what)
+{
+	if (me >= 2 * rem)
+		return LOOM_OK;
+	return me % 2 ? exchange(data, n, me - 1, NULL, 0, -1, dt, end, what)
+		      : exchange(NULL, 0, -1, data, n, me + 1, dt, end, what);
+}
+
 /* Recursive doubling of n values (that fit an int): with pof2 the
  * largest power of two <= p, the first 2(p - pof2) ranks pair up and the
  * even one hands its values to the odd one; then the pof2 ranks left
@@ -412,12 +424,7 @@ static int doubling(char *data, size_t n, MPI_Datatype dt, MPI_Op op,
 		if (err != MPI_SUCCESS)
 			return mpi_fail(err, what);
 	}
-	if (me < 2 * rem)
-		st = me % 2 ? exchange(data, n, me - 1, NULL, 0, -1, dt, end,
-				       what)
-			    : exchange(NULL, 0, -1, data, n, me + 1, dt, end,
-				       what);
-	return st;
+	return st ? st : unfold(data, n, me, rem, dt, end, what);
 }
 
 /* The piece of [0, n) that is chunk c of p: the first n % p chunks
@@ -561,12 +568,7 @@ static int halving(char *data, size_t n, MPI_Datatype dt, MPI_Op op,
 			return st;
 		lo = lo < plo ? lo : plo;
 	}
-	if (me < 2 * rem)
-		st = me % 2 ? exchange(data, n, me - 1, NULL, 0, -1, dt, end,
-				       what)
-			    : exchange(NULL, 0, -1, data, n, me + 1, dt, end,
-				       what);
-	return st;
+	return st ? st : unfold(data, n, me, rem, dt, end, what);
 }
 
 /* From how many ranks on world_allreduce sums by halving() where it
