@@ -328,7 +328,7 @@ static int graph_compute(loom_backend_t *be, loom_graph_t *g, bool wait)
 	st = claim(be, who);
 	if (st)
 		return st;
-	st = loom__graph_validate(g, loom_backend_name(be));
+	st = loom__graph_validate(g, be);
 	if (!st)
 		st = be->iface.graph_compute(be, g);
 	if (!st && wait)

@@ -70,10 +70,10 @@ const char *loom__op_suffix(enum loom_op op);
 
 /* Checks g before a plugin computes it (validate.c): every tensor's type
  * and sizes, every node against its op's rule and after the nodes it
- * reads, and every tensor's bytes inside its live buffer.  who names the
- * backend in messages.  Returns LOOM_OK or the status of the first
+ * reads, and every tensor's bytes inside its live buffer.  Messages name
+ * the backend be.  Returns LOOM_OK or the status of the first
  * mistake, with a message naming the node and its op. */
-int loom__graph_validate(loom_graph_t *g, const char *who);
+int loom__graph_validate(loom_graph_t *g, loom_backend_t *be);
 /* Where t is in g (graph.c): its index when it is a node, else
  * LOOM__GRAPH_LEAF or LOOM__NOT_IN_GRAPH. */
 #define LOOM__GRAPH_LEAF (-1)

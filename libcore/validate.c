@@ -174,30 +174,57 @@ static uint64_t fingerprint(uint64_t h, const struct loom_tensor *t)
 	return mix(h, sum);
 }
 
+/* Whether t lies in a live buffer.  The tensors of a graph share a few
+ * buffers (the weights', the compute memory): those found alive already
+ * (seen, n_seen of them) are not looked up in the handle table again. */
+#define SEEN_MAX 8
+
+static bool in_live_buffer(const struct loom_tensor *t, loom_buffer_t **seen,
+			   int *n_seen)
+{
+	if (!t->data)
+		return false;
+	for (int i = 0; i < *n_seen; i++)
+		if (seen[i] == t->buffer)
+			return true;
+	if (!loom__buffer_live(t->buffer))
+		return false;
+	if (*n_seen < SEEN_MAX)
+		seen[(*n_seen)++] = t->buffer;
+	else
+		seen[SEEN_MAX - 1] = t->buffer;
+	return true;
+}
+
 /* A graph is checked in full when its key differs from the one last
  * found good, or when some buffer it uses is no longer alive (which no
- * field of a tensor shows). */
-int loom__graph_validate(loom_graph_t *g, const char *who)
+ * field of a tensor shows).  Messages name be, whose name is asked for
+ * only then. */
+int loom__graph_validate(loom_graph_t *g, loom_backend_t *be)
 {
 	size_t n = loom_graph_n_nodes(g), n_leaves = loom_graph_n_leaves(g);
 	uint64_t key = mix(0, loom_graph_version(g));
+	loom_buffer_t *seen[SEEN_MAX];
+	int n_seen = 0;
 	bool live = true;
+	const char *who;
 	int st;
 
 	for (size_t i = 0; i < n_leaves; i++) {
 		struct loom_tensor *t = loom_graph_leaf(g, i);
 
 		key = fingerprint(key, t);
-		live &= loom__tensor_in_live_buffer(t);
+		live &= in_live_buffer(t, seen, &n_seen);
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct loom_tensor *t = loom_graph_node(g, i);
 
 		key = fingerprint(key, t);
-		live &= loom__tensor_in_live_buffer(t);
+		live &= in_live_buffer(t, seen, &n_seen);
 	}
 	if (live && key && key == loom__graph_checked(g))
 		return LOOM_OK;
+	who = loom_backend_name(be);
 
 	/* Leaves first: the rules of the nodes read their shapes. */
 	for (size_t i = 0; i < n_leaves; i++) {

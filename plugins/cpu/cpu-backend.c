@@ -396,20 +396,21 @@ static int check_graph_cached(struct cpu_backend *cb, loom_graph_t *g,
 			      int nth, size_t *wsize)
 {
 	uint64_t version = loom_graph_version(g);
+	uint64_t x = (uint64_t)(uintptr_t)g;
 	struct cpu_checked *c;
-	int i, err;
+	int err;
 
-	for (i = 0; i < CPU_CHECKED_GRAPHS; i++) {
-		c = &cb->checked[i];
-		if (c->g == g && c->version == version && c->nth == nth) {
-			*wsize = c->wsize;
-			return LOOM_OK;
-		}
+	x ^= x >> 29;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 32;
+	c = &cb->checked[x % CPU_CHECKED_GRAPHS];
+	if (c->g == g && c->version == version && c->nth == nth) {
+		*wsize = c->wsize;
+		return LOOM_OK;
 	}
 	err = check_graph(g, nth, wsize);
 	if (err)
 		return err;
-	c = &cb->checked[cb->next_checked++ % CPU_CHECKED_GRAPHS];
 	c->g = g;
 	c->version = version;
 	c->nth = nth;

@@ -132,9 +132,15 @@ static int64_t run_delay_ns(int fd)
  * waiting for a core, and for where the kernel does not count that, CPU
  * time and time slept), and the sums over the jobs since its last
  * verdict.  fd reads the thread's scheduler statistics (a worker keeps
- * it open; -1 opens them at each look). */
+ * it open; -1 opens them at each look).  Only the wall clock is read for
+ * a job that follows a short one: jobs come in runs of alike ones (a
+ * decode's graphs, a meta device's pieces between its allreduces), and
+ * reading the kernel's counts costs a system call, several microseconds
+ * on each of a meta device's dozens of pieces per token. */
 struct time_watch {
 	int fd;
+	bool look;   /* this job's counts were read at its beginning */
+	bool skip;   /* the last job was short: do not read them */
 	int64_t t0, delay0, cpu0, slept0;
 	int64_t wall, off;
 };
@@ -142,6 +148,9 @@ struct time_watch {
 static void watch_begin(struct time_watch *w)
 {
 	w->t0 = cpu_now_ns();
+	w->look = !w->skip;
+	if (!w->look)
+		return;
 	w->delay0 = run_delay_ns(w->fd);
 	w->cpu0 = thread_cpu_ns();
 	w->slept0 = slept_ns;
@@ -179,7 +188,8 @@ static void watch_end(struct time_watch *w)
 {
 	int64_t now = cpu_now_ns(), wall = now - w->t0;
 
-	if (wall < CPU_CHECK_JOB_NS)
+	w->skip = wall < CPU_CHECK_JOB_NS;
+	if (w->skip || !w->look)
 		return;
 	w->wall += wall;
 	w->off += watch_off(w, wall);
@@ -490,7 +500,6 @@ static void *worker_main(void *p)
 		/* Idle between jobs: the spin yields. */
 		wait_change(&pool->head, next, &pool->head_sleepers,
 			    spin_budget(pool->spin_ns, true), true);
-		watch_begin(&watch);
 		job = &pool->jobs[next % CPU_POOL_QUEUE];
 		if (not_mine(job, ith)) {
 			/* Pass it by, without waiting for the threads that
@@ -501,6 +510,7 @@ static void *worker_main(void *p)
 			behind = true;
 			continue;
 		}
+		watch_begin(&watch);
 		if (behind)
 			wait_done_before(pool, next);
 		behind = false;

@@ -234,8 +234,10 @@ static inline void cpu_relax(void)
 /* ---- backends (cpu-backend.c) ---- */
 
 /* Graphs already checked, so a graph run again (a decode step, the meta
- * device's pieces) is queued without walking its nodes. */
-#define CPU_CHECKED_GRAPHS 16
+ * device's pieces) is queued without walking its nodes: a slot per graph,
+ * found by its address.  A meta device hands each member two pieces per
+ * layer, 61 a token for a 30-layer model. */
+#define CPU_CHECKED_GRAPHS 256
 
 struct cpu_checked {
 	loom_graph_t *g;
@@ -250,7 +252,6 @@ struct cpu_backend {
 	char name[CPU_NAME_MAX];
 	struct cpu_pool *pool;
 	struct cpu_checked checked[CPU_CHECKED_GRAPHS];
-	unsigned int next_checked;
 };
 
 int cpu_backend_init(struct cpu_device *cd, const char *params,
