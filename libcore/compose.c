@@ -82,6 +82,25 @@ int loom_meta_check(loom_dev_t *dev, loom_graph_t *g)
 	return st;
 }
 
+int64_t loom_meta_head_unit(int64_t n_heads, int64_t head_values,
+			    int64_t min_units)
+{
+	static const int64_t blocks[] = { LOOM_QK_K, LOOM_QK8_0 };
+
+	/* No model has heads so many or so wide: bounds for shapes read
+	 * from a file, which keep the products below from overflowing. */
+	if (n_heads < 1 || n_heads > 65536 || head_values < 1 ||
+	    head_values > ((int64_t)1 << 32))
+		return 1;
+	if (min_units < 1)
+		min_units = 1;
+	for (size_t b = 0; b < sizeof(blocks) / sizeof(blocks[0]); b++)
+		for (int64_t u = 1; u * min_units <= n_heads; u++)
+			if (n_heads % u == 0 && u * head_values % blocks[b] == 0)
+				return u;
+	return 1;
+}
+
 int loom_meta_split_default(const struct loom_tensor *t,
 			    struct loom_split *out, void *userdata)
 {

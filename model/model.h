@@ -58,6 +58,7 @@ bool model_dev_runs(const struct gguf *g, const struct llama_hparams *hp,
 struct model_split_state {
 	struct loom_meta_model shape;
 	bool fused_up;
+	bool fused_qkv;
 };
 void model_split_state_init(const struct llama_hparams *hp,
 			    struct model_split_state *out);

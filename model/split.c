@@ -15,6 +15,7 @@ void model_split_state_init(const struct llama_hparams *hp,
 	memset(out, 0, sizeof(*out));
 	llama_meta_model(hp, &out->shape);
 	out->fused_up = hp->fused_up;
+	out->fused_qkv = hp->fused_qkv;
 }
 
 /* FFN slices are whole blocks of the largest block size the width allows
@@ -27,23 +28,12 @@ static int64_t ffn_unit(int64_t n_ff)
 	return n_ff % LOOM_QK8_0 == 0 ? LOOM_QK8_0 : 1;
 }
 
-/* The KV heads of one attention unit: the fewest that divide n_head_kv
- * and whose GQA groups are whole blocks of 256 values (else 32) with at
- * least 8 units to share, so that the output projection's cut, which the
- * meta device makes a whole number of its type's blocks, meets the cuts
- * of q, k, v and the cache whatever the types (two heads of 128 for a
- * Llama-7B shape). */
+/* The KV heads of one attention unit: whole blocks of a GQA group with
+ * at least 8 units to share (two heads of 128 for a Llama-7B shape). */
 static int64_t kv_unit(const struct loom_meta_model *m, int64_t hd,
 		       int64_t group)
 {
-	static const int64_t blocks[] = { LOOM_QK_K, LOOM_QK8_0 };
-	int64_t n_kv = m->n_head_kv;
-
-	for (size_t b = 0; b < sizeof(blocks) / sizeof(blocks[0]); b++)
-		for (int64_t u = 1; u <= n_kv / 8; u++)
-			if (n_kv % u == 0 && u * hd * group % blocks[b] == 0)
-				return u;
-	return 1;
+	return loom_meta_head_unit(m->n_head_kv, hd * group, 8);
 }
 
 /* The granularity of unit u along an axis of n values. */
@@ -91,12 +81,26 @@ int model_split(const struct loom_tensor *t, struct loom_split *out,
 				      "is none of the model's", t->name);
 	ti = &model_tensor_infos[r];
 	unit = ti->unit;
-	/* One KV head: attention whole on every member (a member without
-	 * the head would leave the q/k norms a cut inside a row). */
+	/* One KV head (multi-query attention): the head cannot be shared,
+	 * so k, v, their norm and the cache are whole on every member, and
+	 * the query heads are cut, a whole number of heads per member, with
+	 * the output projection's inputs.  Each member reads the one K and
+	 * V its heads need, and none is left a cut inside a head's norm.
+	 * A fused projection keeps attention whole. */
 	if (st->shape.n_head_kv == 1 &&
 	    (ti->cut == CUT_CACHE || unit == UNIT_HEAD || unit == UNIT_GROUP)) {
+		int64_t hd = st->shape.head_dim > 0 ? st->shape.head_dim : 1;
+		int64_t u = st->fused_qkv || st->shape.n_head < 2 ? 0 :
+			    loom_meta_head_unit(st->shape.n_head, hd, 2);
+
 		out->state = LOOM_SPLIT_MIRRORED;
 		out->granularity = 1;
+		if (unit != UNIT_GROUP || !u)
+			return LOOM_OK;
+		out->state = ti->cut == CUT_IN ||
+					     loom_tensor_n_dims(t) == 1 ?
+				     LOOM_SPLIT_DIM0 : LOOM_SPLIT_DIM1;
+		out->granularity = hd * u;
 		return LOOM_OK;
 	}
 	/* A fused ffn_up (gate, then up) stays whole, as attn_qkv does: a

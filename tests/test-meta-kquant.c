@@ -167,6 +167,7 @@ static void test_units(void)
 	static const struct loom_meta_model small = { 64, 9, 3 };
 	static const struct loom_meta_model few = { 128, 8, 8 };
 	static const struct loom_meta_model mqa = { 256, 4, 1 };
+	static const struct loom_meta_model mqa64 = { 64, 8, 1 };
 	enum loom_split_state st;
 
 	g_assert_cmpint(granularity(&llama7b, "blk.0.attn_q.weight",
@@ -187,18 +188,47 @@ static void test_units(void)
 				    LOOM_TYPE_F32, 576, 576, &st), ==, 192);
 	g_assert_cmpint(granularity(&few, "blk.0.attn_q.weight",
 				    LOOM_TYPE_F32, 1024, 1024, &st), ==, 128);
-	/* One KV head: attention and its cache whole on every member. */
-	granularity(&mqa, "blk.0.attn_q.weight", LOOM_TYPE_F32, 640, 1024,
+	/* One KV head: k, v and the cache whole on every member, q and the
+	 * output cut by whole query heads (one of 256 values each). */
+	g_assert_cmpint(granularity(&mqa, "blk.0.attn_q.weight",
+				    LOOM_TYPE_F32, 640, 1024, &st), ==, 256);
+	g_assert_cmpint(st, ==, LOOM_SPLIT_DIM1);
+	g_assert_cmpint(granularity(&mqa, "blk.0.attn_output.weight",
+				    LOOM_TYPE_Q4_K, 1024, 640, &st), ==, 256);
+	g_assert_cmpint(st, ==, LOOM_SPLIT_DIM0);
+	granularity(&mqa, "blk.0.attn_k.weight", LOOM_TYPE_F32, 640, 256,
 		    &st);
 	g_assert_cmpint(st, ==, LOOM_SPLIT_MIRRORED);
-	granularity(&mqa, "blk.0.attn_output.weight", LOOM_TYPE_Q4_K, 1024,
-		    640, &st);
+	granularity(&mqa, "blk.0.attn_k_norm.weight", LOOM_TYPE_F32, 256, 1,
+		    &st);
 	g_assert_cmpint(st, ==, LOOM_SPLIT_MIRRORED);
 	granularity(&mqa, "cache_k.0", LOOM_TYPE_F16, 256, 64, &st);
 	g_assert_cmpint(st, ==, LOOM_SPLIT_MIRRORED);
+	/* Heads of 64 make whole 256-value blocks four at a time. */
+	g_assert_cmpint(granularity(&mqa64, "blk.0.attn_q.weight",
+				    LOOM_TYPE_Q4_K, 512, 512, &st), ==, 256);
 	granularity(&mqa, "blk.0.ffn_up.weight", LOOM_TYPE_F32, 640, 2048,
 		    &st);
 	g_assert_cmpint(st, ==, LOOM_SPLIT_DIM1);
+}
+
+/* loom_meta_head_unit against the units worked out by hand, and shapes
+ * no model has. */
+static void test_head_unit(void)
+{
+	g_assert_cmpint(loom_meta_head_unit(32, 128, 8), ==, 2);
+	g_assert_cmpint(loom_meta_head_unit(8, 512, 8), ==, 1);
+	g_assert_cmpint(loom_meta_head_unit(3, 192, 8), ==, 1);
+	g_assert_cmpint(loom_meta_head_unit(8, 64, 2), ==, 4);
+	g_assert_cmpint(loom_meta_head_unit(6, 12, 2), ==, 1);
+	g_assert_cmpint(loom_meta_head_unit(9, 96, 2), ==, 1);
+	g_assert_cmpint(loom_meta_head_unit(0, 128, 2), ==, 1);
+	g_assert_cmpint(loom_meta_head_unit(-4, 128, 2), ==, 1);
+	g_assert_cmpint(loom_meta_head_unit(8, 0, 2), ==, 1);
+	g_assert_cmpint(loom_meta_head_unit(8, -64, 2), ==, 1);
+	g_assert_cmpint(loom_meta_head_unit(8, 64, 0), ==, 4);
+	g_assert_cmpint(loom_meta_head_unit(INT64_MAX, 128, 2), ==, 1);
+	g_assert_cmpint(loom_meta_head_unit(64, INT64_MAX / 2, 2), ==, 1);
 }
 
 static const enum loom_type out_types[] = {
@@ -213,6 +243,7 @@ int main(int argc, char **argv)
 		return g_test_run();
 	}
 	g_test_add_func("/meta-kquant/units", test_units);
+	g_test_add_func("/meta-kquant/head-unit", test_head_unit);
 	for (size_t i = 0; i < G_N_ELEMENTS(out_types); i++) {
 		char *path = g_strdup_printf("/meta-kquant/attention/%s",
 					     loom_type_name(out_types[i]));

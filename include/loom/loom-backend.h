@@ -524,6 +524,16 @@ struct loom_meta_model {
 	int64_t n_head_kv;
 };
 
+/* The heads of one attention split unit: the fewest u that divide
+ * n_heads, leave at least min_units units to share (u * min_units <=
+ * n_heads), and make u * head_values (a head's rows, or a GQA group's) a
+ * whole number of 256-value blocks, else of 32-value ones; 1 where none
+ * does.  Cut in such units, every member's slice of a quantized
+ * projection is whole blocks of any type.  The default policy and the
+ * model library's cut attention so. */
+LOOM_API int64_t loom_meta_head_unit(int64_t n_heads, int64_t head_values,
+				     int64_t min_units);
+
 /* The default transformer policy (by tensor name; userdata is a
  * struct loom_meta_model * or NULL):
  *   *attn_q*, *attn_k*, *attn_v*, *attn_qkv*, *ffn_up*, *ffn_gate*
@@ -535,7 +545,9 @@ struct loom_meta_model {
  * Names containing "norm", and *ffn_gate_inp* (the MoE router), are
  * MIRRORED.  Granularities: attn_q and attn_output by whole GQA groups
  * (head_dim * n_head / n_head_kv), attn_k and attn_v by whole heads, so
- * that each device holds the query heads of its key/value heads; a fused
+ * that each device holds the query heads of its key/value heads (with
+ * one key/value head, attn_q and attn_output by whole query heads, and
+ * attn_k, attn_v and the cache MIRRORED); a fused
  * attn_qkv is three segments (q, k, v) when its width matches the model;
  * FFN slices are multiples of 256 when n_ff allows, else of 32 (so
  * up/gate and down agree for any weight type, K-quants included).  The cache is split on the dimension of

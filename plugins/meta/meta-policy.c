@@ -50,22 +50,6 @@ struct shape {
 	int64_t hd, group, unit;
 };
 
-/* The key/value heads of one attention split unit: the fewest that
- * divide n_head_kv and whose GQA groups are whole blocks of the largest
- * block size (a K-quant's 256, else Q8_0's 32) with at least 8 units to
- * share, so that the output projection's cut (dimension 0, whatever its
- * type) meets the q, k, v and cache cuts.  1 when none does. */
-static int64_t attn_unit(int64_t hd, int64_t group, int64_t n_kv)
-{
-	static const int64_t blocks[] = { LOOM_QK_K, LOOM_QK8_0 };
-
-	for (size_t b = 0; b < sizeof(blocks) / sizeof(blocks[0]); b++)
-		for (int64_t u = 1; u <= n_kv / 8; u++)
-			if (n_kv % u == 0 && u * hd * group % blocks[b] == 0)
-				return u;
-	return 1;
-}
-
 /* The fused q, k, v projection: whole heads, in three segments when the
  * model's head counts say where q, k and v lie. */
 static void split_qkv(const struct loom_tensor *t, const struct shape *sh,
@@ -92,15 +76,29 @@ static bool split_attn(const struct loom_tensor *t, const struct shape *sh,
 	const char *name = t->name;
 	bool m = sh->m != NULL;
 
-	/* One KV head: attention is whole on every member (the head cannot
-	 * be shared, and a member without it would leave the q/k norms and
-	 * the cache nothing to cut), and needs no allreduce. */
-	if (m && sh->m->n_head_kv == 1 &&
-	    (has(name, "attn_qkv") || has(name, "attn_q") ||
-	     has(name, "attn_k") || has(name, "attn_v") ||
-	     has(name, "attn_output"))) {
-		set_split(out, LOOM_SPLIT_MIRRORED, 1);
-		return true;
+	/* One KV head (multi-query attention): the head cannot be shared, so
+	 * k, v and the cache are whole on every member and the query heads
+	 * are cut, with the output's inputs (a member without the head would
+	 * leave the k norm and the cache nothing to cut).  A fused
+	 * projection keeps attention whole. */
+	if (m && sh->m->n_head_kv == 1) {
+		int64_t u = sh->m->n_head < 2 ? 0 :
+			    loom_meta_head_unit(sh->m->n_head, sh->hd, 2);
+
+		if (u && !has(name, "attn_qkv") && has(name, "attn_q")) {
+			set_split(out, LOOM_SPLIT_DIM1, u * sh->hd);
+			return true;
+		}
+		if (u && has(name, "attn_output")) {
+			set_split(out, LOOM_SPLIT_DIM0, u * sh->hd);
+			return true;
+		}
+		if (has(name, "attn_qkv") || has(name, "attn_q") ||
+		    has(name, "attn_k") || has(name, "attn_v") ||
+		    has(name, "attn_output")) {
+			set_split(out, LOOM_SPLIT_MIRRORED, 1);
+			return true;
+		}
 	}
 	if (has(name, "attn_qkv"))
 		split_qkv(t, sh, out);
@@ -148,8 +146,9 @@ static void split_cache(const struct loom_tensor *t, const struct shape *sh,
  * Granularities: q and the attention output by whole GQA groups
  * (head_dim * n_head / n_head_kv), k and v by whole heads, so that device
  * j holds the query heads of its key/value heads, in units of as many
- * heads as make whole blocks (attn_unit); FFN by whole blocks when n_ff
- * allows. */
+ * heads as make whole blocks (loom_meta_head_unit); with one KV head, q
+ * and the output by whole query heads, k, v and the cache whole; FFN by
+ * whole blocks when n_ff allows. */
 int meta_split_default(const struct loom_tensor *t, struct loom_split *out,
 		       void *userdata)
 {
@@ -168,7 +167,8 @@ int meta_split_default(const struct loom_tensor *t, struct loom_split *out,
 		    sh.m->n_head % sh.m->n_head_kv == 0)
 			sh.group = sh.m->n_head / sh.m->n_head_kv;
 		if (sh.m->n_head_kv > 0)
-			sh.unit = attn_unit(sh.hd, sh.group, sh.m->n_head_kv);
+			sh.unit = loom_meta_head_unit(sh.m->n_head_kv,
+						      sh.hd * sh.group, 8);
 	}
 
 	if (has(name, "norm") || has(name, "ffn_gate_inp"))
