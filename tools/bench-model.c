@@ -20,7 +20,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MODEL_MAX_RUNS 8
@@ -75,6 +77,12 @@ struct model_bench {
 	char notes[MODEL_MAX_NOTES][200];
 	int n_notes;
 	bool whole_ref; /* the reference is the whole CPU in a child */
+	/* With the reference child running beside this process: the
+	 * socket the two pass their turns over (-1: none), and whether this
+	 * side has yet to let the other go first. */
+	int turn_fd;
+	bool turn_first;
+	bool interleaved; /* the reference was measured so */
 	struct gguf *g; /* --gguf: the file's model, not a preset */
 	loom_dev_t *single; /* the best single device */
 	/* Under mpirun: the ranks, and with LOOM_META_WORLD the median time
@@ -190,6 +198,71 @@ static void placed_sizes(struct model_run *r, struct llama_model *m,
 	r->compute_bytes = r->dev_compute[0] + r->dev_compute[1];
 }
 
+/* Interleaved runs: the reference child and this process take turns,
+ * one step each (a prefill, a decode token), so that both meet the
+ * machine as it is at that moment; a shared host's load moves by tens of
+ * percent within seconds, which runs one after the other cannot cancel.
+ * A side that ends, or a socket that fails, leaves the other to go on
+ * alone. */
+static void turn_close(struct model_bench *mb)
+{
+	if (mb->turn_fd >= 0)
+		close(mb->turn_fd);
+	mb->turn_fd = -1;
+}
+
+static void turn_give(struct model_bench *mb)
+{
+	char c = 0;
+
+	if (mb->turn_fd >= 0 &&
+	    send(mb->turn_fd, &c, 1, MSG_NOSIGNAL) != 1)
+		turn_close(mb);
+}
+
+/* Waits for the other side's step, then for its idle workers to have
+ * stopped spinning (CPU_SPIN_NS_DEFAULT, 200 us), untimed. */
+static void turn_take(struct model_bench *mb)
+{
+	struct timespec nap = { 0, 300000 };
+	ssize_t n;
+	char c;
+
+	if (mb->turn_fd < 0)
+		return;
+	if (mb->turn_first) {
+		mb->turn_first = false;
+		turn_give(mb);
+		if (mb->turn_fd < 0)
+			return;
+	}
+	do
+		n = recv(mb->turn_fd, &c, 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n != 1) {
+		turn_close(mb);
+		return;
+	}
+	nanosleep(&nap, NULL);
+}
+
+/* One step of run_device, in its turn. */
+static int eval_turn(struct model_bench *mb, struct engine *e,
+		     struct llama_model *m, const int32_t *tokens, int n,
+		     int pos, float *logits, double *secs)
+{
+	double t1;
+	int ret;
+
+	turn_take(mb);
+	t1 = bench_now();
+	ret = engine_eval(e, m, tokens, n, pos, logits);
+	if (secs)
+		*secs = bench_now() - t1;
+	turn_give(mb);
+	return ret;
+}
+
 /* One device (or two, split): build, warm up, prefill (median of
  * repeats), then decode token by token, keeping every logit vector for
  * the comparison. */
@@ -237,13 +310,11 @@ static int run_device(struct model_bench *mb, struct model_run *r)
 	 * its plan exist before the clock starts. */
 	snprintf(what, sizeof(what), "%s: prefill", r->name);
 	bench_progress(what, 0, reps);
-	ret = engine_eval(&e, m, mb->tokens, P, 0, r->logits);
+	ret = eval_turn(mb, &e, m, mb->tokens, P, 0, r->logits, NULL);
 	t0 = bench_now();
 	for (n_p = 0; !ret && n_p < reps; n_p++) {
-		double t1 = bench_now();
-
-		ret = engine_eval(&e, m, mb->tokens, P, 0, r->logits);
-		tp[n_p] = bench_now() - t1;
+		ret = eval_turn(mb, &e, m, mb->tokens, P, 0, r->logits,
+				&tp[n_p]);
 		bench_progress(what, n_p + 1, reps);
 		if (bench_now() - t0 > MODEL_PREFILL_BUDGET_S) {
 			n_p++;
@@ -259,16 +330,13 @@ static int run_device(struct model_bench *mb, struct model_run *r)
 	/* One untimed token builds the decode graph; the timed tokens
 	 * start at the same position again. */
 	if (D)
-		ret = engine_eval(&e, m, &mb->tokens[P], 1, P,
-				  r->logits + V);
+		ret = eval_turn(mb, &e, m, &mb->tokens[P], 1, P,
+				r->logits + V, NULL);
 	if (e.s)
 		loom_sched_get_stats(e.s, &st0);
 	for (int i = 0; !ret && i < D; i++) {
-		double t1 = bench_now();
-
-		ret = engine_eval(&e, m, &mb->tokens[P + i], 1, P + i,
-				  r->logits + V * (1 + i));
-		td[i] = bench_now() - t1;
+		ret = eval_turn(mb, &e, m, &mb->tokens[P + i], 1, P + i,
+				r->logits + V * (1 + i), &td[i]);
 		sum += td[i];
 		if (i % 8 == 0)
 			bench_progress(what, i, D);
@@ -602,40 +670,52 @@ static int plan_devices(struct model_bench *mb)
 /* With the CPU split in partitions no device has all the cores; the
  * same model on one device over all of them runs in a child process
  * without LOOM_CPU_DEVICES.  It is the reference, for the logits and for
- * the tensor-parallel overhead at equal cores. */
-static int run_whole_cpu(struct model_bench *mb)
+ * the tensor-parallel overhead at equal cores.  Started with turns, the
+ * child takes its steps in turn with this process's (turn_take). */
+struct child_run {
+	pid_t pid;
+	char path[32];
+};
+
+static int whole_start(struct model_bench *mb, struct child_run *c,
+		       bool turns)
 {
 	const struct bench_opts *o = mb->o;
-	char path[] = "/tmp/loom-bench-XXXXXX";
 	char a_pre[16], a_dec[16], a_reps[16], a_seed[32], a_thr[16];
-	char a_type[16];
+	char a_type[16], a_turn[16];
 	char *argv[32];
-	size_t n_logits = (size_t)(mb->hp.n_vocab * (1 + o->decode));
 	posix_spawn_file_actions_t fa;
-	struct model_run *r;
-	int argc = 0, fd, status, ret = LOOM_E_IO;
-	pid_t pid;
-	FILE *f;
+	int argc = 0, fd, sv[2] = { -1, -1 };
 
 	if (mb->n_runs == MODEL_MAX_RUNS)
 		return LOOM_E_RANGE;
-	r = &mb->runs[mb->n_runs];
-	memset(r, 0, sizeof(*r));
-	fd = mkstemp(path);
+	snprintf(c->path, sizeof(c->path), "/tmp/loom-bench-XXXXXX");
+	fd = mkstemp(c->path);
 	if (fd < 0)
 		return loom_error_set(LOOM_E_IO, "mkstemp: %s",
 				      strerror(errno));
 	close(fd);
+	/* The child inherits its end under its own number; ours closes
+	 * there. */
+	if (turns && (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) ||
+		      fcntl(sv[0], F_SETFD, FD_CLOEXEC))) {
+		if (sv[0] >= 0) {
+			close(sv[0]);
+			close(sv[1]);
+		}
+		sv[0] = sv[1] = -1;
+	}
 	snprintf(a_pre, sizeof(a_pre), "%d", o->prefill);
 	snprintf(a_dec, sizeof(a_dec), "%d", o->decode);
 	snprintf(a_reps, sizeof(a_reps), "%d", o->reps);
 	snprintf(a_seed, sizeof(a_seed), "%llu", (unsigned long long)o->seed);
 	snprintf(a_thr, sizeof(a_thr), "%d", o->threads);
 	snprintf(a_type, sizeof(a_type), "%s", loom_type_name(mb->hp.wtype));
+	snprintf(a_turn, sizeof(a_turn), "%d", sv[1]);
 	argv[argc++] = "loom-bench";
 	argv[argc++] = "model";
 	argv[argc++] = "--internal-single";
-	argv[argc++] = path;
+	argv[argc++] = c->path;
 	argv[argc++] = "--preset";
 	argv[argc++] = (char *)o->preset;
 	argv[argc++] = "--type";
@@ -656,6 +736,10 @@ static int run_whole_cpu(struct model_bench *mb)
 		argv[argc++] = "--threads";
 		argv[argc++] = a_thr;
 	}
+	if (sv[1] >= 0) {
+		argv[argc++] = "--internal-turns";
+		argv[argc++] = a_turn;
+	}
 	argv[argc] = NULL;
 
 	/* The child sees the whole CPU as one device; its progress line
@@ -665,21 +749,39 @@ static int run_whole_cpu(struct model_bench *mb)
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null",
 					 O_WRONLY, 0);
-	fd = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
+	fd = posix_spawn(&c->pid, "/proc/self/exe", &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
+	if (sv[1] >= 0)
+		close(sv[1]);
 	if (fd) {
-		unlink(path);
+		if (sv[0] >= 0)
+			close(sv[0]);
+		unlink(c->path);
 		return loom_error_set(LOOM_E_IO, "cannot run a child: %s",
 				      strerror(fd));
 	}
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+	mb->turn_fd = sv[0];
+	mb->turn_first = true;
+	return LOOM_OK;
+}
+
+/* Waits for the child of whole_start and appends its run. */
+static int whole_finish(struct model_bench *mb, struct child_run *c)
+{
+	size_t n_logits = (size_t)(mb->hp.n_vocab * (1 + mb->o->decode));
+	struct model_run *r = &mb->runs[mb->n_runs];
+	int status, ret;
+	FILE *f;
+
+	memset(r, 0, sizeof(*r));
+	if (waitpid(c->pid, &status, 0) < 0 || !WIFEXITED(status) ||
 	    WEXITSTATUS(status)) {
-		unlink(path);
+		unlink(c->path);
 		return loom_error_set(LOOM_E_DEVICE,
 				      "the whole-CPU reference run failed");
 	}
 	r->logits = malloc(n_logits * sizeof(float));
-	f = fopen(path, "r");
+	f = fopen(c->path, "r");
 	if (f && r->logits &&
 	    fscanf(f, "%63s %lf %lf %lf %lf %zu %zu", r->name,
 		   &r->prefill_tok_s, &r->prefill_ms, &r->decode_tok_s,
@@ -702,8 +804,16 @@ static int run_whole_cpu(struct model_bench *mb)
 	}
 	if (f)
 		fclose(f);
-	unlink(path);
+	unlink(c->path);
 	return ret;
+}
+
+static int run_whole_cpu(struct model_bench *mb)
+{
+	struct child_run c;
+	int ret = whole_start(mb, &c, false);
+
+	return ret ? ret : whole_finish(mb, &c);
 }
 
 /* Folds the reference run just appended into the first one (runs[0]):
@@ -874,6 +984,7 @@ static void print_json(struct model_bench *mb)
 
 		bj_obj_begin(&j, "tp_overhead");
 		bj_str(&j, "baseline", whole ? "whole cpu" : base->name);
+		bj_bool(&j, "in_turns", mb->interleaved);
 		bj_num(&j, "prefill", base->prefill_tok_s / meta->prefill_tok_s
 					      - 1);
 		if (o->decode)
@@ -1069,7 +1180,11 @@ static void print_table(struct model_bench *mb)
 			       100 * (base->decode_tok_s / meta->decode_tok_s -
 				      1));
 		printf("\n");
-		if (whole && whole->decode_tok_s_runs[1] > 0)
+		if (whole && mb->interleaved)
+			printf("(%s and %s took their steps in turns, a "
+			       "prefill or a token each)\n", whole->name,
+			       meta->name);
+		else if (whole && whole->decode_tok_s_runs[1] > 0)
 			printf("(%s: mean of a run before and one after the "
 			       "others; decode %.1f and %.1f tok/s)\n",
 			       whole->name, whole->decode_tok_s_runs[0],
@@ -1161,6 +1276,7 @@ int bench_cmd_model(const struct bench_opts *o)
 	if (!mb)
 		return 1;
 	mb->o = o;
+	mb->turn_fd = o->turn_fd;
 	ret = setup(mb);
 	if (ret) {
 		/* A file that opened is named; gguf_open's message names
@@ -1203,11 +1319,27 @@ int bench_cmd_model(const struct bench_opts *o)
 	}
 	if (mb->whole_ref) {
 		int n = mb->n_runs;
+		struct child_run c;
 
-		/* The reference goes first; the planned runs move up. */
+		/* The reference goes first; the planned runs move up.  One
+		 * planned run takes its steps in turn with the reference's;
+		 * several run after it, and it runs again after them. */
 		bench_progress("reference: one device on all cores", 0, 1);
-		ret = run_whole_cpu(mb);
-		bench_progress_end();
+		if (n == 1 && !whole_start(mb, &c, true)) {
+			bench_progress_end();
+			ret = run_device(mb, &mb->runs[0]);
+			turn_close(mb);
+			if (ret) {
+				bench_fail(mb->runs[0].name, ret);
+				whole_finish(mb, &c);
+				goto out;
+			}
+			ret = whole_finish(mb, &c);
+			mb->interleaved = !ret;
+		} else {
+			ret = run_whole_cpu(mb);
+			bench_progress_end();
+		}
 		if (ret) {
 			/* Then one partition, in this process, is the
 			 * reference. */
@@ -1230,10 +1362,13 @@ int bench_cmd_model(const struct bench_opts *o)
 
 		if (r->separate)
 			continue;
-		ret = run_device(mb, r);
-		if (ret) {
-			bench_fail(r->name, ret);
-			goto out;
+		/* A run taken in turns with the reference has its logits. */
+		if (!r->logits) {
+			ret = run_device(mb, r);
+			if (ret) {
+				bench_fail(r->name, ret);
+				goto out;
+			}
 		}
 		if (!r->is_meta && !ref) {
 			ref = r;
@@ -1244,7 +1379,7 @@ int bench_cmd_model(const struct bench_opts *o)
 						(1 + o->decode)));
 		}
 	}
-	if (ref && ref->separate && mb->n_runs > 1) {
+	if (ref && ref->separate && mb->n_runs > 1 && !mb->interleaved) {
 		bench_progress("reference again: one device on all cores", 0,
 			       1);
 		ret = run_whole_cpu(mb);

@@ -42,6 +42,7 @@ struct bench_opts {
 	bool no_limits;       /* --no-limits: skip peak/STREAM measurement */
 	bool quick;           /* --quick: shorter limit measurements */
 	const char *internal; /* --internal-single FILE (model, child run) */
+	int turn_fd;          /* --internal-turns FD: its turns (child run) */
 	const char *save;     /* --save FILE.gguf (model: write, not run) */
 	const char *gguf;     /* --gguf FILE.gguf (model: this file's model) */
 	int gpu_layers;       /* --gpu-layers N (model); -1: not given */

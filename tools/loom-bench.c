@@ -178,7 +178,7 @@ enum {
 	OPT_THREADS = 256, OPT_DEVICES, OPT_JSON, OPT_REPS, OPT_TYPE,
 	OPT_COMPARE, OPT_PRESET, OPT_PREFILL, OPT_DECODE, OPT_SIZE,
 	OPT_PARTS, OPT_WORLD, OPT_MAX_BYTES, OPT_SEED, OPT_QUICK,
-	OPT_NO_LIMITS, OPT_INTERNAL, OPT_ROWS, OPT_SAVE, OPT_GGUF, OPT_HELP,
+	OPT_NO_LIMITS, OPT_INTERNAL, OPT_TURNS, OPT_ROWS, OPT_SAVE, OPT_GGUF, OPT_HELP,
 	OPT_VERSION, OPT_GPU_LAYERS, OPT_SHAPE,
 };
 
@@ -225,6 +225,7 @@ static const struct option long_opts[] = {
 	{ "quick", no_argument, NULL, OPT_QUICK },
 	{ "no-limits", no_argument, NULL, OPT_NO_LIMITS },
 	{ "internal-single", required_argument, NULL, OPT_INTERNAL },
+	{ "internal-turns", required_argument, NULL, OPT_TURNS },
 	{ "save", required_argument, NULL, OPT_SAVE },
 	{ "gguf", required_argument, NULL, OPT_GGUF },
 	{ "gpu-layers", required_argument, NULL, OPT_GPU_LAYERS },
@@ -344,6 +345,9 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 		case OPT_INTERNAL:
 			o->internal = optarg;
 			break;
+		case OPT_TURNS:
+			o->turn_fd = atoi(optarg);
+			break;
 		case 'h':
 		case OPT_HELP:
 			usage(stdout);
@@ -370,6 +374,7 @@ int main(int argc, char **argv)
 		.reps = 5, .preset = "small", .prefill = 512, .decode = 128,
 		.seed = 42, .parts = 2, .max_bytes = 64u << 20,
 		.gpu_layers = -1,
+		.turn_fd = -1,
 	};
 	const struct command *cmd = &commands[0];
 	int ret;
