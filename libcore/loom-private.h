@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---- status, log, env (status.c, log.c, env.c) ---- */
 
@@ -67,6 +68,29 @@ int loom__op_rule(const struct loom_tensor *t, struct loom__op_result *r,
 /* What a result that views or writes a source is named after that
  * source ("cache_k (view)"); NULL for other ops.  From the table of ops. */
 const char *loom__op_suffix(enum loom_op op);
+
+/* bfloat16 to and from F32, rounding to nearest even (a NaN stays a
+ * quiet NaN): inline, so that the conversion loops of quant.c vectorize;
+ * loom_f32_to_bf16() and loom_bf16_to_f32() are these. */
+static inline uint16_t loom__f32_to_bf16(float f)
+{
+	uint32_t x;
+
+	memcpy(&x, &f, sizeof(x));
+	if ((x & 0x7fffffff) > 0x7f800000)
+		return (uint16_t)((x >> 16) | 0x40);
+	x += 0x7fff + ((x >> 16) & 1);
+	return (uint16_t)(x >> 16);
+}
+
+static inline float loom__bf16_to_f32(uint16_t h)
+{
+	uint32_t x = (uint32_t)h << 16;
+	float f;
+
+	memcpy(&f, &x, sizeof(f));
+	return f;
+}
 
 /* Checks g before a plugin computes it (validate.c): every tensor's type
  * and sizes, every node against its op's rule and after the nodes it

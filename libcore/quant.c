@@ -781,7 +781,7 @@ static void f32_copy(const float *src, void *dst, int64_t n)
 			h[i] = from_f32(src[i]);                             \
 	}
 HALF_CODEC(f16, loom_f16_to_f32, loom_f32_to_f16)
-HALF_CODEC(bf16, loom_bf16_to_f32, loom_f32_to_bf16)
+HALF_CODEC(bf16, loom__bf16_to_f32, loom__f32_to_bf16)
 #undef HALF_CODEC
 
 /* Every type's entry; I32 has none (it converts only to itself). */

@@ -152,21 +152,14 @@ float loom_f16_to_f32(uint16_t h)
 
 uint16_t loom_f32_to_bf16(float f)
 {
-	uint32_t x = f32_bits(f);
-
-	if ((x & 0x7fffffff) > 0x7f800000)
-		return (uint16_t)((x >> 16) | 0x40);
-	x += 0x7fff + ((x >> 16) & 1);
-	return (uint16_t)(x >> 16);
+	return loom__f32_to_bf16(f);
 }
 
 float loom_bf16_to_f32(uint16_t h)
 {
-	return bits_f32((uint32_t)h << 16);
+	return loom__bf16_to_f32(h);
 }
 
-/* Converts through a small F32 staging block; its length is a multiple of
- * every block size, so only the last step can be short. */
 int loom_type_convert(enum loom_type src_type, const void *src,
 		 enum loom_type dst_type, void *dst, int64_t n)
 {

@@ -21,15 +21,28 @@
 
 #include "mpi-private.h"
 
-/* inout[i] += in[i] for BF16 values carried as MPI_UINT16_T. */
+/* inout[i] += in[i] for BF16 values carried as MPI_UINT16_T: widened to
+ * F32 a block at a time by the core's conversion loops (a call per value
+ * made the sum the cost of a small allreduce), added, rounded back to
+ * nearest even. */
+#define BF16_BLOCK 256
+
 static void bf16_sum(void *in, void *inout, int *len, MPI_Datatype *type)
 {
 	const uint16_t *a = in;
 	uint16_t *b = inout;
+	float fa[BF16_BLOCK], fb[BF16_BLOCK];
 
-	for (int i = 0; i < *len; i++)
-		b[i] = loom_f32_to_bf16(loom_bf16_to_f32(a[i]) +
-					 loom_bf16_to_f32(b[i]));
+	(void)type;
+	for (int i = 0; i < *len; i += BF16_BLOCK) {
+		int m = *len - i < BF16_BLOCK ? *len - i : BF16_BLOCK;
+
+		loom_type_convert(LOOM_TYPE_BF16, a + i, LOOM_TYPE_F32, fa, m);
+		loom_type_convert(LOOM_TYPE_BF16, b + i, LOOM_TYPE_F32, fb, m);
+		for (int k = 0; k < m; k++)
+			fb[k] += fa[k];
+		loom_type_convert(LOOM_TYPE_F32, fb, LOOM_TYPE_BF16, b + i, m);
+	}
 }
 
 int mpi_coll_init(struct mpi_world *w)
@@ -280,23 +293,26 @@ static int reduce_type(enum loom_type type, const char *what,
 	return LOOM_OK;
 }
 
-/* From how many bytes on world_allreduce runs its ring (or, over 8 ranks
- * or more, Rabenseifner's halving) rather than recursive doubling, by
- * rank count (loom-bench allreduce --world with LOOM_MPI_ALLREDUCE=ring
- * and =doubling, interleaved, doc/benchmarks.md).
- * Recursive doubling sends the whole buffer log2(p) times, one latency
- * per step; the ring sends 2(p-1)/p of it in 2(p-1) steps.  Open MPI's
- * own MPI_Iallreduce is no choice: in place, or under 4 ranks, it
- * reduces to one rank and broadcasts back, one way at a time (16-64 MiB
- * 1.4 times and 256 KiB 1.9 times a blocking MPI_Allreduce over 2
- * ranks). */
-static size_t ring_min_bytes(int p)
+/* From how many bytes on world_allreduce runs its ring (2 ranks) or
+ * halving() (3 or more) rather than recursive doubling (loom-bench
+ * allreduce --world with LOOM_MPI_ALLREDUCE=ring, =halving and
+ * =doubling, each interleaved with a bare MPI_Allreduce, shared memory
+ * and TCP; doc/benchmarks.md).  Recursive doubling sends the whole
+ * buffer log2(p) times, one latency per step, and sums all of it at each
+ * step; the ring and halving send 2(p-1)/p of it and sum (p-1)/p, the
+ * ring in 2(p-1) steps, halving in 2 log2(p).  Over 4 and 8 ranks,
+ * doubling was the fastest at 16 KiB of F32 (0.6-0.8 times the bare
+ * sum) and 1.4-1.8 times it at 64-256 KiB over TCP and at 256 KiB in
+ * shared memory, where halving was 0.8-1.1 and beat the ring over TCP
+ * (1.03-1.09 against 1.20-1.48 from 256 KiB over 4 ranks).  A sum that
+ * costs more than its bytes (our BF16 sum) leaves doubling from 16 KiB:
+ * 1.6-3.0 times the bare sum there, halving 0.98-1.04.  Open MPI's own
+ * MPI_Iallreduce is no choice: in place, or under 4 ranks, it reduces to
+ * one rank and broadcasts back, one way at a time (16-64 MiB 1.4 times
+ * and 256 KiB 1.9 times a blocking MPI_Allreduce over 2 ranks). */
+static size_t split_min_bytes(int p, bool costly)
 {
-	if (p <= 2)
-		return 16u << 10;
-	if (p <= 4)
-		return 256u << 10;
-	return 1u << 20;
+	return p <= 2 || costly ? 16u << 10 : 64u << 10;
 }
 
 /* Room for bytes in the world's scratch buffer. */
@@ -571,13 +587,6 @@ static int halving(char *data, size_t n, MPI_Datatype dt, MPI_Op op,
 	return st ? st : unfold(data, n, me, rem, dt, end, what);
 }
 
-/* From how many ranks on world_allreduce sums by halving() where it
- * would run its ring: over 8 ranks on 2 cores, 1-64 MiB, four runs each
- * (F32 medians), halving was 0.60-1.39 times a bare MPI_Allreduce and
- * the ring 0.71-1.85; over 4 ranks the ring 0.44-1.14 and halving
- * 0.36-2.21 (doc/benchmarks.md).  5 to 7 ranks were not measured. */
-#define HALVING_MIN_RANKS 8
-
 /* Both allreduces: checked arguments, then MPI in pieces (MPI counts are
  * ints), each piece waited for with the deadline or, with bare, in a
  * plain blocking MPI_Allreduce. */
@@ -588,6 +597,7 @@ static int allreduce(void *data, size_t n, enum loom_type type, bool bare)
 	MPI_Op op = MPI_OP_NULL;
 	enum mpi_algo algo = mpi_world.algo;
 	size_t es = 0;
+	bool costly;
 	int st = usable(what);
 
 	if (st)
@@ -595,6 +605,7 @@ static int allreduce(void *data, size_t n, enum loom_type type, bool bare)
 	st = reduce_type(type, what, &dt, &op, &es);
 	if (st)
 		return st;
+	costly = op != MPI_SUM;
 	if (n && !data)
 		return loom_error_set(LOOM_E_INVAL, "%s: no data", what);
 	for (size_t off = 0; off < n;) {
@@ -611,16 +622,17 @@ static int allreduce(void *data, size_t n, enum loom_type type, bool bare)
 				return mpi_fail(err, what);
 		} else if (mpi_world.n_ranks > 1 &&
 			   (algo == MPI_ALGO_HALVING ||
-			    (algo == MPI_ALGO_AUTO &&
-			     mpi_world.n_ranks >= HALVING_MIN_RANKS &&
-			     k * es >= ring_min_bytes(mpi_world.n_ranks)))) {
+			    (algo == MPI_ALGO_AUTO && mpi_world.n_ranks > 2 &&
+			     k * es >= split_min_bytes(mpi_world.n_ranks,
+						       costly)))) {
 			st = halving(p, k, dt, op, es, what);
 			if (st)
 				return st;
 		} else if (mpi_world.n_ranks > 1 &&
 			   (algo == MPI_ALGO_RING ||
-			    (algo == MPI_ALGO_AUTO &&
-			     k * es >= ring_min_bytes(mpi_world.n_ranks)))) {
+			    (algo == MPI_ALGO_AUTO && mpi_world.n_ranks == 2 &&
+			     k * es >= split_min_bytes(mpi_world.n_ranks,
+						       costly)))) {
 			st = ring(p, k, dt, op, es, what);
 			if (st)
 				return st;
