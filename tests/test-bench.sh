@@ -16,7 +16,7 @@ trap 'rm -f "$out" "$out.err" "$out.gguf" "$out.x.gguf"' EXIT
 n=0
 failed=0
 
-echo "1..17"
+echo "1..19"
 
 # check NAME KEY... -- COMMAND...: COMMAND succeeds and its JSON has every
 # KEY.
@@ -96,6 +96,28 @@ if tr -d '\n' <"$out" | grep -q '"device": "meta[0-9]*", *"description": "meta(c
 	echo "ok $n - --devices cpu0,cpu1 is one meta device and the reference"
 else
 	echo "not ok $n - --devices cpu0,cpu1: $(tr -d '\n' <"$out")"
+	failed=1
+fi
+
+# One run beside the whole-CPU reference takes its steps in turns with it.
+n=$((n + 1))
+if tr -d '\n' <"$out" | grep -q '"in_turns": true'; then
+	echo "ok $n - the meta run and the reference took turns"
+else
+	echo "not ok $n - no turns: $(tr -d '\n' <"$out")"
+	failed=1
+fi
+
+# The child's side with a descriptor that is no socket: it runs alone,
+# neither waiting for turns nor closing what is not its own.
+n=$((n + 1))
+if timeout 300 "$bench" model --preset tiny --prefill 16 --decode 4 \
+	--reps 1 --no-limits --internal-single "$out.x.gguf" \
+	--internal-turns 0 </dev/null >/dev/null 2>"$out.err" &&
+   head -n 1 "$out.x.gguf" | grep -q '^cpu'; then
+	echo "ok $n - --internal-turns with no socket runs alone"
+else
+	echo "not ok $n - --internal-turns with no socket: $(cat "$out.err")"
 	failed=1
 fi
 

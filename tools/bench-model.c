@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -204,6 +205,15 @@ static void placed_sizes(struct model_run *r, struct llama_model *m,
  * percent within seconds, which runs one after the other cannot cancel.
  * A side that ends, or a socket that fails, leaves the other to go on
  * alone. */
+/* --internal-turns FD, where FD is a socket: any other is not ours to
+ * read or close. */
+static int turn_socket(int fd)
+{
+	struct stat st;
+
+	return fd >= 0 && !fstat(fd, &st) && S_ISSOCK(st.st_mode) ? fd : -1;
+}
+
 static void turn_close(struct model_bench *mb)
 {
 	if (mb->turn_fd >= 0)
@@ -1276,7 +1286,7 @@ int bench_cmd_model(const struct bench_opts *o)
 	if (!mb)
 		return 1;
 	mb->o = o;
-	mb->turn_fd = o->turn_fd;
+	mb->turn_fd = turn_socket(o->turn_fd);
 	ret = setup(mb);
 	if (ret) {
 		/* A file that opened is named; gguf_open's message names
