@@ -160,6 +160,8 @@ float loom_bf16_to_f32(uint16_t h)
 	return loom__bf16_to_f32(h);
 }
 
+/* Converts through a small F32 staging block; its length is a multiple of
+ * every block size, so only the last step can be short. */
 int loom_type_convert(enum loom_type src_type, const void *src,
 		 enum loom_type dst_type, void *dst, int64_t n)
 {

@@ -199,12 +199,6 @@ static void placed_sizes(struct model_run *r, struct llama_model *m,
 	r->compute_bytes = r->dev_compute[0] + r->dev_compute[1];
 }
 
-/* Interleaved runs: the reference child and this process take turns,
- * one step each (a prefill, a decode token), so that both meet the
- * machine as it is at that moment; a shared host's load moves by tens of
- * percent within seconds, which runs one after the other cannot cancel.
- * A side that ends, or a socket that fails, leaves the other to go on
- * alone. */
 /* --internal-turns FD, where FD is a socket: any other is not ours to
  * read or close. */
 static int turn_socket(int fd)
@@ -214,6 +208,12 @@ static int turn_socket(int fd)
 	return fd >= 0 && !fstat(fd, &st) && S_ISSOCK(st.st_mode) ? fd : -1;
 }
 
+/* Interleaved runs: the reference child and this process take turns,
+ * one step each (a prefill, a decode token), so that both meet the
+ * machine as it is at that moment; a shared host's load moves by tens of
+ * percent within seconds, which runs one after the other cannot cancel.
+ * A side that ends, or a socket that fails, leaves the other to go on
+ * alone. */
 static void turn_close(struct model_bench *mb)
 {
 	if (mb->turn_fd >= 0)
