@@ -81,7 +81,7 @@ int loom_model_open(const char *path, const struct loom_model_params *params,
 		loom_model_free(m);
 		return ret;
 	}
-	model_split_state_init(&m->hp, &m->split);
+	model_split_state_init(&m->hp, m->g, &m->split);
 	*out = m;
 	return LOOM_OK;
 }

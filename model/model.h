@@ -59,8 +59,13 @@ struct model_split_state {
 	struct loom_meta_model shape;
 	bool fused_up;
 	bool fused_qkv;
+	int64_t ff_block; /* the blocks of the tensors cut along n_ff by
+			   * their inputs (ffn_down) */
 };
+/* The state of a model of hp; g, when not NULL, is its file, whose
+ * tensor types decide the FFN's unit (else every matrix is hp->wtype). */
 void model_split_state_init(const struct llama_hparams *hp,
+			    const struct gguf *g,
 			    struct model_split_state *out);
 int model_split(const struct loom_tensor *t, struct loom_split *out,
 		void *userdata);

@@ -6,26 +6,65 @@
  */
 #include "model.h"
 #include "arch.h"
+#include "gguf.h"
 
 #include <string.h>
 
+/* The least common multiple of two block sizes (1, 32 or 256 in Loom's
+ * types; a size of 0 counts as 1). */
+static int64_t block_lcm(int64_t a, int64_t b)
+{
+	int64_t x = a > 1 ? a : 1, y = b > 1 ? b : 1;
+
+	while (y) {
+		int64_t r = x % y;
+
+		x = y;
+		y = r;
+	}
+	return (a > 1 ? a : 1) / x * (b > 1 ? b : 1);
+}
+
 void model_split_state_init(const struct llama_hparams *hp,
+			    const struct gguf *g,
 			    struct model_split_state *out)
 {
 	memset(out, 0, sizeof(*out));
 	llama_meta_model(hp, &out->shape);
 	out->fused_up = hp->fused_up;
 	out->fused_qkv = hp->fused_qkv;
+	out->ff_block = loom_type_block_size(hp->wtype);
+	if (!g)
+		return;
+	/* The file's own types: every tensor cut along n_ff by its inputs
+	 * (ffn_down, in any layer) keeps whole blocks. */
+	out->ff_block = 1;
+	for (size_t i = 0; i < gguf_n_tensors(g); i++) {
+		const struct gguf_tensor *t = gguf_tensor_get(g, i);
+		int64_t il;
+		enum model_tensor r = model_tensor_role(t->name, &il);
+		enum loom_type type;
+
+		if (r == MT_COUNT || model_tensor_infos[r].unit != UNIT_FF ||
+		    model_tensor_infos[r].cut != CUT_IN ||
+		    gguf_tensor_loom_type(t, &type))
+			continue;
+		out->ff_block = block_lcm(out->ff_block,
+					  loom_type_block_size(type));
+	}
 }
 
-/* FFN slices are whole blocks of the largest block size the width allows
- * (a K-quant's 256, else Q8_0's 32), so that the cuts of up/gate and of
- * down agree whatever the weight types. */
-static int64_t ffn_unit(int64_t n_ff)
+/* FFN slices are whole 32-value rows and whole blocks of the types cut
+ * by their inputs (st->ff_block), so that the cuts of up/gate and of
+ * down agree: an F32 or Q8_0 FFN of 2816 is cut 1408 and 1408, where
+ * blocks of 256 would give 1536 and 1280. */
+static int64_t ffn_unit(const struct model_split_state *st, int64_t n_ff)
 {
-	if (n_ff % LOOM_QK_K == 0)
-		return LOOM_QK_K;
-	return n_ff % LOOM_QK8_0 == 0 ? LOOM_QK8_0 : 1;
+	int64_t u = block_lcm(st->ff_block, LOOM_QK8_0);
+
+	if (n_ff % u == 0)
+		return u;
+	return st->ff_block > 1 && n_ff % st->ff_block == 0 ? st->ff_block : 1;
 }
 
 /* The KV heads of one attention unit: whole blocks of a GQA group with
@@ -57,7 +96,7 @@ static void set_unit(const struct model_split_state *st, enum model_unit u,
 		out->granularity = hd * group * kv_unit(m, hd, group);
 		break;
 	case UNIT_FF:
-		out->granularity = ffn_unit(n);
+		out->granularity = ffn_unit(st, n);
 		break;
 	}
 }

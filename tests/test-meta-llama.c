@@ -188,7 +188,7 @@ static void test_stack(gconstpointer data)
 	}
 	opts.ratios = c->ratios;
 	/* The model library's policy, by the role table, as loom-run's. */
-	model_split_state_init(&hp, &split);
+	model_split_state_init(&hp, NULL, &split);
 	if (loom_meta_dev_new(devs, (size_t)c->n, model_split, &split, &opts,
 			      &meta))
 		g_error("meta device: %s", loom_error_message());

@@ -141,7 +141,7 @@ static void test_split(void)
 	g_assert_cmpint(llama_hparams_preset("tiny", &hp), ==, LOOM_OK);
 	hp.n_head = 8;
 	hp.n_ff = 96;
-	model_split_state_init(&hp, &st);
+	model_split_state_init(&hp, NULL, &st);
 	g_assert_cmpint(loom_ctx_new(0, &c), ==, LOOM_OK);
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
 		struct loom_tensor *t = loom_tensor_new_2d(c, LOOM_TYPE_F32, 96,
@@ -159,6 +159,98 @@ static void test_split(void)
 	}
 	g_assert_cmpint(model_split(NULL, NULL, &st), ==, LOOM_E_INVAL);
 	loom_ctx_free(c);
+}
+
+/* The granularity the policy gives t, a [ne0, ne1] F32 tensor named
+ * name, under st. */
+static int64_t split_unit(const struct model_split_state *st,
+			  const char *name, int64_t ne0, int64_t ne1)
+{
+	loom_ctx_t *c;
+	struct loom_tensor *t;
+	struct loom_split out;
+
+	g_assert_cmpint(loom_ctx_new(0, &c), ==, LOOM_OK);
+	t = loom_tensor_new_2d(c, LOOM_TYPE_F32, ne0, ne1);
+	loom_tensor_set_name(t, name);
+	g_assert_cmpint(model_split(t, &out, st), ==, LOOM_OK);
+	loom_ctx_free(c);
+	return out.granularity;
+}
+
+/* A parsed file of two layers' attn_q and ffn_down of the given types
+ * (only names and types are read); *bytes is the caller's to free. */
+static struct gguf *typed_file(enum loom_type q, enum loom_type down0,
+			       enum loom_type down1, void **bytes)
+{
+	const enum loom_type types[] = { q, down0, down1 };
+	const char *const names[] = { "blk.0.attn_q.weight",
+				      "blk.0.ffn_down.weight",
+				      "blk.1.ffn_down.weight" };
+	static uint8_t data[4096];
+	struct gguf_writer *w;
+	struct gguf *g;
+	size_t size;
+
+	g_assert_cmpint(gguf_writer_new(&w), ==, LOOM_OK);
+	gguf_writer_add_str(w, "general.architecture", "llama");
+	for (int i = 0; i < 3; i++) {
+		const int64_t ne[2] = { 256, 2 };
+
+		g_assert_cmpint(gguf_writer_add_tensor(
+					w, names[i], gguf_tensor_type_of(types[i]),
+					2, ne, data), ==, LOOM_OK);
+	}
+	g_assert_cmpint(gguf_writer_bytes(w, bytes, &size), ==, LOOM_OK);
+	g_assert_cmpint(gguf_parse(*bytes, size, &g), ==, LOOM_OK);
+	gguf_writer_free(w);
+	return g;
+}
+
+/* The FFN is cut in whole 32-value rows and whole blocks of the types of
+ * the matrices cut by their inputs (ffn_down), as the file has them:
+ * an F32 or Q8_0 FFN of 2816 in halves, not 1536 and 1280. */
+static void test_split_ffn(void)
+{
+	static const struct {
+		enum loom_type wtype, q, down0, down1;
+		bool file;
+		int64_t n_ff, unit;
+	} cases[] = {
+		{ LOOM_TYPE_F32, 0, 0, 0, false, 2816, 32 },
+		{ LOOM_TYPE_F32, 0, 0, 0, false, 100, 1 },
+		{ LOOM_TYPE_Q8_0, 0, 0, 0, false, 2816, 32 },
+		{ LOOM_TYPE_Q4_K, 0, 0, 0, false, 2816, 256 },
+		/* The file decides, not attn_q's type. */
+		{ LOOM_TYPE_Q8_0, LOOM_TYPE_Q8_0, LOOM_TYPE_Q8_0,
+		  LOOM_TYPE_Q4_K, true, 2816, 256 },
+		{ LOOM_TYPE_Q4_K, LOOM_TYPE_Q4_K, LOOM_TYPE_Q8_0,
+		  LOOM_TYPE_Q8_0, true, 2816, 32 },
+		{ LOOM_TYPE_F16, LOOM_TYPE_F16, LOOM_TYPE_F16, LOOM_TYPE_F32,
+		  true, 96, 32 },
+	};
+	struct llama_hparams hp;
+	struct model_split_state st;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		void *bytes = NULL;
+		struct gguf *g = cases[i].file ?
+			typed_file(cases[i].q, cases[i].down0, cases[i].down1,
+				   &bytes) : NULL;
+
+		g_assert_cmpint(llama_hparams_preset("tiny", &hp), ==,
+				LOOM_OK);
+		hp.wtype = cases[i].wtype;
+		hp.n_ff = cases[i].n_ff;
+		model_split_state_init(&hp, g, &st);
+		g_assert_cmpint(split_unit(&st, "blk.1.ffn_down.weight",
+					   cases[i].n_ff, 64), ==,
+				cases[i].unit);
+		g_assert_cmpint(split_unit(&st, "blk.1.ffn_gate.weight", 64,
+					   cases[i].n_ff), ==, cases[i].unit);
+		gguf_free(g);
+		free(bytes);
+	}
 }
 
 static void test_sample(void)
@@ -212,6 +304,7 @@ int main(int argc, char **argv)
 	g_setenv("LOOM_BACKENDS", "cpu", TRUE);
 	g_test_add_func("/model-lib/sample", test_sample);
 	g_test_add_func("/model-lib/split", test_split);
+	g_test_add_func("/model-lib/split-ffn", test_split_ffn);
 	if (loom_load_all() || !loom_dev_by_name("cpu0")) {
 		g_test_skip("no cpu plugin");
 		return g_test_run();

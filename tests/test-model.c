@@ -281,7 +281,7 @@ static void test_meta(gconstpointer data)
 	hp.cache_type = c->cache;
 	hp.rope_freqs = c->freqs;
 	path = save_model(&hp, "meta.gguf");
-	model_split_state_init(&hp, &mm);
+	model_split_state_init(&hp, NULL, &mm);
 	for (int j = 0; j < c->n; j++) {
 		char name[8];
 

@@ -505,7 +505,7 @@ static struct model_split_state *model_shape(struct model_bench *mb)
 	/* A meta device keeps the pointer: it must outlive the run. */
 	static struct model_split_state shape;
 
-	model_split_state_init(&mb->hp, &shape);
+	model_split_state_init(&mb->hp, mb->g, &shape);
 	return &shape;
 }
 
