@@ -69,7 +69,8 @@ EXTRA_DIST += tests/test-model-api.sh
 # The public API's calls and misuses, and the sampler.
 check_PROGRAMS += tests/test-model-lib
 TESTS += tests/test-model-lib
-tests_test_model_lib_SOURCES = tests/test-model-lib.c
+tests_test_model_lib_SOURCES = tests/test-model-lib.c tests/test-util.c \
+	tests/test-util.h
 tests_test_model_lib_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_model_lib_LDFLAGS = -no-install
 tests_test_model_lib_LDADD = model/libloom-model.la model/libmodel.la \

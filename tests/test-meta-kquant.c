@@ -145,16 +145,11 @@ static int64_t granularity(const struct loom_meta_model *m, const char *name,
 			   enum loom_type type, int64_t ne0, int64_t ne1,
 			   enum loom_split_state *state)
 {
-	loom_ctx_t *ctx;
-	struct loom_tensor *t;
 	struct loom_split sp;
 
-	g_assert_cmpint(loom_ctx_new(0, &ctx), ==, LOOM_OK);
-	t = loom_tensor_new_2d(ctx, type, ne0, ne1);
-	loom_tensor_set_name(t, name);
-	g_assert_cmpint(loom_meta_split_default(t, &sp, (void *)m), ==,
+	g_assert_cmpint(loom_test_split_of(loom_meta_split_default, (void *)m,
+					   name, type, ne0, ne1, &sp), ==,
 			LOOM_OK);
-	loom_ctx_free(ctx);
 	*state = sp.state;
 	return sp.granularity;
 }

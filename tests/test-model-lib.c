@@ -16,6 +16,7 @@
 #include <loom/loom-model.h>
 
 #include "../model/model.h"
+#include "test-util.h"
 
 static char *path;
 
@@ -161,20 +162,16 @@ static void test_split(void)
 	loom_ctx_free(c);
 }
 
-/* The granularity the policy gives t, a [ne0, ne1] F32 tensor named
- * name, under st. */
-static int64_t split_unit(const struct model_split_state *st,
-			  const char *name, int64_t ne0, int64_t ne1)
+/* The granularity the policy gives a [ne0, ne1] tensor named name
+ * under st. */
+static int64_t split_unit(struct model_split_state *st, const char *name,
+			  int64_t ne0, int64_t ne1)
 {
-	loom_ctx_t *c;
-	struct loom_tensor *t;
 	struct loom_split out;
 
-	g_assert_cmpint(loom_ctx_new(0, &c), ==, LOOM_OK);
-	t = loom_tensor_new_2d(c, LOOM_TYPE_F32, ne0, ne1);
-	loom_tensor_set_name(t, name);
-	g_assert_cmpint(model_split(t, &out, st), ==, LOOM_OK);
-	loom_ctx_free(c);
+	g_assert_cmpint(loom_test_split_of(model_split, st, name,
+					   LOOM_TYPE_F32, ne0, ne1, &out), ==,
+			LOOM_OK);
 	return out.granularity;
 }
 

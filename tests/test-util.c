@@ -98,6 +98,27 @@ double loom_test_bf16_to_double(uint16_t h)
 	return f;
 }
 
+int loom_test_split_of(loom_split_fn fn, void *userdata, const char *name,
+		       enum loom_type type, int64_t ne0, int64_t ne1,
+		       struct loom_split *out)
+{
+	loom_ctx_t *ctx;
+	struct loom_tensor *t;
+	int st = loom_ctx_new(0, &ctx);
+
+	if (st)
+		return st;
+	t = loom_tensor_new_2d(ctx, type, ne0, ne1);
+	if (t) {
+		loom_tensor_set_name(t, name);
+		st = fn(t, out, userdata);
+	} else {
+		st = LOOM_E_INVAL;
+	}
+	loom_ctx_free(ctx);
+	return st;
+}
+
 int loom_test_set_f32(struct loom_tensor *t, const float *values)
 {
 	int64_t n = loom_tensor_n_elements(t);

@@ -40,6 +40,13 @@ double loom_test_bf16_to_double(uint16_t h);
 int loom_test_decode_blocks(enum loom_type type, const void *blocks,
 			    int64_t n, double *out);
 
+/* What split policy fn (with userdata) says of a [ne0, ne1] tensor of
+ * type named name, into *out: the policy's status, or that of making
+ * the tensor. */
+int loom_test_split_of(loom_split_fn fn, void *userdata, const char *name,
+		       enum loom_type type, int64_t ne0, int64_t ne1,
+		       struct loom_split *out);
+
 /* Sets every element of t (placed, contiguous) from n = loom_tensor_n_elements(t)
  * floats, converted to t's type with loom_type_convert (so quantized types are
  * quantized).  Returns LOOM_OK or the failing call's status. */

@@ -59,7 +59,8 @@ LOOM_MODEL_API int64_t loom_model_n_ctx(const loom_model_t *m);
 
 /* The split policy of a meta device for m (a loom_split_fn and its
  * userdata, valid until loom_model_free): each weight and cache tensor
- * cut by the role the architecture gives it.  Pass both to
+ * cut by the role the architecture gives it, the FFN in units of 32
+ * values and of the blocks of the file's ffn_down types.  Pass both to
  * loom_meta_dev_new(), then load m on that device. */
 LOOM_MODEL_API int loom_model_split_policy(loom_model_t *m, loom_split_fn *fn,
 					   void **userdata);
