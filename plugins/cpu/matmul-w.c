@@ -75,18 +75,25 @@ INLINE void fetch(const char *b, size_t bytes, int part, int parts,
 			__builtin_prefetch(b + W_PF + i, 0, 2);
 }
 
-/* Q4_0, block j of a group against nc columns: the high nibbles are
- * summed apart and shifted back. */
-INLINE void g_q4_0(const char *g, int64_t j, const struct qcol *cols,
-		   const int nc, __m512 *acc)
+/* Q4_0 (one = false) and Q4_1, block j of a group against nc columns:
+ * the high nibbles are summed apart and shifted back; Q4_0's offset
+ * (each column's o32) starts the sum, Q4_1's rows' mins add each
+ * column's d * sum(q). */
+INLINE void g_q4(const bool one, const char *g, int64_t j,
+		 const struct qcol *cols, const int nc, __m512 *acc)
 {
-	const char *b = g + j * CPU_W_ROWS * sizeof(struct loom_block_q4_0);
-	const char *qs = b + AT(loom_block_q4_0, qs);
-	__m512 dw = halves(b + AT(loom_block_q4_0, d));
+	const size_t bs = one ? sizeof(struct loom_block_q4_1) :
+			  sizeof(struct loom_block_q4_0);
+	const char *b = g + j * CPU_W_ROWS * bs;
+	const char *qs = b + (one ? AT(loom_block_q4_1, qs) :
+			      AT(loom_block_q4_0, qs));
+	__m512 dw = halves(b), mw = _mm512_setzero_ps();
 	__m512i lo[4], hi[4];
 	int c, i;
 
-	fetch(b, CPU_W_ROWS * sizeof(struct loom_block_q4_0), 0, 1, false);
+	if (one)
+		mw = halves(b + AT(loom_block_q4_1, m));
+	fetch(b, CPU_W_ROWS * bs, 0, 1, false);
 	UNROLL
 	for (i = 0; i < 4; i++) {
 		__m512i w = load(qs + 64 * i);
@@ -97,7 +104,8 @@ INLINE void g_q4_0(const char *g, int64_t j, const struct qcol *cols,
 	UNROLL
 	for (c = 0; c < nc; c++) {
 		const int8_t *q = cols[c].qs + 32 * j;
-		__m512i s = _mm512_set1_epi32(cols[c].o32[j]);
+		__m512i s = one ? _mm512_setzero_si512() :
+			    _mm512_set1_epi32(cols[c].o32[j]);
 		__m512i h = _mm512_setzero_si512();
 
 		UNROLL
@@ -108,45 +116,9 @@ INLINE void g_q4_0(const char *g, int64_t j, const struct qcol *cols,
 		s = _mm512_add_epi32(s, _mm512_srai_epi32(h, 4));
 		acc[c] = fma_i(s, _mm512_mul_ps(dw, _mm512_set1_ps(
 			cols[c].d[j])), acc[c]);
-	}
-}
-
-/* Q4_1, block j of a group against nc columns: Q4_0's nibbles, no
- * integer offset, the rows' mins times each column's d * sum(q). */
-INLINE void g_q4_1(const char *g, int64_t j, const struct qcol *cols,
-		   const int nc, __m512 *acc)
-{
-	const char *b = g + j * CPU_W_ROWS * sizeof(struct loom_block_q4_1);
-	const char *qs = b + AT(loom_block_q4_1, qs);
-	__m512 dw = halves(b + AT(loom_block_q4_1, d));
-	__m512 mw = halves(b + AT(loom_block_q4_1, m));
-	__m512i lo[4], hi[4];
-	int c, i;
-
-	fetch(b, CPU_W_ROWS * sizeof(struct loom_block_q4_1), 0, 1, false);
-	UNROLL
-	for (i = 0; i < 4; i++) {
-		__m512i w = load(qs + 64 * i);
-
-		lo[i] = _mm512_and_si512(w, bytes(0x0f));
-		hi[i] = _mm512_and_si512(w, bytes(0xf0));
-	}
-	UNROLL
-	for (c = 0; c < nc; c++) {
-		const int8_t *q = cols[c].qs + 32 * j;
-		__m512i s = _mm512_setzero_si512();
-		__m512i h = _mm512_setzero_si512();
-
-		UNROLL
-		for (i = 0; i < 4; i++) {
-			s = dot(s, lo[i], q + 4 * i);
-			h = dot(h, hi[i], q + 16 + 4 * i);
-		}
-		s = _mm512_add_epi32(s, _mm512_srai_epi32(h, 4));
-		acc[c] = fma_i(s, _mm512_mul_ps(dw, _mm512_set1_ps(
-			cols[c].d[j])), acc[c]);
-		acc[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(cols[c].s32[j]),
-					 acc[c]);
+		if (one)
+			acc[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(
+				cols[c].s32[j]), acc[c]);
 	}
 }
 
@@ -495,6 +467,25 @@ INLINE void g_qk(const bool five, const char *g, int64_t b,
 	}
 }
 
+/* Step t of half n of super-block b against nc columns: u[v] (4
+ * values of each row) times each column's 4 values 32 v further in,
+ * summed into s[v]. */
+INLINE void dot_step(__m512i s[4][3], const __m512i *u,
+		     const struct qcol *cols, const int nc, int64_t b,
+		     const int n, const int t)
+{
+	int c, v;
+
+	UNROLL
+	for (c = 0; c < nc; c++) {
+		const int8_t *q = cols[c].qs + 256 * b + 128 * n + 4 * t;
+
+		UNROLL
+		for (v = 0; v < 4; v++)
+			s[v][c] = dot(s[v][c], u[v], q + 32 * v);
+	}
+}
+
 /* Q6_K, super-block b of a group against nc columns.  Per half n of 128
  * values and 4-value step t, chunks A and B of ql (bytes 64 n + 4 t and
  * 64 n + 32 + 4 t) and H of qh (32 n + 4 t) give 4 values of each 32:
@@ -548,16 +539,7 @@ INLINE void g_q6_k(const char *g, int64_t b, const struct qcol *cols,
 				};
 
 				fetch(x, CPU_W_ROWS * bs, 8 * n + t, 16, true);
-				UNROLL
-				for (c = 0; c < nc; c++) {
-					const int8_t *q = cols[c].qs +
-						256 * b + 128 * n + 4 * t;
-
-					UNROLL
-					for (v = 0; v < 4; v++)
-						s[v][c] = dot(s[v][c], u[v],
-							      q + 32 * v);
-				}
+				dot_step(s, u, cols, nc, b, n, t);
 			}
 			UNROLL
 			for (v = 0; v < 4; v++) {
@@ -577,90 +559,6 @@ INLINE void g_q6_k(const char *g, int64_t b, const struct qcol *cols,
 						acc[c]);
 					acc[c] = _mm512_fnmadd_ps(f,
 						_mm512_set1_ps(32.0f *
-							cols[c].s[16 * b + k]),
-						acc[c]);
-				}
-			}
-		}
-	}
-}
-
-/* Q2_K, super-block b of a group against nc columns.  Chunk t of qs
- * (bytes 4t..4t+3 of each row: 128 (t / 8) + 4 (t % 8) and on) holds at
- * bits 2s, 2s + 1 the values 32 s further in.  Crumbs 0 and 1 are
- * masked in place, crumbs 2 and 3 after one shift by 4: the odd ones are
- * 4 times their value, their lanes' factor a quarter (exact).  Chunks
- * t % 8 < 4 and >= 4 are the two 16s of each 32; the scales' low
- * nibbles times d, and their high ones (mins) times dmin times each
- * column's d * sum(q) per 16 leave the sum once per scale. */
-INLINE void g_q2_k(const char *g, int64_t b, const struct qcol *cols,
-		   const int nc, __m512 *acc)
-{
-	const size_t bs = sizeof(struct loom_block_q2_k);
-	const char *x = g + b * CPU_W_ROWS * bs;
-	const char *qs = x + AT(loom_block_q2_k, qs);
-	const char *sc = x + AT(loom_block_q2_k, scales);
-	const __m512 d = halves(x + AT(loom_block_q2_k, d));
-	const __m512 dmin = halves(x + AT(loom_block_q2_k, dmin));
-	int n, h, t, s, c;
-
-	UNROLL
-	for (n = 0; n < 2; n++) {
-		UNROLL
-		for (h = 0; h < 2; h++) {
-			__m512i sum[4][3];
-
-			for (s = 0; s < 4; s++)
-				for (c = 0; c < nc; c++)
-					sum[s][c] = _mm512_setzero_si512();
-			UNROLL
-			for (t = 4 * h; t < 4 * h + 4; t++) {
-				__m512i w = load(qs + 64 * (8 * n + t));
-				__m512i w4 = _mm512_srli_epi32(w, 4);
-				__m512i u[4] = {
-					_mm512_and_si512(w, bytes(0x03)),
-					_mm512_and_si512(w, bytes(0x0c)),
-					_mm512_and_si512(w4, bytes(0x03)),
-					_mm512_and_si512(w4, bytes(0x0c)),
-				};
-
-				fetch(x, CPU_W_ROWS * bs, 8 * n + t, 16, true);
-				UNROLL
-				for (c = 0; c < nc; c++) {
-					const int8_t *q = cols[c].qs +
-						256 * b + 128 * n + 4 * t;
-
-					UNROLL
-					for (s = 0; s < 4; s++)
-						sum[s][c] = dot(sum[s][c], u[s],
-								q + 32 * s);
-				}
-			}
-			UNROLL
-			for (s = 0; s < 4; s++) {
-				/* Scale 8 n + 2 s + h. */
-				const int k = 8 * n + 2 * s + h;
-				/* Byte k % 4 of chunk k / 4. */
-				__m512i v = _mm512_srli_epi32(
-					load(sc + 64 * (k / 4)), 8 * (k % 4));
-				__m512 f = _mm512_mul_ps(d, _mm512_cvtepi32_ps(
-					_mm512_and_si512(v,
-						_mm512_set1_epi32(15))));
-				__m512 m = _mm512_mul_ps(dmin,
-					_mm512_cvtepi32_ps(_mm512_and_si512(
-						_mm512_srli_epi32(v, 4),
-						_mm512_set1_epi32(15))));
-				const float q1 = s & 1 ? 0.25f : 1.0f;
-
-				UNROLL
-				for (c = 0; c < nc; c++) {
-					acc[c] = fma_i(sum[s][c], _mm512_mul_ps(
-						f, _mm512_set1_ps(q1 *
-							cols[c].d[8 * b +
-								  4 * n + s])),
-						acc[c]);
-					acc[c] = _mm512_fnmadd_ps(m,
-						_mm512_set1_ps(
 							cols[c].s[16 * b + k]),
 						acc[c]);
 				}
@@ -709,23 +607,39 @@ INLINE void q3_k_scales16(const char *sc, __m512 d, __m512 *f)
 	}
 }
 
-/* Q3_K, super-block b of a group against nc columns: Q2_K's crumbs
- * (qs after hmask), each with its third bit from hmask's chunk t % 8,
- * bit 4 (t / 8) + s of each byte, moved above the crumb (bit 2, bit 4
- * for the odd crumbs in place).  The values' offset 4 times the scale
- * and each column's d * sum(q) per 16 leaves the sum once per scale. */
-INLINE void g_q3_k(const char *g, int64_t b, const struct qcol *cols,
-		   const int nc, __m512 *acc)
+/* Q2_K (three = false) and Q3_K, super-block b of a group against nc
+ * columns.  Chunk t of qs (bytes 4t..4t+3 of each row: 128 (t / 8) +
+ * 4 (t % 8) and on) holds at bits 2s, 2s + 1 the values 32 s further
+ * in.  Crumbs 0 and 1 are masked in place, crumbs 2 and 3 after one
+ * shift by 4: the odd ones are 4 times their value, their lanes' factor
+ * a quarter (exact).  Chunks t % 8 < 4 and >= 4 are the two 16s of each
+ * 32.  Q2_K: the scales' low nibbles times d, and their high ones (mins)
+ * times dmin times each column's d * sum(q) per 16 leave the sum once
+ * per scale.  Q3_K: each crumb gets its third bit from hmask's chunk
+ * t % 8, bit 4 (t / 8) + s of each byte, moved above the crumb (bit 2,
+ * bit 4 for the odd crumbs in place); the values' offset 4 times the
+ * scale and each column's d * sum(q) per 16 leaves the sum once per
+ * scale. */
+INLINE void g_crumbs(const bool three, const char *g, int64_t b,
+		     const struct qcol *cols, const int nc, __m512 *acc)
 {
-	const size_t bs = sizeof(struct loom_block_q3_k);
+	const size_t bs = three ? sizeof(struct loom_block_q3_k) :
+			  sizeof(struct loom_block_q2_k);
 	const char *x = g + b * CPU_W_ROWS * bs;
+	const char *qs = x + (three ? AT(loom_block_q3_k, qs) :
+			      AT(loom_block_q2_k, qs));
 	const char *hm = x + AT(loom_block_q3_k, hmask);
-	const char *qs = x + AT(loom_block_q3_k, qs);
-	__m512 f[16];
+	const char *sc = x + AT(loom_block_q2_k, scales);
+	__m512 f[16], d = _mm512_setzero_ps(), dmin = _mm512_setzero_ps();
 	int n, h, t, s, c;
 
-	q3_k_scales16(x + AT(loom_block_q3_k, scales),
-		      halves(x + AT(loom_block_q3_k, d)), f);
+	if (three) {
+		q3_k_scales16(x + AT(loom_block_q3_k, scales),
+			      halves(x + AT(loom_block_q3_k, d)), f);
+	} else {
+		d = halves(x + AT(loom_block_q2_k, d));
+		dmin = halves(x + AT(loom_block_q2_k, dmin));
+	}
 	UNROLL
 	for (n = 0; n < 2; n++) {
 		UNROLL
@@ -739,7 +653,8 @@ INLINE void g_q3_k(const char *g, int64_t b, const struct qcol *cols,
 			for (t = 4 * h; t < 4 * h + 4; t++) {
 				__m512i w = load(qs + 64 * (8 * n + t));
 				__m512i w4 = _mm512_srli_epi32(w, 4);
-				__m512i hb = load(hm + 64 * t);
+				__m512i hb = three ? load(hm + 64 * t) :
+					     _mm512_setzero_si512();
 				__m512i u[4];
 
 				fetch(x, CPU_W_ROWS * bs, 8 * n + t, 16, true);
@@ -752,41 +667,56 @@ INLINE void g_q3_k(const char *g, int64_t b, const struct qcol *cols,
 						_mm512_slli_epi32(hb, by) :
 						by < 0 ?
 						_mm512_srli_epi32(hb, -by) : hb;
+					const __m512i m = bytes(s & 1 ? 0x0c :
+								0x03);
 
-					/* Crumb bits where the mask is set,
-					 * the third bit elsewhere. */
-					u[s] = _mm512_ternarylogic_epi32(
-						s < 2 ? w : w4,
-						bytes(s & 1 ? 0x0c : 0x03),
+					/* The crumb; Q3_K's with its third
+					 * bit, (src & m) | (hs & bit). */
+					u[s] = three ?
+						_mm512_ternarylogic_epi32(
+						s < 2 ? w : w4, m,
 						_mm512_and_si512(hs,
-							bytes(1 << to)), 0xea);
+							bytes(1 << to)), 0xea) :
+						_mm512_and_si512(s < 2 ? w : w4,
+								 m);
 				}
-				UNROLL
-				for (c = 0; c < nc; c++) {
-					const int8_t *q = cols[c].qs +
-						256 * b + 128 * n + 4 * t;
-
-					UNROLL
-					for (s = 0; s < 4; s++)
-						sum[s][c] = dot(sum[s][c], u[s],
-								q + 32 * s);
-				}
+				dot_step(sum, u, cols, nc, b, n, t);
 			}
 			UNROLL
 			for (s = 0; s < 4; s++) {
 				/* Scale 8 n + 2 s + h. */
 				const int k = 8 * n + 2 * s + h;
 				const float q1 = s & 1 ? 0.25f : 1.0f;
+				__m512 fk, mk;
 
+				if (three) {
+					fk = f[k];
+					mk = _mm512_mul_ps(f[k],
+						_mm512_set1_ps(4.0f));
+				} else {
+					/* Byte k % 4 of chunk k / 4. */
+					__m512i v = _mm512_srli_epi32(
+						load(sc + 64 * (k / 4)),
+						8 * (k % 4));
+
+					fk = _mm512_mul_ps(d, _mm512_cvtepi32_ps(
+						_mm512_and_si512(v,
+						_mm512_set1_epi32(15))));
+					mk = _mm512_mul_ps(dmin,
+						_mm512_cvtepi32_ps(
+						_mm512_and_si512(
+						_mm512_srli_epi32(v, 4),
+						_mm512_set1_epi32(15))));
+				}
 				UNROLL
 				for (c = 0; c < nc; c++) {
 					acc[c] = fma_i(sum[s][c], _mm512_mul_ps(
-						f[k], _mm512_set1_ps(q1 *
+						fk, _mm512_set1_ps(q1 *
 							cols[c].d[8 * b +
 								  4 * n + s])),
 						acc[c]);
-					acc[c] = _mm512_fnmadd_ps(f[k],
-						_mm512_set1_ps(4.0f *
+					acc[c] = _mm512_fnmadd_ps(mk,
+						_mm512_set1_ps(
 							cols[c].s[16 * b + k]),
 						acc[c]);
 				}
@@ -813,10 +743,10 @@ INLINE void w_groups(const enum loom_type type, const char *const *gs,
 		for (e = 0; e < ng; e++) {
 			if (type == LOOM_TYPE_Q8_0)
 				g_q8_0(gs[e], j, cols, nc, acc[e]);
-			else if (type == LOOM_TYPE_Q4_0)
-				g_q4_0(gs[e], j, cols, nc, acc[e]);
-			else if (type == LOOM_TYPE_Q4_1)
-				g_q4_1(gs[e], j, cols, nc, acc[e]);
+			else if (type == LOOM_TYPE_Q4_0 ||
+				 type == LOOM_TYPE_Q4_1)
+				g_q4(type == LOOM_TYPE_Q4_1, gs[e], j, cols,
+				     nc, acc[e]);
 			else if (type == LOOM_TYPE_IQ4_NL)
 				g_iq4_nl(gs[e], j, cols, nc, acc[e]);
 			else if (type == LOOM_TYPE_Q5_0 ||
@@ -827,10 +757,10 @@ INLINE void w_groups(const enum loom_type type, const char *const *gs,
 				g_mxfp4(gs[e], j, cols, nc, acc[e]);
 			else if (type == LOOM_TYPE_Q6_K)
 				g_q6_k(gs[e], j, cols, nc, acc[e]);
-			else if (type == LOOM_TYPE_Q2_K)
-				g_q2_k(gs[e], j, cols, nc, acc[e]);
-			else if (type == LOOM_TYPE_Q3_K)
-				g_q3_k(gs[e], j, cols, nc, acc[e]);
+			else if (type == LOOM_TYPE_Q2_K ||
+				 type == LOOM_TYPE_Q3_K)
+				g_crumbs(type == LOOM_TYPE_Q3_K, gs[e], j,
+					 cols, nc, acc[e]);
 			else if (type == LOOM_TYPE_IQ4_XS)
 				g_iq4_xs(gs[e], j, cols, nc, acc[e]);
 			else
