@@ -14,15 +14,17 @@
  * types; a size of 0 counts as 1). */
 static int64_t block_lcm(int64_t a, int64_t b)
 {
-	int64_t x = a > 1 ? a : 1, y = b > 1 ? b : 1;
+	int64_t x, y;
 
-	while (y) {
+	a = a > 1 ? a : 1;
+	b = b > 1 ? b : 1;
+	for (x = a, y = b; y;) {
 		int64_t r = x % y;
 
 		x = y;
 		y = r;
 	}
-	return (a > 1 ? a : 1) / x * (b > 1 ? b : 1);
+	return a / x * b;
 }
 
 void model_split_state_init(const struct llama_hparams *hp,
